@@ -1,0 +1,1 @@
+"""Message declarations, one module per API."""

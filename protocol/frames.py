@@ -1,0 +1,137 @@
+"""Request and response headers, and whole frames.
+
+A frame on the wire is an int32 size followed by that many bytes: a header and a
+body. The header version follows from the body's (api key, version):
+
+- request header v1 (non-flexible API version): api key, api version, correlation
+  id, client id (nullable classic string);
+- request header v2 (flexible): the same plus a tagged-field section; the client id
+  stays a classic int16-length string;
+- response header v0: correlation id; v1 adds a tagged-field section; ApiVersions
+  responses always use v0 (KIP-511).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from .errors import DecodeError, UnsupportedVersionError
+from .messages import APIS
+from .schema import F, MessageSpec
+
+API_VERSIONS_KEY = 18
+
+REQUEST_HEADER = MessageSpec("RequestHeader", [
+    F("RequestApiKey", "int16"),
+    F("RequestApiVersion", "int16"),
+    F("CorrelationId", "int32"),
+    F("ClientId", "string", "1+", nullable="1+", flexible="none"),
+], valid="0-2", flexible="2+")
+
+RESPONSE_HEADER = MessageSpec("ResponseHeader", [
+    F("CorrelationId", "int32"),
+], valid="0-1", flexible="1+")
+
+_PEEK = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    api = APIS.get(api_key)
+    if api is not None and api.request.is_flexible(api_version):
+        return 2
+    return 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    api = APIS.get(api_key)
+    if api is not None and api.response.is_flexible(api_version):
+        return 1
+    return 0
+
+
+def frame(payload: bytes | bytearray) -> bytes:
+    """Prefix a payload with its int32 size."""
+    return _SIZE.pack(len(payload)) + payload
+
+
+def peek_header(data: bytes) -> tuple[int, int, int]:
+    """(api key, api version, correlation id) of a request frame, without decoding more."""
+    if len(data) < 8:
+        raise DecodeError("RequestHeader", None, 0, f"a request needs at least 8 bytes, got {len(data)}")
+    return _PEEK.unpack_from(data, 0)
+
+
+@dataclass
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str
+    body: dict
+    header: dict = field(repr=False, default_factory=dict)
+
+    @property
+    def api_name(self) -> str:
+        api = APIS.get(self.api_key)
+        return api.name if api else str(self.api_key)
+
+
+def decode_request(data: bytes) -> Request:
+    """Decode a request frame (without its size prefix): header and body.
+
+    An API or version we do not speak raises UnsupportedVersionError; anything
+    malformed raises DecodeError with the API, the version and the offset.
+    """
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    api_key, api_version, _ = peek_header(data)
+    api = APIS.get(api_key)
+    if api is None:
+        raise UnsupportedVersionError(f"ApiKey{api_key}", api_version, 0, f"unknown API key {api_key}")
+    if not api.request.supports(api_version):
+        raise UnsupportedVersionError(api.request.name, api_version, 2,
+                                      f"supported versions are {api.request.valid[0]}-{api.request.valid[1]}")
+    hv = 2 if api.request.is_flexible(api_version) else 1
+    header, pos = REQUEST_HEADER.codec(hv).decode_from(data, 0)
+    body = api.request.codec(api_version).decode(data, pos)
+    client_id = header["client_id"]
+    return Request(api_key, api_version, header["correlation_id"],
+                   "" if client_id is None else client_id, body, header)
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, body: dict,
+                   client_id: str | None = "groupcoord", *, framed: bool = True) -> bytes:
+    api = APIS[api_key]
+    hv = 2 if api.request.is_flexible(api_version) else 1
+    out = REQUEST_HEADER.codec(hv).encode_into({
+        "request_api_key": api_key, "request_api_version": api_version,
+        "correlation_id": correlation_id, "client_id": client_id,
+    })
+    out += api.request.codec(api_version).encode_into(body)
+    return frame(out) if framed else bytes(out)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict,
+                    *, framed: bool = True) -> bytes:
+    api = APIS[api_key]
+    if response_header_version(api_key, api_version) == 1:
+        out = bytearray(_SIZE.pack(correlation_id))
+        out.append(0)
+    else:
+        out = bytearray(_SIZE.pack(correlation_id))
+    out += api.response.codec(api_version).encode_into(body)
+    return frame(out) if framed else bytes(out)
+
+
+def decode_response(api_key: int, api_version: int, data: bytes) -> tuple[int, dict]:
+    """Decode a response frame (without its size prefix) into (correlation id, body)."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    api = APIS[api_key]
+    hv = response_header_version(api_key, api_version)
+    header, pos = RESPONSE_HEADER.codec(hv).decode_from(data, 0)
+    return header["correlation_id"], api.response.codec(api_version).decode(data, pos)

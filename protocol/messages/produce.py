@@ -1,0 +1,48 @@
+"""Produce (key 0). We speak 0-9 (v13+ identify topics by id)."""
+from ..schema import A, F, S, api
+
+API = api(
+    0, "Produce", valid="0-9", flexible="9+",
+    request=[
+        F("TransactionalId", "string", "3+", nullable="3+", default=None),
+        F("Acks", "int16"),
+        F("TimeoutMs", "int32"),
+        F("TopicData", A(S(
+            F("Name", "string", "0-12"),
+            F("TopicId", "uuid", "13+"),
+            F("PartitionData", A(S(
+                F("Index", "int32"),
+                F("Records", "records", nullable="0+"),
+            ))),
+        ))),
+    ],
+    response=[
+        F("Responses", A(S(
+            F("Name", "string", "0-12"),
+            F("TopicId", "uuid", "13+"),
+            F("PartitionResponses", A(S(
+                F("Index", "int32"),
+                F("ErrorCode", "int16"),
+                F("BaseOffset", "int64"),
+                F("LogAppendTimeMs", "int64", "2+", default=-1),
+                F("LogStartOffset", "int64", "5+", default=-1),
+                F("RecordErrors", A(S(
+                    F("BatchIndex", "int32"),
+                    F("BatchIndexErrorMessage", "string", nullable="8+", default=None),
+                )), "8+"),
+                F("ErrorMessage", "string", "8+", nullable="8+", default=None),
+                F("CurrentLeader", S(
+                    F("LeaderId", "int32", default=-1),
+                    F("LeaderEpoch", "int32", default=-1),
+                ), "10+", tag=0),
+            ))),
+        ))),
+        F("ThrottleTimeMs", "int32", "1+", default=0),
+        F("NodeEndpoints", A(S(
+            F("NodeId", "int32"),
+            F("Host", "string"),
+            F("Port", "int32"),
+            F("Rack", "string", nullable="10+", default=None),
+        )), "10+", tag=0),
+    ],
+)

@@ -104,6 +104,38 @@ def write_tags(out: bytearray, tags: list) -> None:
         out += payload
 
 
+_UUIDS: dict[bytes, uuid.UUID] = {bytes(16): ZERO_UUID}
+
+
+def uuid_from(raw: bytes) -> uuid.UUID:
+    """uuid.UUID of 16 bytes; topic ids repeat, so recent ones are cached."""
+    u = _UUIDS.get(raw)
+    if u is None:
+        if len(_UUIDS) > 4096:
+            _UUIDS.clear()
+            _UUIDS[bytes(16)] = ZERO_UUID
+        u = _UUIDS[raw] = uuid.UUID(bytes=raw)
+    return u
+
+
+_SMALL = 64
+_ARRAY_UNPACK = {f: [struct.Struct(f">{n}{f}").unpack_from for n in range(_SMALL)] for f in "bhiqHI"}
+_ARRAY_PACK = {f: [struct.Struct(f">{n}{f}").pack for n in range(_SMALL)] for f in "bhiqHI"}
+
+
+def unpack_array(fmt: str, n: int, buf, pos: int) -> list:
+    if n < _SMALL:
+        return list(_ARRAY_UNPACK[fmt][n](buf, pos))
+    return list(struct.unpack_from(f">{n}{fmt}", buf, pos))
+
+
+def pack_array(fmt: str, values) -> bytes:
+    n = len(values)
+    if n < _SMALL:
+        return _ARRAY_PACK[fmt][n](*values)
+    return struct.pack(f">{n}{fmt}", *values)
+
+
 def _sread(stream, n: int, path: str) -> bytes:
     return stream_read(stream, n, path)
 
@@ -181,7 +213,9 @@ class Gen:
 
 RUNTIME_IMPORT = (
     "from groupcoord.protocol.types import Fail as _Fail, read_uvarint as _read_uvarint, read_uvarlong as _read_uvarlong, "
-    "uvarint_bytes as _uvarint_bytes, write_tags as _write_tags, UNKNOWN_TAGS as _UNKNOWN_TAGS\n"
+    "uvarint_bytes as _uvarint_bytes, write_tags as _write_tags, UNKNOWN_TAGS as _UNKNOWN_TAGS, "
+    "uuid_from as _uuid_from, unpack_array as _unpack_array, pack_array as _pack_array, "
+    "_ARRAY_UNPACK, _ARRAY_PACK\n"
     "from groupcoord.protocol.errors import DecodeError as _DecodeError, EncodeError as _EncodeError\n"
     "import struct as _struct, uuid as _uuid\n"
 )
@@ -322,7 +356,7 @@ class Uuid(KType):
     default = ZERO_UUID
 
     def _parse(self, stream, context, path):
-        return uuid.UUID(bytes=_sread(stream, 16, path))
+        return uuid_from(_sread(stream, 16, path))
 
     def _build(self, obj, stream, context, path):
         stream_write(stream, obj.bytes, 16, path)
@@ -330,7 +364,7 @@ class Uuid(KType):
 
     def emit_decode(self, g, dst):
         g.line("if pos + 16 > end: raise _Fail('uuid past the end')")
-        g.line(f"{dst} = _uuid.UUID(bytes=buf[pos:pos + 16])")
+        g.line(f"{dst} = _uuid_from(buf[pos:pos + 16])")
         g.line("pos += 16")
 
     def emit_encode(self, g, out, src, path):
@@ -511,7 +545,8 @@ class Array(KType):
         with g.block("else:"):
             elem = self.elem
             if isinstance(elem, Fixed) and elem.fmt != "?":
-                g.line(f"{dst} = list(_struct.unpack_from('>%d{elem.fmt}' % {n}, buf, pos))")
+                ua = g.const(f"_ARRAY_UNPACK[{elem.fmt!r}]")
+                g.line(f"{dst} = list({ua}[{n}](buf, pos)) if {n} < {_SMALL} else _unpack_array({elem.fmt!r}, {n}, buf, pos)")
                 g.line(f"pos += {elem.size} * {n}")
             else:
                 g.line(f"{dst} = []")
@@ -539,7 +574,8 @@ class Array(KType):
                 g.line(f"{out} += {pack}({n})")
             elem = self.elem
             if isinstance(elem, Fixed) and elem.fmt != "?":
-                g.line(f"{out} += _struct.pack('>%d{elem.fmt}' % {n}, *{src})")
+                pa = g.const(f"_ARRAY_PACK[{elem.fmt!r}]")
+                g.line(f"{out} += {pa}[{n}](*{src}) if {n} < {_SMALL} else _pack_array({elem.fmt!r}, {src})")
             else:
                 x = g.var("x")
                 with g.block(f"for {x} in {src}:"):

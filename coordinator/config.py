@@ -1,0 +1,120 @@
+"""Broker configuration, by Kafka's config names and with Kafka's defaults.
+
+Values come, lowest precedence first, from the defaults, a profile, a properties
+file, the environment (``GROUPCOORD_`` + the key upper-cased with dots as
+underscores, e.g. ``GROUPCOORD_GROUP_INITIAL_REBALANCE_DELAY_MS``) and ``--set``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    default: Any
+    doc: str
+    kind: type = int
+
+
+SETTINGS: dict[str, Setting] = {s.key: s for s in [
+    Setting("group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for."),
+    Setting("group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for."),
+    Setting("group.initial.rebalance.delay.ms", 3000, "Delay of the first join phase of a group that starts from Empty."),
+    Setting("group.max.size", INT32_MAX, "Most members a classic group may have."),
+    Setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets; a group's coordinator is the leader of abs(hash(group)) % this."),
+    Setting("offsets.retention.minutes", 10080, "How long committed offsets of an empty group are kept."),
+    Setting("offsets.retention.check.interval.ms", 600000, "How often expired offsets are swept."),
+    Setting("offset.metadata.max.bytes", 4096, "Longest metadata string an offset commit may carry."),
+    Setting("auto.create.topics.enable", True, "Create unknown topics on Metadata requests that allow it.", bool),
+    Setting("num.partitions", 1, "Partitions of auto-created topics."),
+    Setting("default.replication.factor", 1, "Replication factor reported for topics (no replication is emulated)."),
+    Setting("message.max.bytes", 1048588, "Largest record batch a Produce may carry."),
+    Setting("cluster.id", "groupcoord-cluster", "Cluster id reported by Metadata.", str),
+]}
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "default": {},
+    # fast tests: no initial delay, and clients may use short sessions
+    "test": {
+        "group.initial.rebalance.delay.ms": 0,
+        "group.min.session.timeout.ms": 100,
+        "offsets.retention.check.interval.ms": 60000,
+    },
+}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _convert(key: str, value: Any) -> Any:
+    setting = SETTINGS.get(key)
+    if setting is None:
+        raise ConfigError(f"unknown config {key!r}; known: {', '.join(sorted(SETTINGS))}")
+    if isinstance(value, setting.kind) and not (setting.kind is int and isinstance(value, bool)):
+        return value
+    text = str(value).strip()
+    try:
+        if setting.kind is bool:
+            if text.lower() in ("true", "1", "yes"):
+                return True
+            if text.lower() in ("false", "0", "no"):
+                return False
+            raise ValueError(text)
+        return setting.kind(text)
+    except ValueError:
+        raise ConfigError(f"config {key!r} expects {setting.kind.__name__}, got {value!r}") from None
+
+
+def read_properties(path: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line[0] in "#!":
+                continue
+            sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+            if sep < 0:
+                raise ConfigError(f"{path}:{lineno}: expected key=value")
+            out[line[:sep].strip()] = line[sep + 1:].strip()
+    return out
+
+
+class BrokerConfig:
+    """Resolved configuration: ``cfg["group.max.size"]`` or ``cfg.get(...)``."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None, *, profile: str = "default",
+                 properties_file: str | None = None, environ: Mapping[str, str] | None = None):
+        if profile not in PROFILES:
+            raise ConfigError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+        self.profile = profile
+        merged: dict[str, Any] = {k: s.default for k, s in SETTINGS.items()}
+        merged.update(PROFILES[profile])
+        if properties_file:
+            merged.update({k: _convert(k, v) for k, v in read_properties(properties_file).items()})
+        env = os.environ if environ is None else environ
+        for key in SETTINGS:
+            name = "GROUPCOORD_" + key.upper().replace(".", "_")
+            if name in env:
+                merged[key] = _convert(key, env[name])
+        for k, v in (values or {}).items():
+            merged[k] = _convert(k, v)
+        self._values = merged
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._values.get(key, default)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def __repr__(self) -> str:
+        changed = {k: v for k, v in self._values.items() if v != SETTINGS[k].default}
+        return f"BrokerConfig(profile={self.profile!r}, {changed})"

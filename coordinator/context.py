@@ -1,0 +1,30 @@
+"""What a handler knows about the request it serves."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from .service import Service
+
+#: A handler answers through this callback, at once or later (parked JoinGroup/SyncGroup).
+#: It takes the response body as a dict in the latest version's field names; the
+#: encoder leaves out what the request's version does not have.
+Respond = Callable[[dict], None]
+
+
+@dataclass
+class RequestContext:
+    service: "Service"
+    node_id: int              # the emulated broker that received the request
+    client_id: str            # from the request header ("" when null)
+    client_host: str          # as Kafka shows it: "/127.0.0.1"
+    api_key: int
+    api_version: int
+    correlation_id: int
+    connection_id: int = 0
+    principal: str = "User:ANONYMOUS"
+
+    @property
+    def now_ms(self) -> int:
+        return self.service.clock()

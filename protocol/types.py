@@ -20,9 +20,9 @@ import struct
 import uuid
 from typing import Any
 
-from construct import Construct, stream_read, stream_write
+from construct import Construct, ConstructError, stream_read, stream_write
 
-from .errors import DecodeError
+from .errors import DecodeError, EncodeError
 
 UNKNOWN_TAGS = "_unknown_tags"
 ZERO_UUID = uuid.UUID(int=0)
@@ -92,6 +92,28 @@ def zigzag64(v: int) -> int:
 
 def unzigzag(v: int) -> int:
     return (v >> 1) ^ -(v & 1)
+
+
+def read_unknown_tags(buf, pos: int, end: int) -> tuple[dict, int]:
+    """A tagged-field section none of whose tags we know: {tag: raw bytes}, new pos."""
+    def uv():
+        nonlocal pos
+        b = buf[pos]
+        pos += 1
+        if b < 0x80:
+            return b
+        value, pos = read_uvarint(buf, pos, b)
+        return value
+
+    tags = {}
+    for _ in range(uv()):
+        tag = uv()
+        size = uv()
+        if pos + size > end:
+            raise Fail(f"tagged field {tag} of {size} bytes exceeds the {end - pos} bytes left")
+        tags[tag] = buf[pos:pos + size]
+        pos += size
+    return tags, pos
 
 
 def write_tags(out: bytearray, tags: list) -> None:
@@ -214,6 +236,7 @@ class Gen:
 RUNTIME_IMPORT = (
     "from groupcoord.protocol.types import Fail as _Fail, read_uvarint as _read_uvarint, read_uvarlong as _read_uvarlong, "
     "uvarint_bytes as _uvarint_bytes, write_tags as _write_tags, UNKNOWN_TAGS as _UNKNOWN_TAGS, "
+    "read_unknown_tags as _read_unknown_tags, "
     "uuid_from as _uuid_from, unpack_array as _unpack_array, pack_array as _pack_array, "
     "_ARRAY_UNPACK, _ARRAY_PACK\n"
     "from groupcoord.protocol.errors import DecodeError as _DecodeError, EncodeError as _EncodeError\n"
@@ -679,6 +702,26 @@ class KStruct(KType):
             stream_write(stream, bytes(out), len(out), path)
         return obj
 
+    # interpreted entry points (``parse``/``build`` go through these): the same typed
+    # errors as the compiled codec, not Fail / construct's StreamError / struct.error
+    def parse_stream(self, stream, **contextkw):
+        start = stream.tell()
+        try:
+            return super().parse_stream(stream, **contextkw)
+        except DecodeError:
+            raise
+        except (Fail, ConstructError, struct.error, IndexError, ValueError, OverflowError) as exc:
+            raise DecodeError(self.name_, self.version, stream.tell() - start, str(exc)) from None
+
+    def build_stream(self, obj, stream, **contextkw):
+        try:
+            return super().build_stream(obj, stream, **contextkw)
+        except EncodeError:
+            raise
+        except (Fail, ConstructError, struct.error, AttributeError, TypeError, KeyError, ValueError,
+                OverflowError) as exc:
+            raise EncodeError(self.name_, self.version, None, f"{type(exc).__name__}: {exc}") from None
+
     # ---- emitters --------------------------------------------------------
     def emit_decode(self, g: Gen, dst: str) -> None:
         vals: list[tuple[str, str]] = []
@@ -704,6 +747,15 @@ class KStruct(KType):
                 f.type.emit_decode(g, v)
         flush()
         unk = None
+        if self.flexible and not self.tagged:
+            # the common case: no known tags, so an empty section is one zero byte
+            body = ", ".join(f"{k!r}: {v}" for k, v in vals)
+            g.line(f"{dst} = {{{body}}}")
+            with g.block("if buf[pos]:"):
+                g.line(f"{dst}[_UNKNOWN_TAGS], pos = _read_unknown_tags(buf, pos, end)")
+            with g.block("else:"):
+                g.line("pos += 1")
+            return
         if self.flexible:
             for f in self.tagged:
                 v = g.var("t")

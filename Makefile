@@ -1,0 +1,35 @@
+# make run   - set up (idempotent) and run the service on an embedded default
+# make test  - set up (idempotent) and run the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+JS     := tests/interop/js
+
+.PHONY: install run test bench js clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+$(JS)/node_modules/.installed: $(JS)/package.json $(JS)/package-lock.json
+	cd $(JS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(STAMP)
+
+js: $(JS)/node_modules/.installed
+
+run: install
+	$(BIN)/groupcoord serve $(ARGS)
+
+test: install js
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python bench/codec.py
+
+clean:
+	rm -rf $(VENV) $(JS)/node_modules

@@ -1,0 +1,96 @@
+"""The ``groupcoord`` command."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from .config import PROFILES, SETTINGS, BrokerConfig, ConfigError
+
+
+def _topic(spec: str) -> tuple[str, int]:
+    name, sep, count = spec.rpartition(":")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME:PARTITIONS, got {spec!r}")
+    try:
+        n = int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"partitions must be an integer in {spec!r}") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"partitions must be positive in {spec!r}")
+    return name, n
+
+
+def _setting(spec: str) -> tuple[str, str]:
+    key, sep, value = spec.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected key=value, got {spec!r}")
+    return key.strip(), value.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="groupcoord", description="Kafka consumer-group coordinator emulator")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the coordinator service")
+    serve.add_argument("--nodes", type=int, default=1, help="emulated brokers (default 1)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=9092, help="port of node 0; node i listens on port+i (default 9092)")
+    serve.add_argument("--topic", action="append", type=_topic, default=[], metavar="NAME:PARTITIONS",
+                       help="create a topic at start (repeatable)")
+    serve.add_argument("--profile", choices=sorted(PROFILES), default="default",
+                       help="'test': no initial rebalance delay and short minimum session timeout")
+    serve.add_argument("--set", action="append", type=_setting, default=[], metavar="KEY=VALUE",
+                       help="a broker config by Kafka's name, e.g. group.initial.rebalance.delay.ms=0")
+    serve.add_argument("--config", metavar="FILE", help="a properties file of broker configs")
+    serve.add_argument("--log-format", choices=("console", "json"), default="console")
+    serve.add_argument("--log-level", default="info")
+    sub.add_parser("configs", help="list the broker configs and their defaults")
+    return parser
+
+
+async def serve(args) -> int:
+    from .logs import configure
+    from .server import Server
+    from .service import Service
+
+    configure(args.log_format, args.log_level)
+    config = BrokerConfig(dict(args.set), profile=args.profile, properties_file=args.config)
+    ports = [args.port + i if args.port else 0 for i in range(args.nodes)]
+    service = Service(config, nodes=args.nodes, host=args.host, ports=ports)
+    for name, partitions in args.topic:
+        service.create_topic(name, partitions)
+    server = Server(service, args.host, ports)
+    await server.start()
+    print(f"bootstrap servers: {server.bootstrap_servers}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await server.stop()
+    print("stopped", flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "configs":
+        for key, s in sorted(SETTINGS.items()):
+            print(f"{key} = {s.default}    # {s.doc}")
+        return 0
+    if args.nodes < 1:
+        print("groupcoord: --nodes must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(serve(args))
+    except ConfigError as exc:
+        print(f"groupcoord: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"groupcoord: cannot listen: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

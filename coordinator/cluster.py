@@ -1,0 +1,246 @@
+"""The emulated cluster: nodes, topics, partitions and their in-memory logs.
+
+Sans-I/O like the rest of the core: nothing here touches sockets or time except
+through the clock and timers it is given. Partition leadership is spread over the
+nodes round-robin (partition p of every topic is led by node ``p % nodes``), and so
+is leadership of the offsets topic, which decides each group's coordinator.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from groupcoord.protocol import records
+from groupcoord.protocol.errors import ErrorCode
+
+OFFSETS_TOPIC = "__consumer_offsets"
+MAX_TOPIC_NAME = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode: 31*h + c over UTF-16 code units, as a signed int32."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def kafka_abs(n: int) -> int:
+    """Kafka's Utils.abs: abs, except that Integer.MIN_VALUE maps to 0."""
+    return 0 if n == -(2**31) else abs(n)
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """The offsets-topic partition of a group: abs(javaHash(group_id)) % partitions."""
+    return kafka_abs(java_string_hash(key)) % partitions
+
+
+def validate_topic_name(name: str) -> str | None:
+    """None when legal, else why not (Kafka's Topic.validate)."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return "topic name cannot be '.' or '..'"
+    if len(name) > MAX_TOPIC_NAME:
+        return f"topic name is longer than {MAX_TOPIC_NAME} characters"
+    if not _LEGAL_TOPIC.match(name):
+        return "topic name may only contain ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+@dataclass
+class Node:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    up: bool = True
+
+
+class PartitionLog:
+    """Record batches of one partition, in memory, with offsets assigned on append."""
+
+    __slots__ = ("batches", "bases", "log_start_offset", "log_end_offset", "size_bytes")
+
+    def __init__(self) -> None:
+        self.batches: list[bytes] = []
+        self.bases: list[int] = []
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self.size_bytes = 0
+
+    def append(self, batch: bytes, header: records.BatchHeader) -> int:
+        base = self.log_end_offset
+        if header.base_offset != base:
+            batch = records.set_base_offset(batch, base)
+        self.batches.append(batch)
+        self.bases.append(base)
+        self.log_end_offset = base + header.last_offset_delta + 1
+        self.size_bytes += len(batch)
+        return base
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Batches from the one holding offset on, up to max_bytes (at least one batch)."""
+        if offset >= self.log_end_offset or not self.batches:
+            return b""
+        import bisect
+        i = max(0, bisect.bisect_right(self.bases, offset) - 1)
+        out = []
+        total = 0
+        for batch in self.batches[i:]:
+            if out and total + len(batch) > max_bytes:
+                break
+            out.append(batch)
+            total += len(batch)
+        return b"".join(out)
+
+    def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ts, by batch max timestamps."""
+        for batch in self.batches:
+            header = records.read_batch_header(batch)
+            if header.max_timestamp >= ts:
+                _, recs = records.decode_batch(batch, verify=False)
+                for rec in recs:
+                    if rec.timestamp >= ts:
+                        return rec.offset, rec.timestamp
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        best = None
+        for batch in self.batches:
+            header = records.read_batch_header(batch)
+            if best is None or header.max_timestamp > best[1]:
+                best = (header.last_offset, header.max_timestamp)
+        return best
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionLog] = field(default_factory=list)
+    replication_factor: int = 1
+    configs: dict[str, str | None] = field(default_factory=dict)
+    internal: bool = False
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.partitions)
+
+
+class Cluster:
+    """Nodes, topics and the placement of partitions and group coordinators."""
+
+    def __init__(self, nodes: Iterable[Node], *, offsets_partitions: int = 50,
+                 cluster_id: str = "groupcoord-cluster",
+                 topic_id_factory: Callable[[str], uuid.UUID] | None = None) -> None:
+        self.nodes: dict[int, Node] = {n.node_id: n for n in nodes}
+        if not self.nodes:
+            raise ValueError("a cluster needs at least one node")
+        self.cluster_id = cluster_id
+        self.offsets_partitions = offsets_partitions
+        self.topics: dict[str, Topic] = {}
+        self.topics_by_id: dict[uuid.UUID, Topic] = {}
+        self._topic_id_factory = topic_id_factory or (lambda name: uuid.uuid4())
+        # offsets-topic partition -> node, movable by the admin API later
+        ids = sorted(self.nodes)
+        self.offsets_leaders: list[int] = [ids[p % len(ids)] for p in range(offsets_partitions)]
+        self._waiters: list = []          # parked fetches: objects with .on_append(topic, partition)
+        self.controller_id = ids[0]
+
+    # ---- placement -----------------------------------------------------------
+    def node_ids(self) -> list[int]:
+        return sorted(self.nodes)
+
+    def live_node_ids(self) -> list[int]:
+        return [n for n in sorted(self.nodes) if self.nodes[n].up]
+
+    def leader_for(self, topic: str, partition: int) -> int:
+        ids = self.node_ids()
+        return ids[partition % len(ids)]
+
+    def coordinator_partition(self, key: str) -> int:
+        return partition_for(key, self.offsets_partitions)
+
+    def coordinator_for(self, key: str) -> int:
+        return self.offsets_leaders[self.coordinator_partition(key)]
+
+    # ---- topics ----------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int, replication_factor: int = 1,
+                     configs: dict | None = None) -> Topic:
+        if name in self.topics:
+            raise KeyError(name)
+        topic = Topic(name, self._topic_id_factory(name), [PartitionLog() for _ in range(partitions)],
+                      replication_factor, dict(configs or {}))
+        self.topics[name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+        return topic
+
+    def delete_topic(self, name: str) -> Topic | None:
+        topic = self.topics.pop(name, None)
+        if topic is not None:
+            self.topics_by_id.pop(topic.topic_id, None)
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> None:
+        topic = self.topics[name]
+        if total <= topic.partition_count:
+            raise ValueError(f"topic {name} already has {topic.partition_count} partitions")
+        topic.partitions.extend(PartitionLog() for _ in range(total - topic.partition_count))
+
+    def partition_count(self, name: str) -> int | None:
+        topic = self.topics.get(name)
+        return None if topic is None else topic.partition_count
+
+    def log(self, topic: str, partition: int) -> PartitionLog | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            return None
+        return t.partitions[partition]
+
+    # ---- data plane --------------------------------------------------------------
+    def append(self, topic: str, partition: int, data: bytes) -> tuple[ErrorCode, int]:
+        """Append every batch of a Produce partition; (error, base offset of the first)."""
+        log = self.log(topic, partition)
+        if log is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
+        staged = []
+        pos = 0
+        while pos < len(data):
+            try:
+                header = records.read_batch_header(data, pos)
+            except records.DecodeError:
+                return ErrorCode.CORRUPT_MESSAGE, -1
+            if header.magic != 2:
+                return ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, -1
+            batch = data[pos:pos + header.size]
+            if len(batch) != header.size or not records.verify_crc(batch):
+                return ErrorCode.CORRUPT_MESSAGE, -1
+            staged.append((batch, header))
+            pos += header.size
+        if not staged:
+            return ErrorCode.CORRUPT_MESSAGE, -1
+        first = -1
+        for batch, header in staged:
+            base = log.append(batch, header)
+            if first < 0:
+                first = base
+        self._notify(topic, partition)
+        return ErrorCode.NONE, first
+
+    def add_waiter(self, waiter) -> None:
+        self._waiters.append(waiter)
+
+    def remove_waiter(self, waiter) -> None:
+        try:
+            self._waiters.remove(waiter)
+        except ValueError:
+            pass
+
+    def _notify(self, topic: str, partition: int) -> None:
+        for waiter in list(self._waiters):
+            waiter.on_append(topic, partition)

@@ -1,0 +1,91 @@
+"""groupcoord inside your own process: for tests and tools.
+
+asyncio code::
+
+    async with groupcoord.coordinator.embed.running(topics={"orders": 3}) as gc:
+        consumer = AIOKafkaConsumer("orders", bootstrap_servers=gc.bootstrap_servers, ...)
+
+anything else (a thread runs the event loop)::
+
+    with groupcoord.coordinator.embed.ThreadedCoordinator(topics={"orders": 3}) as gc:
+        Consumer({"bootstrap.servers": gc.bootstrap_servers, ...})
+
+Both listen on ephemeral loopback ports and use the ``test`` profile unless told
+otherwise (no initial rebalance delay, short minimum session timeout).
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from contextlib import asynccontextmanager
+from typing import Any, Callable, Mapping
+
+from .config import BrokerConfig
+from .server import Server
+from .service import Service
+
+
+class Embedded:
+    def __init__(self, service: Service, server: Server):
+        self.service = service
+        self.server = server
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.server.bootstrap_servers
+
+
+def _build(nodes, topics, profile, config, emit, host) -> tuple[Service, Server]:
+    service = Service(BrokerConfig(dict(config or {}), profile=profile), nodes=nodes, host=host, emit=emit)
+    for name, partitions in (topics or {}).items():
+        service.create_topic(name, partitions)
+    return service, Server(service, host)
+
+
+@asynccontextmanager
+async def running(*, nodes: int = 1, topics: Mapping[str, int] | None = None, profile: str = "test",
+                  config: Mapping[str, Any] | None = None, emit: Callable[[dict], None] | None = None,
+                  host: str = "127.0.0.1"):
+    service, server = _build(nodes, topics, profile, config, emit, host)
+    await server.start()
+    try:
+        yield Embedded(service, server)
+    finally:
+        await server.stop()
+
+
+class ThreadedCoordinator(Embedded):
+    """The service on an event loop of its own thread, for synchronous code."""
+
+    def __init__(self, *, nodes: int = 1, topics: Mapping[str, int] | None = None, profile: str = "test",
+                 config: Mapping[str, Any] | None = None, emit: Callable[[dict], None] | None = None,
+                 host: str = "127.0.0.1"):
+        service, server = _build(nodes, topics, profile, config, emit, host)
+        super().__init__(service, server)
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="groupcoord", daemon=True)
+
+    def start(self) -> "ThreadedCoordinator":
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(timeout=10)
+        return self
+
+    def call(self, fn: Callable, *args) -> Any:
+        """Run fn(*args) on the service's loop (the core is not thread-safe) and return its result."""
+        async def _call():
+            return fn(*args)
+        return asyncio.run_coroutine_threadsafe(_call(), self.loop).result(timeout=10)
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout=10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.loop.close()
+
+    def __enter__(self) -> "ThreadedCoordinator":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

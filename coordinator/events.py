@@ -1,0 +1,304 @@
+"""Structured events of the classic group coordinator (schema version 1).
+
+Every state transition and membership change of a classic group is reported
+through ``emit(event: dict)`` (see :class:`~groupcoord.coordinator.group_coordinator.GroupCoordinator`).
+The events feed an analytics pipeline, so the schema is stable: every event of a
+given type carries exactly the fields listed here (values may be ``None`` where
+documented), and new fields are only ever added together with a bump of
+:data:`SCHEMA_VERSION`.
+
+Common fields (every event)
+---------------------------
+``v``           int   schema version (:data:`SCHEMA_VERSION`).
+``event``       str   event type (below).
+``ts_ms``       int   coordinator clock (ms) when it happened.
+``group``       str   group id.
+``generation``  int   the group's generation id *after* the event.
+``state``       str   the group's state *after* the event ("Empty", "PreparingRebalance",
+                      "CompletingRebalance", "Stable", "Dead").
+``members``     int   number of members *after* the event (KIP-394 pending ids not counted).
+
+Event types and their own fields
+--------------------------------
+``group.created``        a group came into existence.
+    ``protocol_type`` (None: not known yet), ``cause``: "join_group" | "offset_commit".
+``group.state_change``   every state transition.
+    ``state_from``, ``state_to``, ``duration_ms`` (time spent in ``state_from``),
+    ``reason`` (the rebalance reason code for transitions to PreparingRebalance, else
+    a short code: "join_completed", "sync_completed", "delete_groups", "offsets_expired").
+``group.deleted``        the group was removed (it went to Dead).
+    ``reason``: "delete_groups" | "offsets_expired"; ``offsets``: committed offsets dropped.
+``group.leader_changed`` the leader changed outside of a member's first join.
+    ``leader_from`` (None), ``leader_to`` (None: no member left), ``reason``:
+    "leader_removed" | "leader_not_rejoined" | "static_member_replaced".
+``member.pending``       KIP-394: a member id was handed out with MEMBER_ID_REQUIRED.
+    ``member``, ``client_id``, ``client_host``, ``session_timeout_ms``.
+``member.joined``        a member was added to the group (dynamic or static).
+    ``member``, ``instance_id`` (None), ``client_id``, ``client_host``, ``protocol_type``,
+    ``protocols`` (list of protocol names, preference order), ``session_timeout_ms``,
+    ``rebalance_timeout_ms``, ``reason`` (the client's JoinGroup reason, KIP-800, or None),
+    ``leader`` (bool: the member became the leader).
+``member.replaced``      KIP-345: a static member rejoined with member id "" and took over
+    its instance id; the old id was fenced.
+    ``member`` (new id), ``old_member``, ``instance_id``, ``rebalance`` (bool: a rebalance
+    was needed).
+``member.left``          a LeaveGroup removed the member (or KIP-394 pending id).
+    ``member``, ``instance_id`` (None), ``reason`` (client's reason, KIP-800, or None),
+    ``pending`` (bool: it was only a KIP-394 pending id),
+    ``initiator``: "member" (LeaveGroup with its member id) | "admin" (removal by
+    instance id with member id "", or :meth:`GroupCoordinator.remove_member`).
+``member.removed``       the coordinator dropped a member.
+    ``member``, ``instance_id``, ``reason``: "not_rejoined" (dynamic member that did not
+    rejoin before the join phase completed) | "sync_timeout" (no SyncGroup within the
+    rebalance timeout) | "group_max_size" (rejected by group.max.size).
+``member.expired``       a member timer fired.
+    ``member``, ``instance_id``, ``reason``: "session_timeout" | "new_member_join_timeout"
+    (5 min timer of a new member's parked JoinGroup) | "pending_member_timeout" (KIP-394 id
+    never rejoined); ``session_timeout_ms``.
+``rebalance.started``    the group entered PreparingRebalance.
+    ``state_from``, ``reason`` (code, see below), ``member`` (the member that triggered it, or
+    None), ``client_reason`` (the client's reason string or None), ``round`` (1 for a fresh
+    rebalance, n > 1 when a CompletingRebalance was interrupted and the rebalance restarted),
+    ``initial`` (bool: started from Empty, so the initial delay applies),
+    ``rebalance_timeout_ms`` (the group rebalance timeout at that moment),
+    ``delay_ms`` (the initial delay, or None).
+    Reason codes: "new_member", "metadata_changed", "leader_rejoined",
+    "static_member_protocol_changed", "static_member_rejoined_during_sync",
+    "member_left", "member_expired", "sync_timeout".
+``rebalance.join_completed`` the join phase ended (PreparingRebalance -> CompletingRebalance or Empty).
+    ``protocol`` (selected protocol name or None), ``leader`` (None), ``duration_ms``
+    (time in this PreparingRebalance), ``removed`` (dynamic members dropped for not
+    rejoining), ``state_to``.
+``group.sync_completed`` the leader's assignment was stored (CompletingRebalance -> Stable).
+    ``protocol``, ``leader``, ``duration_ms`` (time in CompletingRebalance),
+    ``empty_assignments`` (members given zero-length assignment bytes).
+``rebalance.completed``  a rebalance ended (reached Stable or Empty).
+    ``outcome``: "Stable" | "Empty", ``duration_ms`` (since ``rebalance.started`` of its first
+    round), ``rounds``, ``protocol``, ``leader``.
+``offset.committed``     one event per OffsetCommit *request* that passed group validation
+    (aggregated, not per partition).
+    ``member`` ("" for simple/admin commits), ``instance_id``, ``partitions`` (offsets
+    stored), ``errors`` (partitions rejected with OFFSET_METADATA_TOO_LARGE), ``topics``
+    (distinct topics in the request). Can be switched off with
+    ``GroupCoordinator(..., emit_offset_commits=False)``.
+``offsets.expired``      the retention sweep dropped offsets of the group (only when > 0).
+    ``partitions``.
+``offsets.deleted``      an OffsetDelete request dropped stored offsets (only when > 0).
+    ``partitions``.
+
+Heartbeats never emit events. The default ``emit`` (:func:`default_emit`) logs each event
+through structlog: ``structlog.get_logger("groupcoord.events").info(**event)``.
+"""
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+import structlog
+
+SCHEMA_VERSION = 1
+
+#: The fields every event carries.
+BASE_FIELDS: tuple[str, ...] = ("v", "event", "ts_ms", "group", "generation", "state", "members")
+
+#: Event type -> its own fields (in addition to :data:`BASE_FIELDS`).
+EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "group.created": ("protocol_type", "cause"),
+    "group.state_change": ("state_from", "state_to", "duration_ms", "reason"),
+    "group.deleted": ("reason", "offsets"),
+    "group.leader_changed": ("leader_from", "leader_to", "reason"),
+    "member.pending": ("member", "client_id", "client_host", "session_timeout_ms"),
+    "member.joined": ("member", "instance_id", "client_id", "client_host", "protocol_type", "protocols",
+                      "session_timeout_ms", "rebalance_timeout_ms", "reason", "leader"),
+    "member.replaced": ("member", "old_member", "instance_id", "rebalance"),
+    "member.left": ("member", "instance_id", "reason", "pending", "initiator"),
+    "member.removed": ("member", "instance_id", "reason"),
+    "member.expired": ("member", "instance_id", "reason", "session_timeout_ms"),
+    "rebalance.started": ("state_from", "reason", "member", "client_reason", "round", "initial",
+                          "rebalance_timeout_ms", "delay_ms"),
+    "rebalance.join_completed": ("protocol", "leader", "duration_ms", "removed", "state_to"),
+    "group.sync_completed": ("protocol", "leader", "duration_ms", "empty_assignments"),
+    "rebalance.completed": ("outcome", "duration_ms", "rounds", "protocol", "leader"),
+    "offset.committed": ("member", "instance_id", "partitions", "errors", "topics"),
+    "offsets.expired": ("partitions",),
+    "offsets.deleted": ("partitions",),
+}
+
+REBALANCE_REASONS: tuple[str, ...] = (
+    "new_member", "metadata_changed", "leader_rejoined", "static_member_protocol_changed",
+    "static_member_rejoined_during_sync", "member_left", "member_expired", "sync_timeout",
+)
+
+
+class BaseEvent(TypedDict):
+    v: int
+    event: str
+    ts_ms: int
+    group: str
+    generation: int
+    state: str
+    members: int
+
+
+class GroupCreated(BaseEvent):
+    protocol_type: str | None
+    cause: Literal["join_group", "offset_commit"]
+
+
+class GroupStateChange(BaseEvent):
+    state_from: str
+    state_to: str
+    duration_ms: int
+    reason: str | None
+
+
+class GroupDeleted(BaseEvent):
+    reason: Literal["delete_groups", "offsets_expired"]
+    offsets: int
+
+
+class GroupLeaderChanged(BaseEvent):
+    leader_from: str | None
+    leader_to: str | None
+    reason: str
+
+
+class MemberPending(BaseEvent):
+    member: str
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+
+
+class MemberJoined(BaseEvent):
+    member: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    protocol_type: str
+    protocols: list[str]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    reason: str | None
+    leader: bool
+
+
+class MemberReplaced(BaseEvent):
+    member: str
+    old_member: str
+    instance_id: str
+    rebalance: bool
+
+
+class MemberLeft(BaseEvent):
+    member: str
+    instance_id: str | None
+    reason: str | None
+    pending: bool
+    initiator: Literal["member", "admin"]
+
+
+class MemberRemoved(BaseEvent):
+    member: str
+    instance_id: str | None
+    reason: Literal["not_rejoined", "sync_timeout", "group_max_size"]
+
+
+class MemberExpired(BaseEvent):
+    member: str
+    instance_id: str | None
+    reason: Literal["session_timeout", "new_member_join_timeout", "pending_member_timeout"]
+    session_timeout_ms: int | None
+
+
+class RebalanceStarted(BaseEvent):
+    state_from: str
+    reason: str
+    member: str | None
+    client_reason: str | None
+    round: int
+    initial: bool
+    rebalance_timeout_ms: int
+    delay_ms: int | None
+
+
+class RebalanceJoinCompleted(BaseEvent):
+    protocol: str | None
+    leader: str | None
+    duration_ms: int
+    removed: int
+    state_to: str
+
+
+class GroupSyncCompleted(BaseEvent):
+    protocol: str | None
+    leader: str | None
+    duration_ms: int
+    empty_assignments: int
+
+
+class RebalanceCompleted(BaseEvent):
+    outcome: Literal["Stable", "Empty"]
+    duration_ms: int
+    rounds: int
+    protocol: str | None
+    leader: str | None
+
+
+class OffsetCommitted(BaseEvent):
+    member: str
+    instance_id: str | None
+    partitions: int
+    errors: int
+    topics: int
+
+
+class OffsetsExpired(BaseEvent):
+    partitions: int
+
+
+class OffsetsDeleted(BaseEvent):
+    partitions: int
+
+
+#: Event type -> its TypedDict.
+EVENT_TYPES: dict[str, type] = {
+    "group.created": GroupCreated,
+    "group.state_change": GroupStateChange,
+    "group.deleted": GroupDeleted,
+    "group.leader_changed": GroupLeaderChanged,
+    "member.pending": MemberPending,
+    "member.joined": MemberJoined,
+    "member.replaced": MemberReplaced,
+    "member.left": MemberLeft,
+    "member.removed": MemberRemoved,
+    "member.expired": MemberExpired,
+    "rebalance.started": RebalanceStarted,
+    "rebalance.join_completed": RebalanceJoinCompleted,
+    "group.sync_completed": GroupSyncCompleted,
+    "rebalance.completed": RebalanceCompleted,
+    "offset.committed": OffsetCommitted,
+    "offsets.expired": OffsetsExpired,
+    "offsets.deleted": OffsetsDeleted,
+}
+
+_log = None
+
+
+def default_emit(event: dict) -> None:
+    """Log the event through structlog (logger ``groupcoord.events``)."""
+    global _log
+    if _log is None:
+        _log = structlog.get_logger("groupcoord.events")
+    _log.info(**event)
+
+
+def check_event(event: dict) -> None:
+    """Raise ``ValueError`` unless ``event`` has exactly the documented fields."""
+    kind = event.get("event")
+    own = EVENT_FIELDS.get(kind)
+    if own is None:
+        raise ValueError(f"unknown event type {kind!r}")
+    expected = set(BASE_FIELDS) | set(own)
+    got = set(event)
+    if got != expected:
+        raise ValueError(f"{kind}: missing {sorted(expected - got)}, unexpected {sorted(got - expected)}")

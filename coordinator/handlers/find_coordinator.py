@@ -1,0 +1,36 @@
+"""FindCoordinator (10): the node leading the group's offsets-topic partition.
+
+The coordinator of a group is the leader of partition abs(javaHash(group_id)) % 50
+(offsets.topic.num.partitions). Batched keys from v4.
+"""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+API_KEY = 10
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+
+
+def _lookup(ctx, key: str, key_type: int, version: int) -> dict:
+    cluster = ctx.service.cluster
+    if key_type not in (GROUP, TRANSACTION) and not (key_type == SHARE and version >= 6):
+        return {"error_code": ErrorCode.INVALID_REQUEST, "error_message": f"unsupported key type {key_type}",
+                "node_id": -1, "host": "", "port": -1}
+    node_id = cluster.coordinator_for(key)
+    node = cluster.nodes[node_id]
+    if not node.up:
+        return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                "error_message": "The coordinator is not available.", "node_id": -1, "host": "", "port": -1}
+    return {"error_code": 0, "error_message": None, "node_id": node.node_id, "host": node.host, "port": node.port}
+
+
+def handle(ctx, version, body, respond):
+    key_type = body.get("key_type", GROUP)
+    if version < 4:
+        res = _lookup(ctx, body["key"], key_type, version)
+        if res["error_code"] and version >= 1 and res["error_message"] is None:
+            res["error_message"] = ErrorCode(res["error_code"]).message
+        respond({"throttle_time_ms": 0, **res})
+        return
+    coordinators = [{"key": key, **_lookup(ctx, key, key_type, version)} for key in body["coordinator_keys"]]
+    respond({"throttle_time_ms": 0, "coordinators": coordinators})

@@ -1,0 +1,44 @@
+"""ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3) or by timestamp."""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+API_KEY = 2
+LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
+
+
+def _one(ctx, version, name, p):
+    cluster = ctx.service.cluster
+    index, ts = p["partition_index"], p["timestamp"]
+    out = {"partition_index": index, "error_code": 0, "old_style_offsets": [], "timestamp": -1,
+           "offset": -1, "leader_epoch": 0}
+    log = cluster.log(name, index)
+    if log is None:
+        out["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return out
+    if cluster.leader_for(name, index) != ctx.node_id:
+        out["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return out
+    if ts == LATEST:
+        offset = log.log_end_offset
+    elif ts == EARLIEST:
+        offset = log.log_start_offset
+    elif ts == MAX_TIMESTAMP and version >= 7:
+        found = log.max_timestamp()
+        offset, out["timestamp"] = found if found else (-1, -1)
+    elif ts < 0:
+        out["error_code"] = ErrorCode.UNSUPPORTED_VERSION if version < 7 else ErrorCode.INVALID_REQUEST
+        return out
+    else:
+        found = log.offset_for_timestamp(ts)
+        offset, out["timestamp"] = found if found else (-1, -1)
+    out["offset"] = offset
+    if version == 0:
+        out["old_style_offsets"] = [offset] if offset >= 0 and p.get("max_num_offsets", 1) > 0 else []
+    return out
+
+
+def handle(ctx, version, body, respond):
+    topics = [{"name": t["name"], "partitions": [_one(ctx, version, t["name"], p) for p in t["partitions"]]}
+              for t in body["topics"]]
+    respond({"throttle_time_ms": 0, "topics": topics})

@@ -1,0 +1,65 @@
+"""Metadata (3): brokers, topics, partitions and leaders; auto-creation of topics."""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+from ..cluster import validate_topic_name
+
+API_KEY = 3
+INT32_MIN = -(2**31)
+
+
+def _topic_entry(cluster, topic, version) -> dict:
+    parts = []
+    for p in range(topic.partition_count):
+        leader = cluster.leader_for(topic.name, p)
+        parts.append({"error_code": 0, "partition_index": p, "leader_id": leader, "leader_epoch": 0,
+                      "replica_nodes": [leader], "isr_nodes": [leader], "offline_replicas": []})
+    return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
+            "is_internal": topic.internal, "partitions": parts,
+            "topic_authorized_operations": INT32_MIN}
+
+
+def _error_entry(name, code) -> dict:
+    return {"error_code": code, "name": name, "is_internal": False, "partitions": [],
+            "topic_authorized_operations": INT32_MIN}
+
+
+def handle(ctx, version, body, respond):
+    service = ctx.service
+    cluster = service.cluster
+    requested = body.get("topics")
+    if version == 0 and requested == []:
+        requested = None  # v0: an empty list means every topic
+    allow_auto = body.get("allow_auto_topic_creation", True) if version >= 4 else True
+    topics = []
+    if requested is None:
+        topics = [_topic_entry(cluster, t, version) for t in cluster.topics.values() if not t.internal]
+    else:
+        for entry in requested:
+            name = entry.get("name")
+            if name is None:  # lookup by topic id (v12+) is not spoken: we cap Metadata topic ids at use
+                topic = cluster.topics_by_id.get(entry.get("topic_id"))
+                topics.append(_topic_entry(cluster, topic, version) if topic else
+                              {**_error_entry(None, ErrorCode.UNKNOWN_TOPIC_ID), "topic_id": entry.get("topic_id")})
+                continue
+            topic = cluster.topics.get(name)
+            if topic is None:
+                problem = validate_topic_name(name)
+                if problem is not None:
+                    topics.append(_error_entry(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
+                    continue
+                if allow_auto and service.config["auto.create.topics.enable"]:
+                    service.create_topic(name)
+                    # Kafka answers LEADER_NOT_AVAILABLE while a new topic's leaders are elected;
+                    # ours are there at once
+                    topic = cluster.topics[name]
+                else:
+                    topics.append(_error_entry(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    continue
+            topics.append(_topic_entry(cluster, topic, version))
+    brokers = [{"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
+               for n in cluster.nodes.values() if n.up]
+    respond({"throttle_time_ms": 0, "brokers": brokers, "cluster_id": cluster.cluster_id,
+             "controller_id": cluster.controller_id, "topics": topics,
+             "cluster_authorized_operations": INT32_MIN, "error_code": 0})

@@ -1,0 +1,42 @@
+"""Produce (0): record batches appended to in-memory partition logs.
+
+acks=0 gets no response (respond(None)); acks 1 and -1 are answered once the
+batches are appended (there is no replication to wait for).
+"""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+API_KEY = 0
+
+
+def handle(ctx, version, body, respond):
+    cluster = ctx.service.cluster
+    now = ctx.service.clock()
+    max_bytes = ctx.service.config["message.max.bytes"]
+    responses = []
+    for topic in body["topic_data"]:
+        name = topic["name"]
+        parts = []
+        for p in topic["partition_data"]:
+            index = p["index"]
+            data = p["records"] or b""
+            base = -1
+            if cluster.log(name, index) is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif cluster.leader_for(name, index) != ctx.node_id:
+                code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif len(data) > max_bytes:
+                code = ErrorCode.MESSAGE_TOO_LARGE
+            else:
+                code, base = cluster.append(name, index, data)
+            log = cluster.log(name, index)
+            parts.append({"index": index, "error_code": code, "base_offset": base,
+                          "log_append_time_ms": -1,
+                          "log_start_offset": log.log_start_offset if log else -1,
+                          "record_errors": [], "error_message": None})
+        responses.append({"name": name, "partition_responses": parts})
+    if body["acks"] == 0:
+        respond(None)
+        return
+    respond({"responses": responses, "throttle_time_ms": 0})

@@ -1,0 +1,92 @@
+"""The whole emulated service as one sans-I/O object.
+
+A :class:`Service` holds the configuration, the cluster (nodes, topics, logs), the
+timers and the group coordinator, and dispatches decoded requests to the handler
+of their API. Drivers (the asyncio TCP server, the in-process embedding, the
+virtual-time simulator) feed it requests and the time, and deliver the responses.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Callable, Iterable
+
+import structlog
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import APIS
+
+from .cluster import Cluster, Node
+from .config import BrokerConfig
+from .context import RequestContext, Respond
+from .group_coordinator import GroupCoordinator
+from .handlers import HANDLERS
+from .timer import Timers
+
+log = structlog.get_logger("groupcoord.service")
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Service:
+    def __init__(self, config: BrokerConfig | None = None, *, nodes: int = 1, host: str = "127.0.0.1",
+                 ports: Iterable[int] | None = None, clock: Callable[[], int] = wall_clock_ms,
+                 emit: Callable[[dict], None] | None = None,
+                 member_id_factory: Callable[[str], str] | None = None,
+                 topic_id_factory: Callable[[str], uuid.UUID] | None = None) -> None:
+        self.config = config or BrokerConfig()
+        self.clock = clock
+        self.timers = Timers()
+        ports = list(ports) if ports is not None else [0] * nodes
+        if len(ports) != nodes:
+            raise ValueError("one port per node")
+        self.cluster = Cluster([Node(i, host, p) for i, p in enumerate(ports)],
+                               offsets_partitions=self.config["offsets.topic.num.partitions"],
+                               cluster_id=self.config["cluster.id"], topic_id_factory=topic_id_factory)
+        self.group_coordinator = GroupCoordinator(self.config, self.timers, clock, emit=emit,
+                                                  member_id_factory=member_id_factory)
+        self._next_producer_id = 1000
+
+    # ---- what handlers rely on ---------------------------------------------------
+    def is_coordinator(self, group_id: str, node_id: int) -> bool:
+        return self.cluster.coordinator_for(group_id) == node_id
+
+    def partition_count(self, topic: str) -> int | None:
+        return self.cluster.partition_count(topic)
+
+    def next_producer_id(self) -> int:
+        self._next_producer_id += 1
+        return self._next_producer_id
+
+    def set_node_address(self, node_id: int, host: str, port: int) -> None:
+        node = self.cluster.nodes[node_id]
+        node.host, node.port = host, port
+
+    def create_topic(self, name: str, partitions: int | None = None, replication_factor: int = 1):
+        if partitions is None:
+            partitions = self.config["num.partitions"]
+        return self.cluster.create_topic(name, partitions, replication_factor)
+
+    # ---- dispatch -------------------------------------------------------------
+    def supported_versions(self) -> dict[int, tuple[int, int]]:
+        return {key: (APIS[key].request.valid[0], APIS[key].request.valid[1]) for key in HANDLERS}
+
+    def handle(self, ctx: RequestContext, body: dict, respond: Respond) -> None:
+        """Dispatch one decoded request; respond(body) is called now or later.
+
+        respond(None) means the request gets no response (Produce with acks=0).
+        """
+        handler = HANDLERS.get(ctx.api_key)
+        if handler is None:
+            raise KeyError(f"no handler for API key {ctx.api_key}")
+        handler.handle(ctx, ctx.api_version, body, respond)
+
+    def advance(self, now_ms: int | None = None) -> int:
+        """Run due timers; returns how many fired."""
+        return self.timers.advance(self.clock() if now_ms is None else now_ms)
+
+    def error_code_name(self, code: int) -> str:
+        e = ErrorCode.lookup(code)
+        return e.name if isinstance(e, ErrorCode) else str(code)

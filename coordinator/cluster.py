@@ -150,6 +150,7 @@ class Cluster:
         ids = sorted(self.nodes)
         self.offsets_leaders: list[int] = [ids[p % len(ids)] for p in range(offsets_partitions)]
         self._waiters: list = []          # parked fetches: objects with .on_append(topic, partition)
+        self._partition_cache: dict[str, int] = {}
         self.controller_id = ids[0]
 
     # ---- placement -----------------------------------------------------------
@@ -164,7 +165,13 @@ class Cluster:
         return ids[partition % len(ids)]
 
     def coordinator_partition(self, key: str) -> int:
-        return partition_for(key, self.offsets_partitions)
+        cache = self._partition_cache
+        p = cache.get(key)
+        if p is None:
+            if len(cache) > 100_000:
+                cache.clear()
+            p = cache[key] = partition_for(key, self.offsets_partitions)
+        return p
 
     def coordinator_for(self, key: str) -> int:
         return self.offsets_leaders[self.coordinator_partition(key)]

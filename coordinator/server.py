@@ -1,10 +1,14 @@
 """The asyncio TCP driver: one listener per emulated broker, around the sans-I/O Service.
 
 Per connection, requests are handled one at a time and answered in order, as Kafka
-does (it mutes a channel until its response is sent): a parked JoinGroup or
-SyncGroup holds only its own connection. A malformed frame, or a request of an API
-version we do not speak (except ApiVersions, which gets Kafka's v0 error body),
-closes that connection with a log line; the service and every other client go on.
+does (it mutes a channel until its response is sent): while a JoinGroup or SyncGroup
+is parked, the frames behind it on the same connection wait, and nothing else does.
+A malformed frame, or a request of an API version we do not speak (except
+ApiVersions, which gets Kafka's v0 error body), closes that connection with a log
+line; the service and every other client go on.
+
+Connections are asyncio protocols rather than stream tasks: a burst of pipelined
+requests is decoded, handled and answered within one ``data_received`` call.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ log = structlog.get_logger("groupcoord.server")
 
 MAX_REQUEST_BYTES = 104857600   # Kafka's socket.request.max.bytes
 _SIZE = struct.Struct(">i")
-_WRITE_HIGH_WATER = 1 << 20
+_READ_HIGH_WATER = 1 << 20      # stop reading a connection with this much unhandled input
 
 
 class Server:
@@ -41,7 +45,7 @@ class Server:
             raise ValueError("one port per node")
         self._servers: dict[int, asyncio.base_events.Server] = {}
         self._conn_ids = itertools.count(1)
-        self._connections: dict[int, asyncio.StreamWriter] = {}
+        self.connections: dict[int, _Connection] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -59,28 +63,31 @@ class Server:
     async def start_node(self, node_id: int, port: int | None = None) -> None:
         if port is None:
             port = self.service.cluster.nodes[node_id].port
-        server = await asyncio.start_server(
-            lambda r, w: self._serve(node_id, r, w), self.host, port, limit=1 << 16)
+        server = await self._loop.create_server(lambda: _Connection(self, node_id), self.host, port)
         actual = server.sockets[0].getsockname()[1]
         self._servers[node_id] = server
         self.service.set_node_address(node_id, self.host, actual)
         self.service.cluster.nodes[node_id].up = True
 
     async def stop_node(self, node_id: int) -> None:
+        """Stop listening as node_id and drop its connections."""
         server = self._servers.pop(node_id, None)
         if server is not None:
             server.close()
-            await server.wait_closed()
+        for conn in list(self.connections.values()):
+            if conn.node_id == node_id:
+                conn.close()
+        self.service.cluster.nodes[node_id].up = False
 
     async def stop(self) -> None:
         for node_id in list(self._servers):
-            server = self._servers.pop(node_id)
-            server.close()
-        for writer in list(self._connections.values()):
-            writer.close()
+            self._servers.pop(node_id).close()
+        for conn in list(self.connections.values()):
+            conn.close()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        await asyncio.sleep(0)  # let transports run their close callbacks
 
     async def __aenter__(self) -> "Server":
         return await self.start()
@@ -115,86 +122,157 @@ class Server:
             log.exception("timer_failed")
         self._rearm()
 
-    # ---- connections --------------------------------------------------------------------
-    async def _serve(self, node_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn_id = next(self._conn_ids)
-        self._connections[conn_id] = writer
-        self.stats["connections"] += 1
-        peer = writer.get_extra_info("peername")
-        client_host = "/" + (peer[0] if peer else "unknown")
-        service = self.service
-        loop = self._loop
+
+class _Connection(asyncio.Protocol):
+    """One client connection: frames in, responses out, in order."""
+
+    def __init__(self, server: Server, node_id: int):
+        self.server = server
+        self.service = server.service
+        self.node_id = node_id
+        self.conn_id = next(server._conn_ids)
+        self.transport: asyncio.Transport | None = None
+        self.client_host = "/unknown"
+        self.buf = bytearray()
+        self.waiting = False          # a parked request holds the connection
+        self.closed = False
+        self.reading = True
+        self.out: list[bytes] | None = None   # responses batched while a burst is processed
+
+    # ---- asyncio callbacks ------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.client_host = "/" + (peer[0] if peer else "unknown")
+        self.server.connections[self.conn_id] = self
+        self.server.stats["connections"] += 1
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        self.server.connections.pop(self.conn_id, None)
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        self._process()
+
+    def pause_writing(self) -> None:
+        self._pause_reading()
+
+    def resume_writing(self) -> None:
+        self._resume_reading()
+
+    # ---- frames -----------------------------------------------------------------------------
+    def _process(self) -> None:
+        buf = self.buf
+        pos = 0
+        end = len(buf)
+        self.out = out = []     # one write (one system call) for a whole burst of answers
         try:
-            while True:
-                try:
-                    head = await reader.readexactly(4)
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                size = _SIZE.unpack(head)[0]
+            while not self.waiting and not self.closed and end - pos >= 4:
+                size = _SIZE.unpack_from(buf, pos)[0]
                 if size < 8 or size > MAX_REQUEST_BYTES:
-                    self._malformed(conn_id, node_id, client_host, f"invalid frame size {size}")
+                    self._malformed(f"invalid frame size {size}")
                     return
-                try:
-                    data = await reader.readexactly(size)
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                try:
-                    request = frames.decode_request(data)
-                except UnsupportedVersionError as exc:
-                    api_key, api_version, correlation_id = frames.peek_header(data)
-                    if api_key == api_versions.API_KEY:
-                        writer.write(frames.encode_response(
-                            api_key, 0, correlation_id, api_versions.unsupported_version_response(service)))
-                        continue
-                    self._malformed(conn_id, node_id, client_host, str(exc))
-                    return
-                except DecodeError as exc:
-                    self._malformed(conn_id, node_id, client_host, str(exc))
-                    return
-                self.stats["requests"] += 1
-                ctx = RequestContext(service, node_id, request.client_id, client_host, request.api_key,
-                                     request.api_version, request.correlation_id, conn_id)
-                box: list = []
-                future: asyncio.Future | None = None
-
-                def respond(body, _box=box):
-                    if future is None:
-                        _box.append(body)
-                    elif not future.done():
-                        future.set_result(body)
-
-                try:
-                    service.handle(ctx, request.body, respond)
-                except Exception:
-                    log.exception("handler_failed", api=request.api_name, version=request.api_version,
-                                  connection=conn_id)
-                    return
-                finally:
-                    self._rearm()
-                if box:
-                    body = box[0]
-                else:
-                    future = loop.create_future()
-                    body = await future
-                if body is None:
-                    continue  # e.g. Produce with acks=0
-                try:
-                    out = frames.encode_response(request.api_key, request.api_version,
-                                                 request.correlation_id, body)
-                except EncodeError:
-                    log.exception("response_encode_failed", api=request.api_name, version=request.api_version)
-                    return
-                writer.write(out)
-                if writer.transport.get_write_buffer_size() > _WRITE_HIGH_WATER:
-                    await writer.drain()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("connection_failed", connection=conn_id)
+                if end - pos - 4 < size:
+                    break
+                frame = bytes(buf[pos + 4:pos + 4 + size])
+                pos += 4 + size
+                self._handle(frame)
         finally:
-            self._connections.pop(conn_id, None)
-            writer.close()
+            self.out = None
+            if out and not self.closed:
+                self.transport.write(b"".join(out))
+        if pos:
+            del buf[:pos]
+        if len(buf) > _READ_HIGH_WATER and self.waiting:
+            self._pause_reading()
 
-    def _malformed(self, conn_id: int, node_id: int, client_host: str, reason: str) -> None:
-        self.stats["closed_malformed"] += 1
-        log.warning("closing_connection", reason=reason, connection=conn_id, node=node_id, peer=client_host)
+    def _handle(self, frame: bytes) -> None:
+        service = self.service
+        try:
+            request = frames.decode_request(frame)
+        except UnsupportedVersionError as exc:
+            api_key, _, correlation_id = frames.peek_header(frame)
+            if api_key == api_versions.API_KEY:
+                self._write(frames.encode_response(
+                    api_key, 0, correlation_id, api_versions.unsupported_version_response(service)))
+                return
+            self._malformed(str(exc))
+            return
+        except DecodeError as exc:
+            self._malformed(str(exc))
+            return
+        self.server.stats["requests"] += 1
+        ctx = RequestContext(service, self.node_id, request.client_id, self.client_host, request.api_key,
+                             request.api_version, request.correlation_id, self.conn_id)
+        state = [False, None]   # [answered synchronously, body]
+
+        def respond(body, _state=state, _request=request):
+            if self.waiting and _state[0] is None:
+                # a parked request is answered: send it, then carry on with what queued up
+                _state[0] = True
+                self.waiting = False
+                self._send(_request, body)
+                self._resume_reading()
+                # carry on later: we may be inside the core (a leader's SyncGroup answering
+                # its followers), which must not be re-entered
+                if not self.closed and self.buf:
+                    self.server._loop.call_soon(self._process)
+            elif _state[0] is False:
+                _state[0] = True
+                _state[1] = body
+
+        try:
+            service.handle(ctx, request.body, respond)
+        except Exception:
+            log.exception("handler_failed", api=request.api_name, version=request.api_version,
+                          connection=self.conn_id)
+            self.close()
+            return
+        finally:
+            self.server._rearm()
+        if state[0]:
+            self._send(request, state[1])
+        else:
+            state[0] = None     # parked: respond() will send it later
+            self.waiting = True
+
+    def _send(self, request, body) -> None:
+        if body is None or self.closed:
+            return  # Produce with acks=0 has no response; a closed connection gets none
+        try:
+            out = frames.encode_response(request.api_key, request.api_version, request.correlation_id, body)
+        except EncodeError:
+            log.exception("response_encode_failed", api=request.api_name, version=request.api_version)
+            self.close()
+            return
+        self._write(out)
+
+    def _write(self, data: bytes) -> None:
+        if self.out is not None:
+            self.out.append(data)
+        else:
+            self.transport.write(data)
+
+    # ---- flow control and closing -----------------------------------------------------------
+    def _pause_reading(self) -> None:
+        if self.reading and not self.closed:
+            self.reading = False
+            self.transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        if not self.reading and not self.closed:
+            self.reading = True
+            self.transport.resume_reading()
+
+    def _malformed(self, reason: str) -> None:
+        self.server.stats["closed_malformed"] += 1
+        log.warning("closing_connection", reason=reason, connection=self.conn_id, node=self.node_id,
+                    peer=self.client_host)
+        self.close()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.buf.clear()
+            self.transport.close()

@@ -5,6 +5,10 @@ injected clock); scheduling a key again replaces its timer, as Kafka's timer key
 do. A driver asks :meth:`Timers.next_deadline` when to wake up and calls
 :meth:`Timers.advance` with the current time; due callbacks run in deadline order
 (ties in scheduling order).
+
+Pushing a key further into the future (a heartbeat re-arming a session timer) costs
+an attribute update, not a heap push: the heap item stays where it is and is moved
+to the real deadline only when it reaches the top.
 """
 from __future__ import annotations
 
@@ -13,15 +17,30 @@ import itertools
 from typing import Callable, Hashable
 
 
+class _Entry:
+    __slots__ = ("deadline", "seq", "callback", "queued_at")
+
+    def __init__(self, deadline: int, seq: int, callback: Callable[[], None]):
+        self.deadline = deadline
+        self.seq = seq
+        self.callback = callback
+        self.queued_at = deadline      # the deadline of this entry's heap item
+
+
 class Timers:
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, Hashable]] = []
-        self._live: dict[Hashable, tuple[int, int, Callable[[], None]]] = {}
+        self._live: dict[Hashable, _Entry] = {}
         self._seq = itertools.count()
 
     def schedule(self, key: Hashable, deadline_ms: int, callback: Callable[[], None]) -> None:
+        entry = self._live.get(key)
+        if entry is not None and deadline_ms >= entry.queued_at:
+            entry.deadline = deadline_ms
+            entry.callback = callback
+            return
         seq = next(self._seq)
-        self._live[key] = (deadline_ms, seq, callback)
+        self._live[key] = _Entry(deadline_ms, seq, callback)
         heapq.heappush(self._heap, (deadline_ms, seq, key))
 
     def cancel(self, key: Hashable) -> bool:
@@ -32,22 +51,27 @@ class Timers:
 
     def deadline(self, key: Hashable) -> int | None:
         entry = self._live.get(key)
-        return None if entry is None else entry[0]
+        return None if entry is None else entry.deadline
 
     def __len__(self) -> int:
         return len(self._live)
 
-    def _prune(self) -> None:
+    def _settle(self) -> None:
+        """Drop cancelled heap items and move postponed ones to their real deadline."""
         heap, live = self._heap, self._live
         while heap:
-            deadline, seq, key = heap[0]
+            queued, seq, key = heap[0]
             entry = live.get(key)
-            if entry is not None and entry[1] == seq:
+            if entry is None or entry.seq != seq:
+                heapq.heappop(heap)
+            elif entry.deadline > queued:
+                entry.queued_at = entry.deadline
+                heapq.heapreplace(heap, (entry.deadline, seq, key))
+            else:
                 return
-            heapq.heappop(heap)
 
     def next_deadline(self) -> int | None:
-        self._prune()
+        self._settle()
         return self._heap[0][0] if self._heap else None
 
     def advance(self, now_ms: int) -> int:
@@ -55,10 +79,10 @@ class Timers:
         fired = 0
         heap, live = self._heap, self._live
         while True:
-            self._prune()
+            self._settle()
             if not heap or heap[0][0] > now_ms:
                 return fired
-            deadline, seq, key = heapq.heappop(heap)
-            _, _, callback = live.pop(key)
+            _, _, key = heapq.heappop(heap)
+            entry = live.pop(key)
             fired += 1
-            callback()
+            entry.callback()

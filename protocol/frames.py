@@ -80,6 +80,10 @@ class Request:
         return api.name if api else str(self.api_key)
 
 
+_REQUEST_DECODERS: dict[tuple[int, int], tuple] = {}
+_RESPONSE_ENCODERS: dict[tuple[int, int], tuple] = {}
+
+
 def decode_request(data: bytes) -> Request:
     """Decode a request frame (without its size prefix): header and body.
 
@@ -89,6 +93,13 @@ def decode_request(data: bytes) -> Request:
     if not isinstance(data, bytes):
         data = bytes(data)
     api_key, api_version, _ = peek_header(data)
+    cached = _REQUEST_DECODERS.get((api_key, api_version))
+    if cached is not None:
+        header_decode, body_codec = cached
+        header, pos = header_decode(data, 0)
+        client_id = header["client_id"]
+        return Request(api_key, api_version, header["correlation_id"],
+                       "" if client_id is None else client_id, body_codec.decode(data, pos), header)
     api = APIS.get(api_key)
     if api is None:
         raise UnsupportedVersionError(f"ApiKey{api_key}", api_version, 0, f"unknown API key {api_key}")
@@ -96,6 +107,7 @@ def decode_request(data: bytes) -> Request:
         raise UnsupportedVersionError(api.request.name, api_version, 2,
                                       f"supported versions are {api.request.valid[0]}-{api.request.valid[1]}")
     hv = 2 if api.request.is_flexible(api_version) else 1
+    _REQUEST_DECODERS[api_key, api_version] = (REQUEST_HEADER.codec(hv).decode_from, api.request.codec(api_version))
     header, pos = REQUEST_HEADER.codec(hv).decode_from(data, 0)
     body = api.request.codec(api_version).decode(data, pos)
     client_id = header["client_id"]
@@ -117,14 +129,17 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, body: di
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict,
                     *, framed: bool = True) -> bytes:
-    api = APIS[api_key]
-    if response_header_version(api_key, api_version) == 1:
-        out = bytearray(_SIZE.pack(correlation_id))
-        out.append(0)
-    else:
-        out = bytearray(_SIZE.pack(correlation_id))
-    out += api.response.codec(api_version).encode_into(body)
-    return frame(out) if framed else bytes(out)
+    cached = _RESPONSE_ENCODERS.get((api_key, api_version))
+    if cached is None:
+        api = APIS[api_key]
+        cached = _RESPONSE_ENCODERS[api_key, api_version] = (
+            response_header_version(api_key, api_version) == 1, api.response.codec(api_version).encode_into)
+    flexible_header, encode_body = cached
+    payload = encode_body(body)
+    header = _SIZE.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+    if framed:
+        return _SIZE.pack(len(header) + len(payload)) + header + payload
+    return header + bytes(payload)
 
 
 def decode_response(api_key: int, api_version: int, data: bytes) -> tuple[int, dict]:

@@ -1,0 +1,1167 @@
+"""Sans-I/O core of Kafka's classic group coordinator.
+
+:class:`GroupCoordinator` follows the Java coordinator of Kafka 4.x (``GroupMetadataManager``,
+``OffsetMetadataManager``, ``ClassicGroup``; "J" in the reference spec) for classic groups:
+JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete,
+DescribeGroups, ListGroups, DeleteGroups, every timer of a classic group and the offset
+retention sweep.
+
+Purity: no sockets, no asyncio, no wall clock. Time comes only from ``clock()`` (ms);
+delays go through the keyed :class:`~groupcoord.coordinator.timer.Timers`, which the driver
+advances. Group metadata "writes" always succeed at once, so callbacks Kafka runs after a
+log append run immediately.
+
+Calling convention: every request method takes ``respond`` first and keyword arguments that
+do not depend on the API version (the handlers do the version shims). The response is a
+dict in the field names of the API's latest version, handed to ``respond`` now or later
+(parked JoinGroup/SyncGroup). Responses produced while the coordinator is updating its
+state are queued and delivered when the outermost call returns, so a ``respond`` callback
+may call back into the coordinator.
+
+Timer keys: ``("hb", group, member)`` (session / new-member / KIP-394 pending timers share it,
+as in Kafka), ``("join", group)`` (join phase and initial delay), ``("sync", group)``
+(pending sync), ``("offsets-expiry",)``.
+"""
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from functools import partial, wraps
+from typing import Callable, Iterable, Iterator
+
+from groupcoord.protocol.errors import ErrorCode
+
+from .config import BrokerConfig
+from .events import SCHEMA_VERSION, default_emit
+from .group import (
+    COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, PREPARING_REBALANCE, STABLE, ClassicGroup, Member,
+    OffsetAndMetadata,
+)
+from .timer import Timers
+
+#: Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+#: AuthorizedOperations of a group when no authorizer is configured: READ, DELETE, DESCRIBE,
+#: DESCRIBE_CONFIGS and ALTER_CONFIGS (AclEntry.supportedOperations(GROUP)).
+GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+_NONE = 0
+_E = ErrorCode
+
+
+def java_string_length(s: str) -> int:
+    """``String.length()`` of Java: UTF-16 code units."""
+    n = len(s)
+    if s.isascii():
+        return n
+    return n + sum(1 for c in s if ord(c) > 0xFFFF)
+
+
+def default_member_id_factory(prefix: str) -> str:
+    """``<client_id>-<uuid4>`` / ``<group_instance_id>-<uuid4>``."""
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+def join_error(member_id: str, error: int) -> dict:
+    """A JoinGroup error response (ProtocolName None: the handler maps it by version)."""
+    return {"throttle_time_ms": 0, "error_code": int(error), "generation_id": -1, "protocol_type": None,
+            "protocol_name": None, "leader": "", "skip_assignment": False, "member_id": member_id,
+            "members": []}
+
+
+def sync_error(error: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": int(error), "protocol_type": None, "protocol_name": None,
+            "assignment": b""}
+
+
+def _protocols(protocols) -> list:
+    """Normalize JoinGroup protocols to a list of (name, bytes)."""
+    out = []
+    for p in protocols:
+        if isinstance(p, dict):
+            name, data = p["name"], p["metadata"]
+        else:
+            name, data = p
+        if data is None:
+            data = b""
+        elif not isinstance(data, bytes):
+            data = bytes(data)
+        out.append((name, data))
+    return out
+
+
+def _entry(fn):
+    """Mark a public entry point (or timer callback): queued responses go out when it returns."""
+    @wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        self._depth += 1
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            self._depth -= 1
+            if not self._depth and self._outbox:
+                self._flush()
+    return wrapper
+
+
+class _Join:
+    """The version-independent content of one JoinGroup request."""
+
+    __slots__ = ("group_id", "member_id", "group_instance_id", "client_id", "client_host",
+                 "session_timeout_ms", "rebalance_timeout_ms", "protocol_type", "protocols", "reason",
+                 "require_known_member_id", "supports_skip_assignment", "respond")
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+class GroupCoordinator:
+    """Kafka's classic group coordinator, in virtual time.
+
+    ``config``            BrokerConfig (group.* and offsets.* settings are read once).
+    ``timers``            keyed timers the driver advances.
+    ``clock``             () -> now in ms.
+    ``emit``              receives every structured event (:mod:`.events`); default: structlog.
+    ``member_id_factory`` prefix (client id or group instance id) -> new member id;
+                          default ``<prefix>-<uuid4>``.
+    ``emit_offset_commits`` whether to emit one ``offset.committed`` event per OffsetCommit.
+    """
+
+    def __init__(self, config: BrokerConfig, timers: Timers, clock: Callable[[], int],
+                 emit: Callable[[dict], None] | None = None,
+                 member_id_factory: Callable[[str], str] | None = None, *,
+                 emit_offset_commits: bool = True) -> None:
+        self.config = config
+        self.timers = timers
+        self._clock = clock
+        self._emit = emit if emit is not None else default_emit
+        self._new_member_id = member_id_factory or default_member_id_factory
+        self._emit_commits = emit_offset_commits
+        self._groups: dict[str, ClassicGroup] = {}
+        self._outbox: deque = deque()
+        self._depth = 0
+        self.min_session_timeout_ms = int(config["group.min.session.timeout.ms"])
+        self.max_session_timeout_ms = int(config["group.max.session.timeout.ms"])
+        self.initial_rebalance_delay_ms = int(config["group.initial.rebalance.delay.ms"])
+        self.group_max_size = int(config["group.max.size"])
+        self.new_member_join_timeout_ms = NEW_MEMBER_JOIN_TIMEOUT_MS
+        self.offsets_retention_ms = int(config["offsets.retention.minutes"]) * 60_000
+        self.offsets_retention_check_interval_ms = int(config["offsets.retention.check.interval.ms"])
+        self.offset_metadata_max_bytes = int(config["offset.metadata.max.bytes"])
+        self._schedule_offset_expiration()
+
+    # ==================================================================== lookup / admin
+    def groups(self) -> Iterator[ClassicGroup]:
+        """All groups (a snapshot iterator)."""
+        return iter(list(self._groups.values()))
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        return self._groups.get(group_id)
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def __contains__(self, group_id: str) -> bool:
+        return group_id in self._groups
+
+    # ==================================================================== plumbing
+    def _reply(self, respond: Callable[[dict], None], response: dict) -> None:
+        self._outbox.append((respond, response))
+
+    def _flush(self) -> None:
+        outbox = self._outbox
+        failure = None
+        while outbox:
+            respond, response = outbox.popleft()
+            try:
+                respond(response)
+            except BaseException as e:  # keep delivering the others
+                if failure is None:
+                    failure = e
+        if failure is not None:
+            raise failure
+
+    def _event(self, group: ClassicGroup, kind: str, now: int, fields: dict) -> None:
+        event = {"v": SCHEMA_VERSION, "event": kind, "ts_ms": now, "group": group.group_id,
+                 "generation": group.generation_id, "state": group.state, "members": len(group.members)}
+        event.update(fields)
+        self._emit(event)
+
+    def _transition(self, group: ClassicGroup, target: str, now: int, reason: str | None) -> str:
+        since = group.current_state_timestamp
+        previous = group.transition_to(target, now)
+        self._event(group, "group.state_change", now, {
+            "state_from": previous, "state_to": target,
+            "duration_ms": now - since if since is not None else 0, "reason": reason})
+        return previous
+
+    def _leader_changed(self, group: ClassicGroup, before: str | None, now: int, reason: str) -> None:
+        if group.leader_id != before:
+            self._event(group, "group.leader_changed", now,
+                        {"leader_from": before, "leader_to": group.leader_id, "reason": reason})
+
+    def _create_group(self, group_id: str, now: int, cause: str) -> ClassicGroup:
+        group = ClassicGroup(group_id, now)
+        self._groups[group_id] = group
+        self._event(group, "group.created", now, {"protocol_type": None, "cause": cause})
+        return group
+
+    def _schedule_heartbeat(self, group_id: str, member_id: str, timeout_ms: int, now: int) -> None:
+        self.timers.schedule(("hb", group_id, member_id), now + timeout_ms,
+                             partial(self._on_heartbeat_timer, group_id, member_id))
+
+    def _cancel_heartbeat(self, group_id: str, member_id: str) -> None:
+        self.timers.cancel(("hb", group_id, member_id))
+
+    def _join_response(self, group: ClassicGroup, member_id: str, members: list, leader: str | None = None,
+                       skip_assignment: bool = False) -> dict:
+        return {"throttle_time_ms": 0, "error_code": _NONE, "generation_id": group.generation_id,
+                "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
+                "leader": (group.leader_id if leader is None else leader) or "",
+                "skip_assignment": skip_assignment, "member_id": member_id, "members": members}
+
+    # ==================================================================== JoinGroup
+    @_entry
+    def join_group(self, respond: Callable[[dict], None], *, group_id: str, member_id: str = "",
+                   group_instance_id: str | None = None, client_id: str = "", client_host: str = "",
+                   session_timeout_ms: int, rebalance_timeout_ms: int | None = None, protocol_type: str,
+                   protocols, reason: str | None = None, require_known_member_id: bool = True,
+                   supports_skip_assignment: bool = True) -> None:
+        """JoinGroup.
+
+        ``rebalance_timeout_ms`` None means "same as the session timeout" (JoinGroup v0).
+        ``require_known_member_id``: request version >= 4 (KIP-394).
+        ``supports_skip_assignment``: request version >= 9 (KIP-814).
+        ``protocols``: [(name, metadata)] or [{"name", "metadata"}] in preference order.
+        """
+        if not group_id:
+            self._reply(respond, join_error(member_id, _E.INVALID_GROUP_ID))
+            return
+        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
+            self._reply(respond, join_error(member_id, _E.INVALID_SESSION_TIMEOUT))
+            return
+        if rebalance_timeout_ms is None:
+            rebalance_timeout_ms = session_timeout_ms
+        req = _Join(group_id=group_id, member_id=member_id, group_instance_id=group_instance_id,
+                    client_id=client_id, client_host=client_host, session_timeout_ms=session_timeout_ms,
+                    rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type,
+                    protocols=_protocols(protocols), reason=reason,
+                    require_known_member_id=require_known_member_id,
+                    supports_skip_assignment=supports_skip_assignment, respond=respond)
+        now = self._clock()
+        group = self._groups.get(group_id)
+        if group is None:
+            if member_id:
+                self._reply(respond, join_error(member_id, _E.UNKNOWN_MEMBER_ID))
+                return
+            group = self._create_group(group_id, now, "join_group")
+        if not self._accept_joining_member(group, member_id):
+            removed = group.remove(member_id)
+            if removed is not None:
+                self._cancel_heartbeat(group_id, member_id)
+                self._event(group, "member.removed", now, {"member": member_id,
+                            "instance_id": removed.group_instance_id, "reason": "group_max_size"})
+            self._reply(respond, join_error("", _E.GROUP_MAX_SIZE_REACHED))
+        elif not member_id:
+            self._join_new_member(group, req, now)
+        else:
+            self._join_existing_member(group, req, now)
+
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+        state = group.state
+        if state == EMPTY or state == DEAD:
+            return True
+        member = group.members.get(member_id)
+        if state == PREPARING_REBALANCE:
+            return (member is not None and member.awaiting_join is not None) or \
+                group.num_members_awaiting_join < self.group_max_size
+        return member is not None or len(group.members) < self.group_max_size
+
+    def _join_new_member(self, group: ClassicGroup, req: _Join, now: int) -> None:
+        if group.state == DEAD:
+            self._reply(req.respond, join_error("", _E.COORDINATOR_NOT_AVAILABLE))
+            return
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            self._reply(req.respond, join_error("", _E.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        instance_id = req.group_instance_id
+        new_id = self._new_member_id(instance_id if instance_id is not None else req.client_id)
+        if instance_id is not None:
+            existing = group.static_members.get(instance_id)
+            if existing is not None:
+                self._update_static_member(group, req, existing, new_id, now)
+            else:
+                self._add_member_then_rebalance_or_complete_join(group, req, new_id, now)
+        elif req.require_known_member_id:
+            group.add_pending_member(new_id)
+            self._schedule_heartbeat(group.group_id, new_id, req.session_timeout_ms, now)
+            self._event(group, "member.pending", now, {
+                "member": new_id, "client_id": req.client_id, "client_host": req.client_host,
+                "session_timeout_ms": req.session_timeout_ms})
+            self._reply(req.respond, join_error(new_id, _E.MEMBER_ID_REQUIRED))
+        else:
+            self._add_member_then_rebalance_or_complete_join(group, req, new_id, now)
+
+    def _join_existing_member(self, group: ClassicGroup, req: _Join, now: int) -> None:
+        member_id = req.member_id
+        if group.state == DEAD:
+            self._reply(req.respond, join_error(member_id, _E.COORDINATOR_NOT_AVAILABLE))
+            return
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            self._reply(req.respond, join_error(member_id, _E.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        if member_id in group.pending_join_members:
+            if req.group_instance_id is not None:
+                # Kafka: IllegalStateException, answered as an unknown server error
+                self._reply(req.respond, join_error("", _E.UNKNOWN_SERVER_ERROR))
+                return
+            self._add_member_then_rebalance_or_complete_join(group, req, member_id, now)
+            return
+        error = group.validate_member(member_id, req.group_instance_id)
+        if error is not None:
+            self._reply(req.respond, join_error(member_id, error))
+            return
+        member = group.members[member_id]
+        state = group.state
+        if state == PREPARING_REBALANCE:
+            self._update_member_then_rebalance_or_complete_join(group, member, req, now, "member_rejoined")
+        elif state == COMPLETING_REBALANCE:
+            if member.matches(req.protocols):
+                # a lost JoinGroup response: answer with the current generation
+                members = group.current_member_list() if group.is_leader(member_id) else []
+                self._reply(req.respond, self._join_response(group, member_id, members))
+            else:
+                self._update_member_then_rebalance_or_complete_join(group, member, req, now, "metadata_changed")
+        elif state == STABLE:
+            if group.is_leader(member_id):
+                self._update_member_then_rebalance_or_complete_join(group, member, req, now, "leader_rejoined")
+            elif not member.matches(req.protocols):
+                self._update_member_then_rebalance_or_complete_join(group, member, req, now, "metadata_changed")
+            else:
+                self._reply(req.respond, self._join_response(group, member_id, []))
+        else:  # Empty
+            self._reply(req.respond, join_error(member_id, _E.UNKNOWN_MEMBER_ID))
+
+    def _update_member_then_rebalance_or_complete_join(self, group: ClassicGroup, member: Member, req: _Join,
+                                                       now: int, reason: str) -> None:
+        group.update_member(member, req.protocols, req.rebalance_timeout_ms, req.session_timeout_ms, req.respond)
+        self._maybe_prepare_rebalance_or_complete_join(group, now, reason, member.member_id, req.reason)
+
+    def _add_member_then_rebalance_or_complete_join(self, group: ClassicGroup, req: _Join, member_id: str,
+                                                    now: int) -> None:
+        member = Member(member_id, req.group_instance_id, req.client_id, req.client_host,
+                        req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type, req.protocols,
+                        joined_ms=now)
+        member.is_new = True
+        if group.state == PREPARING_REBALANCE and group.previous_state == EMPTY:
+            group.new_member_added = True
+        group.add(member, req.respond)
+        # the new member's JoinGroup may be parked for long: bound it by the new-member timeout
+        self._schedule_heartbeat(group.group_id, member_id, self.new_member_join_timeout_ms, now)
+        self._event(group, "member.joined", now, {
+            "member": member_id, "instance_id": req.group_instance_id, "client_id": req.client_id,
+            "client_host": req.client_host, "protocol_type": req.protocol_type,
+            "protocols": [name for name, _ in req.protocols], "session_timeout_ms": req.session_timeout_ms,
+            "rebalance_timeout_ms": req.rebalance_timeout_ms, "reason": req.reason,
+            "leader": group.leader_id == member_id})
+        self._maybe_prepare_rebalance_or_complete_join(group, now, "new_member", member_id, req.reason)
+
+    def _update_static_member(self, group: ClassicGroup, req: _Join, old_id: str, new_id: str, now: int) -> None:
+        """A known static member rejoined with member id "": replace the old id (KIP-345)."""
+        instance_id = req.group_instance_id
+        leader_before = group.leader_id
+        new, old = group.replace_static_member(instance_id, old_id, new_id)
+        respond = old.awaiting_join
+        if respond is not None:
+            old.awaiting_join = None
+            self._reply(respond, {"throttle_time_ms": 0, "error_code": int(_E.FENCED_INSTANCE_ID),
+                                  "generation_id": -1, "protocol_type": None, "protocol_name": None,
+                                  "leader": "", "skip_assignment": False, "member_id": old_id, "members": []})
+        respond = old.awaiting_sync
+        if respond is not None:
+            old.awaiting_sync = None
+            self._reply(respond, sync_error(_E.FENCED_INSTANCE_ID))
+        # the old id's timer would expire without effect; the new id gets a session timer
+        # (with the timeout before this request's update, as Kafka does)
+        self._cancel_heartbeat(group.group_id, old_id)
+        self._schedule_heartbeat(group.group_id, new_id, new.session_timeout_ms, now)
+        group.update_member(new, req.protocols, req.rebalance_timeout_ms, req.session_timeout_ms, req.respond)
+        self._leader_changed(group, leader_before, now, "static_member_replaced")
+        state = group.state
+        if state == STABLE:
+            selected = group.select_protocol()
+            if (group.protocol_name or "") == selected:
+                self._event(group, "member.replaced", now, {"member": new_id, "old_member": old_id,
+                                                            "instance_id": instance_id, "rebalance": False})
+                # no rebalance: the group is "persisted" with the new id and the member answered
+                respond = group.take_join_callback(new)
+                if req.supports_skip_assignment:
+                    is_leader = group.is_leader(new_id)
+                    members = group.current_member_list() if is_leader else []
+                    response = self._join_response(group, new_id, members, skip_assignment=is_leader)
+                else:
+                    response = self._join_response(group, new_id, [], leader=leader_before)
+                if respond is not None:
+                    self._reply(respond, response)
+                return
+            self._event(group, "member.replaced", now, {"member": new_id, "old_member": old_id,
+                                                        "instance_id": instance_id, "rebalance": True})
+            self._maybe_prepare_rebalance_or_complete_join(group, now, "static_member_protocol_changed",
+                                                           new_id, req.reason)
+        elif state == COMPLETING_REBALANCE:
+            self._event(group, "member.replaced", now, {"member": new_id, "old_member": old_id,
+                                                        "instance_id": instance_id, "rebalance": True})
+            self._prepare_rebalance(group, now, "static_member_rejoined_during_sync", new_id, req.reason)
+        else:
+            self._event(group, "member.replaced", now, {"member": new_id, "old_member": old_id,
+                                                        "instance_id": instance_id, "rebalance": False})
+            self._maybe_complete_join_phase(group, now)
+
+    # ---- rebalance machinery -------------------------------------------------------
+    def _maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, now: int, reason: str,
+                                                  member_id: str | None = None,
+                                                  client_reason: str | None = None) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group, now, reason, member_id, client_reason)
+        else:
+            self._maybe_complete_join_phase(group, now)
+
+    def _prepare_rebalance(self, group: ClassicGroup, now: int, reason: str, member_id: str | None = None,
+                           client_reason: str | None = None) -> None:
+        if group.state == COMPLETING_REBALANCE:
+            for member in group.members.values():
+                member.assignment = EMPTY_ASSIGNMENT
+            self._propagate_assignment(group, _E.REBALANCE_IN_PROGRESS, now)
+        self._remove_sync_expiration(group)
+        initial = group.state == EMPTY
+        delay = None
+        rebalance_timeout = group.rebalance_timeout_ms()
+        if initial:
+            delay = self.initial_rebalance_delay_ms
+            remaining = max(rebalance_timeout - delay, 0)
+            self.timers.schedule(("join", group.group_id), now + delay,
+                                 partial(self._on_initial_rebalance_timer, group.group_id, delay, remaining))
+        state_from = group.state
+        if state_from == COMPLETING_REBALANCE and group.rebalance_started_ms is not None:
+            group.rebalance_rounds += 1
+        else:
+            group.rebalance_started_ms = now
+            group.rebalance_rounds = 1
+        self._transition(group, PREPARING_REBALANCE, now, reason)
+        self._event(group, "rebalance.started", now, {
+            "state_from": state_from, "reason": reason, "member": member_id, "client_reason": client_reason,
+            "round": group.rebalance_rounds, "initial": initial, "rebalance_timeout_ms": rebalance_timeout,
+            "delay_ms": delay})
+        if not initial:
+            self._maybe_complete_join_else_schedule(group, now)
+
+    def _maybe_complete_join_else_schedule(self, group: ClassicGroup, now: int) -> None:
+        if group.has_all_members_joined():
+            self._complete_join(group, now)
+        else:
+            self.timers.schedule(("join", group.group_id), now + group.rebalance_timeout_ms(),
+                                 partial(self._on_join_timer, group.group_id))
+
+    def _maybe_complete_join_phase(self, group: ClassicGroup, now: int) -> None:
+        if group.state != PREPARING_REBALANCE:
+            return
+        if group.previous_state == EMPTY:   # the initial delay decides
+            return
+        if not group.has_all_members_joined():
+            return
+        self._complete_join(group, now)
+
+    @_entry
+    def _on_initial_rebalance_timer(self, group_id: str, delay_ms: int, remaining_ms: int) -> None:
+        group = self._groups.get(group_id)
+        if group is None:
+            return
+        now = self._clock()
+        if group.new_member_added and remaining_ms != 0:
+            group.new_member_added = False
+            new_delay = min(self.initial_rebalance_delay_ms, remaining_ms)
+            new_remaining = max(remaining_ms - delay_ms, 0)   # Kafka subtracts the *current* delay
+            self.timers.schedule(("join", group_id), now + new_delay,
+                                 partial(self._on_initial_rebalance_timer, group_id, new_delay, new_remaining))
+        else:
+            self._complete_join(group, now)
+
+    @_entry
+    def _on_join_timer(self, group_id: str) -> None:
+        group = self._groups.get(group_id)
+        if group is not None:
+            self._complete_join(group, self._clock())
+
+    def _complete_join(self, group: ClassicGroup, now: int) -> None:
+        if group.state != PREPARING_REBALANCE:   # Kafka would fail the operation; nothing to do
+            return
+        group_id = group.group_id
+        self.timers.cancel(("join", group_id))
+        leader_before = group.leader_id
+        not_rejoined = [m for m in group.members.values()
+                        if m.awaiting_join is None and m.group_instance_id is None]
+        for m in not_rejoined:
+            group.remove(m.member_id)
+            self._cancel_heartbeat(group_id, m.member_id)
+            self._event(group, "member.removed", now, {"member": m.member_id, "instance_id": None,
+                                                       "reason": "not_rejoined"})
+        if group.state == DEAD:
+            return
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            # nobody rejoined: wait another rebalance timeout (sessions will expire meanwhile)
+            self._leader_changed(group, leader_before, now, "leader_removed")
+            self.timers.schedule(("join", group_id), now + group.rebalance_timeout_ms(),
+                                 partial(self._on_join_timer, group_id))
+            return
+        self._leader_changed(group, leader_before, now,
+                             "leader_not_rejoined" if leader_before in group.members else "leader_removed")
+        since = group.current_state_timestamp
+        duration = now - since if since is not None else 0
+        previous = group.init_next_generation(now)
+        self._event(group, "group.state_change", now, {
+            "state_from": previous, "state_to": group.state, "duration_ms": duration, "reason": "join_completed"})
+        self._event(group, "rebalance.join_completed", now, {
+            "protocol": group.protocol_name, "leader": group.leader_id, "duration_ms": duration,
+            "removed": len(not_rejoined), "state_to": group.state})
+        if group.state == EMPTY:
+            self._rebalance_completed(group, now, EMPTY)
+            return
+        leader_id = group.leader_id
+        pending_sync = group.pending_sync_members
+        for member in group.members.values():
+            respond = group.take_join_callback(member)
+            if respond is not None:
+                members = group.current_member_list() if member.member_id == leader_id else []
+                self._reply(respond, self._join_response(group, member.member_id, members))
+            self._schedule_heartbeat(group_id, member.member_id, member.session_timeout_ms, now)
+            member.is_new = False
+            pending_sync.add(member.member_id)
+        self.timers.schedule(("sync", group_id), now + group.rebalance_timeout_ms(),
+                             partial(self._on_sync_timer, group_id, group.generation_id))
+
+    def _rebalance_completed(self, group: ClassicGroup, now: int, outcome: str) -> None:
+        started = group.rebalance_started_ms
+        self._event(group, "rebalance.completed", now, {
+            "outcome": outcome, "duration_ms": now - started if started is not None else 0,
+            "rounds": group.rebalance_rounds, "protocol": group.protocol_name, "leader": group.leader_id})
+        group.rebalance_started_ms = None
+        group.rebalance_rounds = 0
+
+    def _propagate_assignment(self, group: ClassicGroup, error: int, now: int) -> None:
+        if error == _NONE:
+            protocol_type, protocol_name = group.protocol_type, group.protocol_name
+        else:
+            protocol_type = protocol_name = None
+        group_id = group.group_id
+        for member in group.members.values():
+            respond = member.awaiting_sync
+            if respond is not None:
+                member.awaiting_sync = None
+                self._reply(respond, {"throttle_time_ms": 0, "error_code": int(error),
+                                      "protocol_type": protocol_type, "protocol_name": protocol_name,
+                                      "assignment": member.assignment})
+                # the session restarts once the member has its assignment
+                self._schedule_heartbeat(group_id, member.member_id, member.session_timeout_ms, now)
+
+    def _remove_sync_expiration(self, group: ClassicGroup) -> None:
+        group.pending_sync_members.clear()
+        self.timers.cancel(("sync", group.group_id))
+
+    @_entry
+    def _on_sync_timer(self, group_id: str, generation_id: int) -> None:
+        group = self._groups.get(group_id)
+        if group is None or generation_id != group.generation_id:
+            return
+        if group.state not in (COMPLETING_REBALANCE, STABLE) or not group.pending_sync_members:
+            return
+        now = self._clock()
+        leader_before = group.leader_id
+        for member_id in list(group.pending_sync_members):
+            removed = group.remove(member_id)
+            self._cancel_heartbeat(group_id, member_id)
+            if removed is not None:
+                self._event(group, "member.removed", now, {
+                    "member": member_id, "instance_id": removed.group_instance_id, "reason": "sync_timeout"})
+        self._leader_changed(group, leader_before, now, "leader_removed")
+        self._prepare_rebalance(group, now, "sync_timeout")
+
+    @_entry
+    def _on_heartbeat_timer(self, group_id: str, member_id: str) -> None:
+        group = self._groups.get(group_id)
+        if group is None or group.state == DEAD:
+            return
+        now = self._clock()
+        if member_id in group.pending_join_members:
+            group.remove(member_id)
+            self._event(group, "member.expired", now, {"member": member_id, "instance_id": None,
+                                                       "reason": "pending_member_timeout",
+                                                       "session_timeout_ms": None})
+            if group.state == PREPARING_REBALANCE and group.has_all_members_joined():
+                self._complete_join(group, now)
+            return
+        member = group.members.get(member_id)
+        if member is None or member.has_satisfied_heartbeat():
+            return
+        reason = "new_member_join_timeout" if member.is_new else "session_timeout"
+        respond = group.take_join_callback(member)
+        if respond is not None:
+            self._reply(respond, join_error("", _E.UNKNOWN_MEMBER_ID))
+        leader_before = group.leader_id
+        group.remove(member_id)
+        self._event(group, "member.expired", now, {"member": member_id, "instance_id": member.group_instance_id,
+                                                   "reason": reason, "session_timeout_ms": member.session_timeout_ms})
+        self._leader_changed(group, leader_before, now, "leader_removed")
+        state = group.state
+        if state == STABLE or state == COMPLETING_REBALANCE:
+            self._maybe_prepare_rebalance_or_complete_join(group, now, "member_expired", member_id)
+        elif state == PREPARING_REBALANCE and group.has_all_members_joined():
+            self._complete_join(group, now)
+
+    # ==================================================================== SyncGroup
+    @_entry
+    def sync_group(self, respond: Callable[[dict], None], *, group_id: str, generation_id: int, member_id: str,
+                   group_instance_id: str | None = None, protocol_type: str | None = None,
+                   protocol_name: str | None = None, assignments=()) -> None:
+        """SyncGroup. ``assignments``: [(member_id, bytes)] or [{"member_id", "assignment"}]."""
+        if not group_id:
+            self._reply(respond, sync_error(_E.INVALID_GROUP_ID))
+            return
+        group = self._groups.get(group_id)
+        if group is None or group.state == EMPTY:
+            self._reply(respond, sync_error(_E.UNKNOWN_MEMBER_ID))
+            return
+        if group.state == DEAD:
+            self._reply(respond, sync_error(_E.COORDINATOR_NOT_AVAILABLE))
+            return
+        error = group.validate_member(member_id, group_instance_id)
+        if error is None:
+            if generation_id != group.generation_id:
+                error = _E.ILLEGAL_GENERATION
+            elif (protocol_type is not None and group.protocol_type is not None
+                  and protocol_type != group.protocol_type) or \
+                 (protocol_name is not None and group.protocol_name is not None
+                  and protocol_name != group.protocol_name):
+                error = _E.INCONSISTENT_GROUP_PROTOCOL
+        if error is not None:
+            self._reply(respond, sync_error(error))
+            return
+        state = group.state
+        now = self._clock()
+        if state == PREPARING_REBALANCE:
+            self._reply(respond, sync_error(_E.REBALANCE_IN_PROGRESS))
+        elif state == COMPLETING_REBALANCE:
+            member = group.members[member_id]
+            member.awaiting_sync = respond   # a repeated SyncGroup replaces the parked one
+            self._remove_pending_sync_member(group, member_id)
+            if group.is_leader(member_id):
+                assignment: dict[str, bytes] = {}
+                for a in assignments:
+                    if isinstance(a, dict):
+                        mid, data = a["member_id"], a["assignment"]
+                    else:
+                        mid, data = a
+                    assignment[mid] = data if isinstance(data, bytes) else bytes(data or b"")
+                empty = 0
+                for m in group.members.values():
+                    data = assignment.get(m.member_id)
+                    if data is None:
+                        data = EMPTY_ASSIGNMENT
+                    if not data:
+                        empty += 1
+                    m.assignment = data
+                # the "append" of the group metadata succeeds at once
+                self._propagate_assignment(group, _NONE, now)
+                since = group.current_state_timestamp
+                self._transition(group, STABLE, now, "sync_completed")
+                duration = now - since if since is not None else 0
+                self._event(group, "group.sync_completed", now, {
+                    "protocol": group.protocol_name, "leader": group.leader_id, "duration_ms": duration,
+                    "empty_assignments": empty})
+                self._rebalance_completed(group, now, STABLE)
+        elif state == STABLE:
+            self._remove_pending_sync_member(group, member_id)
+            member = group.members[member_id]
+            self._reply(respond, {"throttle_time_ms": 0, "error_code": _NONE,
+                                  "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
+                                  "assignment": member.assignment})
+
+    def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
+        group.pending_sync_members.discard(member_id)
+        state = group.state
+        if state == COMPLETING_REBALANCE or state == STABLE:
+            if not group.pending_sync_members:
+                self.timers.cancel(("sync", group.group_id))
+        else:
+            self.timers.cancel(("sync", group.group_id))
+
+    # ==================================================================== Heartbeat
+    def heartbeat(self, respond: Callable[[dict], None], *, group_id: str, generation_id: int, member_id: str,
+                  group_instance_id: str | None = None) -> None:
+        """Heartbeat (hot path: no events, no queued responses)."""
+        error = self._heartbeat(group_id, generation_id, member_id, group_instance_id)
+        respond({"throttle_time_ms": 0, "error_code": error})
+
+    def _heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None) -> int:
+        if not group_id:
+            return int(_E.INVALID_GROUP_ID)
+        group = self._groups.get(group_id)
+        if group is None:
+            return int(_E.UNKNOWN_MEMBER_ID)
+        state = group.state
+        if state == DEAD:
+            return int(_E.COORDINATOR_NOT_AVAILABLE)
+        member = group.members.get(member_id)
+        if group_instance_id is not None:
+            existing = group.static_members.get(group_instance_id)
+            if existing is None:
+                return int(_E.UNKNOWN_MEMBER_ID)
+            if existing != member_id:
+                return int(_E.FENCED_INSTANCE_ID)
+        if member is None:
+            return int(_E.UNKNOWN_MEMBER_ID)
+        if generation_id != group.generation_id:
+            return int(_E.ILLEGAL_GENERATION)
+        if state == EMPTY:
+            return int(_E.UNKNOWN_MEMBER_ID)
+        self._rearm_session(group_id, member, self._clock())
+        return int(_E.REBALANCE_IN_PROGRESS) if state == PREPARING_REBALANCE else _NONE
+
+    def _rearm_session(self, group_id: str, member: Member, now: int) -> None:
+        key = member.timer_key
+        if key is None:
+            key = member.timer_key = ("hb", group_id, member.member_id)
+            member.timer_callback = partial(self._on_heartbeat_timer, group_id, member.member_id)
+        self.timers.schedule(key, now + member.session_timeout_ms, member.timer_callback)
+
+    # ==================================================================== LeaveGroup
+    @_entry
+    def leave_group(self, respond: Callable[[dict], None], *, group_id: str, members) -> None:
+        """LeaveGroup. ``members``: [{"member_id", "group_instance_id", "reason"}] or
+        [(member_id, group_instance_id[, reason])]. Response in the v3+ shape."""
+        self._reply(respond, self._leave(group_id, members, "member"))
+
+    @_entry
+    def remove_member(self, group_id: str, member_id: str = "", group_instance_id: str | None = None,
+                      reason: str | None = None) -> int:
+        """Admin removal of one member (by member id, or by instance id with member id "").
+
+        Same path as a LeaveGroup; returns the member's error code (the top-level one when
+        the whole request fails)."""
+        resp = self._leave(group_id, [(member_id, group_instance_id, reason)], "admin")
+        if resp["error_code"]:
+            return resp["error_code"]
+        return resp["members"][0]["error_code"]
+
+    def _leave(self, group_id: str, members, initiator: str) -> dict:
+        idents = []
+        for m in members:
+            if isinstance(m, dict):
+                idents.append((m.get("member_id", ""), m.get("group_instance_id"), m.get("reason")))
+            else:
+                m = tuple(m)
+                idents.append((m[0], m[1] if len(m) > 1 else None, m[2] if len(m) > 2 else None))
+        if not group_id:
+            return {"throttle_time_ms": 0, "error_code": int(_E.INVALID_GROUP_ID), "members": []}
+        group = self._groups.get(group_id)
+        if group is None:
+            return {"throttle_time_ms": 0, "error_code": _NONE, "members": [
+                {"member_id": mid, "group_instance_id": iid, "error_code": int(_E.UNKNOWN_MEMBER_ID)}
+                for mid, iid, _ in idents]}
+        if group.state == DEAD:
+            return {"throttle_time_ms": 0, "error_code": int(_E.COORDINATOR_NOT_AVAILABLE), "members": []}
+        now = self._clock()
+        results = []
+        left = 0
+        leader_before = group.leader_id
+        for member_id, instance_id, reason in idents:
+            error = _NONE
+            if not member_id:
+                if instance_id is not None and instance_id in group.static_members:
+                    self._remove_current_member(group, group.static_members[instance_id], reason, now, "admin")
+                else:
+                    error = int(_E.UNKNOWN_MEMBER_ID)
+            elif member_id in group.pending_join_members:
+                group.remove(member_id)
+                self._cancel_heartbeat(group_id, member_id)
+                self._event(group, "member.left", now, {"member": member_id, "instance_id": instance_id,
+                                                        "reason": reason, "pending": True, "initiator": initiator})
+            else:
+                e = group.validate_member(member_id, instance_id)
+                if e is None:
+                    self._remove_current_member(group, member_id, reason, now, initiator)
+                else:
+                    error = int(e)
+            if error == _NONE:
+                left += 1
+            results.append({"member_id": member_id, "group_instance_id": instance_id, "error_code": error})
+        if left:
+            self._leader_changed(group, leader_before, now, "leader_removed")
+            state = group.state
+            if state == STABLE or state == COMPLETING_REBALANCE:
+                self._maybe_prepare_rebalance_or_complete_join(group, now, "member_left")
+            elif state == PREPARING_REBALANCE:
+                self._maybe_complete_join_phase(group, now)
+        return {"throttle_time_ms": 0, "error_code": _NONE, "members": results}
+
+    def _remove_current_member(self, group: ClassicGroup, member_id: str, reason: str | None, now: int,
+                               initiator: str) -> None:
+        member = group.members[member_id]
+        self._cancel_heartbeat(group.group_id, member_id)
+        respond = group.take_join_callback(member)
+        if respond is not None:
+            self._reply(respond, join_error("", _E.UNKNOWN_MEMBER_ID))
+        group.remove(member_id)
+        self._event(group, "member.left", now, {"member": member_id, "instance_id": member.group_instance_id,
+                                                "reason": reason, "pending": False, "initiator": initiator})
+
+    # ==================================================================== OffsetCommit
+    def offset_commit(self, respond: Callable[[dict], None], *, group_id: str | None, generation_id: int = -1,
+                      member_id: str = "", group_instance_id: str | None = None, retention_time_ms: int = -1,
+                      topics, group_id_not_found: bool = False) -> None:
+        """OffsetCommit (the partitions the API layer let through).
+
+        ``topics``: [{"name", "partitions": [{"partition_index", "committed_offset",
+        "committed_leader_epoch" (-1), "commit_timestamp" (-1, v1 only), "committed_metadata"}]}].
+        ``group_id_not_found``: answer GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION for a
+        missing group with generation >= 0 (request version >= 9).
+        ``retention_time_ms``: v2-4 RetentionTimeMs (-1: none).
+        """
+        now = self._clock()
+        error = None
+        group = None
+        if group_id is None:
+            error = _E.INVALID_GROUP_ID
+        else:
+            group = self._groups.get(group_id)
+            if group is None:
+                if generation_id < 0:
+                    group = self._create_group(group_id, now, "offset_commit")   # a "simple" group
+                else:
+                    error = _E.GROUP_ID_NOT_FOUND if group_id_not_found else _E.ILLEGAL_GENERATION
+            if error is None:
+                error = self._validate_offset_commit(group, member_id, group_instance_id, generation_id)
+        if error is not None:
+            code = int(error)
+            respond({"throttle_time_ms": 0, "topics": [
+                {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
+                                                   for p in t["partitions"]]} for t in topics]})
+            return
+        state = group.state
+        if state == STABLE or state == PREPARING_REBALANCE:
+            self._rearm_session(group.group_id, group.members[member_id], now)
+        expire = None if retention_time_ms is None or retention_time_ms == -1 else now + retention_time_ms
+        max_len = self.offset_metadata_max_bytes
+        offsets = group.offsets
+        out_topics = []
+        stored = rejected = 0
+        for t in topics:
+            name = t["name"]
+            parts_out = []
+            parts = None
+            for p in t["partitions"]:
+                metadata = p.get("committed_metadata")
+                if metadata is not None and len(metadata) > max_len // 2 and java_string_length(metadata) > max_len:
+                    parts_out.append({"partition_index": p["partition_index"],
+                                      "error_code": int(_E.OFFSET_METADATA_TOO_LARGE)})
+                    rejected += 1
+                    continue
+                if parts is None:
+                    parts = offsets.get(name)
+                    if parts is None:
+                        parts = offsets[name] = {}
+                ts = p.get("commit_timestamp", -1)
+                epoch = p.get("committed_leader_epoch", -1)
+                parts[p["partition_index"]] = OffsetAndMetadata(
+                    p["committed_offset"], -1 if epoch is None else epoch,
+                    "" if metadata is None else metadata,
+                    now if ts is None or ts == -1 else ts, expire)
+                stored += 1
+                parts_out.append({"partition_index": p["partition_index"], "error_code": _NONE})
+            out_topics.append({"name": name, "partitions": parts_out})
+        if self._emit_commits:
+            self._event(group, "offset.committed", now, {
+                "member": member_id, "instance_id": group_instance_id, "partitions": stored,
+                "errors": rejected, "topics": len({t["name"] for t in topics})})
+        respond({"throttle_time_ms": 0, "topics": out_topics})
+
+    @staticmethod
+    def _validate_offset_commit(group: ClassicGroup, member_id: str, instance_id: str | None,
+                                generation_id: int) -> ErrorCode | None:
+        state = group.state
+        if state == DEAD:
+            return _E.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and state == EMPTY:
+            return None   # admin / manual assignment commits to an empty group
+        if generation_id >= 0 or member_id or instance_id is not None:
+            error = group.validate_member(member_id, instance_id)
+            if error is not None:
+                return error
+            if generation_id != group.generation_id:
+                return _E.ILLEGAL_GENERATION
+        elif state != EMPTY:
+            return _E.UNKNOWN_MEMBER_ID
+        if state == COMPLETING_REBALANCE:
+            return _E.REBALANCE_IN_PROGRESS
+        return None
+
+    # ==================================================================== OffsetFetch
+    def offset_fetch(self, respond: Callable[[dict], None], *, group_id: str | None, topics=None,
+                     require_stable: bool = False, member_id: str | None = None, member_epoch: int = -1) -> None:
+        """OffsetFetch for one group, answered in the v8+ group shape
+        ``{"group_id", "topics": [{"name", "partitions": [...]}], "error_code"}``.
+
+        ``topics``: [{"name", "partition_indexes"}], or None for every committed offset.
+        ``require_stable`` has no effect (no transactional offsets are pending here);
+        ``member_id``/``member_epoch`` are only checked for KIP-848 groups in Kafka."""
+        if group_id is None:
+            respond({"group_id": group_id, "topics": [], "error_code": int(_E.INVALID_GROUP_ID)})
+            return
+        group = self._groups.get(group_id)
+        if group is not None and group.state == DEAD:
+            group = None
+        out = []
+        if topics is None:
+            if group is not None:
+                for name, parts in group.offsets.items():
+                    out.append({"name": name, "partitions": [
+                        {"partition_index": index, "committed_offset": o.committed_offset,
+                         "committed_leader_epoch": o.leader_epoch, "metadata": o.metadata, "error_code": _NONE}
+                        for index, o in parts.items()]})
+        else:
+            offsets = group.offsets if group is not None else {}
+            for t in topics:
+                parts = offsets.get(t["name"])
+                parts_out = []
+                for index in t["partition_indexes"]:
+                    o = parts.get(index) if parts is not None else None
+                    if o is None:
+                        parts_out.append({"partition_index": index, "committed_offset": -1,
+                                          "committed_leader_epoch": -1, "metadata": "", "error_code": _NONE})
+                    else:
+                        parts_out.append({"partition_index": index, "committed_offset": o.committed_offset,
+                                          "committed_leader_epoch": o.leader_epoch, "metadata": o.metadata,
+                                          "error_code": _NONE})
+                out.append({"name": t["name"], "partitions": parts_out})
+        respond({"group_id": group_id, "topics": out, "error_code": _NONE})
+
+    # ==================================================================== OffsetDelete
+    def offset_delete(self, respond: Callable[[dict], None], *, group_id: str, topics) -> None:
+        """OffsetDelete. ``topics``: [{"name", "partitions": [{"partition_index"}]}].
+        Response ``{"error_code", "throttle_time_ms", "topics"}``."""
+        if not group_id:
+            respond({"error_code": int(_E.INVALID_GROUP_ID), "throttle_time_ms": 0, "topics": []})
+            return
+        group = self._groups.get(group_id)
+        if group is None or group.state == DEAD:
+            respond({"error_code": int(_E.GROUP_ID_NOT_FOUND), "throttle_time_ms": 0, "topics": []})
+            return
+        if group.state != EMPTY and not group.uses_consumer_protocol():
+            respond({"error_code": int(_E.NON_EMPTY_GROUP), "throttle_time_ms": 0, "topics": []})
+            return
+        out = []
+        deleted = 0
+        for t in topics:
+            name = t["name"]
+            if group.is_subscribed_to_topic(name):
+                code = int(_E.GROUP_SUBSCRIBED_TO_TOPIC)
+                out.append({"name": name, "partitions": [{"partition_index": p["partition_index"], "error_code": code}
+                                                         for p in t["partitions"]]})
+                continue
+            parts = group.offsets.get(name)
+            parts_out = []
+            for p in t["partitions"]:
+                index = p["partition_index"]
+                if parts is not None and parts.pop(index, None) is not None:
+                    deleted += 1
+                parts_out.append({"partition_index": index, "error_code": _NONE})
+            if parts is not None and not parts:
+                del group.offsets[name]
+            out.append({"name": name, "partitions": parts_out})
+        if deleted:
+            self._event(group, "offsets.deleted", self._clock(), {"partitions": deleted})
+        respond({"error_code": _NONE, "throttle_time_ms": 0, "topics": out})
+
+    # ==================================================================== DescribeGroups
+    def describe_groups(self, respond: Callable[[dict], None], *, group_ids: Iterable[str | None],
+                        group_id_not_found: bool = False) -> None:
+        """DescribeGroups. ``group_id_not_found`` (request v6+, KIP-1043): a missing group gets
+        GROUP_ID_NOT_FOUND and an error message instead of a bare "Dead" entry."""
+        out = []
+        for group_id in group_ids:
+            out.append(self.describe_group(group_id, group_id_not_found))
+        respond({"throttle_time_ms": 0, "groups": out})
+
+    def describe_group(self, group_id: str | None, group_id_not_found: bool = False) -> dict:
+        entry = {"error_code": _NONE, "error_message": None, "group_id": group_id, "group_state": "",
+                 "protocol_type": "", "protocol_data": "", "members": [],
+                 "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+        if group_id is None:
+            entry["group_id"] = ""
+            entry["error_code"] = int(_E.INVALID_GROUP_ID)
+            return entry
+        group = self._groups.get(group_id)
+        if group is None or group.state == DEAD:
+            entry["group_state"] = DEAD
+            if group_id_not_found:
+                entry["error_code"] = int(_E.GROUP_ID_NOT_FOUND)
+                entry["error_message"] = f"Group {group_id} not found."
+            return entry
+        entry["group_state"] = group.state
+        entry["protocol_type"] = group.protocol_type or ""
+        stable = group.state == STABLE
+        protocol = group.protocol_name
+        if stable:
+            entry["protocol_data"] = protocol
+        entry["members"] = [
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+             "client_host": m.client_host, "member_metadata": m.metadata(protocol) if stable else b"",
+             "member_assignment": m.assignment}
+            for m in group.members.values()]
+        return entry
+
+    # ==================================================================== ListGroups
+    def list_groups(self, respond: Callable[[dict], None], *, states_filter: Iterable[str] | None = None,
+                    types_filter: Iterable[str] | None = None,
+                    group_filter: Callable[[str], bool] | None = None) -> None:
+        """ListGroups. Filters are case-insensitive (states are also trimmed, as Kafka does);
+        an empty filter does not filter; an unknown type matches nothing.
+        ``group_filter``: keep only these group ids (e.g. those this node coordinates)."""
+        states = {s.lower().strip() for s in states_filter} if states_filter else None
+        types = {t.lower() for t in types_filter} if types_filter else None
+        out = []
+        if types is None or "classic" in types:
+            for group in self._groups.values():
+                if states is not None and group.state.lower() not in states:
+                    continue
+                if group_filter is not None and not group_filter(group.group_id):
+                    continue
+                out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
+                            "group_state": group.state, "group_type": "classic"})
+        respond({"throttle_time_ms": 0, "error_code": _NONE, "groups": out})
+
+    # ==================================================================== DeleteGroups
+    def delete_groups(self, respond: Callable[[dict], None], *, group_ids: Iterable[str | None]) -> None:
+        """DeleteGroups: each Empty group is deleted with its offsets."""
+        results = []
+        for group_id in group_ids:
+            if group_id is None:
+                results.append({"group_id": None, "error_code": int(_E.INVALID_GROUP_ID)})
+                continue
+            group = self._groups.get(group_id)
+            if group is None or group.state == DEAD:
+                code = int(_E.GROUP_ID_NOT_FOUND)
+            elif group.state != EMPTY:
+                code = int(_E.NON_EMPTY_GROUP)
+            else:
+                self._delete_group(group, self._clock(), "delete_groups")
+                code = _NONE
+            results.append({"group_id": group_id, "error_code": code})
+        respond({"throttle_time_ms": 0, "results": results})
+
+    def _delete_group(self, group: ClassicGroup, now: int, reason: str) -> None:
+        offsets = group.offset_count()
+        group.offsets.clear()
+        self.timers.cancel(("join", group.group_id))
+        self.timers.cancel(("sync", group.group_id))
+        for member_id in group.pending_join_members:
+            self._cancel_heartbeat(group.group_id, member_id)
+        group.pending_join_members.clear()
+        self._transition(group, DEAD, now, reason)
+        del self._groups[group.group_id]
+        self._event(group, "group.deleted", now, {"reason": reason, "offsets": offsets})
+
+    def delete_topic_offsets(self, topic: str, partitions: Iterable[int] | None = None) -> int:
+        """Drop the committed offsets of a deleted topic (or of some of its partitions) in every
+        group, as Kafka's ``onPartitionsDeleted``; returns how many were dropped."""
+        now = self._clock()
+        wanted = None if partitions is None else set(partitions)
+        total = 0
+        for group in list(self._groups.values()):
+            parts = group.offsets.get(topic)
+            if not parts:
+                continue
+            if wanted is None:
+                dropped = len(parts)
+                del group.offsets[topic]
+            else:
+                dropped = 0
+                for index in wanted:
+                    if parts.pop(index, None) is not None:
+                        dropped += 1
+                if not parts:
+                    del group.offsets[topic]
+            if dropped:
+                total += dropped
+                self._event(group, "offsets.deleted", now, {"partitions": dropped})
+        return total
+
+    # ==================================================================== offset retention
+    def _schedule_offset_expiration(self) -> None:
+        self.timers.schedule(("offsets-expiry",), self._clock() + self.offsets_retention_check_interval_ms,
+                             self._on_offset_expiration_timer)
+
+    @_entry
+    def _on_offset_expiration_timer(self) -> None:
+        try:
+            self.cleanup_group_metadata()
+        finally:
+            self._schedule_offset_expiration()
+
+    def cleanup_group_metadata(self) -> tuple[int, int]:
+        """One retention sweep (Kafka's ``cleanupGroupMetadata``): expire offsets by each group's
+        expiration condition, then delete Empty groups left without offsets.
+
+        Runs by itself every ``offsets.retention.check.interval.ms``; returns
+        (offsets expired, groups deleted)."""
+        now = self._clock()
+        retention = self.offsets_retention_ms
+        expired_total = deleted_groups = 0
+        for group in list(self._groups.values()):
+            all_expired, expired = self._cleanup_expired_offsets(group, now, retention)
+            expired_total += expired
+            if expired:
+                self._event(group, "offsets.expired", now, {"partitions": expired})
+            if all_expired and group.state == EMPTY:
+                self._delete_group(group, now, "offsets_expired")
+                deleted_groups += 1
+        return expired_total, deleted_groups
+
+    @staticmethod
+    def _cleanup_expired_offsets(group: ClassicGroup, now: int, retention: int) -> tuple[bool, int]:
+        """Returns (no offsets left, number expired)."""
+        if not group.offsets:
+            return True, 0
+        state = group.state
+        if group.protocol_type is not None:
+            if state == EMPTY:
+                base_state = group.current_state_timestamp
+            elif group.uses_consumer_protocol() and group.subscribed_topics is not None and state == STABLE:
+                base_state = None
+            else:
+                return False, 0
+        else:
+            base_state = None   # simple group: from the commit time
+        all_expired = True
+        expired = 0
+        for topic in list(group.offsets):
+            if group.is_subscribed_to_topic(topic):
+                all_expired = False
+                continue
+            parts = group.offsets[topic]
+            for index in list(parts):
+                o = parts[index]
+                if o.expire_timestamp is not None:
+                    gone = now >= o.expire_timestamp
+                else:
+                    base = base_state if base_state is not None else o.commit_timestamp
+                    gone = now - base >= retention
+                if gone:
+                    del parts[index]
+                    expired += 1
+                else:
+                    all_expired = False
+            if not parts:
+                del group.offsets[topic]
+        return all_expired, expired

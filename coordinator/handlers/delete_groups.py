@@ -1,0 +1,20 @@
+"""DeleteGroups (42): distinct group ids (``KafkaApis``), NOT_COORDINATOR per group, then the core
+(GROUP_ID_NOT_FOUND / NON_EMPTY_GROUP / deleted with its offsets). Results in request order."""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+API_KEY = 42
+
+
+def handle(ctx, version, body, respond):
+    service = ctx.service
+    results = []
+    for group_id in dict.fromkeys(body["groups_names"]):
+        if group_id is not None and not service.is_coordinator(group_id, ctx.node_id):
+            results.append({"group_id": group_id, "error_code": int(ErrorCode.NOT_COORDINATOR)})
+            continue
+        out: list[dict] = []
+        service.group_coordinator.delete_groups(out.append, group_ids=[group_id])
+        results.extend(out[0]["results"])
+    respond({"throttle_time_ms": 0, "results": results})

@@ -1,0 +1,32 @@
+"""DescribeGroups (15).
+
+Per group: not coordinated here -> NOT_COORDINATOR; missing -> state "Dead" with NONE (v0-5)
+or GROUP_ID_NOT_FOUND plus an ErrorMessage (v6, KIP-1043). AuthorizedOperations (v3+) is
+filled only when requested and the group had no error: with no authorizer that is every
+operation a group supports. Groups are answered in request order.
+"""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+from ..group_coordinator import AUTHORIZED_OPERATIONS_OMITTED, GROUP_AUTHORIZED_OPERATIONS
+
+API_KEY = 15
+
+
+def handle(ctx, version, body, respond):
+    service = ctx.service
+    coordinator = service.group_coordinator
+    include_ops = version >= 3 and bool(body.get("include_authorized_operations"))
+    groups = []
+    for group_id in body["groups"]:
+        if group_id is not None and not service.is_coordinator(group_id, ctx.node_id):
+            entry = {"error_code": int(ErrorCode.NOT_COORDINATOR), "error_message": None, "group_id": group_id,
+                     "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
+                     "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+        else:
+            entry = coordinator.describe_group(group_id, group_id_not_found=version >= 6)
+            if include_ops and entry["error_code"] == 0:
+                entry["authorized_operations"] = GROUP_AUTHORIZED_OPERATIONS
+        groups.append(entry)
+    respond({"throttle_time_ms": 0, "groups": groups})

@@ -1,0 +1,24 @@
+"""Heartbeat (12): empty group id -> INVALID_GROUP_ID, then NOT_COORDINATOR, then the core."""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+API_KEY = 12
+
+
+def handle(ctx, version, body, respond):
+    group_id = body["group_id"]
+    if not group_id:
+        respond({"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_GROUP_ID)})
+        return
+    service = ctx.service
+    if not service.is_coordinator(group_id, ctx.node_id):
+        respond({"throttle_time_ms": 0, "error_code": int(ErrorCode.NOT_COORDINATOR)})
+        return
+    service.group_coordinator.heartbeat(
+        respond,
+        group_id=group_id,
+        generation_id=body["generation_id"],
+        member_id=body["member_id"],
+        group_instance_id=body.get("group_instance_id") if version >= 3 else None,
+    )

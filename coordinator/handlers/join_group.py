@@ -1,0 +1,64 @@
+"""JoinGroup (11).
+
+API/service layer of Kafka (``KafkaApis.handleJoinGroupRequest``,
+``GroupCoordinatorService.joinGroup``): empty group id -> INVALID_GROUP_ID, session timeout
+outside [group.min.session.timeout.ms, group.max.session.timeout.ms] -> INVALID_SESSION_TIMEOUT
+(both before the ownership check), then NOT_COORDINATOR; the core does the rest.
+
+Version shims: v0 has no RebalanceTimeoutMs (the session timeout is used); KIP-394
+MEMBER_ID_REQUIRED from v4; KIP-814 SkipAssignment from v9; ProtocolName null -> "" below v7
+and "" -> null from v7 (``JoinGroupResponse``).
+"""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+from ..group_coordinator import join_error
+
+API_KEY = 11
+
+
+def _shim(version: int, respond):
+    def reply(resp: dict) -> None:
+        name = resp.get("protocol_name")
+        if version < 7:
+            if name is None:
+                resp["protocol_name"] = ""
+        elif name == "":
+            resp["protocol_name"] = None
+        respond(resp)
+    return reply
+
+
+def handle(ctx, version, body, respond):
+    reply = _shim(version, respond)
+    group_id = body["group_id"]
+    member_id = body.get("member_id") or ""
+    session_timeout_ms = body["session_timeout_ms"]
+    service = ctx.service
+    if not group_id:
+        reply(join_error(member_id, ErrorCode.INVALID_GROUP_ID))
+        return
+    coordinator = service.group_coordinator
+    if not coordinator.min_session_timeout_ms <= session_timeout_ms <= coordinator.max_session_timeout_ms:
+        reply(join_error(member_id, ErrorCode.INVALID_SESSION_TIMEOUT))
+        return
+    if not service.is_coordinator(group_id, ctx.node_id):
+        reply(join_error("", ErrorCode.NOT_COORDINATOR))
+        return
+    rebalance_timeout_ms = session_timeout_ms if version == 0 else body.get("rebalance_timeout_ms", -1)
+    coordinator.join_group(
+        reply,
+        group_id=group_id,
+        member_id=member_id,
+        group_instance_id=body.get("group_instance_id") if version >= 5 else None,
+        client_id=ctx.client_id,
+        client_host=ctx.client_host,
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        protocol_type=body["protocol_type"],
+        protocols=[(p["name"], p["metadata"]) for p in body["protocols"]],
+        reason=body.get("reason") if version >= 8 else None,
+        require_known_member_id=version >= 4,
+        supports_skip_assignment=version >= 9,
+    )

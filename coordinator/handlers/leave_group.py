@@ -1,0 +1,42 @@
+"""LeaveGroup (13).
+
+v0-2 carry one MemberId, turned into a one-member batch (``LeaveGroupRequest.normalizedData``);
+their response has a single ErrorCode: the top-level error if any, else that member's
+(``LeaveGroupResponse``). v3+ are batched (KIP-345), v5 adds a per-member Reason.
+"""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+API_KEY = 13
+
+
+def _shim(version: int, respond):
+    if version >= 3:
+        return respond
+
+    def reply(resp: dict) -> None:
+        error = resp["error_code"]
+        if not error:
+            members = resp.get("members") or ()
+            error = members[0]["error_code"] if members else 0
+        respond({"throttle_time_ms": 0, "error_code": error})
+    return reply
+
+
+def handle(ctx, version, body, respond):
+    reply = _shim(version, respond)
+    group_id = body["group_id"]
+    if version >= 3:
+        members = [{"member_id": m["member_id"], "group_instance_id": m.get("group_instance_id"),
+                    "reason": m.get("reason") if version >= 5 else None} for m in body["members"]]
+    else:
+        members = [{"member_id": body["member_id"], "group_instance_id": None, "reason": None}]
+    if not group_id:
+        reply({"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_GROUP_ID), "members": []})
+        return
+    service = ctx.service
+    if not service.is_coordinator(group_id, ctx.node_id):
+        reply({"throttle_time_ms": 0, "error_code": int(ErrorCode.NOT_COORDINATOR), "members": []})
+        return
+    service.group_coordinator.leave_group(reply, group_id=group_id, members=members)

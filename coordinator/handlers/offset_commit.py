@@ -1,0 +1,96 @@
+"""OffsetCommit (8).
+
+API layer (``KafkaApis.handleOffsetCommitRequest``): partitions of unknown topics, or beyond
+a topic's partition count, get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the coordinator.
+When nothing is left the response is built at once (no group validation). A group-level
+error is repeated on every partition that went to the coordinator
+(``OffsetCommitRequest.getErrorResponse``), and the API-layer errors are merged in front
+(``OffsetCommitResponse.Builder.merge``).
+
+Version shims: v0 carries no generation/member (-1/""; Kafka < 4 stored v0 commits in
+ZooKeeper, we treat them as commits of a simple group), v1 a per-partition CommitTimestamp,
+v2-4 RetentionTimeMs, v6+ CommittedLeaderEpoch, v7+ GroupInstanceId, and from v9 a missing
+group with generation >= 0 is GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
+"""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+API_KEY = 8
+
+
+class _Builder:
+    """``OffsetCommitResponse.Builder``: topics in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.topics: list[dict] = []
+        self._by_name: dict[str, dict] = {}
+
+    def add(self, topic: str, partition: int, error: int) -> None:
+        entry = self._by_name.get(topic)
+        if entry is None:
+            entry = self._by_name[topic] = {"name": topic, "partitions": []}
+            self.topics.append(entry)
+        entry["partitions"].append({"partition_index": partition, "error_code": int(error)})
+
+    def merge(self, topics: list[dict]) -> list[dict]:
+        if not self.topics:
+            return topics
+        for t in topics:
+            entry = self._by_name.get(t["name"])
+            if entry is None:
+                self._by_name[t["name"]] = t
+                self.topics.append(t)
+            else:
+                entry["partitions"].extend(t["partitions"])
+        return self.topics
+
+
+def handle(ctx, version, body, respond):
+    service = ctx.service
+    builder = _Builder()
+    valid = []
+    for topic in body["topics"]:
+        name = topic["name"]
+        count = service.partition_count(name)
+        if count is None:
+            for p in topic["partitions"]:
+                builder.add(name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            continue
+        ok = []
+        for p in topic["partitions"]:
+            if 0 <= p["partition_index"] < count:
+                ok.append(p)
+            else:
+                builder.add(name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if ok:
+            valid.append({"name": name, "partitions": ok})
+    if not valid:
+        respond({"throttle_time_ms": 0, "topics": builder.topics})
+        return
+
+    def reply(resp: dict) -> None:
+        respond({"throttle_time_ms": 0, "topics": builder.merge(resp["topics"])})
+
+    def group_error(error: int) -> None:
+        reply({"topics": [{"name": t["name"], "partitions": [
+            {"partition_index": p["partition_index"], "error_code": int(error)} for p in t["partitions"]]}
+            for t in valid]})
+
+    group_id = body["group_id"]
+    if group_id is None:
+        group_error(ErrorCode.INVALID_GROUP_ID)
+        return
+    if not service.is_coordinator(group_id, ctx.node_id):
+        group_error(ErrorCode.NOT_COORDINATOR)
+        return
+    service.group_coordinator.offset_commit(
+        reply,
+        group_id=group_id,
+        generation_id=body.get("generation_id_or_member_epoch", -1) if version >= 1 else -1,
+        member_id=(body.get("member_id") or "") if version >= 1 else "",
+        group_instance_id=body.get("group_instance_id") if version >= 7 else None,
+        retention_time_ms=body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1,
+        topics=valid,
+        group_id_not_found=version >= 9,
+    )

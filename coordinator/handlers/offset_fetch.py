@@ -1,0 +1,62 @@
+"""OffsetFetch (9).
+
+v0-7 carry one group (``GroupId``, ``Topics``; null Topics = every committed offset from v2;
+RequireStable from v7); v8+ carry ``Groups[]`` and the core is called once per group.
+No topic-existence check: a partition without a committed offset gets offset -1 and
+metadata "" (never UNKNOWN_TOPIC_OR_PARTITION).
+
+Response shims (``OffsetFetchResponse(groups, version)``): v8+ per-group ErrorCode; v2-7 the
+group error in the top-level ErrorCode; v0-1 the group error copied into every partition
+of the group's response (with offset -1), which - as in Kafka - has no partitions when the
+whole group failed.
+"""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+API_KEY = 9
+
+
+def _fetch_group(ctx, group_id, topics, require_stable, member_id, member_epoch) -> dict:
+    service = ctx.service
+    if group_id is None:
+        return {"group_id": group_id, "topics": [], "error_code": int(ErrorCode.INVALID_GROUP_ID)}
+    if not service.is_coordinator(group_id, ctx.node_id):
+        return {"group_id": group_id, "topics": [], "error_code": int(ErrorCode.NOT_COORDINATOR)}
+    out: list[dict] = []
+    service.group_coordinator.offset_fetch(
+        out.append, group_id=group_id, topics=topics, require_stable=require_stable,
+        member_id=member_id, member_epoch=member_epoch)
+    return out[0]
+
+
+def handle(ctx, version, body, respond):
+    require_stable = bool(body.get("require_stable", False)) if version >= 7 else False
+    if version >= 8:
+        groups = []
+        for g in body["groups"]:
+            topics = g.get("topics")
+            if topics is not None:
+                topics = [{"name": t["name"], "partition_indexes": t["partition_indexes"]} for t in topics]
+            groups.append(_fetch_group(ctx, g["group_id"], topics, require_stable,
+                                       g.get("member_id"), g.get("member_epoch", -1)))
+        respond({"throttle_time_ms": 0, "groups": groups})
+        return
+    topics = body.get("topics")
+    if topics is not None:
+        topics = [{"name": t["name"], "partition_indexes": t["partition_indexes"]} for t in topics]
+    elif version < 2:
+        topics = []
+    group = _fetch_group(ctx, body["group_id"], topics, require_stable, None, -1)
+    error = group["error_code"]
+    out_topics = []
+    for t in group["topics"]:
+        parts = []
+        for p in t["partitions"]:
+            if version < 2 and error:
+                parts.append({"partition_index": p["partition_index"], "committed_offset": -1,
+                              "committed_leader_epoch": -1, "metadata": "", "error_code": error})
+            else:
+                parts.append(p)
+        out_topics.append({"name": t["name"], "partitions": parts})
+    respond({"throttle_time_ms": 0, "topics": out_topics, "error_code": error})

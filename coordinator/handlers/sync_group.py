@@ -1,0 +1,39 @@
+"""SyncGroup (14).
+
+API/service layer: from v5 a null ProtocolType or ProtocolName is rejected with
+INCONSISTENT_GROUP_PROTOCOL before anything else (``areMandatoryProtocolTypeAndNamePresent``);
+then empty group id -> INVALID_GROUP_ID, then NOT_COORDINATOR.
+"""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+from ..group_coordinator import sync_error
+
+API_KEY = 14
+
+
+def handle(ctx, version, body, respond):
+    protocol_type = body.get("protocol_type") if version >= 5 else None
+    protocol_name = body.get("protocol_name") if version >= 5 else None
+    if version >= 5 and (protocol_type is None or protocol_name is None):
+        respond(sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+        return
+    group_id = body["group_id"]
+    if not group_id:
+        respond(sync_error(ErrorCode.INVALID_GROUP_ID))
+        return
+    service = ctx.service
+    if not service.is_coordinator(group_id, ctx.node_id):
+        respond(sync_error(ErrorCode.NOT_COORDINATOR))
+        return
+    service.group_coordinator.sync_group(
+        respond,
+        group_id=group_id,
+        generation_id=body["generation_id"],
+        member_id=body["member_id"],
+        group_instance_id=body.get("group_instance_id") if version >= 3 else None,
+        protocol_type=protocol_type,
+        protocol_name=protocol_name,
+        assignments=[(a["member_id"], a["assignment"]) for a in body.get("assignments") or ()],
+    )

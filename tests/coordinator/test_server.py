@@ -1,0 +1,340 @@
+"""The TCP driver, the CLI and the embedding, over real sockets with raw Kafka frames."""
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from groupcoord.coordinator.cluster import partition_for
+from groupcoord.coordinator.config import BrokerConfig, ConfigError
+from groupcoord.coordinator.embed import running
+from groupcoord.protocol import frames
+from groupcoord.protocol.consumer import encode_subscription
+from groupcoord.protocol.errors import ErrorCode
+
+SUB = encode_subscription({"topics": ["t"], "user_data": None}, 0)
+
+
+class Client:
+    """A raw Kafka connection: send frames, read responses in order."""
+
+    def __init__(self, reader, writer):
+        self.reader, self.writer = reader, writer
+        self.corr = 0
+
+    @classmethod
+    async def connect(cls, bootstrap: str) -> "Client":
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
+        return cls(*await asyncio.open_connection(host, int(port)))
+
+    def send(self, api_key: int, version: int, body: dict, client_id: str | None = "test") -> int:
+        self.corr += 1
+        self.writer.write(frames.encode_request(api_key, version, self.corr, body, client_id))
+        return self.corr
+
+    async def read(self, api_key: int, version: int, timeout: float = 5.0) -> tuple[int, dict]:
+        size = struct.unpack(">i", await asyncio.wait_for(self.reader.readexactly(4), timeout))[0]
+        data = await asyncio.wait_for(self.reader.readexactly(size), timeout)
+        return frames.decode_response(api_key, version, data)
+
+    async def call(self, api_key: int, version: int, body: dict) -> dict:
+        corr = self.send(api_key, version, body)
+        got, resp = await self.read(api_key, version)
+        assert got == corr
+        return resp
+
+    async def closed(self, timeout: float = 5.0) -> bool:
+        try:
+            data = await asyncio.wait_for(self.reader.read(1), timeout)
+        except ConnectionError:
+            return True
+        return data == b""
+
+    def close(self):
+        self.writer.close()
+
+
+def join_body(group: str, member_id: str = "", session: int = 10000) -> dict:
+    return {"group_id": group, "session_timeout_ms": session, "rebalance_timeout_ms": session,
+            "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": SUB}]}
+
+
+async def test_api_versions_advertises_every_handler_with_generous_lower_bounds():
+    async with running() as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        resp = await c.call(18, 3, {"client_software_name": "test", "client_software_version": "1.0"})
+        assert resp["error_code"] == 0
+        keys = {k["api_key"]: (k["min_version"], k["max_version"]) for k in resp["api_keys"]}
+        assert keys[11] == (0, 9) and keys[14] == (0, 5) and keys[12] == (0, 4) and keys[13] == (0, 5)
+        assert keys[10] == (0, 6) and keys[8] == (0, 9) and keys[9] == (0, 9) and keys[18] == (0, 4)
+        assert keys[0][0] == 0 and keys[1] == (0, 12) and keys[2][0] == 0
+        assert 68 not in keys  # KIP-848 is not spoken, so it must not be advertised
+        c.close()
+
+
+async def test_api_versions_too_new_gets_v0_error_body_and_the_connection_stays_open():
+    async with running() as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        c.corr += 1
+        # ApiVersions v9 does not exist: header v2 with an arbitrary body
+        payload = struct.pack(">hhih", 18, 9, c.corr, 4) + b"test" + b"\x00" + b"\x00\x00"
+        c.writer.write(struct.pack(">i", len(payload)) + payload)
+        corr, resp = await c.read(18, 0)
+        assert corr == c.corr
+        assert resp["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+        assert resp["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 4}]
+        # the client retries with a version we speak, on the same connection
+        assert (await c.call(18, 0, {}))["error_code"] == 0
+        c.close()
+
+
+async def test_invalid_software_name_is_invalid_request():
+    async with running() as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        resp = await c.call(18, 3, {"client_software_name": "bad name!", "client_software_version": "1"})
+        assert resp["error_code"] == ErrorCode.INVALID_REQUEST
+        c.close()
+
+
+async def test_unsupported_version_of_another_api_closes_only_that_connection():
+    async with running() as gc:
+        bad, good = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+        payload = struct.pack(">hhih", 12, 42, 1, 4) + b"test" + b"\x00"
+        bad.writer.write(struct.pack(">i", len(payload)) + payload)
+        assert await bad.closed()
+        assert (await good.call(18, 0, {}))["error_code"] == 0
+        assert gc.server.stats["closed_malformed"] == 1
+
+
+@pytest.mark.parametrize("garbage", [
+    struct.pack(">i", -5),                                        # negative frame size
+    struct.pack(">i", 3) + b"abc",                                # too short for a header
+    struct.pack(">i", 12) + struct.pack(">hhi", 12, 4, 1) + b"\x7f\x7f\x7f\x7f",  # body past the end
+    struct.pack(">i", 10) + struct.pack(">hhi", 999, 0, 1) + b"\x00\x00",         # unknown API key
+])
+async def test_malformed_frames_close_that_connection_only(garbage):
+    async with running() as gc:
+        bad, good = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+        bad.writer.write(garbage)
+        assert await bad.closed()
+        assert (await good.call(3, 1, {"topics": None}))["brokers"][0]["port"] > 0
+        good.close()
+
+
+async def test_requests_are_answered_in_order_behind_a_parked_join():
+    async with running(config={"group.initial.rebalance.delay.ms": 300}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        first = await c.call(11, 5, join_body("g"))
+        assert first["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
+        corr_join = c.send(11, 5, join_body("g", first["member_id"]))   # parked for the initial delay
+        corr_meta = c.send(3, 1, {"topics": None})
+        other = await Client.connect(gc.bootstrap_servers)          # other connections are not held
+        assert (await other.call(18, 0, {}))["error_code"] == 0
+        got, join = await c.read(11, 5)
+        assert got == corr_join and join["error_code"] == 0 and join["generation_id"] == 1
+        got, meta = await c.read(3, 1)
+        assert got == corr_meta and meta["brokers"]
+        c.close()
+        other.close()
+
+
+async def test_a_group_forms_over_tcp_and_heartbeats():
+    async with running() as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        r = await c.call(11, 5, join_body("g2"))
+        r = await c.call(11, 5, join_body("g2", r["member_id"]))
+        assert r["error_code"] == 0 and r["leader"] == r["member_id"]
+        member, gen = r["member_id"], r["generation_id"]
+        s = await c.call(14, 3, {"group_id": "g2", "generation_id": gen, "member_id": member,
+                                 "assignments": [{"member_id": member, "assignment": b"x"}]})
+        assert s == {"throttle_time_ms": 0, "error_code": 0, "assignment": b"x"}
+        hb = await c.call(12, 4, {"group_id": "g2", "generation_id": gen, "member_id": member})
+        assert hb["error_code"] == 0
+        d = await c.call(15, 5, {"groups": ["g2"]})
+        group = d["groups"][0]
+        assert group["group_state"] == "Stable" and group["protocol_data"] == "range"
+        assert group["members"][0]["client_host"] == "/127.0.0.1"
+        assert group["members"][0]["client_id"] == "test"
+        c.close()
+
+
+async def test_metadata_auto_creates_topics_and_reports_ids():
+    async with running(config={"num.partitions": 3}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        r = await c.call(3, 12, {"topics": [{"name": "auto", }], "allow_auto_topic_creation": True,
+                                 "include_topic_authorized_operations": False})
+        topic = r["topics"][0]
+        assert topic["error_code"] == 0 and len(topic["partitions"]) == 3 and topic["topic_id"].int != 0
+        r = await c.call(3, 12, {"topics": [{"name": "nope", }], "allow_auto_topic_creation": False,
+                                 "include_topic_authorized_operations": False})
+        assert r["topics"][0]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        r = await c.call(3, 12, {"topics": [{"name": "bad name", }],
+                                 "allow_auto_topic_creation": True, "include_topic_authorized_operations": False})
+        assert r["topics"][0]["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
+        r = await c.call(3, 0, {"topics": []})  # v0: empty list = every topic
+        assert [t["name"] for t in r["topics"]] == ["auto"]
+        c.close()
+
+
+async def test_create_and_delete_topics():
+    async with running(nodes=2) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        r = await c.call(19, 5, {"topics": [
+            {"name": "a", "num_partitions": 4, "replication_factor": 1, "assignments": [], "configs": []},
+            {"name": "b", "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": []},
+            {"name": "c", "num_partitions": 0, "replication_factor": 1, "assignments": [], "configs": []},
+        ], "timeout_ms": 1000, "validate_only": False})
+        codes = {t["name"]: t["error_code"] for t in r["topics"]}
+        assert codes == {"a": 0, "b": ErrorCode.INVALID_REPLICATION_FACTOR, "c": ErrorCode.INVALID_PARTITIONS}
+        r = await c.call(19, 5, {"topics": [{"name": "a", "num_partitions": 1, "replication_factor": 1,
+                                             "assignments": [], "configs": []}], "timeout_ms": 1000})
+        assert r["topics"][0]["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
+        assert gc.service.partition_count("a") == 4
+        r = await c.call(20, 3, {"topic_names": ["a", "zz"], "timeout_ms": 1000})
+        assert {t["name"]: t["error_code"] for t in r["responses"]} == {
+            "a": 0, "zz": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        assert gc.service.partition_count("a") is None
+        c.close()
+
+
+async def test_find_coordinator_names_the_node_of_the_offsets_partition():
+    async with running(nodes=3) as gc:
+        nodes = gc.service.cluster.nodes
+        clients = {n: await Client.connect(f"{nodes[n].host}:{nodes[n].port}") for n in nodes}
+        groups = ["my-group", "orders", "polygenelubricants", "😀emoji", "g-7"]
+        assert partition_for("my-group", 50) == 12 and partition_for("polygenelubricants", 50) == 0
+        assert partition_for("😀emoji", 50) == 27
+        r = await clients[0].call(10, 4, {"key_type": 0, "coordinator_keys": groups})
+        for entry, group in zip(r["coordinators"], groups):
+            expected = partition_for(group, 50) % 3
+            assert entry["key"] == group and entry["error_code"] == 0 and entry["node_id"] == expected
+            assert entry["port"] == nodes[expected].port
+            # only that node coordinates the group
+            for node_id, c in clients.items():
+                hb = await c.call(12, 3, {"group_id": group, "generation_id": 1, "member_id": "m"})
+                want = ErrorCode.UNKNOWN_MEMBER_ID if node_id == expected else ErrorCode.NOT_COORDINATOR
+                assert hb["error_code"] == want, (group, node_id)
+        flat = await clients[1].call(10, 1, {"key": "my-group", "key_type": 0})
+        assert flat["error_code"] == 0 and flat["node_id"] == 12 % 3
+        for c in clients.values():
+            c.close()
+
+
+async def test_produce_fetch_and_list_offsets_with_raw_batches():
+    from groupcoord.protocol.records import Record, decode_batch, encode_batch, iter_batches
+    async with running(topics={"t": 1}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        fetch = {"replica_id": -1, "max_wait_ms": 2000, "min_bytes": 1, "max_bytes": 1 << 20,
+                 "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                 "topics": [{"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0,
+                                                             "partition_max_bytes": 1 << 20}]}],
+                 "forgotten_topics_data": [], "rack_id": ""}
+        corr = c.send(1, 11, fetch)               # parks: nothing to read yet
+        producer = await Client.connect(gc.bootstrap_servers)
+        batch = encode_batch([Record(i, 0, None, b"v%d" % i, []) for i in range(3)], base_timestamp=1000)
+        produce = {"transactional_id": None, "acks": -1, "timeout_ms": 1000,
+                   "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": batch}]}]}
+        r = await producer.call(0, 8, produce)
+        assert r["responses"][0]["partition_responses"][0]["base_offset"] == 0
+        r = await producer.call(0, 8, produce)
+        assert r["responses"][0]["partition_responses"][0]["base_offset"] == 3
+        got, resp = await c.read(1, 11)          # the parked fetch is answered by the append
+        assert got == corr
+        part = resp["responses"][0]["partitions"][0]
+        assert part["error_code"] == 0 and part["high_watermark"] >= 3
+        values = [rec.value for _, b in iter_batches(part["records"]) for rec in decode_batch(b)[1]]
+        assert values[:3] == [b"v0", b"v1", b"v2"]
+        lo = await c.call(2, 5, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1},
+                                         {"partition_index": 1, "current_leader_epoch": -1, "timestamp": -2}]}]})
+        parts = lo["topics"][0]["partitions"]
+        assert parts[0]["offset"] == 6 and parts[1]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # acks=0: no response at all; the next request's answer comes first
+        producer.send(0, 8, {**produce, "acks": 0})
+        assert (await producer.call(18, 0, {}))["error_code"] == 0
+        assert gc.service.cluster.log("t", 0).log_end_offset == 9
+        c.close()
+        producer.close()
+
+
+async def test_fetch_waits_at_most_max_wait():
+    async with running(topics={"t": 1}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        fetch = {"replica_id": -1, "max_wait_ms": 150, "min_bytes": 1, "topics": [
+            {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}]}]}
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        resp = await c.call(1, 4, fetch)
+        assert loop.time() - t0 >= 0.14
+        assert resp["responses"][0]["partitions"][0]["records"] == b""
+        c.close()
+
+
+def test_config_precedence(tmp_path):
+    props = tmp_path / "broker.properties"
+    props.write_text("# comment\ngroup.max.size = 10\nnum.partitions: 4\n")
+    cfg = BrokerConfig({"num.partitions": "7"}, profile="test", properties_file=str(props),
+                       environ={"GROUPCOORD_GROUP_MAX_SIZE": "20"})
+    assert cfg["group.initial.rebalance.delay.ms"] == 0      # profile
+    assert cfg["group.max.size"] == 20                       # environment over file
+    assert cfg["num.partitions"] == 7                        # --set over everything
+    assert cfg["offsets.topic.num.partitions"] == 50         # Kafka's default
+    with pytest.raises(ConfigError):
+        BrokerConfig({"group.max.sise": 1})
+    with pytest.raises(ConfigError):
+        BrokerConfig({"group.max.size": "many"})
+
+
+def test_cli_serve_prints_bootstrap_servers_and_stops_on_sigterm(tmp_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--nodes", "2",
+         "--topic", "orders:3", "--profile", "test", "--set", "group.max.size=5", "--log-format", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("bootstrap servers: 127.0.0.1:")
+        servers = line.split(": ", 1)[1].strip().split(",")
+        assert len(servers) == 2
+
+        async def check():
+            c = await Client.connect(servers[0])
+            md = await c.call(3, 1, {"topics": None})
+            c.close()
+            return md
+
+        md = asyncio.run(check())
+        assert [(t["name"], len(t["partitions"])) for t in md["topics"]] == [("orders", 3)]
+        assert len(md["brokers"]) == 2
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+        assert proc.returncode == 0 and "stopped" in out
+        assert '"event": "listening"' in err      # JSON log lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_cli_rejects_bad_config():
+    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0",
+                        "--set", "no.such.config=1"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "unknown config 'no.such.config'" in r.stderr
+
+
+def test_pytest_plugin_fixture_gives_a_running_coordinator(groupcoord):
+    import socket
+    host, port = groupcoord.bootstrap_servers.split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(frames.encode_request(18, 0, 7, {}, "plugin"))
+        size = struct.unpack(">i", s.recv(4))[0]
+        data = b""
+        while len(data) < size:
+            data += s.recv(size - len(data))
+    corr, body = frames.decode_response(18, 0, data)
+    assert corr == 7 and body["error_code"] == 0

@@ -45,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", metavar="FILE", help="a properties file of broker configs")
     serve.add_argument("--log-format", choices=("console", "json"), default="console")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--events", metavar="FILE",
+                       help="also write the coordinator's structured events to FILE as JSON lines")
     sub.add_parser("configs", help="list the broker configs and their defaults")
     return parser
 
@@ -57,7 +59,18 @@ async def serve(args) -> int:
     configure(args.log_format, args.log_level)
     config = BrokerConfig(dict(args.set), profile=args.profile, properties_file=args.config)
     ports = [args.port + i if args.port else 0 for i in range(args.nodes)]
-    service = Service(config, nodes=args.nodes, host=args.host, ports=ports)
+    emit = None
+    events_file = None
+    if args.events:
+        import json
+
+        from .events import default_emit
+        events_file = open(args.events, "a", encoding="utf-8", buffering=1)
+
+        def emit(event: dict) -> None:
+            events_file.write(json.dumps(event, default=str) + "\n")
+            default_emit(event)
+    service = Service(config, nodes=args.nodes, host=args.host, ports=ports, emit=emit)
     for name, partitions in args.topic:
         service.create_topic(name, partitions)
     server = Server(service, args.host, ports)
@@ -69,6 +82,8 @@ async def serve(args) -> int:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await server.stop()
+    if events_file is not None:
+        events_file.close()
     print("stopped", flush=True)
     return 0
 

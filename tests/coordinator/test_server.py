@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import struct
@@ -295,7 +296,8 @@ def test_cli_serve_prints_bootstrap_servers_and_stops_on_sigterm(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--nodes", "2",
-         "--topic", "orders:3", "--profile", "test", "--set", "group.max.size=5", "--log-format", "json"],
+         "--topic", "orders:3", "--profile", "test", "--set", "group.max.size=5", "--log-format", "json",
+         "--events", str(tmp_path / "events.jsonl")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = proc.stdout.readline()
@@ -306,6 +308,10 @@ def test_cli_serve_prints_bootstrap_servers_and_stops_on_sigterm(tmp_path):
         async def check():
             c = await Client.connect(servers[0])
             md = await c.call(3, 1, {"topics": None})
+            group = "my-group"   # coordinated by node 12 % 2 == 0
+            r = await c.call(11, 5, join_body(group))
+            r = await c.call(11, 5, join_body(group, r["member_id"]))
+            assert r["error_code"] == 0
             c.close()
             return md
 
@@ -316,6 +322,11 @@ def test_cli_serve_prints_bootstrap_servers_and_stops_on_sigterm(tmp_path):
         out, err = proc.communicate(timeout=10)
         assert proc.returncode == 0 and "stopped" in out
         assert '"event": "listening"' in err      # JSON log lines
+        events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+        kinds = [e["event"] for e in events]
+        assert "member.joined" in kinds and "rebalance.join_completed" in kinds
+        assert all(e["group"] == "my-group" for e in events)
+        assert any(e["event"] == "group.state_change" and e["state_to"] == "CompletingRebalance" for e in events)
     finally:
         if proc.poll() is None:
             proc.kill()

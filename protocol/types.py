@@ -16,6 +16,7 @@ written back on encode.
 
 from __future__ import annotations
 
+import copy
 import struct
 import uuid
 from typing import Any
@@ -29,7 +30,15 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 class Fail(Exception):
-    """Raised inside generated code; turned into DecodeError/EncodeError with context."""
+    """Raised inside generated code; turned into DecodeError/EncodeError with context.
+
+    ``pos``: the offset of the failure when the raiser (a run-time helper with its own
+    position) knows it better than the generated function's ``pos``.
+    """
+
+    def __init__(self, reason: str, pos: int | None = None):
+        super().__init__(reason)
+        self.pos = pos
 
 
 # --------------------------------------------------------------------------
@@ -48,6 +57,8 @@ def read_uvarint(buf, pos: int, first: int):
         pos += 1
         value |= (b & 0x7F) << shift
         if b < 0x80:
+            if value > 0xFFFFFFFF:
+                raise Fail("varint does not fit in 32 bits")
             return value, pos
         shift += 7
         if shift > 28:
@@ -63,6 +74,8 @@ def read_uvarlong(buf, pos: int):
         pos += 1
         value |= (b & 0x7F) << shift
         if b < 0x80:
+            if value > 0xFFFFFFFFFFFFFFFF:
+                raise Fail("varlong does not fit in 64 bits")
             return value, pos
         shift += 7
         if shift > 63:
@@ -106,13 +119,20 @@ def read_unknown_tags(buf, pos: int, end: int) -> tuple[dict, int]:
         return value
 
     tags = {}
-    for _ in range(uv()):
-        tag = uv()
-        size = uv()
-        if pos + size > end:
-            raise Fail(f"tagged field {tag} of {size} bytes exceeds the {end - pos} bytes left")
-        tags[tag] = buf[pos:pos + size]
-        pos += size
+    try:
+        for _ in range(uv()):
+            tag = uv()
+            size = uv()
+            if pos + size > end:
+                raise Fail(f"tagged field {tag} of {size} bytes exceeds the {end - pos} bytes left", pos)
+            tags[tag] = buf[pos:pos + size]
+            pos += size
+    except IndexError:
+        raise Fail("truncated: tagged fields past the end", pos) from None
+    except Fail as exc:  # report where it failed, not where the section started
+        if exc.pos is None:
+            exc.pos = pos
+        raise
     return tags, pos
 
 
@@ -315,11 +335,15 @@ class UVarint(KType):
             b = _sread(stream, 1, path)[0]
             value |= (b & 0x7F) << shift
             if b < 0x80:
+                if value > 0xFFFFFFFF:
+                    raise Fail("varint does not fit in 32 bits")
                 return value
             shift += 7
         raise Fail("varint is longer than 5 bytes")
 
     def _build(self, obj, stream, context, path):
+        if not 0 <= obj <= 0xFFFFFFFF:
+            raise Fail(f"{path}: {obj} does not fit in an unsigned 32-bit varint")
         data = uvarint_bytes(obj)
         stream_write(stream, data, len(data), path)
         return obj
@@ -328,6 +352,7 @@ class UVarint(KType):
         g.emit_uvarint(dst)
 
     def emit_encode(self, g, out, src, path):
+        g.line(f"if not 0 <= {src} <= 0xFFFFFFFF: raise _Fail({path!r} + ': %d does not fit in an unsigned 32-bit varint' % {src})")
         g.emit_put_uvarint(out, src)
 
 
@@ -343,11 +368,15 @@ class Varint(KType):
             b = _sread(stream, 1, path)[0]
             value |= (b & 0x7F) << shift
             if b < 0x80:
+                if value >> self._bits:
+                    raise Fail(f"varint does not fit in {self._bits} bits")
                 return unzigzag(value)
             shift += 7
         raise Fail("varint too long")
 
     def _build(self, obj, stream, context, path):
+        if not -(1 << (self._bits - 1)) <= obj < 1 << (self._bits - 1):
+            raise Fail(f"{path}: {obj} does not fit in a {self._bits}-bit varint")
         z = zigzag32(obj) if self._bits == 32 else zigzag64(obj)
         data = uvarint_bytes(z)
         stream_write(stream, data, len(data), path)
@@ -363,6 +392,8 @@ class Varint(KType):
 
     def emit_encode(self, g, out, src, path):
         mask = "0xFFFFFFFF" if self._bits == 32 else "0xFFFFFFFFFFFFFFFF"
+        lo, hi = -(1 << (self._bits - 1)), (1 << (self._bits - 1)) - 1
+        g.line(f"if not {lo} <= {src} <= {hi}: raise _Fail({path!r} + ': %d does not fit in a {self._bits}-bit varint' % {src})")
         g.line(f"{out} += _uvarint_bytes((({src} << 1) ^ ({src} >> {self._bits - 1})) & {mask})")
 
 
@@ -429,6 +460,8 @@ class _Sized(KType):
             raise Fail(f"{path}: negative length {n}")
         if n > _remaining(stream):
             raise Fail(f"{path}: length {n} exceeds remaining bytes")
+        if self.is_text and n > 0x7FFF:
+            raise Fail(f"{path}: string of {n} bytes is longer than 32767")
         data = _sread(stream, n, path)
         return data.decode("utf-8") if self.is_text else bytes(data)
 
@@ -466,6 +499,8 @@ class _Sized(KType):
             g.line(f"{e} = pos + {n}")
             g.line(f"if {e} > end: raise _Fail('length %d exceeds the %d bytes left' % ({n}, end - pos))")
             if self.is_text:
+                if self.compact:  # a classic int16 length cannot exceed it
+                    g.line(f"if {n} > 32767: raise _Fail('string of %d bytes is longer than 32767' % {n})")
                 g.line(f"{dst} = buf[pos:{e}].decode()")
             else:
                 g.line(f"{dst} = buf[pos:{e}]")
@@ -666,7 +701,8 @@ class KStruct(KType):
             obj[f.key] = f.type._parsereport(stream, context, f"{path} -> {f.key}")
         if self.flexible:
             for f in self.tagged:
-                obj[f.key] = f.default
+                # a fresh copy: the decoded dict must not share (mutable) defaults
+                obj[f.key] = copy.deepcopy(f.default) if isinstance(f.default, (dict, list)) else f.default
             count = UVarint()._parse(stream, None, path)
             for _ in range(count):
                 tag = UVarint()._parse(stream, None, path)
@@ -752,7 +788,10 @@ class KStruct(KType):
             body = ", ".join(f"{k!r}: {v}" for k, v in vals)
             g.line(f"{dst} = {{{body}}}")
             with g.block("if buf[pos]:"):
-                g.line(f"{dst}[_UNKNOWN_TAGS], pos = _read_unknown_tags(buf, pos, end)")
+                # a non-zero first byte may still be an empty section (0x80 0x00): no key then
+                u = g.var("u")
+                g.line(f"{u}, pos = _read_unknown_tags(buf, pos, end)")
+                g.line(f"if {u}: {dst}[_UNKNOWN_TAGS] = {u}")
             with g.block("else:"):
                 g.line("pos += 1")
             return
@@ -852,7 +891,7 @@ class KStruct(KType):
             g.line("pass")
             self.emit_decode(g, "obj")
         with g.block("except _Fail as exc:"):
-            g.line(f"raise _DecodeError({api!r}, {version!r}, pos, str(exc)) from None")
+            g.line(f"raise _DecodeError({api!r}, {version!r}, pos if exc.pos is None else exc.pos, str(exc)) from None")
         with g.block("except (_struct.error, IndexError) as exc:"):
             g.line(f"raise _DecodeError({api!r}, {version!r}, pos, 'truncated: ' + str(exc)) from None")
         with g.block("except (UnicodeDecodeError, ValueError, OverflowError) as exc:"):
@@ -867,7 +906,7 @@ class KStruct(KType):
             self.emit_encode(g, "out", "obj", api)
         with g.block("except _Fail as exc:"):
             g.line(f"raise _EncodeError({api!r}, {version!r}, None, str(exc)) from None")
-        with g.block("except (_struct.error, AttributeError, TypeError, KeyError, OverflowError) as exc:"):
+        with g.block("except (_struct.error, AttributeError, TypeError, KeyError, ValueError, OverflowError) as exc:"):
             g.line(f"raise _EncodeError({api!r}, {version!r}, None, '%s: %s' % (type(exc).__name__, exc)) from None")
         g.line("return out")
         enc_lines = g.lines

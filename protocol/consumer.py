@@ -114,12 +114,12 @@ def decode_sticky_user_data(data: bytes | None) -> dict:
     """
     if data:
         data = bytes(data)
-        try:
-            return _STICKY_V1.decode(data, 0)
+        try:  # Kafka reads the layout and ignores what follows
+            return _STICKY_V1.codec(0).decode(data, 0, allow_trailing=True)
         except DecodeError:
             pass
         try:
-            obj = _STICKY_V0.decode(data, 0)
+            obj = _STICKY_V0.codec(0).decode(data, 0, allow_trailing=True)
             obj["generation"] = None
             return obj
         except DecodeError:

@@ -36,6 +36,8 @@ def test_sticky_user_data_golden():
     v0 = STICKY_V1[:-4]
     assert consumer.encode_sticky_user_data(prev, None) == v0
     assert consumer.decode_sticky_user_data(v0) == {"previous_assignment": prev, "generation": None}
+    # trailing bytes are ignored, as Kafka's reader does
+    assert consumer.decode_sticky_user_data(STICKY_V1 + b"\x00\x01\x02")["generation"] == 4
     # garbage and absence: an empty previous assignment
     for junk in (None, b"", b"\x00\x01", b"\xff\xff\xff\xff\x00"):
         assert consumer.decode_sticky_user_data(junk) == {"previous_assignment": [], "generation": None}

@@ -1,0 +1,428 @@
+"""The asyncio driver of :class:`~groupcoord.client.member.Member`: a group consumer.
+
+    consumer = GroupConsumer("orders", config={"bootstrap.servers": gc.bootstrap_servers,
+                                               "group.id": "billing"})
+    await consumer.start()
+    while running:
+        for record in await consumer.poll(1.0):     # records of the assigned partitions
+            ...
+        await consumer.commit()                     # what was polled so far
+    await consumer.close()                          # commit (auto-commit), revoke, LeaveGroup
+
+One background task pumps the member: it executes the member's actions (connections,
+requests, rebalance callbacks, commit completions), feeds it responses, lost connections and
+time, and sleeps until the member's next deadline or the next I/O event. Rebalance callbacks
+run on that task, one at a time and in order; the member waits for each to finish before the
+rebalance goes on (heartbeats continue meanwhile). A callback may be a coroutine function and
+may call ``commit``/``committed``.
+
+``listener``: an object with ``on_partitions_revoked``, ``on_partitions_assigned`` and
+optionally ``on_partitions_lost`` (Kafka's ConsumerRebalanceListener; lost defaults to
+revoked), each taking a set of TopicPartition, plain or async.
+
+Errors: a fatal error of the member (e.g. FENCED_INSTANCE_ID) is raised by the next ``poll``
+and by every call after it; other errors for the application (NoOffsetForPartition, a failing
+listener) are raised once by the next ``poll``.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from typing import Any, Awaitable, Callable, Iterable, Mapping
+
+from groupcoord.protocol.errors import KafkaError
+
+from .assignors.base import TopicPartition
+from .connection import BrokerConnection
+from .consumer_config import ConsumerConfig
+from .member import (
+    BOOTSTRAP, Closed, CommitCompleted, Connect, ConsumerRecord, Disconnect, ErrorRaised, Member, OffsetAndMetadata,
+    OffsetsFetched, RebalanceCallback, SendRequest,
+)
+
+log = logging.getLogger("groupcoord.client.consumer")
+
+TP = TopicPartition
+
+
+def monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class ConsumerClosedError(RuntimeError):
+    pass
+
+
+async def _wait(event: asyncio.Event, timeout: float | None) -> bool:
+    """Wait for event up to timeout seconds (None: for ever); whether it was set.
+
+    Not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that arrives just as
+    the event is set, which would keep a cancelled pump running for ever.
+    """
+    if event.is_set():
+        return True
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        done, _ = await asyncio.wait({waiter}, timeout=timeout)
+        return waiter in done
+    finally:
+        if not waiter.done():
+            waiter.cancel()
+
+
+class GroupConsumer:
+    """A consumer-group member over asyncio. See the module docstring."""
+
+    def __init__(self, *topics: str, config: Mapping[str, Any] | ConsumerConfig | None = None,
+                 assignors: list | None = None, listener: Any = None, fetch: bool = True,
+                 clock: Callable[[], int] = monotonic_ms, max_versions: Mapping[int, int] | None = None,
+                 **configs: Any):
+        if isinstance(config, ConsumerConfig):
+            self.config = config.with_overrides({k.replace("_", "."): v for k, v in configs.items()}) \
+                if configs else config
+        else:
+            merged = dict(config or {})
+            merged.update({k.replace("_", "."): v for k, v in configs.items()})
+            self.config = ConsumerConfig(merged)
+        if not self.config["bootstrap.servers"]:
+            from .consumer_config import ConfigError
+            raise ConfigError("bootstrap.servers", "is required")
+        self._clock = clock
+        self.member = Member(self.config, assignors, topics=topics, now=clock(), fetch=fetch,
+                             max_versions=max_versions)
+        self.listener = listener
+        self._conns: dict[int, BrokerConnection] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._wakeup: asyncio.Event | None = None
+        self._records_ready: asyncio.Event | None = None
+        self._pump_task: asyncio.Task | None = None
+        self._callbacks: asyncio.Queue | None = None
+        self._callback_task: asyncio.Task | None = None
+        self._commit_waiters: dict[int, asyncio.Future] = {}
+        self._commit_callbacks: dict[int, Callable] = {}
+        self._fetch_waiters: dict[int, asyncio.Future] = {}
+        self._errors: list[Exception] = []
+        self._closed_event: asyncio.Event | None = None
+        self._bootstrap_index = 0
+        self.rebalance_log: list[tuple[str, frozenset]] = []     # (kind, partitions) as called back
+
+    # ============================================================================ lifecycle
+    async def start(self) -> "GroupConsumer":
+        if self._pump_task is not None:
+            return self
+        self._wakeup = asyncio.Event()
+        self._records_ready = asyncio.Event()
+        self._closed_event = asyncio.Event()
+        self._callbacks = asyncio.Queue()
+        self._callback_task = asyncio.create_task(self._run_callbacks(), name="groupcoord-callbacks")
+        self._pump_task = asyncio.create_task(self._pump(), name="groupcoord-pump")
+        return self
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Kafka's close: auto-commit, revoke (listener), LeaveGroup for dynamic members."""
+        if self._pump_task is None or self._closed_event.is_set():
+            await self._shutdown()
+            return
+        timeout_ms = None if timeout is None else int(timeout * 1000)
+        self.member.close(self._clock(), timeout_ms)
+        self._wake()
+        wait = (timeout if timeout is not None else self.config["default.api.timeout.ms"] / 1000) + 1
+        if not await _wait(self._closed_event, wait):
+            log.warning("close did not complete within %.1fs", wait)
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        for task in (self._pump_task, self._callback_task, *self._tasks):
+            if task is not None and not task.done():
+                task.cancel()
+        for task in (self._pump_task, self._callback_task, *self._tasks):
+            if task is not None:
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+        if self._closed_event is not None:
+            self._closed_event.set()
+
+    async def __aenter__(self) -> "GroupConsumer":
+        return await self.start()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    # ============================================================================ the API
+    async def poll(self, timeout: float = 0.0, max_records: int | None = None) -> list[ConsumerRecord]:
+        """Records of the assigned partitions (possibly none), waiting up to timeout seconds."""
+        self._check_open()
+        self.member.application_poll(self._clock())
+        self._wake()
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            self._raise_errors()
+            records = self.member.take_records(max_records)
+            if records:
+                self._wake()                     # positions moved: fetch more
+                return records
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return []
+            self._records_ready.clear()
+            if not await _wait(self._records_ready, remaining):
+                self._raise_errors()
+                return []
+
+    def assignment(self) -> set[TP]:
+        return set(self.member.assignment)
+
+    def subscription(self) -> set[str]:
+        return set(self.member.subscription)
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        self.member.subscribe(topics, self._clock())
+        self._wake()
+
+    def position(self, tp: TP) -> int | None:
+        return self.member.position(tp)
+
+    def seek(self, tp: TP, offset: int) -> None:
+        self.member.seek(tp, offset)
+        self._wake()
+
+    async def commit(self, offsets: Mapping[TP, int | OffsetAndMetadata] | None = None,
+                     timeout: float | None = None) -> None:
+        """Commit synchronously (the next offsets to read; default: every consumed position)."""
+        self._check_open()
+        timeout_ms = None if timeout is None else int(timeout * 1000)
+        handle = self.member.commit(offsets, self._clock(), sync=True, timeout_ms=timeout_ms)
+        fut = asyncio.get_running_loop().create_future()
+        self._commit_waiters[handle] = fut
+        self._drain_now()
+        self._wake()
+        await fut
+
+    def commit_async(self, offsets: Mapping[TP, int | OffsetAndMetadata] | None = None,
+                     callback: Callable[[dict, Exception | None], Any] | None = None) -> None:
+        """Commit without waiting; callback(offsets, error) runs when it completes."""
+        self._check_open()
+        handle = self.member.commit(offsets, self._clock(), sync=False)
+        if callback is not None:
+            self._commit_callbacks[handle] = callback
+        self._drain_now()
+        self._wake()
+
+    async def committed(self, partitions: Iterable[TP], timeout: float | None = None
+                        ) -> dict[TP, OffsetAndMetadata | None]:
+        self._check_open()
+        timeout_ms = None if timeout is None else int(timeout * 1000)
+        handle = self.member.fetch_committed(partitions, self._clock(), timeout_ms=timeout_ms)
+        fut = asyncio.get_running_loop().create_future()
+        self._fetch_waiters[handle] = fut
+        self._wake()
+        return await fut
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 30.0, poll: bool = True) -> None:
+        """Poll (as the application would) until predicate() holds; TimeoutError after timeout s."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not predicate():
+            if loop.time() >= deadline:
+                raise asyncio.TimeoutError(f"condition not met within {timeout}s; member: {self.member!r}")
+            if poll:
+                await self.poll(0.05)
+            else:
+                await asyncio.sleep(0.05)
+
+    # ============================================================================ the pump
+    def _wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def _check_open(self) -> None:
+        if self._pump_task is None:
+            raise ConsumerClosedError("start() the consumer first")
+        if self.member.fatal_error is not None:
+            raise self.member.fatal_error
+        if self._closed_event.is_set():
+            raise ConsumerClosedError("the consumer is closed")
+
+    def _raise_errors(self) -> None:
+        if self.member.fatal_error is not None:
+            raise self.member.fatal_error
+        if self._errors:
+            raise self._errors.pop(0)
+
+    def _drain_now(self) -> None:
+        """Execute what the member has ready (completions of empty commits, mostly)."""
+        if self._pump_task is not None:
+            for action in self.member.poll(self._clock()):
+                self._execute(action)
+
+    async def _pump(self) -> None:
+        try:
+            while True:
+                self._wakeup.clear()
+                actions = self.member.poll(self._clock())
+                for action in actions:
+                    self._execute(action)
+                if self.member.closed:
+                    return
+                if actions:
+                    await asyncio.sleep(0)
+                    continue
+                deadline = self.member.next_deadline()
+                timeout = None if deadline is None else max(0.0, (deadline - self._clock()) / 1000)
+                await _wait(self._wakeup, timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:               # a bug: surface it instead of hanging
+            log.exception("the consumer's pump failed")
+            self._errors.append(e)
+            self._records_ready.set()
+
+    def _spawn(self, coro: Awaitable) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _execute(self, action) -> None:
+        member = self.member
+        if isinstance(action, SendRequest):
+            conn = self._conns.get(action.conn_id)
+            if conn is None:
+                member.on_connection_lost(action.conn_id, self._clock())
+                return
+            fut = conn.send(action.api_key, action.api_version, action.body)
+            fut.add_done_callback(lambda f, a=action: self._on_response(a, f))
+        elif isinstance(action, Connect):
+            self._spawn(self._connect(action))
+        elif isinstance(action, Disconnect):
+            conn = self._conns.pop(action.conn_id, None)
+            if conn is not None:
+                conn.close()
+        elif isinstance(action, RebalanceCallback):
+            self._callbacks.put_nowait(action)
+        elif isinstance(action, CommitCompleted):
+            fut = self._commit_waiters.pop(action.handle, None)
+            if fut is not None and not fut.done():
+                if action.error is None:
+                    fut.set_result(None)
+                else:
+                    fut.set_exception(action.error)
+            callback = self._commit_callbacks.pop(action.handle, None)
+            if callback is not None:
+                try:
+                    result = callback(action.offsets, action.error)
+                    if inspect.isawaitable(result):
+                        self._spawn(result)
+                except Exception:
+                    log.exception("offset commit callback failed")
+            elif action.error is not None and action.kind in ("auto", "async"):
+                log.warning("%s offset commit failed: %s", action.kind, action.error)
+        elif isinstance(action, OffsetsFetched):
+            fut = self._fetch_waiters.pop(action.handle, None)
+            if fut is not None and not fut.done():
+                if action.error is None:
+                    fut.set_result(action.offsets)
+                else:
+                    fut.set_exception(action.error)
+        elif isinstance(action, ErrorRaised):
+            if action.fatal:
+                for fut in [*self._commit_waiters.values(), *self._fetch_waiters.values()]:
+                    if not fut.done():
+                        fut.set_exception(action.error)
+                self._commit_waiters.clear()
+                self._fetch_waiters.clear()
+            else:
+                self._errors.append(action.error)
+            self._records_ready.set()
+        elif isinstance(action, Closed):
+            self._closed_event.set()
+        if self.member.fetch_enabled and self.member._completed:
+            self._records_ready.set()
+
+    def _on_response(self, action: SendRequest, fut: asyncio.Future) -> None:
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is None:
+            self.member.on_response(action.request_id, fut.result(), self._clock())
+        elif action.conn_id in self._conns:
+            log.info("request %s failed: %s", action.request_id, exc)
+            conn = self._conns.pop(action.conn_id)
+            conn.close()
+            self.member.on_connection_lost(action.conn_id, self._clock())
+        self._wake()
+        if self.member._completed:
+            self._records_ready.set()
+
+    async def _connect(self, action: Connect) -> None:
+        if action.role == BOOTSTRAP:
+            servers = self.config["bootstrap.servers"]
+            start = self._bootstrap_index
+            targets = [servers[(start + i) % len(servers)] for i in range(len(servers))]
+            self._bootstrap_index += 1
+        else:
+            targets = [f"{action.host}:{action.port}"]
+        timeout = self.config["socket.connection.setup.timeout.ms"] / 1000
+        for target in targets:
+            host, _, port = target.rpartition(":")
+            conn = BrokerConnection(host, int(port), client_id=self.config["client.id"] or None,
+                                    on_close=lambda c, exc, cid=action.conn_id: self._on_conn_closed(cid, c))
+            try:
+                await conn.connect(timeout)
+            except (OSError, asyncio.TimeoutError, ConnectionError, KafkaError) as e:
+                log.info("cannot connect to %s: %s", target, e)
+                conn.close()
+                continue
+            if conn.closed:
+                continue
+            self._conns[action.conn_id] = conn
+            self.member.on_connected(action.conn_id, conn.api_versions, self._clock())
+            self._wake()
+            return
+        self.member.on_connection_lost(action.conn_id, self._clock())
+        self._wake()
+
+    def _on_conn_closed(self, conn_id: int, conn: BrokerConnection) -> None:
+        if self._conns.get(conn_id) is conn:
+            del self._conns[conn_id]
+            self.member.on_connection_lost(conn_id, self._clock())
+            self._wake()
+
+    async def _run_callbacks(self) -> None:
+        while True:
+            action: RebalanceCallback = await self._callbacks.get()
+            partitions = set(action.partitions)
+            self.rebalance_log.append((action.kind, frozenset(partitions)))
+            try:
+                fn = self._listener_method(action.kind)
+                if fn is not None:
+                    result = fn(partitions)
+                    if inspect.isawaitable(result):
+                        await result
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.exception("rebalance listener failed on partitions %s", action.kind)
+                self._errors.append(e)
+                self._records_ready.set()
+            finally:
+                self.member.callback_done(action.token, self._clock())
+                self._wake()
+
+    def _listener_method(self, kind: str):
+        listener = self.listener
+        if listener is None:
+            return None
+        fn = getattr(listener, f"on_partitions_{kind}", None)
+        if fn is None and kind == "lost":
+            fn = getattr(listener, "on_partitions_revoked", None)
+        return fn
+
+    def __repr__(self) -> str:
+        return f"GroupConsumer({self.member!r})"

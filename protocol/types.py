@@ -236,13 +236,10 @@ class Gen:
         self.line(f"raise _Fail({reason_expr})")
 
     def emit_uvarint(self, dst: str) -> None:
-        b = self.var("b")
-        self.line(f"{b} = buf[pos]")
+        self.line(f"{dst} = buf[pos]")
         self.line("pos += 1")
-        with self.block(f"if {b} < 128:"):
-            self.line(f"{dst} = {b}")
-        with self.block("else:"):
-            self.line(f"{dst}, pos = _read_uvarint(buf, pos, {b})")
+        with self.block(f"if {dst} > 127:"):
+            self.line(f"{dst}, pos = _read_uvarint(buf, pos, {dst})")
 
     def emit_put_uvarint(self, out: str, expr: str) -> None:
         n = self.var("n")
@@ -488,23 +485,22 @@ class _Sized(KType):
             unpack = g.const(f"_struct.Struct('{self._lenfmt}').unpack_from")
             g.line(f"{n} = {unpack}(buf, pos)[0]")
             g.line(f"pos += {self.width}")
-        with g.block(f"if {n} < 0:"):
+        e = g.var("e")
+        g.line(f"{e} = pos + {n}")
+        limit = f" and {n} < 32768" if (self.is_text and self.compact) else ""  # int16 lengths cannot exceed it
+        with g.block(f"if 0 <= {n} and {e} <= end{limit}:"):
+            g.line(f"{dst} = buf[pos:{e}].decode()" if self.is_text else f"{dst} = buf[pos:{e}]")
+            g.line(f"pos = {e}")
+        with g.block(f"elif {n} < 0:"):
             if self.nullable:
                 g.line(f"if {n} != -1: raise _Fail('invalid length %d' % {n})")
                 g.line(f"{dst} = None")
             else:
                 g.fail(f"'negative length %d where null is not allowed' % {n}")
+        with g.block(f"elif {e} > end:"):
+            g.fail(f"'length %d exceeds the %d bytes left' % ({n}, end - pos)")
         with g.block("else:"):
-            e = g.var("e")
-            g.line(f"{e} = pos + {n}")
-            g.line(f"if {e} > end: raise _Fail('length %d exceeds the %d bytes left' % ({n}, end - pos))")
-            if self.is_text:
-                if self.compact:  # a classic int16 length cannot exceed it
-                    g.line(f"if {n} > 32767: raise _Fail('string of %d bytes is longer than 32767' % {n})")
-                g.line(f"{dst} = buf[pos:{e}].decode()")
-            else:
-                g.line(f"{dst} = buf[pos:{e}]")
-            g.line(f"pos = {e}")
+            g.fail(f"'string of %d bytes is longer than 32767' % {n}")
 
     def emit_encode(self, g, out, src, path):
         d = g.var("d")
@@ -592,13 +588,14 @@ class Array(KType):
             unpack = g.const("_struct.Struct('>i').unpack_from")
             g.line(f"{n} = {unpack}(buf, pos)[0]")
             g.line("pos += 4")
+        fits = f"{n} * {max(1, self.elem.min_size)} <= end - pos"
         with g.block(f"if {n} < 0:"):
             if self.nullable:
                 g.line(f"if {n} != -1: raise _Fail('invalid array length %d' % {n})")
                 g.line(f"{dst} = None")
             else:
                 g.fail(f"'negative array length %d where null is not allowed' % {n}")
-        with g.block(f"elif {n} * {max(1, self.elem.min_size)} > end - pos:"):
+        with g.block(f"elif not {fits}:"):
             g.fail(f"'array of %d elements cannot fit in the %d bytes left' % ({n}, end - pos)")
         with g.block("else:"):
             elem = self.elem

@@ -11,6 +11,7 @@ import struct
 
 from groupcoord.protocol.consumer import (decode_sticky_user_data, encode_sticky_user_data,
                                           group_partitions)
+from groupcoord.protocol.types import unpack_array
 
 from .abstract_sticky import AbstractStickyAssignor, MemberData
 from .base import (Assignment, ConsumerGroupMetadata, RebalanceProtocol, Subscription, TopicPartition,
@@ -86,7 +87,7 @@ def _decode_v1(data) -> tuple[list, int] | None:
             if k == 1:
                 append((topic, (first,)))
             elif k >= 0:
-                append((topic, struct.unpack_from(f">{k}i", buf, pos)))
+                append((topic, unpack_array("i", k, buf, pos)))
             else:
                 return None
             pos += 4 * k

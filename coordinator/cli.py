@@ -47,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--events", metavar="FILE",
                        help="also write the coordinator's structured events to FILE as JSON lines")
+    serve.add_argument("--data-dir", default="groupcoord-data", metavar="DIR",
+                       help="keep offsets and group metadata in logs under DIR (default ./groupcoord-data)")
+    serve.add_argument("--no-data-dir", "--in-memory", dest="data_dir", action="store_const", const=None,
+                       help="keep all state in memory only")
+    serve.add_argument("--fsync", choices=("always", "interval", "never"), default="interval",
+                       help="when logs are fsynced: before every acknowledgement, every second (default), never")
     sub.add_parser("configs", help="list the broker configs and their defaults")
     return parser
 
@@ -70,7 +76,13 @@ async def serve(args) -> int:
         def emit(event: dict) -> None:
             events_file.write(json.dumps(event, default=str) + "\n")
             default_emit(event)
-    service = Service(config, nodes=args.nodes, host=args.host, ports=ports, emit=emit)
+    store = None
+    if args.data_dir is not None:
+        from .storage import LogStore
+        store = LogStore(args.data_dir, fsync=args.fsync)
+    service = Service(config, nodes=args.nodes, host=args.host, ports=ports, emit=emit, store=store)
+    if store is not None:
+        service.load()   # synchronous, before the listeners open
     for name, partitions in args.topic:
         service.create_topic(name, partitions)
     server = Server(service, args.host, ports)
@@ -80,8 +92,19 @@ async def serve(args) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    syncer = None
+    if store is not None and args.fsync == "interval":
+        async def sync_every_interval():
+            while True:
+                await asyncio.sleep(store.fsync_interval_ms / 1000)
+                store.sync()
+        syncer = asyncio.create_task(sync_every_interval())
     await stop.wait()
+    if syncer is not None:
+        syncer.cancel()
     await server.stop()
+    if store is not None:
+        store.close()
     if events_file is not None:
         events_file.close()
     print("stopped", flush=True)

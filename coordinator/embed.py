@@ -11,7 +11,9 @@ anything else (a thread runs the event loop)::
         Consumer({"bootstrap.servers": gc.bootstrap_servers, ...})
 
 Both listen on ephemeral loopback ports and use the ``test`` profile unless told
-otherwise (no initial rebalance delay, short minimum session timeout).
+otherwise (no initial rebalance delay, short minimum session timeout). State stays in memory
+unless ``data_dir=`` is given (then it is loaded from and appended to logs there, see
+:mod:`.storage`; ``fsync=`` "always", "interval" or "never").
 """
 from __future__ import annotations
 
@@ -35,8 +37,15 @@ class Embedded:
         return self.server.bootstrap_servers
 
 
-def _build(nodes, topics, profile, config, emit, host) -> tuple[Service, Server]:
-    service = Service(BrokerConfig(dict(config or {}), profile=profile), nodes=nodes, host=host, emit=emit)
+def _build(nodes, topics, profile, config, emit, host, data_dir=None, fsync="interval") -> tuple[Service, Server]:
+    store = None
+    if data_dir is not None:
+        from .storage import LogStore
+        store = LogStore(str(data_dir), fsync=fsync)
+    service = Service(BrokerConfig(dict(config or {}), profile=profile), nodes=nodes, host=host, emit=emit,
+                      store=store)
+    if store is not None:
+        service.load()
     for name, partitions in (topics or {}).items():
         service.create_topic(name, partitions)
     return service, Server(service, host)
@@ -45,13 +54,20 @@ def _build(nodes, topics, profile, config, emit, host) -> tuple[Service, Server]
 @asynccontextmanager
 async def running(*, nodes: int = 1, topics: Mapping[str, int] | None = None, profile: str = "test",
                   config: Mapping[str, Any] | None = None, emit: Callable[[dict], None] | None = None,
-                  host: str = "127.0.0.1"):
-    service, server = _build(nodes, topics, profile, config, emit, host)
+                  host: str = "127.0.0.1", data_dir=None, fsync: str = "interval"):
+    service, server = _build(nodes, topics, profile, config, emit, host, data_dir, fsync)
     await server.start()
     try:
         yield Embedded(service, server)
     finally:
         await server.stop()
+        _close_store(service)
+
+
+def _close_store(service: Service) -> None:
+    close = getattr(service.store, "close", None)
+    if close is not None:
+        close()
 
 
 class ThreadedCoordinator(Embedded):
@@ -59,8 +75,8 @@ class ThreadedCoordinator(Embedded):
 
     def __init__(self, *, nodes: int = 1, topics: Mapping[str, int] | None = None, profile: str = "test",
                  config: Mapping[str, Any] | None = None, emit: Callable[[dict], None] | None = None,
-                 host: str = "127.0.0.1"):
-        service, server = _build(nodes, topics, profile, config, emit, host)
+                 host: str = "127.0.0.1", data_dir=None, fsync: str = "interval"):
+        service, server = _build(nodes, topics, profile, config, emit, host, data_dir, fsync)
         super().__init__(service, server)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="groupcoord", daemon=True)
@@ -83,6 +99,7 @@ class ThreadedCoordinator(Embedded):
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         self.loop.close()
+        _close_store(self.service)
 
     def __enter__(self) -> "ThreadedCoordinator":
         return self.start()

@@ -31,6 +31,8 @@ from typing import Callable, Iterable, Iterator
 
 from groupcoord.protocol.errors import ErrorCode
 
+from . import storage as _st
+from .cluster import partition_for
 from .config import BrokerConfig
 from .events import SCHEMA_VERSION, default_emit
 from .group import (
@@ -127,12 +129,18 @@ class GroupCoordinator:
     ``member_id_factory`` prefix (client id or group instance id) -> new member id;
                           default ``<prefix>-<uuid4>``.
     ``emit_offset_commits`` whether to emit one ``offset.committed`` event per OffsetCommit.
+    ``store``             where offset commits and group metadata are appended as records
+                          (:mod:`.storage`); default :class:`~.storage.MemoryStore` (nothing kept).
+                          ``append`` returns before the commit is acknowledged.
+
+    Loading (:meth:`begin_loading` / :meth:`complete_loading`): while an offsets-topic partition
+    loads, its groups answer COORDINATOR_LOAD_IN_PROGRESS (Heartbeat: NONE), as in Kafka.
     """
 
     def __init__(self, config: BrokerConfig, timers: Timers, clock: Callable[[], int],
                  emit: Callable[[dict], None] | None = None,
                  member_id_factory: Callable[[str], str] | None = None, *,
-                 emit_offset_commits: bool = True) -> None:
+                 emit_offset_commits: bool = True, store: "_st.Store | None" = None) -> None:
         self.config = config
         self.timers = timers
         self._clock = clock
@@ -150,7 +158,91 @@ class GroupCoordinator:
         self.offsets_retention_ms = int(config["offsets.retention.minutes"]) * 60_000
         self.offsets_retention_check_interval_ms = int(config["offsets.retention.check.interval.ms"])
         self.offset_metadata_max_bytes = int(config["offset.metadata.max.bytes"])
+        self.num_offsets_partitions = int(config["offsets.topic.num.partitions"])
+        self.store = store if store is not None else _st.MemoryStore()
+        self._persist = not isinstance(self.store, _st.MemoryStore)
+        self._loading: set[int] = set()
         self._schedule_offset_expiration()
+
+    # ==================================================================== durability
+    def partition_of(self, group_id: str) -> int:
+        """The offsets-topic partition whose log holds the group."""
+        return partition_for(group_id, self.num_offsets_partitions)
+
+    def _is_loading(self, group_id: str) -> bool:
+        return bool(self._loading) and self.partition_of(group_id) in self._loading
+
+    def begin_loading(self, partition: int) -> None:
+        """Mark a partition as loading: its groups answer COORDINATOR_LOAD_IN_PROGRESS."""
+        self._loading.add(partition)
+
+    @_entry
+    def complete_loading(self, partition: int, records) -> int:
+        """Rebuild groups and offsets from a partition's records (Kafka's ``loadGroupsAndOffsets``)
+        and open the partition; returns how many groups were loaded. Stable groups come back
+        with their members, whose session timers start now."""
+        try:
+            state = _st.replay(records)
+            now = self._clock()
+            loaded = 0
+            for group_id, gm in state.groups.items():
+                self._restore_group(group_id, gm, now)
+                loaded += 1
+            for (group_id, topic, index), v in state.offsets.items():
+                group = self._groups.get(group_id)
+                if group is None:
+                    group = self._groups[group_id] = ClassicGroup(group_id, now)
+                    loaded += 1
+                group.offsets.setdefault(topic, {})[index] = OffsetAndMetadata(
+                    v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                    None if v.expire_timestamp == -1 else v.expire_timestamp)
+            return loaded
+        finally:
+            self._loading.discard(partition)
+
+    def _restore_group(self, group_id: str, gm: "_st.GroupMetadataValue", now: int) -> None:
+        ts = gm.current_state_timestamp
+        group = ClassicGroup(group_id, now if ts == -1 else ts)
+        group.protocol_type = gm.protocol_type
+        group.generation_id = gm.generation
+        group.protocol_name = gm.protocol_name
+        for m in gm.members:
+            member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                            m.rebalance_timeout_ms, m.session_timeout_ms, gm.protocol_type or "",
+                            [(gm.protocol_name or "", m.subscription)], m.assignment, joined_ms=now)
+            group.add(member)
+        group.protocol_type = gm.protocol_type
+        group.leader_id = gm.leader if gm.members else None
+        group.state = STABLE if gm.members else EMPTY
+        group.previous_state = DEAD
+        group.subscribed_topics = group.compute_subscribed_topics()
+        self._groups[group_id] = group
+        for m in gm.members:
+            self._schedule_heartbeat(group_id, m.member_id, m.session_timeout_ms, now)
+
+    def _append(self, group_id: str, records: list) -> None:
+        if records:
+            self.store.append(self.partition_of(group_id), records)
+
+    def _persist_group(self, group: ClassicGroup) -> None:
+        """Append the group metadata record (Stable: members and assignments; Empty: none)."""
+        if not self._persist:
+            return
+        protocol = group.protocol_name
+        members = ()
+        if group.state != EMPTY:
+            members = tuple(_st.MemberMetadata(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                m.session_timeout_ms, m.metadata(protocol) if protocol is not None else b"", m.assignment)
+                for m in group.members.values())
+        ts = group.current_state_timestamp
+        value = _st.GroupMetadataValue(group.protocol_type, group.generation_id, protocol,
+                                       group.leader_id if members else None, -1 if ts is None else ts, members)
+        self._append(group.group_id, [(_st.GroupMetadataKey(group.group_id), value)])
+
+    def _offset_tombstones(self, group_id: str, pairs) -> None:
+        if self._persist:
+            self._append(group_id, [(_st.OffsetCommitKey(group_id, t, p), None) for t, p in pairs])
 
     # ==================================================================== lookup / admin
     def groups(self) -> Iterator[ClassicGroup]:
@@ -238,6 +330,9 @@ class GroupCoordinator:
         """
         if not group_id:
             self._reply(respond, join_error(member_id, _E.INVALID_GROUP_ID))
+            return
+        if self._loading and self._is_loading(group_id):
+            self._reply(respond, join_error(member_id, _E.COORDINATOR_LOAD_IN_PROGRESS))
             return
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             self._reply(respond, join_error(member_id, _E.INVALID_SESSION_TIMEOUT))
@@ -395,7 +490,8 @@ class GroupCoordinator:
             if (group.protocol_name or "") == selected:
                 self._event(group, "member.replaced", now, {"member": new_id, "old_member": old_id,
                                                             "instance_id": instance_id, "rebalance": False})
-                # no rebalance: the group is "persisted" with the new id and the member answered
+                # no rebalance: the group is persisted with the new id and the member answered
+                self._persist_group(group)
                 respond = group.take_join_callback(new)
                 if req.supports_skip_assignment:
                     is_leader = group.is_leader(new_id)
@@ -526,6 +622,7 @@ class GroupCoordinator:
             "protocol": group.protocol_name, "leader": group.leader_id, "duration_ms": duration,
             "removed": len(not_rejoined), "state_to": group.state})
         if group.state == EMPTY:
+            self._persist_group(group)
             self._rebalance_completed(group, now, EMPTY)
             return
         leader_id = group.leader_id
@@ -628,6 +725,9 @@ class GroupCoordinator:
         if not group_id:
             self._reply(respond, sync_error(_E.INVALID_GROUP_ID))
             return
+        if self._loading and self._is_loading(group_id):
+            self._reply(respond, sync_error(_E.COORDINATOR_LOAD_IN_PROGRESS))
+            return
         group = self._groups.get(group_id)
         if group is None or group.state == EMPTY:
             self._reply(respond, sync_error(_E.UNKNOWN_MEMBER_ID))
@@ -675,6 +775,7 @@ class GroupCoordinator:
                 self._propagate_assignment(group, _NONE, now)
                 since = group.current_state_timestamp
                 self._transition(group, STABLE, now, "sync_completed")
+                self._persist_group(group)
                 duration = now - since if since is not None else 0
                 self._event(group, "group.sync_completed", now, {
                     "protocol": group.protocol_name, "leader": group.leader_id, "duration_ms": duration,
@@ -706,6 +807,8 @@ class GroupCoordinator:
     def _heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None) -> int:
         if not group_id:
             return int(_E.INVALID_GROUP_ID)
+        if self._loading and self._is_loading(group_id):
+            return _NONE   # Kafka: a heartbeat to a loading coordinator succeeds
         group = self._groups.get(group_id)
         if group is None:
             return int(_E.UNKNOWN_MEMBER_ID)
@@ -764,6 +867,8 @@ class GroupCoordinator:
                 idents.append((m[0], m[1] if len(m) > 1 else None, m[2] if len(m) > 2 else None))
         if not group_id:
             return {"throttle_time_ms": 0, "error_code": int(_E.INVALID_GROUP_ID), "members": []}
+        if self._loading and self._is_loading(group_id):
+            return {"throttle_time_ms": 0, "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "members": []}
         group = self._groups.get(group_id)
         if group is None:
             return {"throttle_time_ms": 0, "error_code": _NONE, "members": [
@@ -833,6 +938,8 @@ class GroupCoordinator:
         group = None
         if group_id is None:
             error = _E.INVALID_GROUP_ID
+        elif self._loading and self._is_loading(group_id):
+            error = _E.COORDINATOR_LOAD_IN_PROGRESS
         else:
             group = self._groups.get(group_id)
             if group is None:
@@ -856,6 +963,8 @@ class GroupCoordinator:
         offsets = group.offsets
         out_topics = []
         stored = rejected = 0
+        persist = self._persist
+        records = [] if persist else None
         for t in topics:
             name = t["name"]
             parts_out = []
@@ -873,10 +982,14 @@ class GroupCoordinator:
                         parts = offsets[name] = {}
                 ts = p.get("commit_timestamp", -1)
                 epoch = p.get("committed_leader_epoch", -1)
-                parts[p["partition_index"]] = OffsetAndMetadata(
+                o = parts[p["partition_index"]] = OffsetAndMetadata(
                     p["committed_offset"], -1 if epoch is None else epoch,
                     "" if metadata is None else metadata,
                     now if ts is None or ts == -1 else ts, expire)
+                if persist:
+                    records.append((_st.OffsetCommitKey(group.group_id, name, p["partition_index"]),
+                                    _st.OffsetCommitValue(o.committed_offset, o.leader_epoch, o.metadata,
+                                                          o.commit_timestamp, -1 if expire is None else expire)))
                 stored += 1
                 parts_out.append({"partition_index": p["partition_index"], "error_code": _NONE})
             out_topics.append({"name": name, "partitions": parts_out})
@@ -884,6 +997,9 @@ class GroupCoordinator:
             self._event(group, "offset.committed", now, {
                 "member": member_id, "instance_id": group_instance_id, "partitions": stored,
                 "errors": rejected, "topics": len({t["name"] for t in topics})})
+        if records:
+            # acknowledged only once written to the operating system
+            self._append(group.group_id, records)
         respond({"throttle_time_ms": 0, "topics": out_topics})
 
     @staticmethod
@@ -917,6 +1033,9 @@ class GroupCoordinator:
         ``member_id``/``member_epoch`` are only checked for KIP-848 groups in Kafka."""
         if group_id is None:
             respond({"group_id": group_id, "topics": [], "error_code": int(_E.INVALID_GROUP_ID)})
+            return
+        if self._loading and self._is_loading(group_id):
+            respond({"group_id": group_id, "topics": [], "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS)})
             return
         group = self._groups.get(group_id)
         if group is not None and group.state == DEAD:
@@ -953,6 +1072,9 @@ class GroupCoordinator:
         if not group_id:
             respond({"error_code": int(_E.INVALID_GROUP_ID), "throttle_time_ms": 0, "topics": []})
             return
+        if self._loading and self._is_loading(group_id):
+            respond({"error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "throttle_time_ms": 0, "topics": []})
+            return
         group = self._groups.get(group_id)
         if group is None or group.state == DEAD:
             respond({"error_code": int(_E.GROUP_ID_NOT_FOUND), "throttle_time_ms": 0, "topics": []})
@@ -962,6 +1084,7 @@ class GroupCoordinator:
             return
         out = []
         deleted = 0
+        gone = []
         for t in topics:
             name = t["name"]
             if group.is_subscribed_to_topic(name):
@@ -975,11 +1098,13 @@ class GroupCoordinator:
                 index = p["partition_index"]
                 if parts is not None and parts.pop(index, None) is not None:
                     deleted += 1
+                    gone.append((name, index))
                 parts_out.append({"partition_index": index, "error_code": _NONE})
             if parts is not None and not parts:
                 del group.offsets[name]
             out.append({"name": name, "partitions": parts_out})
         if deleted:
+            self._offset_tombstones(group_id, gone)
             self._event(group, "offsets.deleted", self._clock(), {"partitions": deleted})
         respond({"error_code": _NONE, "throttle_time_ms": 0, "topics": out})
 
@@ -1000,6 +1125,9 @@ class GroupCoordinator:
         if group_id is None:
             entry["group_id"] = ""
             entry["error_code"] = int(_E.INVALID_GROUP_ID)
+            return entry
+        if self._loading and self._is_loading(group_id):
+            entry["error_code"] = int(_E.COORDINATOR_LOAD_IN_PROGRESS)
             return entry
         group = self._groups.get(group_id)
         if group is None or group.state == DEAD:
@@ -1030,6 +1158,9 @@ class GroupCoordinator:
         ``group_filter``: keep only these group ids (e.g. those this node coordinates)."""
         states = {s.lower().strip() for s in states_filter} if states_filter else None
         types = {t.lower() for t in types_filter} if types_filter else None
+        if self._loading:
+            respond({"throttle_time_ms": 0, "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "groups": []})
+            return
         out = []
         if types is None or "classic" in types:
             for group in self._groups.values():
@@ -1050,7 +1181,9 @@ class GroupCoordinator:
                 results.append({"group_id": None, "error_code": int(_E.INVALID_GROUP_ID)})
                 continue
             group = self._groups.get(group_id)
-            if group is None or group.state == DEAD:
+            if self._loading and self._is_loading(group_id):
+                code = int(_E.COORDINATOR_LOAD_IN_PROGRESS)
+            elif group is None or group.state == DEAD:
                 code = int(_E.GROUP_ID_NOT_FOUND)
             elif group.state != EMPTY:
                 code = int(_E.NON_EMPTY_GROUP)
@@ -1062,6 +1195,10 @@ class GroupCoordinator:
 
     def _delete_group(self, group: ClassicGroup, now: int, reason: str) -> None:
         offsets = group.offset_count()
+        if self._persist:
+            records = [(_st.OffsetCommitKey(group.group_id, t, p), None) for t, p, _ in group.iter_offsets()]
+            records.append((_st.GroupMetadataKey(group.group_id), None))
+            self._append(group.group_id, records)
         group.offsets.clear()
         self.timers.cancel(("join", group.group_id))
         self.timers.cancel(("sync", group.group_id))
@@ -1084,14 +1221,18 @@ class GroupCoordinator:
                 continue
             if wanted is None:
                 dropped = len(parts)
+                gone = [(topic, index) for index in parts]
                 del group.offsets[topic]
             else:
                 dropped = 0
+                gone = []
                 for index in wanted:
                     if parts.pop(index, None) is not None:
                         dropped += 1
+                        gone.append((topic, index))
                 if not parts:
                     del group.offsets[topic]
+            self._offset_tombstones(group.group_id, gone)
             if dropped:
                 total += dropped
                 self._event(group, "offsets.deleted", now, {"partitions": dropped})
@@ -1119,7 +1260,10 @@ class GroupCoordinator:
         retention = self.offsets_retention_ms
         expired_total = deleted_groups = 0
         for group in list(self._groups.values()):
-            all_expired, expired = self._cleanup_expired_offsets(group, now, retention)
+            gone = [] if self._persist else None
+            all_expired, expired = self._cleanup_expired_offsets(group, now, retention, gone)
+            if gone:
+                self._offset_tombstones(group.group_id, gone)
             expired_total += expired
             if expired:
                 self._event(group, "offsets.expired", now, {"partitions": expired})
@@ -1129,7 +1273,8 @@ class GroupCoordinator:
         return expired_total, deleted_groups
 
     @staticmethod
-    def _cleanup_expired_offsets(group: ClassicGroup, now: int, retention: int) -> tuple[bool, int]:
+    def _cleanup_expired_offsets(group: ClassicGroup, now: int, retention: int,
+                                 removed: list | None = None) -> tuple[bool, int]:
         """Returns (no offsets left, number expired)."""
         if not group.offsets:
             return True, 0
@@ -1159,6 +1304,8 @@ class GroupCoordinator:
                     gone = now - base >= retention
                 if gone:
                     del parts[index]
+                    if removed is not None:
+                        removed.append((topic, index))
                     expired += 1
                 else:
                     all_expired = False

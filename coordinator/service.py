@@ -35,7 +35,7 @@ class Service:
                  ports: Iterable[int] | None = None, clock: Callable[[], int] = wall_clock_ms,
                  emit: Callable[[dict], None] | None = None,
                  member_id_factory: Callable[[str], str] | None = None,
-                 topic_id_factory: Callable[[str], uuid.UUID] | None = None) -> None:
+                 topic_id_factory: Callable[[str], uuid.UUID] | None = None, store=None) -> None:
         self.config = config or BrokerConfig()
         self.clock = clock
         self.timers = Timers()
@@ -46,8 +46,34 @@ class Service:
                                offsets_partitions=self.config["offsets.topic.num.partitions"],
                                cluster_id=self.config["cluster.id"], topic_id_factory=topic_id_factory)
         self.group_coordinator = GroupCoordinator(self.config, self.timers, clock, emit=emit,
-                                                  member_id_factory=member_id_factory)
+                                                  member_id_factory=member_id_factory, store=store)
+        self.store = self.group_coordinator.store
         self._next_producer_id = 1000
+
+    def load(self) -> dict:
+        """Replay the store's logs into the coordinator (synchronously: the drivers call this
+        before their listeners open). Each partition goes through the coordinator's loading gate
+        (COORDINATOR_LOAD_IN_PROGRESS), ready for an asynchronous loader. Returns statistics."""
+        store = self.store
+        partitions = store.partitions() if hasattr(store, "partitions") else []
+        started = time.monotonic()
+        records = groups = 0
+        gc = self.group_coordinator
+        for p in partitions:
+            gc.begin_loading(p)
+        for p in partitions:
+            try:
+                loaded = store.load(p)
+            except BaseException:
+                gc.complete_loading(p, [])
+                raise
+            records += len(loaded)
+            groups += gc.complete_loading(p, loaded)
+        stats = {"partitions": len(partitions), "records": records, "groups": groups,
+                 "duration_ms": round((time.monotonic() - started) * 1000, 1)}
+        if partitions:
+            log.info("loaded state", **stats)
+        return stats
 
     # ---- what handlers rely on ---------------------------------------------------
     def is_coordinator(self, group_id: str, node_id: int) -> bool:

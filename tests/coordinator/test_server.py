@@ -297,7 +297,7 @@ def test_cli_serve_prints_bootstrap_servers_and_stops_on_sigterm(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--nodes", "2",
          "--topic", "orders:3", "--profile", "test", "--set", "group.max.size=5", "--log-format", "json",
-         "--events", str(tmp_path / "events.jsonl")],
+         "--events", str(tmp_path / "events.jsonl"), "--data-dir", str(tmp_path / "data")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         line = proc.stdout.readline()
@@ -333,7 +333,7 @@ def test_cli_serve_prints_bootstrap_servers_and_stops_on_sigterm(tmp_path):
 
 
 def test_cli_rejects_bad_config():
-    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0",
+    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
                         "--set", "no.such.config=1"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "unknown config 'no.such.config'" in r.stderr
 

@@ -1,0 +1,309 @@
+"""State as a log (coordinator/storage.py): record codec, replay, tombstones, compaction, torn tails."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from structlog.testing import capture_logs
+
+from groupcoord.coordinator import storage as st
+from groupcoord.coordinator.group_coordinator import GroupCoordinator
+from groupcoord.coordinator.service import Service
+
+from conftest import GROUP, Call, Harness, subscription
+
+
+def harness(store, now: int = 0) -> Harness:
+    h = Harness()
+    h.now = now
+    h.gc = GroupCoordinator(h.config, h.timers, lambda: h.now, emit=h._emit,
+                            member_id_factory=lambda prefix: f"{prefix}-{next(h._seq)}", store=store)
+    return h
+
+
+def reload(directory, now: int, **kw) -> tuple[Harness, st.LogStore]:
+    store = st.LogStore(str(directory), **kw)
+    h = harness(store, now)
+    for p in store.partitions():
+        h.gc.begin_loading(p)
+    for p in store.partitions():
+        h.gc.complete_loading(p, store.load(p))
+    return h, store
+
+
+def snapshot(gc: GroupCoordinator) -> dict:
+    out = {}
+    for g in gc.groups():
+        out[g.group_id] = {
+            "state": g.state, "generation": g.generation_id, "leader": g.leader_id,
+            "protocol_type": g.protocol_type, "protocol": g.protocol_name,
+            # a simple group (offsets only) has no group metadata record, as in Kafka: its state
+            # timestamp is not kept (retention of its offsets runs from their commit times)
+            "state_ts": g.current_state_timestamp if g.protocol_type is not None else None,
+            "members": [(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                         m.session_timeout_ms, m.metadata(g.protocol_name) if g.protocol_name else None,
+                         m.assignment) for m in g.members.values()],
+            "offsets": {(t, p): (o.committed_offset, o.leader_epoch, o.metadata, o.commit_timestamp,
+                                 o.expire_timestamp) for t, p, o in g.iter_offsets()},
+        }
+    return out
+
+
+RECORDS = [
+    (st.OffsetCommitKey("g", "orders", 3),
+     st.OffsetCommitValue(42, 7, "meta\u00e9", 1_700_000_000_000, -1)),
+    (st.OffsetCommitKey("g", "orders", 4), st.OffsetCommitValue(2**40, -1, "", 5, 99)),
+    (st.OffsetCommitKey("g", "orders", 3), None),
+    (st.GroupMetadataKey("g"), st.GroupMetadataValue("consumer", 5, "range", "m-1", 1234, (
+        st.MemberMetadata("m-1", None, "c1", "/127.0.0.1", 30000, 10000, b"sub1", b"asg1"),
+        st.MemberMetadata("m-2", "static-2", "c2", "/10.0.0.2", 60000, 45000, b"", b"\x00\x01"),
+    ))),
+    (st.GroupMetadataKey("empty"), st.GroupMetadataValue("consumer", 3, None, None, -1, ())),
+    (st.GroupMetadataKey("simple"), st.GroupMetadataValue(None, 0, None, None, 0, ())),
+    (st.GroupMetadataKey("g"), None),
+]
+
+
+def test_round_trip_of_every_record_kind():
+    data = b"".join(st.encode_frame(k, v) for k, v in RECORDS)
+    frames, valid, why = st.read_frames(data)
+    assert why is None and valid == len(data)
+    assert [(k, v) for k, v, _, _ in frames] == RECORDS
+    for key, value in RECORDS:
+        k2, v2, _ = st.decode_payload(st.encode_payload(key, value))
+        assert (k2, v2) == (key, value)
+
+
+def test_memory_store_is_the_default_and_writes_nothing(tmp_path):
+    h = Harness()
+    assert isinstance(h.gc.store, st.MemoryStore)
+    s = Service()
+    assert isinstance(s.store, st.MemoryStore)
+    assert s.load()["partitions"] == 0
+
+
+def _populate(h: Harness) -> list[str]:
+    ids = h.stable_group(3, protocols=[("range", subscription(["foo", "bar"]))])
+    g = h.group()
+    h.commit(member_id=ids[0], generation=g.generation_id, offsets={("foo", 0): 10, ("foo", 1): (11, "x")})
+    h.commit(member_id=ids[1], generation=g.generation_id, offsets={("bar", 0): 20})
+    h.commit(member_id=ids[1], generation=g.generation_id, offsets={("foo", 0): 12})
+    h.commit("simple-group", offsets={("foo", 2): 7}, retention=60_000)
+    # a group that went Empty after a generation
+    e = h.stable_group(1, "empty-group")
+    h.leave("empty-group", {"member_id": e[0]})
+    assert h.state("empty-group") == "Empty"
+    h.commit("empty-group", offsets={("foo", 0): 1})
+    return ids
+
+
+def test_replay_rebuilds_groups_and_offsets_exactly(tmp_path):
+    store = st.LogStore(str(tmp_path))
+    h = harness(store, 1000)
+    ids = _populate(h)
+    before = snapshot(h.gc)
+    store.close()
+
+    h2, store2 = reload(tmp_path, now=h.now + 50)
+    after = snapshot(h2.gc)
+    assert after == before
+    assert after[GROUP]["state"] == "Stable" and after[GROUP]["generation"] == 1
+    assert after[GROUP]["leader"] == ids[0]
+    assert [m[7] for m in after[GROUP]["members"]] == [f"assignment-{m}".encode() for m in sorted(
+        ids, key=lambda m: [x[0] for x in before[GROUP]["members"]].index(m))]
+    # the members carry on without a rebalance: heartbeats at the same generation succeed
+    for m in ids:
+        assert h2.heartbeat(GROUP, m, 1) == 0
+    assert h2.state() == "Stable"
+    # and their session timers were re-armed from the load time: silence expires them
+    h2.advance(9_999)
+    assert h2.state() == "Stable" and not h2.events_of("member.expired")
+    h2.advance(2)
+    assert sorted(e["member"] for e in h2.events_of("member.expired")) == sorted(ids)
+    assert h2.state() == "Empty"
+    store2.close()
+
+
+def test_tombstones_remove_offsets_and_groups_on_replay(tmp_path):
+    store = st.LogStore(str(tmp_path))
+    h = harness(store, 1000)
+    _populate(h)
+    # OffsetDelete on the Empty group
+    call = Call()
+    h.gc.offset_delete(call, group_id="empty-group", topics=[{"name": "foo", "partitions": [{"partition_index": 0}]}])
+    assert call.result["error_code"] == 0
+    # DeleteGroups on the simple group
+    call = Call()
+    h.gc.delete_groups(call, group_ids=["simple-group"])
+    assert call.result["results"][0]["error_code"] == 0
+    # a deleted topic drops the Stable group's bar offsets
+    assert h.gc.delete_topic_offsets("bar") == 1
+    before = snapshot(h.gc)
+    assert "simple-group" not in before and ("bar", 0) not in before[GROUP]["offsets"]
+    store.close()
+    h2, store2 = reload(tmp_path, now=h.now)
+    assert snapshot(h2.gc) == before
+    records = [r for p in store2.partitions() for r in store2.load(p)]
+    assert (st.GroupMetadataKey("simple-group"), None) in records
+    assert (st.OffsetCommitKey("simple-group", "foo", 2), None) in records
+    assert (st.OffsetCommitKey("empty-group", "foo", 0), None) in records
+    assert (st.OffsetCommitKey(GROUP, "bar", 0), None) in records
+    store2.close()
+
+
+def test_expired_offsets_are_tombstoned(tmp_path):
+    store = st.LogStore(str(tmp_path))
+    h = harness(store, 0)
+    h.commit("simple-group", offsets={("foo", 0): 5}, retention=1000)
+    h.commit("other", offsets={("foo", 0): 6})
+    h.now = 2000
+    assert h.gc.cleanup_group_metadata() == (1, 1)
+    store.close()
+    h2, store2 = reload(tmp_path, now=2000)
+    assert h2.gc.group("simple-group") is None
+    assert h2.offsets("other") == {("foo", 0): 6}
+    store2.close()
+
+
+def test_loading_gate_answers_load_in_progress(tmp_path):
+    h = Harness()
+    p = h.gc.partition_of(GROUP)
+    h.gc.begin_loading(p)
+    assert h.join(GROUP).error == 14
+    assert h.sync(GROUP, "m", 1).error == 14
+    assert h.heartbeat(GROUP, "m", 1) == 0          # Kafka: NONE while loading
+    assert h.leave(GROUP, {"member_id": "m"})["error_code"] == 14
+    assert h.commit(GROUP)["topics"][0]["partitions"][0]["error_code"] == 14
+    assert h.fetch(GROUP)["error_code"] == 14
+    assert h.gc.describe_group(GROUP)["error_code"] == 14
+    other = next(f"g{i}" for i in range(1000) if h.gc.partition_of(f"g{i}") != p)
+    assert h.join(other).error == 79                # other partitions are open
+    h.gc.complete_loading(p, [(st.OffsetCommitKey(GROUP, "foo", 0), st.OffsetCommitValue(9, -1, "", 0, -1))])
+    assert h.offsets(GROUP) == {("foo", 0): 9}
+    assert h.join(GROUP).error == 79
+
+
+def test_compaction_keeps_exactly_the_live_records_and_replays_identically(tmp_path):
+    store = st.LogStore(str(tmp_path), compact_min_bytes=1 << 62)   # no automatic compaction yet
+    h = harness(store, 0)
+    ids = h.stable_group(2)
+    for i in range(200):
+        h.now += 1
+        h.commit(member_id=ids[i % 2], generation=1, offsets={("foo", i % 4): i, ("bar", i % 3): i})
+    h.commit("doomed", offsets={("foo", 0): 1})
+    h.gc.delete_groups(Call(), group_ids=["doomed"])
+    before = snapshot(h.gc)
+    p = h.gc.partition_of(GROUP)
+    size_before = os.path.getsize(store.path(p))
+    live_expected = {st.GroupMetadataKey(GROUP)} | {st.OffsetCommitKey(GROUP, t, i) for t, n in
+                                                    (("foo", 4), ("bar", 3)) for i in range(n)}
+    store.compact(p)
+    store.close()
+    with open(store.path(p), "rb") as f:
+        frames, _, why = st.read_frames(f.read())
+    assert why is None
+    keys = [k for k, v, _, _ in frames]
+    assert all(v is not None for _, v, _, _ in frames)
+    dp = h.gc.partition_of("doomed")
+    if dp == p:
+        assert len(keys) == len(set(keys)) and set(keys) == live_expected
+    else:
+        assert set(keys) == live_expected
+    assert os.path.getsize(store.path(p)) < size_before
+    h2, store2 = reload(tmp_path, now=h.now)
+    assert snapshot(h2.gc) == before
+    store2.close()
+
+
+def test_automatic_compaction_bounds_the_log(tmp_path):
+    store = st.LogStore(str(tmp_path), compact_ratio=2.0, compact_min_bytes=4096)
+    h = harness(store, 0)
+    for i in range(2000):
+        h.commit("simple", offsets={("foo", i % 5): i})
+    assert store.compactions > 0
+    p = h.gc.partition_of("simple")
+    live = 5 * len(st.encode_frame(st.OffsetCommitKey("simple", "foo", 0), st.OffsetCommitValue(1999)))
+    assert os.path.getsize(store.path(p)) <= max(4096, 2 * live) + 200
+    store.close()
+    h2, store2 = reload(tmp_path, now=0)
+    assert h2.offsets("simple") == {("foo", i): 1995 + i for i in range(5)}
+    store2.close()
+
+
+def _write_log(directory, records) -> tuple[str, int, int]:
+    store = st.LogStore(str(directory))
+    store.append(0, records)
+    store.close()
+    path = store.path(0)
+    size = os.path.getsize(path)
+    last = len(st.encode_frame(*records[-1]))
+    return path, size - last, size
+
+
+def test_torn_tail_at_every_byte_of_the_last_record_still_loads(tmp_path):
+    records = RECORDS[:2] + [RECORDS[3]]
+    src = tmp_path / "src"
+    path, start, end = _write_log(src, records)
+    with open(path, "rb") as f:
+        full = f.read()
+    for cut in range(start, end):
+        d = tmp_path / f"cut{cut}"
+        d.mkdir()
+        with open(d / os.path.basename(path), "wb") as f:
+            f.write(full[:cut])
+        with capture_logs() as logs:
+            store = st.LogStore(str(d))
+            loaded = store.load(0)
+        assert loaded == records[:-1], cut
+        assert os.path.getsize(d / os.path.basename(path)) == start, cut
+        if cut > start:
+            assert any(e["event"] == "truncating log tail" for e in logs), cut
+        # the repaired log takes appends again
+        store.append(0, [records[-1]])
+        store.close()
+        assert st.LogStore(str(d)).load(0) == records
+        shutil.rmtree(d)
+
+
+def test_a_corrupted_byte_in_the_last_record_is_detected(tmp_path):
+    records = RECORDS[:2] + [RECORDS[3]]
+    path, start, end = _write_log(tmp_path / "src", records)
+    with open(path, "rb") as f:
+        full = f.read()
+    for pos in range(start, end):
+        for flip in (0x01, 0x80):
+            bad = bytearray(full)
+            bad[pos] ^= flip
+            frames, valid, why = st.read_frames(bytes(bad))
+            assert [(k, v) for k, v, _, _ in frames] == records[:-1], (pos, flip)
+            assert valid == start and why is not None
+            if pos >= start + 8:
+                assert why == "CRC mismatch"
+
+
+def test_service_load_through_the_store(tmp_path):
+    store = st.LogStore(str(tmp_path))
+    svc = Service(store=store)
+    gc = svc.group_coordinator
+    call = Call()
+    gc.offset_commit(call, group_id="g", topics=[{"name": "t", "partitions": [
+        {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+    assert call.result["topics"][0]["partitions"][0]["error_code"] == 0
+    # acknowledged means written: the bytes are in the file before any close
+    assert os.path.getsize(store.path(gc.partition_of("g"))) > 0
+    store.close()
+    svc2 = Service(store=st.LogStore(str(tmp_path)))
+    stats = svc2.load()
+    assert stats["records"] == 1 and stats["groups"] == 1
+    assert svc2.group_coordinator.group("g").offsets["t"][0].committed_offset == 5
+    svc2.store.close()
+
+
+@pytest.mark.parametrize("policy", ["always", "interval", "never"])
+def test_fsync_policies_accept_appends(tmp_path, policy):
+    store = st.LogStore(str(tmp_path), fsync=policy, fsync_interval_ms=0)
+    store.append(1, RECORDS[:2])
+    store.sync()
+    store.close()
+    assert st.LogStore(str(tmp_path)).load(1) == RECORDS[:2]

@@ -45,41 +45,33 @@ class Fail(Exception):
 # run-time helpers shared by interpreted and generated code
 # --------------------------------------------------------------------------
 
+def _read_varbits(buf, pos: int, value: int, shift: int, bits: int, what: str):
+    """The rest of an unsigned varint of at most ``bits`` bits; (value, new pos)."""
+    max_shift = (bits + 6) // 7 * 7 - 7
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            if value >> bits:
+                raise Fail(f"{what} does not fit in {bits} bits")
+            return value, pos
+        shift += 7
+        if shift > max_shift:
+            raise Fail(f"{what} is longer than {(bits + 6) // 7} bytes")
+
+
 def read_uvarint(buf, pos: int, first: int):
     """Continue an unsigned varint whose first byte (>= 0x80) was already read at pos-1.
 
     Returns (value, new_pos). At most 5 bytes (32 bits), as Kafka's readUnsignedVarint.
     """
-    value = first & 0x7F
-    shift = 7
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            if value > 0xFFFFFFFF:
-                raise Fail("varint does not fit in 32 bits")
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise Fail("varint is longer than 5 bytes")
+    return _read_varbits(buf, pos, first & 0x7F, 7, 32, "varint")
 
 
 def read_uvarlong(buf, pos: int):
     """Unsigned varint of up to 10 bytes (64 bits) at pos. Returns (value, new_pos)."""
-    value = 0
-    shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            if value > 0xFFFFFFFFFFFFFFFF:
-                raise Fail("varlong does not fit in 64 bits")
-            return value, pos
-        shift += 7
-        if shift > 63:
-            raise Fail("varlong is longer than 10 bytes")
+    return _read_varbits(buf, pos, 0, 0, 64, "varlong")
 
 
 def uvarint_bytes(value: int) -> bytes:

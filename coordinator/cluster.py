@@ -7,6 +7,7 @@ is leadership of the offsets topic, which decides each group's coordinator.
 """
 from __future__ import annotations
 
+import bisect
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -87,7 +88,6 @@ class PartitionLog:
         """Batches from the one holding offset on, up to max_bytes (at least one batch)."""
         if offset >= self.log_end_offset or not self.batches:
             return b""
-        import bisect
         i = max(0, bisect.bisect_right(self.bases, offset) - 1)
         out = []
         total = 0
@@ -156,9 +156,6 @@ class Cluster:
     # ---- placement -----------------------------------------------------------
     def node_ids(self) -> list[int]:
         return sorted(self.nodes)
-
-    def live_node_ids(self) -> list[int]:
-        return [n for n in sorted(self.nodes) if self.nodes[n].up]
 
     def leader_for(self, topic: str, partition: int) -> int:
         ids = self.node_ids()

@@ -13,7 +13,6 @@ from typing import Callable, Iterable
 
 import structlog
 
-from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import APIS
 
 from .cluster import Cluster, Node
@@ -112,7 +111,3 @@ class Service:
     def advance(self, now_ms: int | None = None) -> int:
         """Run due timers; returns how many fired."""
         return self.timers.advance(self.clock() if now_ms is None else now_ms)
-
-    def error_code_name(self, code: int) -> str:
-        e = ErrorCode.lookup(code)
-        return e.name if isinstance(e, ErrorCode) else str(code)

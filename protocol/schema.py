@@ -108,7 +108,7 @@ class F:
         self.flexible = flexible
 
 
-def _default_for(t: KType, nullable: bool, explicit: Any, version: int, flexible: bool) -> Any:
+def _default_for(t: KType, explicit: Any) -> Any:
     if explicit is not MISSING:
         return explicit
     if isinstance(t, KStruct):
@@ -165,7 +165,7 @@ class MessageSpec:
             compact = flexible if f.flexible is None else _in(parse_versions(f.flexible), version)
             nullable = _in(f.nullable, version)
             t = self._resolve(f.type, f.name, version, flexible, compact, nullable)
-            out.append(KField(f.key, t, _default_for(t, nullable, f.default, version, flexible), f.tag))
+            out.append(KField(f.key, t, _default_for(t, f.default), f.tag))
         return KStruct(name, out, flexible)
 
     def _resolve(self, t, name: str, version: int, flexible: bool, compact: bool, nullable: bool) -> KType:

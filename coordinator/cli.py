@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 
@@ -53,8 +54,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="keep all state in memory only")
     serve.add_argument("--fsync", choices=("always", "interval", "never"), default="interval",
                        help="when logs are fsynced: before every acknowledgement, every second (default), never")
+    serve.add_argument("--http-port", type=int, default=None, metavar="PORT",
+                       help="serve the admin HTTP API, metrics and web page on PORT (0: any free port)")
+    serve.add_argument("--http-host", default="127.0.0.1",
+                       help="address of the admin listener (default 127.0.0.1; elsewhere needs --http-token)")
+    serve.add_argument("--http-token", default=None, metavar="TOKEN",
+                       help="bearer token for mutating admin endpoints (default: $GROUPCOORD_HTTP_TOKEN)")
     sub.add_parser("configs", help="list the broker configs and their defaults")
+    # fleets, simulation and analytics add their own subcommands: each module has
+    # register(subparsers), and sets ``func`` (args -> exit code) on its parsers
+    import importlib
+    for module in _COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
     return parser
+
+
+_COMMAND_MODULES = ("groupcoord.client.fleet.cli", "groupcoord.client.analytics.cli")
 
 
 async def serve(args) -> int:
@@ -63,6 +78,10 @@ async def serve(args) -> int:
     from .service import Service
 
     configure(args.log_format, args.log_level)
+    token = args.http_token or os.environ.get("GROUPCOORD_HTTP_TOKEN") or None
+    if args.http_port is not None:
+        from .admin.app import check_exposure
+        check_exposure(args.http_host, token)   # refuse to start exposed without a token
     config = BrokerConfig(dict(args.set), profile=args.profile, properties_file=args.config)
     ports = [args.port + i if args.port else 0 for i in range(args.nodes)]
     emit = None
@@ -88,6 +107,11 @@ async def serve(args) -> int:
     server = Server(service, args.host, ports)
     await server.start()
     print(f"bootstrap servers: {server.bootstrap_servers}", flush=True)
+    admin = None
+    if args.http_port is not None:
+        from .admin.app import AdminListener
+        admin = await AdminListener(service, server, args.http_host, args.http_port, token).start()
+        print(f"admin: {admin.url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -102,6 +126,8 @@ async def serve(args) -> int:
     await stop.wait()
     if syncer is not None:
         syncer.cancel()
+    if admin is not None:
+        await admin.stop()
     await server.stop()
     if store is not None:
         store.close()
@@ -113,6 +139,8 @@ async def serve(args) -> int:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "func", None) is not None:
+        return args.func(args)
     if args.command == "configs":
         for key, s in sorted(SETTINGS.items()):
             print(f"{key} = {s.default}    # {s.doc}")
@@ -122,7 +150,7 @@ def main(argv=None) -> int:
         return 2
     try:
         return asyncio.run(serve(args))
-    except ConfigError as exc:
+    except (ConfigError, ValueError) as exc:
         print(f"groupcoord: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -31,6 +31,11 @@ class Embedded:
     def __init__(self, service: Service, server: Server):
         self.service = service
         self.server = server
+        self.admin = None      # an AdminListener when started with http=True
+
+    @property
+    def admin_url(self) -> str | None:
+        return None if self.admin is None else self.admin.url
 
     @property
     def bootstrap_servers(self) -> str:
@@ -54,12 +59,19 @@ def _build(nodes, topics, profile, config, emit, host, data_dir=None, fsync="int
 @asynccontextmanager
 async def running(*, nodes: int = 1, topics: Mapping[str, int] | None = None, profile: str = "test",
                   config: Mapping[str, Any] | None = None, emit: Callable[[dict], None] | None = None,
-                  host: str = "127.0.0.1", data_dir=None, fsync: str = "interval"):
+                  host: str = "127.0.0.1", data_dir=None, fsync: str = "interval", http: bool = False,
+                  http_token: str | None = None):
     service, server = _build(nodes, topics, profile, config, emit, host, data_dir, fsync)
     await server.start()
+    embedded = Embedded(service, server)
     try:
-        yield Embedded(service, server)
+        if http:
+            from .admin.app import AdminListener
+            embedded.admin = await AdminListener(service, server, host, 0, http_token).start()
+        yield embedded
     finally:
+        if embedded.admin is not None:
+            await embedded.admin.stop()
         await server.stop()
         _close_store(service)
 
@@ -75,15 +87,22 @@ class ThreadedCoordinator(Embedded):
 
     def __init__(self, *, nodes: int = 1, topics: Mapping[str, int] | None = None, profile: str = "test",
                  config: Mapping[str, Any] | None = None, emit: Callable[[dict], None] | None = None,
-                 host: str = "127.0.0.1", data_dir=None, fsync: str = "interval"):
+                 host: str = "127.0.0.1", data_dir=None, fsync: str = "interval", http: bool = False,
+                 http_token: str | None = None):
         service, server = _build(nodes, topics, profile, config, emit, host, data_dir, fsync)
         super().__init__(service, server)
+        self._http = (http, host, http_token)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="groupcoord", daemon=True)
 
     def start(self) -> "ThreadedCoordinator":
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self.server.start(), self.loop).result(timeout=10)
+        http, host, token = self._http
+        if http:
+            from .admin.app import AdminListener
+            listener = AdminListener(self.service, self.server, host, 0, token)
+            self.admin = asyncio.run_coroutine_threadsafe(listener.start(), self.loop).result(timeout=10)
         return self
 
     def call(self, fn: Callable, *args) -> Any:
@@ -95,6 +114,8 @@ class ThreadedCoordinator(Embedded):
     def stop(self) -> None:
         if not self._thread.is_alive():
             return
+        if self.admin is not None:
+            asyncio.run_coroutine_threadsafe(self.admin.stop(), self.loop).result(timeout=10)
         asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(timeout=10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import struct
+import time
 from typing import Iterable
 
 import structlog
@@ -22,7 +23,7 @@ import structlog
 from groupcoord.protocol import frames
 from groupcoord.protocol.errors import DecodeError, EncodeError, UnsupportedVersionError
 
-from .context import RequestContext
+from .context import RequestContext, Verdict
 from .handlers import api_versions
 from .service import Service
 
@@ -138,6 +139,8 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.reading = True
         self.out: list[bytes] | None = None   # responses batched while a burst is processed
+        self.principal = "User:ANONYMOUS"      # set by SASL authentication
+        self.authenticated = False
 
     # ---- asyncio callbacks ------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -204,10 +207,56 @@ class _Connection(asyncio.Protocol):
             return
         self.server.stats["requests"] += 1
         ctx = RequestContext(service, self.node_id, request.client_id, self.client_host, request.api_key,
-                             request.api_version, request.correlation_id, self.conn_id)
+                             request.api_version, request.correlation_id, self.conn_id,
+                             self.principal, self)
+        verdict = None
+        for hook in service.before_request:
+            verdict = hook(ctx, request.body)
+            if verdict is not None:
+                break
+        if verdict is not None and verdict.delay_ms > 0:
+            # hold this request, and the connection behind it, then carry on
+            self.waiting = True
+            verdict = Verdict(verdict.respond, 0, verdict.close, verdict.reason)
+            self.server._loop.call_later(verdict.delay_ms / 1000.0, self._after_delay, request, ctx, verdict)
+            return
+        self._dispatch(request, ctx, verdict)
+
+    def _after_delay(self, request, ctx, verdict) -> None:
+        if self.closed:
+            return
+        self.waiting = False
+        self.out = out = []
+        try:
+            self._dispatch(request, ctx, verdict)
+        finally:
+            self.out = None
+            if out and not self.closed:
+                self.transport.write(b"".join(out))
+        if not self.waiting and not self.closed:
+            self._resume_reading()
+            if self.buf:
+                self._process()
+
+    def _dispatch(self, request, ctx: RequestContext, verdict: Verdict | None) -> None:
+        service = self.service
+        if verdict is not None and verdict.close:
+            log.info("closing_connection", reason=verdict.reason or "fault", connection=self.conn_id,
+                     node=self.node_id, api=request.api_name)
+            self.close()
+            return
+        started = time.perf_counter()
+        after = service.after_request
         state = [False, None]   # [answered synchronously, body]
 
         def respond(body, _state=state, _request=request):
+            if after:
+                elapsed = time.perf_counter() - started
+                for hook in after:
+                    try:
+                        hook(ctx, _request.body, body, elapsed)
+                    except Exception:
+                        log.exception("after_request_hook_failed", api=_request.api_name)
             if self.waiting and _state[0] is None:
                 # a parked request is answered: send it, then carry on with what queued up
                 _state[0] = True
@@ -222,15 +271,18 @@ class _Connection(asyncio.Protocol):
                 _state[0] = True
                 _state[1] = body
 
-        try:
-            service.handle(ctx, request.body, respond)
-        except Exception:
-            log.exception("handler_failed", api=request.api_name, version=request.api_version,
-                          connection=self.conn_id)
-            self.close()
-            return
-        finally:
-            self.server._rearm()
+        if verdict is not None and verdict.respond is not None:
+            respond(verdict.respond)
+        else:
+            try:
+                service.handle(ctx, request.body, respond)
+            except Exception:
+                log.exception("handler_failed", api=request.api_name, version=request.api_version,
+                              connection=self.conn_id)
+                self.close()
+                return
+            finally:
+                self.server._rearm()
         if state[0]:
             self._send(request, state[1])
         else:

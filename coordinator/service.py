@@ -15,9 +15,11 @@ import structlog
 
 from groupcoord.protocol.messages import APIS
 
+from .bus import EventBus
 from .cluster import Cluster, Node
 from .config import BrokerConfig
 from .context import RequestContext, Respond
+from .events import default_emit
 from .group_coordinator import GroupCoordinator
 from .handlers import HANDLERS
 from .timer import Timers
@@ -44,7 +46,16 @@ class Service:
         self.cluster = Cluster([Node(i, host, p) for i, p in enumerate(ports)],
                                offsets_partitions=self.config["offsets.topic.num.partitions"],
                                cluster_id=self.config["cluster.id"], topic_id_factory=topic_id_factory)
-        self.group_coordinator = GroupCoordinator(self.config, self.timers, clock, emit=emit,
+        # every structured event goes through the bus; ``emit`` (default: the structlog logger)
+        # is its first subscriber
+        self.bus = EventBus()
+        self.bus.subscribe(emit if emit is not None else default_emit)
+        # drivers consult these around every request (see server.py):
+        #   before(ctx, body) -> None to go on, or a Verdict (respond with a body, delay, close)
+        #   after(ctx, body, response, seconds) once the response is produced
+        self.before_request: list[Callable] = []
+        self.after_request: list[Callable] = []
+        self.group_coordinator = GroupCoordinator(self.config, self.timers, clock, emit=self.bus.publish,
                                                   member_id_factory=member_id_factory, store=store)
         self.store = self.group_coordinator.store
         self._next_producer_id = 1000

@@ -1,0 +1,5 @@
+"""Subcommands of ``groupcoord`` (being written)."""
+
+
+def register(subparsers) -> None:
+    pass

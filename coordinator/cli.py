@@ -100,12 +100,14 @@ async def serve(args) -> int:
         from .storage import LogStore
         store = LogStore(args.data_dir, fsync=args.fsync)
     service = Service(config, nodes=args.nodes, host=args.host, ports=ports, emit=emit, store=store)
-    if store is not None:
-        service.load()   # synchronous, before the listeners open
     for name, partitions in args.topic:
         service.create_topic(name, partitions)
     server = Server(service, args.host, ports)
     await server.start()
+    if store is not None:
+        # listeners are open: groups of partitions not yet loaded answer COORDINATOR_LOAD_IN_PROGRESS
+        await service.load_async()
+        server._rearm()
     print(f"bootstrap servers: {server.bootstrap_servers}", flush=True)
     admin = None
     if args.http_port is not None:

@@ -61,29 +61,50 @@ class Service:
         self._next_producer_id = 1000
 
     def load(self) -> dict:
-        """Replay the store's logs into the coordinator (synchronously: the drivers call this
-        before their listeners open). Each partition goes through the coordinator's loading gate
-        (COORDINATOR_LOAD_IN_PROGRESS), ready for an asynchronous loader. Returns statistics."""
+        """Replay the store's logs into the coordinator, synchronously (for drivers that load
+        before their listeners open). Returns statistics."""
+        loader = self._loader()
+        for _ in loader:
+            pass
+        return self._load_stats
+
+    async def load_async(self, between=None) -> dict:
+        """Replay the store's logs while the listeners are already open, one offsets-topic
+        partition at a time, yielding to the event loop in between: until its partition is
+        loaded, a group answers COORDINATOR_LOAD_IN_PROGRESS, as in Kafka. ``between``
+        (an async function of the partition just loaded) is awaited after each partition."""
+        import asyncio
+        for partition in self._loader():
+            if between is not None:
+                await between(partition)
+            else:
+                await asyncio.sleep(0)
+        return self._load_stats
+
+    def _loader(self):
         store = self.store
         partitions = store.partitions() if hasattr(store, "partitions") else []
         started = time.monotonic()
         records = groups = 0
         gc = self.group_coordinator
         for p in partitions:
-            gc.begin_loading(p)
-        for p in partitions:
+            gc.begin_loading(p)     # every partition with data is loading from now on
+        self._load_stats = stats = {"partitions": len(partitions), "records": 0, "groups": 0,
+                                    "duration_ms": 0.0}
+        for i, p in enumerate(partitions):
             try:
                 loaded = store.load(p)
             except BaseException:
-                gc.complete_loading(p, [])
+                for q in partitions[i:]:
+                    gc.complete_loading(q, [])
                 raise
             records += len(loaded)
             groups += gc.complete_loading(p, loaded)
-        stats = {"partitions": len(partitions), "records": records, "groups": groups,
-                 "duration_ms": round((time.monotonic() - started) * 1000, 1)}
+            stats.update(records=records, groups=groups)
+            yield p
+        stats["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
         if partitions:
             log.info("loaded state", **stats)
-        return stats
 
     # ---- what handlers rely on ---------------------------------------------------
     def is_coordinator(self, group_id: str, node_id: int) -> bool:

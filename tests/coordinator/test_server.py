@@ -349,3 +349,61 @@ def test_pytest_plugin_fixture_gives_a_running_coordinator(groupcoord):
             data += s.recv(size - len(data))
     corr, body = frames.decode_response(18, 0, data)
     assert corr == 7 and body["error_code"] == 0
+
+
+async def test_groups_answer_load_in_progress_until_their_partition_is_loaded(tmp_path):
+    from groupcoord.coordinator.server import Server
+    from groupcoord.coordinator.service import Service
+    from groupcoord.coordinator.storage import LogStore
+
+    def commit(service, group):
+        out = []
+        service.group_coordinator.offset_commit(out.append, group_id=group, topics=[{"name": "t", "partitions": [
+            {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1,
+             "committed_metadata": ""}]}])
+        assert out[0]["topics"][0]["partitions"][0]["error_code"] == 0
+
+    # two groups in different offsets-topic partitions, committed through a durable store
+    groups = ["a", "b"]
+    while partition_for(groups[0], 50) == partition_for(groups[1], 50):
+        groups[1] += "b"
+    first = Service(BrokerConfig(profile="test"), store=LogStore(str(tmp_path)))
+    for g in groups:
+        commit(first, g)
+    first.store.close()
+
+    service = Service(BrokerConfig(profile="test"), store=LogStore(str(tmp_path)))
+    order = service.store.partitions()
+    assert len(order) == 2
+    early, late = sorted(groups, key=lambda g: order.index(partition_for(g, 50)))
+    server = Server(service)
+    await server.start()
+    try:
+        c = await Client.connect(server.bootstrap_servers)
+        fetch = {"group_id": late, "topics": [{"name": "t", "partition_indexes": [0]}]}
+        release = asyncio.Event()
+        seen = []
+
+        async def between(partition):
+            if partition == order[0]:
+                # the first partition is loaded, the second is not: ask the listener now
+                seen.append(await c.call(11, 5, join_body(late)))
+                seen.append(await c.call(9, 7, fetch))
+                seen.append(await c.call(9, 7, dict(fetch, group_id=early)))
+                release.set()
+
+        loading = asyncio.create_task(service.load_async(between))
+        await asyncio.wait_for(release.wait(), 10)
+        join, late_fetch, early_fetch = seen
+        assert join["error_code"] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert late_fetch["error_code"] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert early_fetch["error_code"] == 0
+        assert early_fetch["topics"][0]["partitions"][0]["committed_offset"] == 7
+        stats = await loading
+        assert stats["groups"] == 2 and stats["records"] == 2
+        after = await c.call(9, 7, fetch)
+        assert after["error_code"] == 0 and after["topics"][0]["partitions"][0]["committed_offset"] == 7
+        c.close()
+    finally:
+        await server.stop()
+        service.store.close()

@@ -1,0 +1,802 @@
+// groupcoord live page: plain JS, no framework, no build.
+// Loads /api/nodes, /api/topics, /api/groups, /api/events/recent, follows the SSE stream
+// /api/events/stream, re-fetches the selected group's detail (debounced) on its events, and
+// draws each group's rebalances as an SVG timeline built from the coordinator's events.
+"use strict";
+
+(() => {
+  const STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"];
+  const LEAVES = new Set(["member.left", "member.removed", "member.expired"]);
+  const TIMELINE_EVENTS = new Set([
+    "group.created", "group.deleted", "group.state_change", "rebalance.started", "rebalance.completed",
+    "member.joined", "member.replaced", "member.left", "member.removed", "member.expired",
+  ]);
+  const EVENT_TYPES = [
+    "group.created", "group.state_change", "group.deleted", "group.leader_changed", "member.pending",
+    "member.joined", "member.replaced", "member.left", "member.removed", "member.expired",
+    "rebalance.started", "rebalance.join_completed", "group.sync_completed", "rebalance.completed",
+    "offset.committed", "offsets.expired", "offsets.deleted",
+  ];
+  const MAX_GROUP_EVENTS = 3000;   // per group, for its timeline
+  const MAX_SEEN = 20000;          // de-duplication keys kept
+  const TIMELINE_GENERATIONS = 10; // the timeline shows the last N rebalances
+  const POLL_MS = 3000;            // nodes, topics, groups and the selected group's offsets
+  const SVGNS = "http://www.w3.org/2000/svg";
+
+  const S = {
+    nodes: null,
+    topics: null,
+    groups: new Map(),     // group id -> summary (GET /api/groups, then updated by events)
+    selected: null,
+    detail: null,          // GET /api/groups/{selected}
+    events: new Map(),     // group id -> timeline events, oldest first
+    owners: new Map(),     // group id -> Map(generation -> Map("topic\u0000p" -> member id)), seen Stable
+    clients: new Map(),    // member id -> client id (from member.joined and details)
+    seen: new Set(),
+    seenOrder: [],
+    skew: null,            // coordinator clock minus browser clock (ms), estimated from live events
+    lastTs: 0,
+    buffering: true,       // live events wait until the history is loaded
+    buffer: [],
+  };
+
+  const $ = (id) => document.getElementById(id);
+  const setText = (node, text) => { if (node.textContent !== text) node.textContent = text; };
+
+  // ---------------------------------------------------------------- DOM helpers
+
+  function fill(node, attrs, kids) {
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      node.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const kid of kids.flat()) {
+      if (kid === null || kid === undefined || kid === false) continue;
+      node.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+    }
+    return node;
+  }
+  const h = (tag, attrs, ...kids) => fill(document.createElement(tag), attrs, kids);
+  const s = (tag, attrs, ...kids) => fill(document.createElementNS(SVGNS, tag), attrs, kids);
+
+  // ---------------------------------------------------------------- formatting
+
+  function fmtMs(ms) {
+    if (ms === null || ms === undefined) return "–";
+    if (ms < 1000) return `${Math.round(ms)} ms`;
+    if (ms < 60000) return `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
+    const m = Math.floor(ms / 60000);
+    return `${m} min ${Math.round((ms % 60000) / 1000)} s`;
+  }
+
+  function fmtClock(ts, millis) {
+    const d = new Date(ts);
+    const p = (n, w = 2) => String(n).padStart(w, "0");
+    const base = `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+    return millis ? `${base}.${p(d.getMilliseconds(), 3)}` : base;
+  }
+
+  const fmtInt = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"));
+
+  // "rdkafka-1b2c3d4e-...-uuid" -> "rdkafka-1b2c3d"
+  function shortMember(id) {
+    if (!id) return "–";
+    const m = /^(.*)-([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.exec(id);
+    return m ? `${m[1]}-${m[2].slice(0, 6)}` : id;
+  }
+
+  const tpKey = (topic, partition) => `${topic}\u0000${partition}`;
+
+  // ---------------------------------------------------------------- HTTP
+
+  class HttpError extends Error {
+    constructor(status, message) { super(message); this.status = status; }
+  }
+
+  async function getJSON(url) {
+    const r = await fetch(url, { headers: { Accept: "application/json" }, cache: "no-store" });
+    if (!r.ok) {
+      let message = `${r.status} ${r.statusText}`;
+      try { const body = await r.json(); if (body && body.message) message = body.message; } catch (_) { /* not JSON */ }
+      throw new HttpError(r.status, `${url}: ${message}`);
+    }
+    return r.json();
+  }
+
+  const problems = new Map();   // source -> message
+  function problem(source, err) {
+    if (err) problems.set(source, err.message || String(err)); else problems.delete(source);
+    const box = $("notice");
+    box.hidden = problems.size === 0;
+    box.textContent = [...problems.values()].join(" · ");
+  }
+
+  async function load(source, url, apply) {
+    try {
+      apply(await getJSON(url));
+      problem(source, null);
+    } catch (err) {
+      problem(source, err);
+    }
+  }
+
+  const loadNodes = () => load("nodes", "/api/nodes", (v) => { S.nodes = v; });
+  const loadTopics = () => load("topics", "/api/topics", (v) => { S.topics = v; });
+
+  function loadGroups() {
+    const asked = performance.now();
+    return load("groups", "/api/groups", (list) => {
+      const fresh = new Map();
+      for (const g of list) {
+        const old = S.groups.get(g.group_id);
+        // an event that arrived while the request was out is newer than the answer
+        if (old && old._evAt && old._evAt > asked) {
+          Object.assign(g, { state: old.state, generation: old.generation, members: old.members, _evAt: old._evAt });
+        }
+        fresh.set(g.group_id, g);
+      }
+      for (const [id, old] of S.groups) {  // created by an event the listing has not caught up with
+        if (!fresh.has(id) && old._evAt && old._evAt > asked) fresh.set(id, old);
+      }
+      S.groups = fresh;
+    });
+  }
+
+  function loadHistory() {
+    return load("events", "/api/events/recent?limit=1000", (list) => {
+      for (const ev of list) ingest(ev, false);
+    });
+  }
+
+  // ---------------------------------------------------------------- the selected group's detail
+
+  let detailTimer = null;
+  let detailBusy = false;
+  let detailAgain = false;
+
+  function scheduleDetail(delay) {
+    if (!S.selected) return;
+    if (detailBusy) { detailAgain = true; return; }
+    if (detailTimer !== null) return;
+    detailTimer = setTimeout(fetchDetail, delay);
+  }
+
+  async function fetchDetail() {
+    detailTimer = null;
+    const id = S.selected;
+    if (!id) return;
+    const summary = S.groups.get(id);
+    if (!summary || summary.state === "Dead") return;   // not known (yet): no 404 in the console
+    detailBusy = true;
+    try {
+      const d = await getJSON(`/api/groups/${encodeURIComponent(id)}`);
+      if (id === S.selected) {
+        S.detail = d;
+        remember(d);
+      }
+      problem("detail", null);
+    } catch (err) {
+      if (err.status === 404 && id === S.selected) S.detail = null;
+      else problem("detail", err);
+    } finally {
+      detailBusy = false;
+      if (detailAgain) { detailAgain = false; scheduleDetail(60); }
+      render();
+    }
+  }
+
+  // keeps who owned which partition in each Stable generation, to show moved partitions
+  function remember(d) {
+    for (const m of d.members || []) if (m.client_id) S.clients.set(m.member_id, m.client_id);
+    if (d.state !== "Stable") return;
+    let gens = S.owners.get(d.group_id);
+    if (!gens) S.owners.set(d.group_id, gens = new Map());
+    const owner = new Map();
+    for (const m of d.members || []) {
+      for (const tp of (m.assignment && m.assignment.partitions) || []) owner.set(tpKey(tp.topic, tp.partition), m.member_id);
+    }
+    gens.set(d.generation, owner);
+    if (gens.size > 50) gens.delete(Math.min(...gens.keys()));
+  }
+
+  // partition -> previous owner, for partitions whose owner changed in `generation`
+  function movedIn(groupId, generation) {
+    const gens = S.owners.get(groupId);
+    const now = gens && gens.get(generation);
+    const moved = new Map();
+    if (!now) return moved;
+    const earlier = [...gens.keys()].filter((g) => g < generation).sort((a, b) => b - a);
+    if (!earlier.length) return moved;
+    for (const [key, member] of now) {
+      for (const g of earlier) {       // the last known owner (cooperative: may be generations back)
+        const before = gens.get(g).get(key);
+        if (before === undefined) continue;
+        if (before !== member) moved.set(key, before);
+        break;
+      }
+    }
+    return moved;
+  }
+
+  // ---------------------------------------------------------------- events
+
+  function serverNow() {
+    const now = Date.now() + (S.skew === null ? 0 : S.skew);
+    return Math.max(now, S.lastTs);
+  }
+
+  function ingest(ev, live) {
+    if (!ev || typeof ev !== "object" || !ev.event) return;
+    const key = JSON.stringify(ev);
+    if (S.seen.has(key)) return;
+    S.seen.add(key);
+    S.seenOrder.push(key);
+    if (S.seenOrder.length > MAX_SEEN) S.seen.delete(S.seenOrder.shift());
+
+    if (live && typeof ev.ts_ms === "number") {
+      const skew = ev.ts_ms - Date.now();   // an event is seen after it happened: a lower bound
+      S.skew = S.skew === null ? skew : Math.max(S.skew, skew);
+    }
+    if (typeof ev.ts_ms === "number") S.lastTs = Math.max(S.lastTs, ev.ts_ms);
+    const id = ev.group;
+    if (typeof id !== "string") return;
+
+    if (live) {
+      let g = S.groups.get(id);
+      if (!g) {
+        g = { group_id: id, protocol_type: ev.protocol_type || null, protocol: null, leader: null, coordinator: null };
+        S.groups.set(id, g);
+      }
+      g.state = ev.event === "group.deleted" ? "Dead" : ev.state;
+      g.generation = ev.generation;
+      g.members = ev.members;
+      if (ev.event === "rebalance.completed") { g.protocol = ev.protocol; g.leader = ev.leader; }
+      g._evAt = performance.now();
+    }
+    if (ev.event === "member.joined" && ev.client_id) S.clients.set(ev.member, ev.client_id);
+
+    if (TIMELINE_EVENTS.has(ev.event)) {
+      let list = S.events.get(id);
+      if (!list) S.events.set(id, list = []);
+      list.push(ev);
+      if (list.length > MAX_GROUP_EVENTS) list.splice(0, list.length - MAX_GROUP_EVENTS);
+    }
+    if (live) {
+      if (!S.selected) select(id, false);
+      else if (id === S.selected) scheduleDetail(ev.event === "offset.committed" ? 400 : 120);
+      render();
+    }
+  }
+
+  let stream = null;
+  let streamFailed = false;
+
+  function setConnection(kind, label) {
+    const c = $("connection");
+    c.dataset.connection = kind;
+    c.querySelector(".label").textContent = label;
+  }
+
+  function onMessage(msg) {
+    let ev;
+    try { ev = JSON.parse(msg.data); } catch (_) { return; }
+    if (S.buffering) S.buffer.push(ev); else ingest(ev, true);
+  }
+
+  function connect() {
+    stream = new EventSource("/api/events/stream");
+    stream.addEventListener("message", onMessage);
+    for (const type of EVENT_TYPES) stream.addEventListener(type, onMessage);  // if sent as named events
+    stream.addEventListener("open", () => {
+      setConnection("live", "live");
+      if (streamFailed) { streamFailed = false; resync(); }
+    });
+    stream.addEventListener("error", () => {
+      streamFailed = true;
+      if (stream.readyState === EventSource.CLOSED) {
+        setConnection("error", "disconnected, retrying…");
+        stream = null;
+        setTimeout(connect, 3000);
+      } else {
+        setConnection("reconnecting", "reconnecting…");
+      }
+    });
+  }
+
+  async function resync() {
+    S.buffering = true;
+    await Promise.all([loadNodes(), loadTopics(), loadGroups(), loadHistory()]);
+    S.buffering = false;
+    const pending = S.buffer.splice(0);
+    for (const ev of pending) ingest(ev, true);
+    if (!S.selected) {
+      const first = [...S.groups.keys()].sort()[0];
+      if (first) select(first, false);
+    }
+    scheduleDetail(0);
+    render();
+  }
+
+  // ---------------------------------------------------------------- selection
+
+  function groupFromHash() {
+    const m = /^#group=(.*)$/.exec(location.hash);
+    if (!m) return null;
+    try { return decodeURIComponent(m[1]); } catch (_) { return null; }
+  }
+
+  function select(id, byUser) {
+    if (id === S.selected) return;
+    S.selected = id;
+    S.detail = null;
+    const hash = `#group=${encodeURIComponent(id)}`;
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+    if (detailTimer !== null) { clearTimeout(detailTimer); detailTimer = null; }
+    scheduleDetail(0);
+    render();
+    if (byUser) $("main").focus({ preventScroll: true });
+  }
+
+  // ---------------------------------------------------------------- timeline model
+
+  // bars (one per rebalance, labelled with the generation it produced), state spans and
+  // join/leave markers of one group, from its events
+  function timelineModel(events, now) {
+    const list = events.slice().sort((a, b) => a.ts_ms - b.ts_ms);
+    const bars = [];
+    const spans = [];
+    const marks = [];
+    let open = null;
+    let pending = { joined: [], left: [] };
+    let lastChange = null;
+
+    for (const ev of list) {
+      switch (ev.event) {
+        case "rebalance.started":
+          if (!open || ev.round === 1) {
+            open = { start: ev.ts_ms, end: null, reason: ev.reason, member: ev.member, rounds: ev.round,
+                     initial: ev.initial, delay: ev.delay_ms, generation: null };
+          } else {
+            open.rounds = ev.round;
+          }
+          break;
+        case "rebalance.completed": {
+          const bar = open || { start: ev.ts_ms - ev.duration_ms, reason: null, member: null, rounds: ev.rounds };
+          Object.assign(bar, { end: ev.ts_ms, duration: ev.duration_ms, generation: ev.generation,
+                               outcome: ev.outcome, leader: ev.leader, protocol: ev.protocol,
+                               members: ev.members, rounds: ev.rounds,
+                               joined: pending.joined, left: pending.left });
+          bars.push(bar);
+          pending = { joined: [], left: [] };
+          open = null;
+          break;
+        }
+        case "group.state_change":
+          spans.push({ state: ev.state_from, start: ev.ts_ms - ev.duration_ms, end: ev.ts_ms });
+          lastChange = { state: ev.state_to, start: ev.ts_ms };
+          break;
+        case "group.deleted":
+          lastChange = { state: "Dead", start: ev.ts_ms };
+          break;
+        case "member.joined":
+        case "member.replaced": {
+          const m = { ts: ev.ts_ms, kind: "join", event: ev.event, member: ev.member, instance: ev.instance_id,
+                      client: ev.client_id || S.clients.get(ev.member) || null, reason: ev.reason };
+          marks.push(m);
+          pending.joined.push(m);
+          break;
+        }
+        default:
+          if (LEAVES.has(ev.event)) {
+            if (ev.pending) break;   // a KIP-394 id that never joined
+            const m = { ts: ev.ts_ms, kind: "leave", event: ev.event, member: ev.member, instance: ev.instance_id,
+                        client: S.clients.get(ev.member) || null, reason: ev.reason };
+            marks.push(m);
+            pending.left.push(m);
+          }
+      }
+    }
+    if (open) {
+      Object.assign(open, { end: now, duration: now - open.start, open: true,
+                            joined: pending.joined, left: pending.left });
+      bars.push(open);
+    }
+    if (lastChange) spans.push({ state: lastChange.state, start: lastChange.start, end: now, current: true });
+    return { bars, spans, marks };
+  }
+
+  const TICKS = [50, 100, 250, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000, 120000, 300000,
+                 600000, 900000, 1800000, 3600000, 7200000, 21600000, 43200000, 86400000];
+
+  function drawTimeline(groupId) {
+    const box = $("timeline");
+    const now = serverNow();
+    const model = timelineModel(S.events.get(groupId) || [], now);
+    const width = Math.max(560, Math.round(box.clientWidth || 900));
+    const L = 92, R = 18;
+    const H = 160;
+    const root = s("svg", { viewBox: `0 0 ${width} ${H}`, width, height: H, role: "img",
+                            "aria-labelledby": "timeline-title", "data-group": groupId });
+    const title = s("title", { id: "timeline-title" });
+    root.append(title);
+
+    const shown = model.bars.slice(-TIMELINE_GENERATIONS);
+    if (!shown.length && !model.spans.length && !model.marks.length) {
+      title.textContent = "No rebalance seen yet";
+      root.append(s("text", { x: width / 2, y: H / 2, "text-anchor": "middle", class: "none" },
+                    "No rebalance seen yet: the timeline starts with the group's next events."));
+      box.replaceChildren(root);
+      return;
+    }
+    let t0 = shown.length ? shown[0].start : Infinity;
+    if (!shown.length) {
+      for (const sp of model.spans) t0 = Math.min(t0, sp.start);
+      for (const m of model.marks) t0 = Math.min(t0, m.ts);
+    }
+    let t1 = now;
+    const span0 = Math.max(t1 - t0, 1000);
+    t0 -= span0 * 0.04;
+    t1 += span0 * 0.015;
+    const x = (t) => L + ((t - t0) / (t1 - t0)) * (width - L - R);
+
+    const Y = { bar: 22, barH: 22, state: 58, stateH: 12, marks: 98, axis: 134 };
+
+    // lane labels
+    root.append(
+      s("text", { x: 0, y: Y.bar + 15, class: "lane-label" }, "rebalances"),
+      s("text", { x: 0, y: Y.state + 10, class: "lane-label" }, "state"),
+      s("text", { x: 0, y: Y.marks - 4, class: "lane-label" }, "members"));
+
+    // axis and ticks
+    const axis = s("g", { class: "axis" });
+    axis.append(s("line", { x1: L, x2: width - R, y1: Y.axis, y2: Y.axis }));
+    const range = t1 - t0;
+    const step = TICKS.find((t) => range / t <= 7) || TICKS[TICKS.length - 1];
+    for (let t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
+      const tx = x(t);
+      axis.append(s("line", { x1: tx, x2: tx, y1: Y.axis, y2: Y.axis + 4 }),
+                  s("line", { x1: tx, x2: tx, y1: 6, y2: Y.axis, "stroke-opacity": 0.35 }),
+                  s("text", { x: tx, y: Y.axis + 16, "text-anchor": "middle" }, fmtClock(t, step < 1000)));
+    }
+    root.append(axis);
+
+    // state lane
+    const lane = s("g", { class: "states" });
+    for (const sp of model.spans) {
+      const a = Math.max(x(sp.start), L), b = Math.min(x(sp.end), width - R);
+      if (b <= L || a >= width - R) continue;
+      const r = s("rect", { x: a, y: Y.state, width: Math.max(b - a, 1), height: Y.stateH,
+                            class: `span st-${sp.state}`, "data-state": sp.state });
+      r.append(s("title", {}, `${sp.state} from ${fmtClock(sp.start, true)}${sp.current ? " (now)" : ` for ${fmtMs(sp.end - sp.start)}`}`));
+      lane.append(r);
+    }
+    root.append(lane);
+
+    // generation bars: segments coloured by the states inside the rebalance
+    const barsG = s("g", { class: "bars" });
+    let labelLeft = Infinity;   // labels placed newest first, right to left, without overlap
+    for (let i = shown.length - 1; i >= 0; i--) {
+      const bar = shown[i];
+      const a = x(bar.start);
+      const w = Math.max(x(bar.end) - a, 3);
+      const g = s("g", { class: "bar", "data-generation": bar.open ? null : bar.generation,
+                         "data-duration-ms": Math.round(bar.duration), "data-open": bar.open ? "true" : null });
+      const label = bar.open ? "rebalancing…" : `generation ${bar.generation}`;
+      g.append(s("title", {}, `${label}: ${bar.open ? "running for" : "took"} ${fmtMs(bar.duration)}` +
+                 `${bar.reason ? `, reason ${bar.reason}` : ""}${bar.rounds > 1 ? `, ${bar.rounds} rounds` : ""}` +
+                 `${bar.joined.length ? `, joined: ${bar.joined.map(markName).join(", ")}` : ""}` +
+                 `${bar.left.length ? `, left: ${bar.left.map(markName).join(", ")}` : ""}`));
+      const segs = model.spans.filter((sp) => sp.end > bar.start && sp.start < bar.end &&
+                                             (sp.state === "PreparingRebalance" || sp.state === "CompletingRebalance"));
+      if (!segs.length) segs.push({ state: "PreparingRebalance", start: bar.start, end: bar.end });
+      for (const sp of segs) {
+        const sa = Math.max(x(sp.start), a), sb = Math.min(x(sp.end), a + w);
+        g.append(s("rect", { x: sa, y: Y.bar, width: Math.max(sb - sa, w <= 3 ? w : 0.5), height: Y.barH,
+                             class: `seg st-${sp.state}` }));
+      }
+      g.append(s("rect", { x: a, y: Y.bar, width: w, height: Y.barH, rx: 2, class: "frame" }));
+      const text = bar.open ? "rebalancing" : `gen ${bar.generation}`;
+      const dur = fmtMs(bar.duration);
+      const textW = Math.max(text.length, dur.length) * 6.6 + 6;
+      const inside = `${text} · ${dur}`;
+      if (w >= inside.length * 6.6 + 12) {   // wide enough: one line inside the bar
+        g.append(s("text", { x: a + 6, y: Y.bar + 15, class: "inside" }, inside));
+        labelLeft = a - 2;
+        barsG.append(g);
+        continue;
+      }
+      const tx = a + w + 4;
+      if (tx + textW <= labelLeft && tx + textW <= width) {
+        g.append(s("text", { x: tx, y: Y.bar + 9 }, text), s("text", { x: tx, y: Y.bar + 21, class: "dur" }, dur));
+        labelLeft = a - 2;
+      } else {
+        labelLeft = Math.min(labelLeft, a - 2);
+      }
+      barsG.append(g);
+    }
+    root.append(barsG);
+
+    // join / leave markers, stacked in rows when close
+    const marksG = s("g", { class: "marks" });
+    const rowEnd = [-Infinity, -Infinity, -Infinity];
+    const visible = model.marks.filter((m) => m.ts >= t0);
+    for (const m of visible) {
+      const mx = x(m.ts);
+      let row = rowEnd.findIndex((end) => end < mx - 6);
+      if (row < 0) row = rowEnd.length - 1;
+      const my = Y.marks - 8 + row * 12;
+      const name = markName(m);
+      const g = s("g", { class: `marker ${m.kind}`, "data-member": m.member, "data-kind": m.event });
+      const d = m.kind === "join" ? `M${mx - 5},${my + 4} L${mx + 5},${my + 4} L${mx},${my - 5} Z`
+                                  : `M${mx - 5},${my - 4} L${mx + 5},${my - 4} L${mx},${my + 5} Z`;
+      g.append(s("path", { d }), s("title", {}, `${m.event} ${name}${m.reason ? ` (${m.reason})` : ""} at ${fmtClock(m.ts, true)}`));
+      let end = mx + 6;
+      const labelW = name.length * 6 + 8;
+      if (visible.length <= 12 && mx + labelW < width) {
+        g.append(s("text", { x: mx + 8, y: my + 4 }, name));
+        end = mx + labelW;
+      }
+      rowEnd[row] = end;
+      marksG.append(g);
+    }
+    root.append(marksG);
+
+    const last = shown[shown.length - 1];
+    title.textContent = last ? `Rebalance timeline of ${groupId}: ${shown.length} shown, latest ` +
+      `${last.open ? "still running" : `generation ${last.generation} took ${fmtMs(last.duration)}`}` : `Timeline of ${groupId}`;
+    box.replaceChildren(root);
+  }
+
+  function markName(m) {
+    const client = m.client || S.clients.get(m.member);
+    const short = shortMember(m.member);
+    return client && !short.startsWith(client) ? `${client} (${short})` : short;
+  }
+
+  // ---------------------------------------------------------------- rendering
+
+  // at most one render per frame and about ten a second, however fast the events come
+  let renderQueued = false;
+  let renderedAt = 0;
+  function render() {
+    if (renderQueued) return;
+    renderQueued = true;
+    setTimeout(() => requestAnimationFrame(() => {
+      renderQueued = false;
+      renderedAt = performance.now();
+      renderNow();
+    }), Math.max(0, 100 - (performance.now() - renderedAt)));
+  }
+
+  function renderNow() {
+    renderCluster();
+    renderGroups();
+    renderNodes();
+    renderTopics();
+    renderGroup();
+  }
+
+  function renderCluster() {
+    const parts = [];
+    if (S.nodes) {
+      const up = S.nodes.filter((n) => n.up).length;
+      parts.push(`${S.nodes.length} node${S.nodes.length === 1 ? "" : "s"}${up < S.nodes.length ? ` (${S.nodes.length - up} down)` : ""}`);
+    }
+    if (S.topics) {
+      const t = S.topics.filter((x) => !x.internal).length;
+      parts.push(`${t} topic${t === 1 ? "" : "s"}`);
+    }
+    parts.push(`${S.groups.size} group${S.groups.size === 1 ? "" : "s"}`);
+    setText($("cluster-summary"), parts.join(" · "));   // a live region: only real changes
+  }
+
+  const groupItems = new Map();   // group id -> <li>, kept so that focus survives updates
+
+  function renderGroups() {
+    const list = $("group-list");
+    const ids = [...S.groups.keys()].sort();
+    $("groups-count").textContent = ids.length ? `(${ids.length})` : "";
+    $("groups-empty").hidden = ids.length > 0;
+    for (const [id, li] of groupItems) if (!S.groups.has(id)) { li.remove(); groupItems.delete(id); }
+    ids.forEach((id, i) => {
+      const g = S.groups.get(id);
+      let li = groupItems.get(id);
+      if (!li) {
+        li = h("li", {}, h("button", { type: "button" }));
+        li.firstChild.addEventListener("click", () => select(id, true));
+        groupItems.set(id, li);
+      }
+      const b = li.firstChild;
+      const state = STATES.includes(g.state) ? g.state : "Empty";
+      li.dataset.group = id;
+      li.dataset.state = g.state;
+      li.dataset.generation = g.generation;
+      b.setAttribute("aria-current", id === S.selected ? "true" : "false");
+      b.setAttribute("aria-label", `${id}: ${g.state}, generation ${g.generation}, ${g.members} members`);
+      b.replaceChildren(
+        h("span", { class: `state-dot st-${state}`, "aria-hidden": "true" }),
+        h("span", { class: "name", title: id }, id),
+        h("span", { class: "gen" }, `gen ${g.generation}`),
+        h("span", { class: "meta" }, `${g.state} · ${g.members} member${g.members === 1 ? "" : "s"}`));
+      if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
+    });
+  }
+
+  function renderNodes() {
+    const list = $("node-list");
+    if (!S.nodes) { list.replaceChildren(h("li", { class: "empty" }, "–")); return; }
+    list.replaceChildren(...S.nodes.map((n) => h("li", { "data-node": n.node_id, "data-up": n.up ? "true" : "false",
+                                                       title: `${(n.offsets_partitions || []).length} offsets partitions led` },
+      h("span", { class: "who" }, h("span", {}, `node ${n.node_id}${n.rack ? ` · ${n.rack}` : ""}`),
+        h("span", { class: "addr" }, `${n.host}:${n.port}`)),
+      h("span", { class: n.up ? "up" : "down" }, n.up ? "up" : "down"))));
+  }
+
+  function renderTopics() {
+    const list = $("topic-list");
+    if (!S.topics) { list.replaceChildren(h("li", { class: "empty" }, "–")); return; }
+    const topics = S.topics.slice().sort((a, b) => (a.internal - b.internal) || a.name.localeCompare(b.name));
+    if (!topics.length) { list.replaceChildren(h("li", { class: "empty" }, "No topics.")); return; }
+    list.replaceChildren(...topics.map((t) => h("li", { "data-topic": t.name, "data-internal": t.internal ? "true" : "false" },
+      h("span", {}, t.name), h("span", { class: "parts" }, `${t.partitions} partition${t.partitions === 1 ? "" : "s"}`))));
+  }
+
+  function renderGroup() {
+    const id = S.selected;
+    const section = $("group-detail");
+    $("welcome").hidden = !!id;
+    section.hidden = !id;
+    if (!id) return;
+    const summary = S.groups.get(id) || { group_id: id, state: "not found", generation: "–", members: 0 };
+    const d = S.detail && S.detail.group_id === id ? S.detail : null;
+    const g = d || summary;
+    const state = STATES.includes(g.state) ? g.state : "Empty";
+    section.dataset.group = id;
+    section.dataset.state = g.state;
+    section.dataset.generation = g.generation;
+    section.dataset.loaded = d ? "true" : "false";
+    $("group-title").textContent = id;
+    const badge = $("group-state");
+    badge.className = `badge st-${state}`;
+    badge.textContent = g.state;
+
+    const members = d ? d.members : [];
+    const leader = g.leader;
+    const proto = [g.protocol_type, g.protocol].filter(Boolean).join(" / ") || "–";
+    const coord = g.coordinator ? `node ${g.coordinator.node} (partition ${g.coordinator.partition})` : "–";
+    $("group-facts").replaceChildren(...[
+      ["Generation", g.generation],
+      ["Members", d ? members.length : g.members],
+      ["Protocol", proto],
+      ["Leader", leader ? shortMember(leader) : "–"],
+      ["Coordinator", coord],
+    ].map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, String(v)))));
+
+    drawTimeline(id);
+    renderMembers(d);
+    renderOffsets(d);
+    renderHistory(id);
+  }
+
+  function renderMembers(d) {
+    const body = $("members").tBodies[0];
+    const members = d ? d.members.slice().sort((a, b) => (a.client_id || "").localeCompare(b.client_id || "") ||
+                                                        a.member_id.localeCompare(b.member_id)) : [];
+    $("members-empty").hidden = !d || members.length > 0;
+    const moved = d && d.state === "Stable" ? movedIn(d.group_id, d.generation) : new Map();
+    const note = $("moved-note");
+    note.hidden = moved.size === 0;
+    note.textContent = `${moved.size} partition${moved.size === 1 ? "" : "s"} moved to another member in generation ${d ? d.generation : ""}`;
+    body.replaceChildren(...members.map((m) => {
+      const parts = ((m.assignment && m.assignment.partitions) || []).slice()
+        .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+      const byTopic = new Map();
+      for (const tp of parts) {
+        if (!byTopic.has(tp.topic)) byTopic.set(tp.topic, []);
+        byTopic.get(tp.topic).push(tp.partition);
+      }
+      const chips = h("div", { class: "chips" });
+      for (const [topic, ps] of byTopic) {
+        for (const p of ps) {
+          const from = moved.get(tpKey(topic, p));
+          chips.append(h("span", { class: from ? "chip moved" : "chip", "data-topic": topic, "data-partition": p,
+                                   "data-moved": from ? "true" : null,
+                                   title: from ? `moved from ${shortMember(from)} in generation ${d.generation}` : null },
+                         `${topic}-${p}`));
+        }
+      }
+      if (!parts.length) chips.append(h("span", { class: "sub" }, m.assignment ? "no partitions" : "not assigned yet"));
+      const subscribed = m.subscription ? m.subscription.topics.join(", ") : null;
+      const host = (m.client_host || "").replace(/^\//, "");
+      return h("tr", { "data-member": m.member_id, "data-client": m.client_id },
+        h("td", {},
+          h("span", { class: "member-id mono", title: m.member_id }, shortMember(m.member_id),
+            m.member_id === d.leader ? h("span", { class: "leader-tag", title: "the group leader computes the assignment" }, "leader") : null),
+          h("span", { class: "sub" }, [`client ${m.client_id || "–"}`, host, m.instance_id ? `instance ${m.instance_id}` : null]
+            .filter(Boolean).join(" · ")),
+          subscribed ? h("span", { class: "sub" }, `subscribes ${subscribed}`) : null),
+        h("td", {}, chips));
+    }));
+  }
+
+  function renderOffsets(d) {
+    const body = $("offsets").tBodies[0];
+    const rows = d ? (d.offsets || []).slice().sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition) : [];
+    $("offsets-empty").hidden = !d || rows.length > 0;
+    const owner = new Map();
+    for (const m of (d && d.members) || []) {
+      for (const tp of (m.assignment && m.assignment.partitions) || []) owner.set(tpKey(tp.topic, tp.partition), m.member_id);
+    }
+    const lags = rows.map((r) => (typeof r.lag === "number" ? r.lag : 0));
+    const maxLag = Math.max(1, ...lags);
+    const total = lags.reduce((a, b) => a + b, 0);
+    $("lag-total").textContent = rows.length ? `(total lag ${fmtInt(total)})` : "";
+    body.replaceChildren(...rows.map((r) => {
+      const who = owner.get(tpKey(r.topic, r.partition));
+      const lag = typeof r.lag === "number" ? r.lag : null;
+      return h("tr", { "data-topic": r.topic, "data-partition": r.partition, "data-lag": lag },
+        h("td", { class: "mono" }, `${r.topic}-${r.partition}`),
+        h("td", { class: "num", title: r.metadata ? `metadata: ${r.metadata}` : null }, fmtInt(r.offset)),
+        h("td", { class: "num" }, fmtInt(r.log_end_offset)),
+        h("td", { class: lag ? "num" : "num lag0" },
+          h("span", { class: "lag" }, h("span", { class: "lagbar", "aria-hidden": "true" }, lagFill(lag, maxLag)), fmtInt(lag))),
+        h("td", { class: "mono owner", title: who || null }, who ? shortMember(who) : "–"));
+    }));
+  }
+
+  function lagFill(lag, maxLag) {
+    const fill = h("span", {});
+    fill.style.width = `${lag ? Math.max(4, (100 * lag) / maxLag) : 100}%`;   // CSSOM: allowed by the CSP
+    return fill;
+  }
+
+  function renderHistory(id) {
+    const model = timelineModel(S.events.get(id) || [], serverNow());
+    const body = $("history").tBodies[0];
+    const bars = model.bars.slice().reverse();
+    $("history-empty").hidden = bars.length > 0;
+    const names = (marks) => marks.length ? marks.map((m) => markName(m) + (m.reason && m.kind === "leave" ? ` (${m.reason})` : "")).join(", ") : "–";
+    body.replaceChildren(...bars.map((b) => {
+      // partitions that changed owner: known when the page saw this and an earlier generation Stable
+      const known = !b.open && S.owners.get(id) && S.owners.get(id).has(b.generation) &&
+                    [...S.owners.get(id).keys()].some((g) => g < b.generation);
+      const moved = known ? movedIn(id, b.generation) : null;
+      return h("tr", { "data-generation": b.open ? null : b.generation, "data-open": b.open ? "true" : null },
+        h("td", { class: "num" }, b.open ? "…" : String(b.generation)),
+        h("td", { class: "mono" }, b.open ? `started ${fmtClock(b.start, true)}` : fmtClock(b.end, true)),
+        h("td", { class: "num" }, fmtMs(b.duration)),
+        h("td", {}, [b.reason || "–", b.rounds > 1 ? `${b.rounds} rounds` : null, b.outcome === "Empty" ? "ended Empty" : null]
+          .filter(Boolean).join(" · ")),
+        h("td", {}, names(b.joined)),
+        h("td", {}, names(b.left)),
+        h("td", { class: "num" }, b.open ? "–" : String(b.members)),
+        h("td", { class: "num", "data-moved": moved ? moved.size : null,
+                  title: moved && moved.size ? [...moved.keys()].map((k) => k.replace("\u0000", "-")).join(", ") : null },
+          moved ? String(moved.size) : "–"));
+    }));
+  }
+
+  // ---------------------------------------------------------------- start
+
+  window.addEventListener("hashchange", () => {
+    const id = groupFromHash();
+    if (id && id !== S.selected) select(id, true);
+  });
+  window.addEventListener("resize", render);
+
+  async function start() {
+    const wanted = groupFromHash();
+    if (wanted) select(wanted, false);
+    connect();
+    await resync();
+    setInterval(() => {
+      loadNodes(); loadTopics(); loadGroups().then(render);
+      scheduleDetail(0);
+    }, POLL_MS);
+    // the open rebalance bar grows and "now" moves on
+    setInterval(() => { if (S.selected && !document.hidden) drawTimeline(S.selected); }, 500);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,268 @@
+"""The live web page at / of the admin listener, in a real browser (Debian's chromium driven by
+Playwright) while a real consumer group (confluent-kafka) rebalances; and its static routes.
+
+The screenshot goes to ``$GROUPCOORD_ARTIFACTS/web-page.png`` (default: ``test-artifacts/`` under
+the project root). ``GROUPCOORD_CHROMIUM`` overrides the browser executable.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from groupcoord.coordinator.embed import ThreadedCoordinator, running
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("GROUPCOORD_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+TOPIC = "orders"
+PARTITIONS = 6
+GROUP = "billing"
+RECORDS_PER_PARTITION = 10
+WAIT = 30.0
+
+
+def artifacts_dir() -> Path:
+    return Path(os.environ.get("GROUPCOORD_ARTIFACTS") or ROOT / "test-artifacts")
+
+
+# ------------------------------------------------------------------------------------ static routes
+async def _raw_get(host: str, port: int, target: str) -> tuple[int, bytes]:
+    """GET with the request target sent exactly as given (no client-side normalisation)."""
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(f"GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    data = await reader.read()
+    writer.close()
+    status = int(data.split(b" ", 2)[1])
+    return status, data.split(b"\r\n\r\n", 1)[1]
+
+
+async def test_page_and_static_files_with_their_content_types():
+    web = ROOT / "coordinator" / "admin" / "web"
+    async with running(http=True) as gc, aiohttp.ClientSession() as http:
+        async with http.get(gc.admin_url + "/") as r:
+            assert r.status == 200
+            assert r.content_type == "text/html" and r.charset == "utf-8"
+            assert "default-src 'self'" in r.headers["Content-Security-Policy"]
+            assert await r.read() == (web / "index.html").read_bytes()
+        for name, ctype in [("app.js", "text/javascript"), ("style.css", "text/css"),
+                            ("favicon.svg", "image/svg+xml"), ("index.html", "text/html")]:
+            async with http.get(f"{gc.admin_url}/static/{name}") as r:
+                assert (r.status, r.content_type) == (200, ctype), name
+                assert r.headers["X-Content-Type-Options"] == "nosniff"
+                assert await r.read() == (web / name).read_bytes()
+        async with http.get(gc.admin_url + "/static/missing.js") as r:
+            assert r.status == 404
+            assert (await r.json())["error"] == "not_found"
+        # every file the page references is served
+        html = (web / "index.html").read_text()
+        for name in ("app.js", "style.css", "favicon.svg"):
+            assert f"/static/{name}" in html
+
+        host, port = gc.admin.host, gc.admin.port
+        for target in ("/static/..%2Fweb_page.py", "/static/%2e%2e%2fweb_page.py", "/static/../web_page.py",
+                       "/static/..%2F..%2Fevents.py", "/static/%2e%2e", "/static/..", "/static/.",
+                       "/static/web_page.py", "/static/..%5Cweb_page.py", "/static/%00app.js",
+                       "/static/app.js%00", "/static/%2Fetc%2Fpasswd"):
+            status, body = await _raw_get(host, port, target)
+            assert status == 404, target
+            assert b"import" not in body and b"root:" not in body, target
+
+
+async def test_openapi_lists_the_page_routes():
+    async with running(http=True) as gc, aiohttp.ClientSession() as http:
+        async with http.get(gc.admin_url + "/openapi.json") as r:
+            doc = await r.json()
+    assert set(doc["paths"]["/"]["get"]["responses"]) == {"200", "404"}
+    static = doc["paths"]["/static/{file}"]["get"]
+    assert "text/javascript" in static["responses"]["200"]["content"]
+
+
+# ------------------------------------------------------------------------------------ the browser test
+class Member:
+    """A confluent-kafka consumer polling on a thread of its own; what it reports is read there."""
+
+    def __init__(self, bootstrap: str, client_id: str):
+        from confluent_kafka import Consumer
+
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": GROUP, "client.id": client_id,
+            "session.timeout.ms": 6000, "heartbeat.interval.ms": 200, "auto.offset.reset": "earliest",
+            "enable.auto.commit": True, "auto.commit.interval.ms": 200, "fetch.wait.max.ms": 100,
+            "reconnect.backoff.ms": 50, "retry.backoff.ms": 50,
+        })
+        self.consumer.subscribe([TOPIC])
+        self.assignment: frozenset[tuple[str, int]] = frozenset()
+        self.member_id = ""
+        self.consumed = 0
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=client_id, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                msg = self.consumer.poll(0.05)
+                if msg is not None and not msg.error():
+                    self.consumed += 1
+                self.assignment = frozenset((tp.topic, tp.partition) for tp in self.consumer.assignment())
+                self.member_id = self.consumer.memberid() or ""
+        except BaseException as exc:   # surfaced by the test
+            self.error = exc
+        finally:
+            self.consumer.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+
+def wait_until(cond, what: str, timeout: float = WAIT):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.05)
+
+
+# the page's members table as {member id: [[topic, partition], ...]}, and whether it matches
+PAGE_MATCHES = """([gen, expected]) => {
+  const section = document.getElementById("group-detail");
+  if (section.hidden || section.dataset.state !== "Stable" || section.dataset.generation !== String(gen)) return false;
+  const rows = [...document.querySelectorAll("#members tbody tr[data-member]")];
+  const shown = {};
+  for (const tr of rows) {
+    shown[tr.dataset.member] = [...tr.querySelectorAll(".chip[data-partition]")]
+      .map((c) => c.dataset.topic + "-" + c.dataset.partition).sort();
+  }
+  return JSON.stringify(shown, Object.keys(shown).sort()) === JSON.stringify(expected, Object.keys(expected).sort());
+}"""
+
+
+PAGE_SHOWS = """() => {
+  const section = document.getElementById("group-detail");
+  const shown = {};
+  for (const tr of document.querySelectorAll("#members tbody tr[data-member]")) {
+    shown[tr.dataset.member] = [...tr.querySelectorAll(".chip[data-partition]")]
+      .map((c) => c.dataset.topic + "-" + c.dataset.partition).sort();
+  }
+  return {state: section.dataset.state, generation: section.dataset.generation, members: shown};
+}"""
+
+
+def wait_for_page(page, generation: int, expected: dict[str, list[str]]) -> None:
+    """Until the page shows the group Stable in ``generation`` with exactly ``expected``."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(PAGE_MATCHES, arg=[generation, expected], timeout=WAIT * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"the page shows {page.evaluate(PAGE_SHOWS)}, not generation {generation} "
+                             f"with {expected}") from None
+
+
+def expected_members(*members: Member) -> dict[str, list[str]]:
+    return {m.member_id: sorted(f"{t}-{p}" for t, p in m.assignment) for m in members}
+
+
+def stable_generation(events: list[dict]) -> int:
+    done = [e for e in events if e["event"] == "rebalance.completed" and e["group"] == GROUP and e["outcome"] == "Stable"]
+    return done[-1]["generation"] if done else -1
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no chromium at {CHROMIUM} (Debian package 'chromium')")
+def test_page_follows_a_real_group_rebalancing():
+    from confluent_kafka import Producer
+    from playwright.sync_api import sync_playwright
+
+    events: list[dict] = []
+    members: list[Member] = []
+    console_errors: list[str] = []
+    with ThreadedCoordinator(http=True, topics={TOPIC: PARTITIONS}) as gc:
+        gc.call(gc.service.bus.subscribe, events.append)
+        producer = Producer({"bootstrap.servers": gc.bootstrap_servers, "linger.ms": 0})
+        for p in range(PARTITIONS):
+            for i in range(RECORDS_PER_PARTITION):
+                producer.produce(TOPIC, value=f"r{i}".encode(), partition=p)
+        assert producer.flush(10) == 0
+        del producer      # destroyed now, not after the coordinator stopped
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
+                page.goto(gc.admin_url + "/")
+                page.wait_for_selector('#connection[data-connection="live"]', timeout=WAIT * 1000)
+                page.wait_for_selector(f'#topic-list li[data-topic="{TOPIC}"]', timeout=WAIT * 1000)
+                assert page.locator('#node-list li[data-up="true"]').count() == 1
+
+                # one consumer: generation N, all partitions its own
+                members.append(Member(gc.bootstrap_servers, "billing-a"))
+                first = members[0]
+                wait_until(lambda: first.member_id and len(first.assignment) == PARTITIONS,
+                           "the first consumer to own every partition")
+                gen1 = wait_until(lambda: stable_generation(events) if stable_generation(events) > 0 else None,
+                                  "the first generation")
+                wait_for_page(page, gen1, expected_members(first))
+                page.wait_for_selector(f'#timeline .bar[data-generation="{gen1}"]', timeout=WAIT * 1000)
+                assert page.locator(f'#group-list li[data-group="{GROUP}"][data-state="Stable"]').count() == 1
+
+                # a second consumer: generation N+1, partitions split between the two
+                members.append(Member(gc.bootstrap_servers, "billing-b"))
+                second = members[1]
+
+                def split():
+                    a, b = first.assignment, second.assignment
+                    return (a and b and not a & b and len(a | b) == PARTITIONS
+                            and stable_generation(events) > gen1 and first.member_id and second.member_id)
+
+                wait_until(split, "the partitions to be split between the two consumers")
+                gen2 = stable_generation(events)
+                wait_for_page(page, gen2, expected_members(first, second))
+
+                # the partitions the second consumer took over are shown as moved
+                moved = set(page.eval_on_selector_all(
+                    '#members .chip[data-moved="true"]', "cs => cs.map(c => c.dataset.topic + '-' + c.dataset.partition)"))
+                assert moved == {f"{t}-{p}" for t, p in second.assignment}
+                # the timeline: a bar per generation, and the join of the second member
+                page.wait_for_selector(f'#timeline .bar[data-generation="{gen2}"]', timeout=WAIT * 1000)
+                assert page.locator(f'#timeline .marker.join[data-member="{second.member_id}"]').count() == 1
+                row = page.locator(f'#history tbody tr[data-generation="{gen2}"]')
+                assert "billing-b" in row.inner_text()
+                assert row.locator("td[data-moved]").get_attribute("data-moved") == str(len(moved))
+
+                # offsets and lag: what the consumers committed, from the records produced
+                wait_until(lambda: first.consumed + second.consumed >= PARTITIONS * RECORDS_PER_PARTITION,
+                           "every record to be consumed")
+                page.wait_for_function(
+                    """([n, count]) => {
+                      const rows = [...document.querySelectorAll('#offsets tbody tr[data-partition]')];
+                      return rows.length === n && rows.every((r) => r.dataset.lag === '0' &&
+                        r.children[1].textContent === String(count) && r.children[4].textContent !== '–');
+                    }""", arg=[PARTITIONS, RECORDS_PER_PARTITION], timeout=WAIT * 1000)
+
+                out = artifacts_dir()
+                out.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(out / "web-page.png"), full_page=True)
+                assert (out / "web-page.png").stat().st_size > 10_000
+                assert console_errors == []
+            finally:
+                browser.close()
+                for m in members:
+                    m.stop()
+        for m in members:
+            assert m.error is None, m.error

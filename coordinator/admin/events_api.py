@@ -1,0 +1,415 @@
+"""Live coordinator events: server-sent events, a websocket and a ring buffer of recent ones.
+
+:func:`setup` gives the admin app an :class:`EventHub` (``app["events"]``), subscribed to the
+service's bus while the app runs. Every event gets a sequence number (1, 2, ...) and goes into a
+ring buffer of the last :data:`RING_SIZE` events and to the queue of every connected client whose
+filters it passes.
+
+``GET /api/events/stream``  server-sent events: ``id: <seq>`` and ``data: <event as JSON>`` per
+    event, a ``: keepalive`` comment after 15 s without one. ``Last-Event-ID`` (header, or
+    ``?last_event_id=``) replays the buffered events after that id first; a ``: gap`` comment says
+    when some of them have already left the buffer (ids restart at 1 with the admin listener: an
+    id beyond the last one replays nothing).
+``GET /api/events/ws``      a websocket carrying the same, one text message per event:
+    ``{"id": seq, "event": {...}}`` (resume with ``?last_event_id=``; a ``{"gap": [first, last]}``
+    message stands for the ``: gap`` comment).
+``GET /api/events/recent``  the last ``limit`` (default 1000) buffered events, oldest first.
+
+Filters (all three endpoints): ``?group=G`` (repeatable: any of them) and ``?type=prefix``
+(repeatable or comma-separated: ``?type=rebalance.,member.left``).
+
+A client never slows the service: events are handed to each client's bounded queue; a client
+whose queue overflows (it does not read fast enough) is dropped with a log line and its
+connection aborted.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+
+import structlog
+from aiohttp import WSMsgType, web
+
+from .errors import ApiError
+
+log = structlog.get_logger("groupcoord.admin.events")
+
+routes = web.RouteTableDef()
+
+RING_SIZE = 10_000
+CLIENT_QUEUE = 10_000     # events waiting for one client before it is dropped
+KEEPALIVE_SECONDS = 15.0
+GONE_CHECK_SECONDS = 1.0  # how often an idle stream looks whether its client went away
+
+
+class _Entry:
+    __slots__ = ("seq", "event", "_sse", "_json")
+
+    def __init__(self, seq: int, event: dict):
+        self.seq = seq
+        self.event = event
+        self._sse = None
+        self._json = None
+
+    def json(self) -> str:
+        if self._json is None:
+            self._json = json.dumps(self.event, separators=(",", ":"), default=str)
+        return self._json
+
+    def sse(self) -> bytes:
+        if self._sse is None:
+            self._sse = f"id: {self.seq}\ndata: {self.json()}\n\n".encode()
+        return self._sse
+
+
+class _Client:
+    """One connected stream: its filters and its bounded queue of entries."""
+
+    def __init__(self, hub: "EventHub", groups, types, transport, peer: str, kind: str):
+        self.hub = hub
+        self.groups = frozenset(groups) if groups else None
+        self.types = tuple(types) if types else None
+        self.transport = transport
+        self.peer = peer
+        self.kind = kind
+        self.pending: deque[_Entry] = deque()
+        self.wakeup = asyncio.Event()
+        self.closed = False       # dropped, gone or shutting down
+        self.dropped = False
+
+    def matches(self, event: dict) -> bool:
+        if self.groups is not None and event.get("group") not in self.groups:
+            return False
+        if self.types is not None and not str(event.get("event", "")).startswith(self.types):
+            return False
+        return True
+
+    def offer(self, entry: _Entry) -> None:
+        if self.closed or not self.matches(entry.event):
+            return
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            self.close()
+            return
+        if len(self.pending) >= self.hub.client_queue:
+            self.dropped = True
+            log.warning("event_stream_client_dropped", peer=self.peer, stream=self.kind,
+                        queued=len(self.pending), limit=self.hub.client_queue, last_taken_id=self.last_taken())
+            self.hub.dropped += 1
+            self.close()
+            transport.abort()     # the handler may be blocked writing to this client
+            return
+        self.pending.append(entry)
+        self.wakeup.set()
+
+    def last_taken(self) -> int | None:
+        """The id before the oldest queued entry: where this client could resume."""
+        return self.pending[0].seq - 1 if self.pending else None
+
+    def take(self) -> list[_Entry]:
+        batch = list(self.pending)
+        self.pending.clear()
+        return batch
+
+    def close(self) -> None:
+        self.closed = True
+        self.hub.clients.discard(self)
+        self.wakeup.set()
+
+    def gone(self) -> bool:
+        transport = self.transport
+        return transport is None or transport.is_closing()
+
+    async def idle(self, keepalive: float, write) -> bool:
+        """Wait for entries; meanwhile write keepalives (``write()``) and notice a client that
+        went away (then close). Whether there is something to send."""
+        waited = 0.0
+        while not self.closed:
+            step = min(GONE_CHECK_SECONDS, keepalive)
+            if await self.wait(step):
+                return not self.closed
+            if self.gone():
+                self.close()
+                return False
+            waited += step
+            if waited >= keepalive:
+                await write()
+                waited = 0.0
+        return False
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait until there is something to send (or the client is closed); False on timeout."""
+        if self.pending or self.closed:
+            return True
+        self.wakeup.clear()
+        waiter = asyncio.ensure_future(self.wakeup.wait())
+        try:
+            done, _ = await asyncio.wait({waiter}, timeout=timeout)
+            return waiter in done
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+
+
+class EventHub:
+    """Sequence numbers, the ring buffer and the connected clients of one admin app."""
+
+    def __init__(self, bus, ring_size: int = RING_SIZE, client_queue: int = CLIENT_QUEUE,
+                 keepalive: float = KEEPALIVE_SECONDS):
+        self.ring: deque[_Entry] = deque(maxlen=ring_size)
+        self.seq = 0
+        self.clients: set[_Client] = set()
+        self.client_queue = client_queue
+        self.keepalive = keepalive
+        self.dropped = 0
+        self.bus = bus
+        self._unsubscribe = None
+
+    def attach(self) -> "EventHub":
+        if self._unsubscribe is None:
+            self._unsubscribe = self.bus.subscribe(self.publish)
+        return self
+
+    def publish(self, event: dict) -> None:
+        self.seq += 1
+        entry = _Entry(self.seq, event)
+        self.ring.append(entry)
+        if self.clients:
+            for client in list(self.clients):
+                client.offer(entry)
+
+    def replay(self, client: _Client, last_id: int) -> tuple[list[_Entry], tuple[int, int] | None]:
+        """Buffered entries after last_id that pass the client's filters, and the range of ids
+        that are no longer buffered (or None)."""
+        ring = self.ring
+        if not ring or last_id >= self.seq:
+            return [], None
+        oldest = ring[0].seq
+        gap = (last_id + 1, oldest - 1) if last_id + 1 < oldest else None
+        start = max(0, last_id + 1 - oldest)
+        entries = [ring[i] for i in range(start, len(ring))]
+        return [e for e in entries if client.matches(e.event)], gap
+
+    def recent(self, limit: int, groups=None, types=None) -> list[dict]:
+        probe = _Client(self, groups, types, None, "", "recent")
+        out: list[dict] = []
+        for entry in reversed(self.ring):
+            if len(out) >= limit:
+                break
+            if probe.matches(entry.event):
+                out.append(entry.event)
+        out.reverse()
+        return out
+
+    def close(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        for client in list(self.clients):
+            client.close()
+
+
+# ---- request parsing -----------------------------------------------------------------------
+def _filters(request: web.Request) -> tuple[list[str], list[str]]:
+    groups = request.query.getall("group", [])
+    types = [t for v in request.query.getall("type", []) for t in v.split(",") if t]
+    return groups, types
+
+
+def _last_event_id(request: web.Request) -> int | None:
+    raw = request.headers.get("Last-Event-ID")
+    if raw is None:
+        raw = request.query.get("last_event_id")
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, "invalid_last_event_id",
+                       f"Last-Event-ID must be an event id (an integer), not {raw!r}") from None
+    if value < 0:
+        raise ApiError(400, "invalid_last_event_id", f"Last-Event-ID must be >= 0, not {value}")
+    return value
+
+
+def _peer(request: web.Request) -> str:
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    return f"{peer[0]}:{peer[1]}" if peer else "unknown"
+
+
+def _connect(request: web.Request, kind: str) -> tuple[_Client, list[_Entry], tuple[int, int] | None]:
+    hub: EventHub = request.app["events"]
+    groups, types = _filters(request)
+    last_id = _last_event_id(request)
+    client = _Client(hub, groups, types, request.transport, _peer(request), kind)
+    replay, gap = hub.replay(client, last_id) if last_id is not None else ([], None)
+    hub.clients.add(client)     # no await since the replay snapshot: nothing missed, nothing twice
+    return client, replay, gap
+
+
+# ---- handlers ---------------------------------------------------------------------------------
+@routes.get("/api/events/stream")
+async def stream(request: web.Request) -> web.StreamResponse:
+    hub: EventHub = request.app["events"]
+    client, replay, gap = _connect(request, "sse")
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                       "X-Accel-Buffering": "no"})
+    try:
+        await resp.prepare(request)
+        head = [b": groupcoord events\n\n"]
+        if gap is not None:
+            head.append(f": gap: events {gap[0]}..{gap[1]} are no longer buffered\n\n".encode())
+        head.extend(e.sse() for e in replay)
+        await resp.write(b"".join(head))
+
+        async def keepalive():
+            await resp.write(b": keepalive\n\n")
+
+        while await client.idle(hub.keepalive, keepalive):
+            batch = client.take()
+            if batch:
+                await resp.write(b"".join(e.sse() for e in batch))
+    except (ConnectionError, RuntimeError):
+        pass        # the client went away (or was dropped)
+    finally:
+        client.close()
+    return resp
+
+
+@routes.get("/api/events/ws")
+async def websocket(request: web.Request) -> web.WebSocketResponse:
+    hub: EventHub = request.app["events"]
+    client, replay, gap = _connect(request, "ws")
+    ws = web.WebSocketResponse(heartbeat=hub.keepalive, timeout=1.0)   # close handshake: 1 s at most
+    reader = None
+    try:
+        await ws.prepare(request)
+
+        async def _read():
+            async for msg in ws:      # ping/pong and close are handled by aiohttp
+                if msg.type in (WSMsgType.CLOSE, WSMsgType.ERROR):
+                    break
+            client.close()
+
+        reader = asyncio.ensure_future(_read())
+        if gap is not None:
+            await ws.send_str(json.dumps({"gap": list(gap)}))
+        for e in replay:
+            await ws.send_str(f'{{"id":{e.seq},"event":{e.json()}}}')
+
+        async def nothing():      # aiohttp pings (heartbeat=)
+            pass
+
+        while await client.idle(hub.keepalive, nothing):
+            for e in client.take():
+                await ws.send_str(f'{{"id":{e.seq},"event":{e.json()}}}')
+    except (ConnectionError, RuntimeError):
+        pass
+    finally:
+        client.close()
+        if reader is not None:
+            reader.cancel()
+        if not ws.closed and not client.dropped:
+            await ws.close()
+    return ws
+
+
+@routes.get("/api/events/recent")
+async def recent(request: web.Request) -> web.Response:
+    hub: EventHub = request.app["events"]
+    raw = request.query.get("limit", "1000")
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise ApiError(400, "invalid_limit", f"limit must be an integer, not {raw!r}") from None
+    if not 1 <= limit <= RING_SIZE:
+        raise ApiError(400, "invalid_limit", f"limit must be between 1 and {RING_SIZE}, not {limit}")
+    groups, types = _filters(request)
+    return web.json_response(hub.recent(limit, groups, types))
+
+
+def setup(app: web.Application) -> None:
+    hub = EventHub(app["service"].bus)
+    app["events"] = hub
+
+    async def _attach(app: web.Application) -> None:
+        hub.attach()     # on the service's loop, when the listener starts
+
+    async def _shutdown(app: web.Application) -> None:
+        hub.close()      # ends every stream so that the listener stops at once
+
+    app.on_startup.append(_attach)
+    app.on_shutdown.append(_shutdown)
+
+
+_FILTER_PARAMS = [
+    {"name": "group", "in": "query", "required": False, "description": "only events of this group (repeatable)",
+     "schema": {"type": "string"}},
+    {"name": "type", "in": "query", "required": False,
+     "description": "only events whose type starts with this prefix (repeatable or comma-separated), "
+                    "e.g. `rebalance.` or `member.left`", "schema": {"type": "string"}},
+]
+_RESUME_PARAMS = [
+    {"name": "Last-Event-ID", "in": "header", "required": False,
+     "description": "resume after this event id: buffered events after it are sent first",
+     "schema": {"type": "integer", "minimum": 0}},
+    {"name": "last_event_id", "in": "query", "required": False,
+     "description": "the same as the Last-Event-ID header", "schema": {"type": "integer", "minimum": 0}},
+]
+_ERROR = {"description": "bad parameter",
+          "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+SCHEMAS = {
+    "Event": {
+        "type": "object",
+        "description": "a coordinator event (schema in groupcoord.coordinator.events)",
+        "required": ["v", "event", "ts_ms", "group", "generation", "state", "members"],
+        "properties": {
+            "v": {"type": "integer"}, "event": {"type": "string"}, "ts_ms": {"type": "integer"},
+            "group": {"type": "string"}, "generation": {"type": "integer"}, "state": {"type": "string"},
+            "members": {"type": "integer"},
+        },
+        "additionalProperties": True,
+    },
+}
+
+PATHS = {
+    "/api/events/stream": {
+        "get": {
+            "summary": "Live events (server-sent events)",
+            "description": "Each coordinator event as `id: <seq>` and `data: <JSON>`; a `: keepalive` "
+                           "comment every 15 s without events. A client that falls behind by more than "
+                           f"{CLIENT_QUEUE} events is disconnected.",
+            "tags": ["events"],
+            "parameters": _FILTER_PARAMS + _RESUME_PARAMS,
+            "responses": {"200": {"description": "the event stream",
+                                  "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                          "400": _ERROR},
+        },
+    },
+    "/api/events/ws": {
+        "get": {
+            "summary": "Live events (websocket)",
+            "description": 'One text message per event: `{"id": seq, "event": {...}}`.',
+            "tags": ["events"],
+            "parameters": _FILTER_PARAMS + _RESUME_PARAMS[1:],
+            "responses": {"101": {"description": "switching to the websocket protocol"},
+                          "400": _ERROR},
+        },
+    },
+    "/api/events/recent": {
+        "get": {
+            "summary": "Recent events",
+            "description": f"The last events (the buffer holds {RING_SIZE}), oldest first.",
+            "tags": ["events"],
+            "parameters": [{"name": "limit", "in": "query", "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": RING_SIZE, "default": 1000}}]
+                          + _FILTER_PARAMS,
+            "responses": {"200": {"description": "events, oldest first",
+                                  "content": {"application/json": {"schema": {
+                                      "type": "array", "items": {"$ref": "#/components/schemas/Event"}}}}},
+                          "400": _ERROR},
+        },
+    },
+}

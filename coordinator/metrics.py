@@ -1,0 +1,468 @@
+"""Prometheus metrics of a :class:`~groupcoord.coordinator.service.Service`.
+
+A :class:`Metrics` object has its own ``CollectorRegistry`` (never prometheus_client's global
+one: several services may live in one process). It is fed by
+
+- a subscription to ``service.bus`` (group, member, rebalance and offset events);
+- a ``service.after_request`` hook (requests by API and version, their time, error codes found
+  in response bodies: the top-level ``error_code`` and the nested per-topic, per-partition,
+  per-group and per-member ones, counted by Kafka error name, ``NONE`` left out);
+- gauges computed at scrape time from the live state (groups by state, members, offsets,
+  connections, nodes up).
+
+The hot path is plain dict and list arithmetic on the event loop; prometheus_client only sees
+the numbers when ``/metrics`` is scraped (a custom collector). A scrape copies the numbers on the
+event loop (:meth:`Metrics.snapshot`: plain tuples, a few microseconds per group) and leaves
+building the metric families and encoding them to a thread. ``Metrics`` is attached by the
+admin app (``admin/metrics_api.py``), so a service embedded without HTTP pays nothing.
+
+Kafka's names, translated to Prometheus conventions (prefix ``groupcoord_``, snake_case,
+counters end in ``_total``, times in seconds, Kafka's per-state or per-request MBeans become
+labels):
+
+===========================================================  ===========================================
+Kafka                                                        groupcoord
+===========================================================  ===========================================
+GroupMetadataManager NumGroups                               ``num_groups``
+GroupMetadataManager NumGroups{PreparingRebalance,           ``num_groups_by_state{state}`` (every state,
+CompletingRebalance,Stable,Dead,Empty}                       0 included)
+GroupMetadataManager NumOffsets                              ``num_offsets``
+group-coordinator-metrics group-completed-rebalance-count    ``group_completed_rebalance_total{outcome}``
+                                                             (one per ``rebalance.completed`` event)
+group-coordinator-metrics group-rebalance-count              ``group_rebalance_total{reason}`` (one per
+                                                             ``rebalance.started``)
+group-coordinator-metrics offset-commit-count                ``offset_commit_total`` (offsets committed)
+group-coordinator-metrics offset-expiration-count            ``offset_expiration_total``
+group-coordinator-metrics offset-deletion-count              ``offset_deletion_total``
+consumer coordinator rebalance-latency-{avg,max,total}       ``rebalance_latency_seconds{outcome}``
+                                                             histogram (``rebalance.completed``
+                                                             ``duration_ms``)
+consumer coordinator join-time-{avg,max}, join-rate          ``join_time_seconds`` histogram: how long
+                                                             JoinGroup requests were parked
+consumer coordinator sync-time-{avg,max}, sync-rate          ``sync_time_seconds`` histogram (SyncGroup)
+consumer coordinator heartbeat-total, heartbeat-rate         ``heartbeat_total``
+RequestMetrics RequestsPerSec{request,version}               ``requests_total{request,version}``
+RequestMetrics TotalTimeMs{request}                          ``request_total_time_seconds{request}``
+                                                             histogram
+RequestMetrics ErrorsPerSec{request,error}                   ``errors_total{request,error}`` (NONE is
+                                                             not counted)
+socket-server-metrics connection-count                       ``connection_count{node}``
+socket-server-metrics connection-creation-total              ``connection_creation_total``
+===========================================================  ===========================================
+
+groupcoord's own: ``group_members{group}``, ``group_generation{group}``, ``members`` (all
+groups), ``node_up{node}``, ``events_total{event}`` (every bus event by type),
+``group_state_transitions_total{from,to}``, ``groups_created_total{cause}``,
+``groups_deleted_total{reason}``, ``members_joined_total``, ``members_left_total{initiator}``,
+``members_removed_total{reason}`` (``member.removed`` and ``member.expired`` reasons),
+``members_replaced_total``, ``connections_closed_malformed_total``, and the ``process_*``
+metrics of prometheus_client.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Iterator
+
+from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.exposition import generate_latest
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import APIS
+from groupcoord.protocol.schema import A, S
+
+from .group import GroupState
+
+PREFIX = "groupcoord_"
+
+#: upper bounds (seconds) of the request-time buckets: a heartbeat (well under 1 ms) up to a
+#: JoinGroup parked for the default 5 minute rebalance timeout
+REQUEST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                   10.0, 30.0, 60.0, 120.0, 300.0)
+#: upper bounds (seconds) of the rebalance-latency buckets
+REBALANCE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+
+_JOIN_GROUP, _HEARTBEAT, _SYNC_GROUP = 11, 12, 14
+
+
+def error_paths(fields, prefix: tuple = ()) -> list[tuple]:
+    """Where a response of these fields carries ``error_code``: tuples of steps, each step
+    ``(key, is_array)``, the last one ``("error_code", False)``."""
+    paths = []
+    for f in fields:
+        t = f.type
+        if f.key == "error_code":
+            paths.append(prefix + (("error_code", False),))
+        elif isinstance(t, S):
+            paths.extend(error_paths(t.fields, prefix + ((f.key, False),)))
+        elif isinstance(t, A) and isinstance(t.elem, S):
+            paths.extend(error_paths(t.elem.fields, prefix + ((f.key, True),)))
+    return paths
+
+
+def _count_path(node, path: tuple, i: int, errors: dict) -> None:
+    key, is_array = path[i]
+    value = node.get(key)
+    if not value:
+        return
+    if i == len(path) - 1:
+        errors[value] = errors.get(value, 0) + 1
+    elif is_array:
+        for item in value:
+            _count_path(item, path, i + 1, errors)
+    else:
+        _count_path(value, path, i + 1, errors)
+
+
+class _ApiStats:
+    """Counters of one API: requests per version, a time histogram, errors by code."""
+
+    __slots__ = ("name", "versions", "buckets", "seconds", "errors", "top_level_only", "paths")
+
+    def __init__(self, api_key: int):
+        api = APIS.get(api_key)
+        self.name = api.name if api is not None else f"Api{api_key}"
+        top = api.request.valid[1] if api is not None else 0
+        self.versions = [0] * (top + 1)
+        self.buckets = [0] * (len(REQUEST_BUCKETS) + 1)
+        self.seconds = 0.0
+        self.errors: dict[int, int] = {}
+        self.paths = error_paths(api.response.fields) if api is not None else [(("error_code", False),)]
+        self.top_level_only = self.paths == [(("error_code", False),)]
+
+
+def _cumulative(buckets: list[int], bounds: tuple) -> list[tuple[str, int]]:
+    out, total = [], 0
+    for bound, n in zip(bounds, buckets):
+        total += n
+        out.append((repr(float(bound)), total))
+    total += buckets[-1]
+    out.append(("+Inf", total))
+    return out
+
+
+def _error_name(code: int) -> str:
+    e = ErrorCode.lookup(code)
+    return e.name if isinstance(e, ErrorCode) else str(code)
+
+
+class Metrics:
+    """The metrics of one service (and optionally its TCP server). ``attach()`` starts feeding."""
+
+    def __init__(self, service, server=None, *, process: bool = True):
+        self.service = service
+        self.server = server
+        # the registry holds one collector: a snapshot of this object (process metrics included)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Collector(self))
+        self._process = ProcessCollector(registry=None) if process else None
+        self.apis: dict[int, _ApiStats] = {}
+        self.events: dict[str, int] = {}
+        self.rebalances_started: dict[str, int] = {}
+        self.rebalances_completed: dict[str, int] = {}
+        self.rebalance_buckets: dict[str, list[int]] = {}
+        self.rebalance_seconds: dict[str, float] = {}
+        self.transitions: dict[tuple[str, str], int] = {}
+        self.groups_created: dict[str, int] = {}
+        self.groups_deleted: dict[str, int] = {}
+        self.members_joined = 0
+        self.members_left: dict[str, int] = {}
+        self.members_removed: dict[str, int] = {}
+        self.members_replaced = 0
+        self.offsets_committed = 0
+        self.offsets_expired = 0
+        self.offsets_deleted = 0
+        #: callables returning more metric families, called on the event loop at each scrape
+        self.extra: list = []
+        self._unsubscribe = None
+        self._on_event_by_type = {
+            "rebalance.started": self._rebalance_started,
+            "rebalance.completed": self._rebalance_completed,
+            "group.state_change": self._state_change,
+            "group.created": self._group_created,
+            "group.deleted": self._group_deleted,
+            "member.joined": self._member_joined,
+            "member.left": self._member_left,
+            "member.removed": self._member_removed,
+            "member.expired": self._member_removed,
+            "member.replaced": self._member_replaced,
+            "offset.committed": self._offset_committed,
+            "offsets.expired": self._offsets_expired,
+            "offsets.deleted": self._offsets_deleted,
+        }
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    def attach(self) -> "Metrics":
+        if self._unsubscribe is None:
+            self._unsubscribe = self.service.bus.subscribe(self.on_event)
+            self.service.after_request.append(self.after_request)
+        return self
+
+    def detach(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+            try:
+                self.service.after_request.remove(self.after_request)
+            except ValueError:
+                pass
+
+    def snapshot(self) -> "Snapshot":
+        """The numbers as of now, read on the event loop (plain copies, no metric objects);
+        prometheus_client's encoders can then run anywhere."""
+        nodes = self.service.cluster.nodes
+        groups = [(g.group_id, g.state, len(g.members), g.generation_id,
+                   sum(map(len, g.offsets.values())) if g.offsets else 0)
+                  for g in self.service.group_coordinator.groups()]
+        apis = {key: (a.name, list(a.versions), list(a.buckets), a.seconds, dict(a.errors))
+                for key, a in self.apis.items()}
+        connections = None
+        if self.server is not None:
+            connections = dict.fromkeys(nodes, 0)
+            for conn in list(self.server.connections.values()):
+                connections[conn.node_id] = connections.get(conn.node_id, 0) + 1
+            connections = (connections, dict(self.server.stats))
+        raw = {
+            "groups": groups, "apis": apis, "connections": connections,
+            "nodes_up": {n: nodes[n].up for n in sorted(nodes)},
+            "events": dict(self.events), "rebalances_started": dict(self.rebalances_started),
+            "rebalances_completed": dict(self.rebalances_completed),
+            "rebalance_buckets": {k: list(v) for k, v in self.rebalance_buckets.items()},
+            "rebalance_seconds": dict(self.rebalance_seconds), "transitions": dict(self.transitions),
+            "groups_created": dict(self.groups_created), "groups_deleted": dict(self.groups_deleted),
+            "members_joined": self.members_joined, "members_left": dict(self.members_left),
+            "members_removed": dict(self.members_removed), "members_replaced": self.members_replaced,
+            "offsets_committed": self.offsets_committed, "offsets_expired": self.offsets_expired,
+            "offsets_deleted": self.offsets_deleted,
+            "extra": [family for fn in self.extra for family in fn()],
+        }
+        return Snapshot(raw, self._process)
+
+    def exposition(self) -> bytes:
+        """The metrics in Prometheus' text format."""
+        return generate_latest(self.snapshot())
+
+    # ---- the request hook (hot path) ---------------------------------------------------------
+    def after_request(self, ctx, request: dict, response: dict | None, seconds: float,
+                      _bisect=bisect_left, _bounds=REQUEST_BUCKETS) -> None:
+        s = self.apis.get(ctx.api_key)
+        if s is None:
+            s = self.apis[ctx.api_key] = _ApiStats(ctx.api_key)
+        try:
+            s.versions[ctx.api_version] += 1
+        except IndexError:
+            s.versions.extend([0] * (ctx.api_version + 1 - len(s.versions)))
+            s.versions[ctx.api_version] += 1
+        s.buckets[_bisect(_bounds, seconds)] += 1
+        s.seconds += seconds
+        if response is None:
+            return
+        if s.top_level_only:
+            code = response.get("error_code")
+            if code:
+                s.errors[code] = s.errors.get(code, 0) + 1
+        else:
+            for path in s.paths:
+                _count_path(response, path, 0, s.errors)
+
+    # ---- bus events --------------------------------------------------------------------------
+    def on_event(self, event: dict) -> None:
+        kind = event.get("event")
+        self.events[kind] = self.events.get(kind, 0) + 1
+        fn = self._on_event_by_type.get(kind)
+        if fn is not None:
+            fn(event)
+
+    @staticmethod
+    def _inc(d: dict, key, n: int = 1) -> None:
+        d[key] = d.get(key, 0) + n
+
+    def _rebalance_started(self, e: dict) -> None:
+        self._inc(self.rebalances_started, e.get("reason") or "unknown")
+
+    def _rebalance_completed(self, e: dict) -> None:
+        outcome = e.get("outcome") or "unknown"
+        self._inc(self.rebalances_completed, outcome)
+        seconds = (e.get("duration_ms") or 0) / 1000.0
+        buckets = self.rebalance_buckets.get(outcome)
+        if buckets is None:
+            buckets = self.rebalance_buckets[outcome] = [0] * (len(REBALANCE_BUCKETS) + 1)
+        buckets[bisect_left(REBALANCE_BUCKETS, seconds)] += 1
+        self.rebalance_seconds[outcome] = self.rebalance_seconds.get(outcome, 0.0) + seconds
+
+    def _state_change(self, e: dict) -> None:
+        self._inc(self.transitions, (e.get("state_from"), e.get("state_to")))
+
+    def _group_created(self, e: dict) -> None:
+        self._inc(self.groups_created, e.get("cause") or "unknown")
+
+    def _group_deleted(self, e: dict) -> None:
+        self._inc(self.groups_deleted, e.get("reason") or "unknown")
+
+    def _member_joined(self, e: dict) -> None:
+        self.members_joined += 1
+
+    def _member_left(self, e: dict) -> None:
+        self._inc(self.members_left, e.get("initiator") or "member")
+
+    def _member_removed(self, e: dict) -> None:
+        self._inc(self.members_removed, e.get("reason") or "unknown")
+
+    def _member_replaced(self, e: dict) -> None:
+        self.members_replaced += 1
+
+    def _offset_committed(self, e: dict) -> None:
+        self.offsets_committed += e.get("partitions") or 0
+
+    def _offsets_expired(self, e: dict) -> None:
+        self.offsets_expired += e.get("partitions") or 0
+
+    def _offsets_deleted(self, e: dict) -> None:
+        self.offsets_deleted += e.get("partitions") or 0
+
+class Snapshot:
+    """Numbers copied from a service at one moment; a registry-like object (``collect()``) for
+    prometheus_client's encoders, safe to encode on another thread."""
+
+    def __init__(self, raw: dict, process=None):
+        self.raw = raw
+        self.process = process
+
+    def collect(self) -> Iterator:
+        yield from self._groups()
+        yield from self._requests()
+        yield from self._events()
+        yield from self._cluster()
+        yield from self.raw.get("extra", ())
+        if self.process is not None:
+            yield from self.process.collect()
+
+    def _groups(self) -> Iterator:
+        by_state = dict.fromkeys(GroupState.ALL, 0)
+        members_g = GaugeMetricFamily(PREFIX + "group_members", "Members of each group.", labels=["group"])
+        generation_g = GaugeMetricFamily(PREFIX + "group_generation", "Generation id of each group.",
+                                         labels=["group"])
+        members = offsets = 0
+        groups = self.raw["groups"]
+        for group_id, state, n, generation, n_offsets in groups:
+            by_state[state] = by_state.get(state, 0) + 1
+            members += n
+            offsets += n_offsets
+            members_g.add_metric([group_id], n)
+            generation_g.add_metric([group_id], generation)
+        yield GaugeMetricFamily(PREFIX + "num_groups", "Groups (Kafka: GroupMetadataManager NumGroups).",
+                                value=len(groups))
+        state_g = GaugeMetricFamily(PREFIX + "num_groups_by_state",
+                                    "Groups in each state (Kafka: NumGroups<State>).", labels=["state"])
+        for state, n in by_state.items():
+            state_g.add_metric([state], n)
+        yield state_g
+        yield GaugeMetricFamily(PREFIX + "members", "Members of all groups.", value=members)
+        yield members_g
+        yield generation_g
+        yield GaugeMetricFamily(PREFIX + "num_offsets", "Committed offsets (Kafka: NumOffsets).", value=offsets)
+
+    def _requests(self) -> Iterator:
+        requests = CounterMetricFamily(PREFIX + "requests", "Requests by API and version "
+                                       "(Kafka: RequestMetrics RequestsPerSec).", labels=["request", "version"])
+        times = HistogramMetricFamily(PREFIX + "request_total_time_seconds", "Time from dispatch to response, "
+                                      "parked time included (Kafka: RequestMetrics TotalTimeMs).",
+                                      labels=["request"])
+        errors = CounterMetricFamily(PREFIX + "errors", "Error codes in responses, NONE left out "
+                                     "(Kafka: RequestMetrics ErrorsPerSec).", labels=["request", "error"])
+        heartbeats = 0
+        join = sync = None
+        apis = self.raw["apis"]
+        for key in sorted(apis):
+            name, versions, buckets, seconds, errs = apis[key]
+            for version, n in enumerate(versions):
+                if n:
+                    requests.add_metric([name, str(version)], n)
+            cumulative = _cumulative(buckets, REQUEST_BUCKETS)
+            times.add_metric([name], cumulative, seconds)
+            for code, n in sorted(errs.items()):
+                errors.add_metric([name, _error_name(code)], n)
+            if key == _HEARTBEAT:
+                heartbeats = sum(versions)
+            elif key == _JOIN_GROUP:
+                join = (cumulative, seconds)
+            elif key == _SYNC_GROUP:
+                sync = (cumulative, seconds)
+        yield requests
+        yield times
+        yield errors
+        yield CounterMetricFamily(PREFIX + "heartbeat", "Heartbeat requests (Kafka consumer: heartbeat-total).",
+                                  value=heartbeats)
+        empty = _cumulative([0] * (len(REQUEST_BUCKETS) + 1), REQUEST_BUCKETS)
+        for name, what, data in (("join_time_seconds", "JoinGroup", join), ("sync_time_seconds", "SyncGroup", sync)):
+            h = HistogramMetricFamily(PREFIX + name, f"How long {what} requests were held until answered "
+                                      f"(Kafka consumer: {name.split('_')[0]}-time).")
+            buckets, total = data if data is not None else (empty, 0.0)
+            h.add_metric([], buckets, total)
+            yield h
+
+    def _events(self) -> Iterator:
+        raw = self.raw
+
+        def counter(name, doc, labels, data):
+            m = CounterMetricFamily(PREFIX + name, doc, labels=labels)
+            for key, n in sorted(data.items(), key=lambda kv: str(kv[0])):
+                m.add_metric([str(k) for k in key] if isinstance(key, tuple) else [str(key)], n)
+            return m
+
+        yield counter("events", "Coordinator events by type.", ["event"], raw["events"])
+        yield counter("group_rebalance", "Rebalances started, by reason (Kafka: group-rebalance-count).",
+                      ["reason"], raw["rebalances_started"])
+        yield counter("group_completed_rebalance", "Rebalances completed, by outcome "
+                      "(Kafka: group-completed-rebalance-count).", ["outcome"], raw["rebalances_completed"])
+        latency = HistogramMetricFamily(PREFIX + "rebalance_latency_seconds", "Rebalance duration from "
+                                        "rebalance.started to Stable or Empty (Kafka consumer: rebalance-latency).",
+                                        labels=["outcome"])
+        for outcome in sorted(raw["rebalance_buckets"]):
+            latency.add_metric([outcome], _cumulative(raw["rebalance_buckets"][outcome], REBALANCE_BUCKETS),
+                               raw["rebalance_seconds"][outcome])
+        yield latency
+        yield counter("group_state_transitions", "Group state transitions.", ["from", "to"], raw["transitions"])
+        yield counter("groups_created", "Groups created, by cause.", ["cause"], raw["groups_created"])
+        yield counter("groups_deleted", "Groups deleted, by reason.", ["reason"], raw["groups_deleted"])
+        yield CounterMetricFamily(PREFIX + "members_joined", "Members added to groups.", value=raw["members_joined"])
+        yield counter("members_left", "Members that left by LeaveGroup (or were removed by an admin).",
+                      ["initiator"], raw["members_left"])
+        yield counter("members_removed", "Members the coordinator dropped or expired, by reason.", ["reason"],
+                      raw["members_removed"])
+        yield CounterMetricFamily(PREFIX + "members_replaced", "Static members replaced (KIP-345).",
+                                  value=raw["members_replaced"])
+        yield CounterMetricFamily(PREFIX + "offset_commit", "Offsets committed (Kafka: offset-commit-count).",
+                                  value=raw["offsets_committed"])
+        yield CounterMetricFamily(PREFIX + "offset_expiration", "Offsets expired by retention "
+                                  "(Kafka: offset-expiration-count).", value=raw["offsets_expired"])
+        yield CounterMetricFamily(PREFIX + "offset_deletion", "Offsets deleted by OffsetDelete "
+                                  "(Kafka: offset-deletion-count).", value=raw["offsets_deleted"])
+
+    def _cluster(self) -> Iterator:
+        up = GaugeMetricFamily(PREFIX + "node_up", "1 when the emulated broker listens.", labels=["node"])
+        for node_id, is_up in self.raw["nodes_up"].items():
+            up.add_metric([str(node_id)], 1 if is_up else 0)
+        yield up
+        if self.raw["connections"] is None:
+            return
+        per_node, stats = self.raw["connections"]
+        count = GaugeMetricFamily(PREFIX + "connection_count", "Open client connections "
+                                  "(Kafka: connection-count).", labels=["node"])
+        for node_id in sorted(per_node):
+            count.add_metric([str(node_id)], per_node[node_id])
+        yield count
+        yield CounterMetricFamily(PREFIX + "connection_creation", "Connections accepted "
+                                  "(Kafka: connection-creation-total).", value=stats.get("connections", 0))
+        yield CounterMetricFamily(PREFIX + "connections_closed_malformed", "Connections closed for a "
+                                  "malformed frame.", value=stats.get("closed_malformed", 0))
+
+
+class _Collector:
+    """Registers a Metrics in its registry (collecting reads the service: on its loop only)."""
+
+    def __init__(self, metrics: Metrics):
+        self.metrics = metrics
+
+    def collect(self):
+        return self.metrics.snapshot().collect()

@@ -35,6 +35,16 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("default.replication.factor", 1, "Replication factor reported for topics (no replication is emulated)."),
     Setting("message.max.bytes", 1048588, "Largest record batch a Produce may carry."),
     Setting("cluster.id", "groupcoord-cluster", "Cluster id reported by Metadata.", str),
+    # security (coordinator/security.py)
+    Setting("sasl.enabled.mechanisms", "", "SASL mechanisms of the listeners: PLAIN, or empty for PLAINTEXT listeners.", str),
+    Setting("listener.name.sasl_plaintext.plain.sasl.jaas.config", "", "Kafka's PlainLoginModule JAAS line; its user_<name>=\"<password>\" options are the users.", str),
+    Setting("groupcoord.sasl.users", "", "SASL/PLAIN users as name:password,name:password (added to the JAAS users).", str),
+    Setting("connection.failed.authentication.delay.ms", 100, "Delay of the answer to a failed authentication, before the connection is closed."),
+    Setting("authorizer.class.name", "", "Any non-empty value turns on the ACL authorizer (StandardAuthorizer semantics).", str),
+    Setting("groupcoord.acls.enabled", False, "Turn on the ACL authorizer (as a non-empty authorizer.class.name does).", bool),
+    Setting("super.users", "", "Principals allowed everything, e.g. User:admin;User:bob.", str),
+    Setting("allow.everyone.if.no.acl.found", False, "Allow an operation on a resource that no ACL matches.", bool),
+    Setting("groupcoord.acls.file", "", "A JSON file with a list of ACL bindings loaded at start.", str),
 ]}
 
 PROFILES: dict[str, dict[str, Any]] = {

@@ -11,7 +11,7 @@ _MODULES = (
     "produce", "fetch", "list_offsets", "metadata", "offset_commit", "offset_fetch",
     "find_coordinator", "join_group", "heartbeat", "leave_group", "sync_group",
     "describe_groups", "list_groups", "api_versions", "create_topics", "delete_topics",
-    "init_producer_id", "delete_groups", "offset_delete",
+    "init_producer_id", "delete_groups", "offset_delete", "sasl_handshake", "sasl_authenticate",
 )
 
 HANDLERS = {}

@@ -1,8 +1,11 @@
 """DeleteGroups (42): distinct group ids (``KafkaApis``), NOT_COORDINATOR per group, then the core
-(GROUP_ID_NOT_FOUND / NON_EMPTY_GROUP / deleted with its offsets). Results in request order."""
+(GROUP_ID_NOT_FOUND / NON_EMPTY_GROUP / deleted with its offsets). Results in request order,
+then the groups without DELETE with GROUP_AUTHORIZATION_FAILED (as ``KafkaApis`` appends them)."""
 from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
+
+from ..security import DELETE, GROUP, authorize
 
 API_KEY = 42
 
@@ -10,11 +13,15 @@ API_KEY = 42
 def handle(ctx, version, body, respond):
     service = ctx.service
     results = []
+    denied = []
     for group_id in dict.fromkeys(body["groups_names"]):
+        if not authorize(ctx, DELETE, GROUP, group_id):
+            denied.append({"group_id": group_id, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)})
+            continue
         if group_id is not None and not service.is_coordinator(group_id, ctx.node_id):
             results.append({"group_id": group_id, "error_code": int(ErrorCode.NOT_COORDINATOR)})
             continue
         out: list[dict] = []
         service.group_coordinator.delete_groups(out.append, group_ids=[group_id])
         results.extend(out[0]["results"])
-    respond({"throttle_time_ms": 0, "results": results})
+    respond({"throttle_time_ms": 0, "results": results + denied})

@@ -2,14 +2,16 @@
 
 Per group: not coordinated here -> NOT_COORDINATOR; missing -> state "Dead" with NONE (v0-5)
 or GROUP_ID_NOT_FOUND plus an ErrorMessage (v6, KIP-1043). AuthorizedOperations (v3+) is
-filled only when requested and the group had no error: with no authorizer that is every
-operation a group supports. Groups are answered in request order.
+filled only when requested and the group had no error: the operations the principal may do on
+the group (with no authorizer, every operation a group supports). Groups without DESCRIBE are
+answered GROUP_AUTHORIZATION_FAILED first, then the others in request order (``KafkaApis``).
 """
 from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
 
 from ..group_coordinator import AUTHORIZED_OPERATIONS_OMITTED, GROUP_AUTHORIZED_OPERATIONS
+from ..security import DESCRIBE, GROUP, authorize, authorized_operations
 
 API_KEY = 15
 
@@ -19,7 +21,15 @@ def handle(ctx, version, body, respond):
     coordinator = service.group_coordinator
     include_ops = version >= 3 and bool(body.get("include_authorized_operations"))
     groups = []
+    authorized = []
     for group_id in body["groups"]:
+        if authorize(ctx, DESCRIBE, GROUP, group_id):
+            authorized.append(group_id)
+        else:
+            groups.append({"error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "error_message": None,
+                           "group_id": group_id, "group_state": "", "protocol_type": "", "protocol_data": "",
+                           "members": [], "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+    for group_id in authorized:
         if group_id is not None and not service.is_coordinator(group_id, ctx.node_id):
             entry = {"error_code": int(ErrorCode.NOT_COORDINATOR), "error_message": None, "group_id": group_id,
                      "group_state": "", "protocol_type": "", "protocol_data": "", "members": [],
@@ -27,6 +37,7 @@ def handle(ctx, version, body, respond):
         else:
             entry = coordinator.describe_group(group_id, group_id_not_found=version >= 6)
             if include_ops and entry["error_code"] == 0:
-                entry["authorized_operations"] = GROUP_AUTHORIZED_OPERATIONS
+                entry["authorized_operations"] = authorized_operations(ctx, GROUP, entry["group_id"],
+                                                                       GROUP_AUTHORIZED_OPERATIONS)
         groups.append(entry)
     respond({"throttle_time_ms": 0, "groups": groups})

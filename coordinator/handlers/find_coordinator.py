@@ -1,11 +1,14 @@
 """FindCoordinator (10): the node leading the group's offsets-topic partition.
 
 The coordinator of a group is the leader of partition abs(javaHash(group_id)) % 50
-(offsets.topic.num.partitions). Batched keys from v4.
+(offsets.topic.num.partitions). Batched keys from v4. A group key needs DESCRIBE on the group
+(else GROUP_AUTHORIZATION_FAILED), a transaction key DESCRIBE on the transactional id.
 """
 from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
+
+from ..security import DESCRIBE, GROUP as GROUP_RESOURCE, TRANSACTIONAL_ID, authorize
 
 API_KEY = 10
 GROUP, TRANSACTION, SHARE = 0, 1, 2
@@ -13,6 +16,10 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 def _lookup(ctx, key: str, key_type: int, version: int) -> dict:
     cluster = ctx.service.cluster
+    if key_type == GROUP and not authorize(ctx, DESCRIBE, GROUP_RESOURCE, key):
+        return _denied(ErrorCode.GROUP_AUTHORIZATION_FAILED, version)
+    if key_type == TRANSACTION and not authorize(ctx, DESCRIBE, TRANSACTIONAL_ID, key):
+        return _denied(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, version)
     if key_type not in (GROUP, TRANSACTION) and not (key_type == SHARE and version >= 6):
         return {"error_code": ErrorCode.INVALID_REQUEST, "error_message": f"unsupported key type {key_type}",
                 "node_id": -1, "host": "", "port": -1}
@@ -22,6 +29,12 @@ def _lookup(ctx, key: str, key_type: int, version: int) -> dict:
         return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 "error_message": "The coordinator is not available.", "node_id": -1, "host": "", "port": -1}
     return {"error_code": 0, "error_message": None, "node_id": node.node_id, "host": node.host, "port": node.port}
+
+
+def _denied(error: ErrorCode, version: int) -> dict:
+    # v0-3: the request's error response (with the error's message); v4+: no message
+    return {"error_code": int(error), "error_message": error.message if version < 4 else None,
+            "node_id": -1, "host": "", "port": -1}
 
 
 def handle(ctx, version, body, respond):

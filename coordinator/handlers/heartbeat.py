@@ -1,13 +1,19 @@
-"""Heartbeat (12): empty group id -> INVALID_GROUP_ID, then NOT_COORDINATOR, then the core."""
+"""Heartbeat (12): READ on the group or GROUP_AUTHORIZATION_FAILED, empty group id -> INVALID_GROUP_ID,
+then NOT_COORDINATOR, then the core."""
 from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
+
+from ..security import GROUP, READ, authorize
 
 API_KEY = 12
 
 
 def handle(ctx, version, body, respond):
     group_id = body["group_id"]
+    if not authorize(ctx, READ, GROUP, group_id):
+        respond({"throttle_time_ms": 0, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)})
+        return
     if not group_id:
         respond({"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_GROUP_ID)})
         return

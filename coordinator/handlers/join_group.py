@@ -3,7 +3,8 @@
 API/service layer of Kafka (``KafkaApis.handleJoinGroupRequest``,
 ``GroupCoordinatorService.joinGroup``): empty group id -> INVALID_GROUP_ID, session timeout
 outside [group.min.session.timeout.ms, group.max.session.timeout.ms] -> INVALID_SESSION_TIMEOUT
-(both before the ownership check), then NOT_COORDINATOR; the core does the rest.
+(both before the ownership check), then NOT_COORDINATOR; the core does the rest. Before all of
+that, READ on the group or GROUP_AUTHORIZATION_FAILED (``JoinGroupRequest.getErrorResponse``).
 
 Version shims: v0 has no RebalanceTimeoutMs (the session timeout is used); KIP-394
 MEMBER_ID_REQUIRED from v4; KIP-814 SkipAssignment from v9; ProtocolName null -> "" below v7
@@ -14,6 +15,7 @@ from __future__ import annotations
 from groupcoord.protocol.errors import ErrorCode
 
 from ..group_coordinator import join_error
+from ..security import GROUP, READ, authorize
 
 API_KEY = 11
 
@@ -36,6 +38,9 @@ def handle(ctx, version, body, respond):
     member_id = body.get("member_id") or ""
     session_timeout_ms = body["session_timeout_ms"]
     service = ctx.service
+    if not authorize(ctx, READ, GROUP, group_id):
+        reply(join_error("", ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        return
     if not group_id:
         reply(join_error(member_id, ErrorCode.INVALID_GROUP_ID))
         return

@@ -3,10 +3,13 @@
 v0-2 carry one MemberId, turned into a one-member batch (``LeaveGroupRequest.normalizedData``);
 their response has a single ErrorCode: the top-level error if any, else that member's
 (``LeaveGroupResponse``). v3+ are batched (KIP-345), v5 adds a per-member Reason.
+READ on the group comes first, else GROUP_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
+
+from ..security import GROUP, READ, authorize
 
 API_KEY = 13
 
@@ -32,6 +35,9 @@ def handle(ctx, version, body, respond):
                     "reason": m.get("reason") if version >= 5 else None} for m in body["members"]]
     else:
         members = [{"member_id": body["member_id"], "group_instance_id": None, "reason": None}]
+    if not authorize(ctx, READ, GROUP, group_id):
+        reply({"throttle_time_ms": 0, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "members": []})
+        return
     if not group_id:
         reply({"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_GROUP_ID), "members": []})
         return

@@ -1,4 +1,7 @@
-"""Metadata (3): brokers, topics, partitions and leaders; auto-creation of topics."""
+"""Metadata (3): brokers, topics, partitions and leaders; auto-creation of topics.
+
+Only live nodes are listed as brokers; leaders are the cluster's current ones (they change
+when a node goes down, see :mod:`..cluster`; leader epochs stay 0)."""
 from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
@@ -11,10 +14,16 @@ INT32_MIN = -(2**31)
 
 def _topic_entry(cluster, topic, version) -> dict:
     parts = []
+    nodes = cluster.nodes
     for p in range(topic.partition_count):
         leader = cluster.leader_for(topic.name, p)
-        parts.append({"error_code": 0, "partition_index": p, "leader_id": leader, "leader_epoch": 0,
-                      "replica_nodes": [leader], "isr_nodes": [leader], "offline_replicas": []})
+        if nodes[leader].up:
+            parts.append({"error_code": 0, "partition_index": p, "leader_id": leader, "leader_epoch": 0,
+                          "replica_nodes": [leader], "isr_nodes": [leader], "offline_replicas": []})
+        else:   # no live replica left (every node is down)
+            parts.append({"error_code": ErrorCode.LEADER_NOT_AVAILABLE, "partition_index": p, "leader_id": -1,
+                          "leader_epoch": 0, "replica_nodes": [leader], "isr_nodes": [],
+                          "offline_replicas": [leader]})
     return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.internal, "partitions": parts,
             "topic_authorized_operations": INT32_MIN}

@@ -1,6 +1,8 @@
 """OffsetCommit (8).
 
-API layer (``KafkaApis.handleOffsetCommitRequest``): partitions of unknown topics, or beyond
+API layer (``KafkaApis.handleOffsetCommitRequest``): without READ on the group every partition
+gets GROUP_AUTHORIZATION_FAILED; partitions of topics without READ get TOPIC_AUTHORIZATION_FAILED;
+partitions of unknown topics, or beyond
 a topic's partition count, get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the coordinator.
 When nothing is left the response is built at once (no group validation). A group-level
 error is repeated on every partition that went to the coordinator
@@ -15,6 +17,8 @@ group with generation >= 0 is GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
 from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
+
+from ..security import GROUP, READ, TOPIC, authorize
 
 API_KEY = 8
 
@@ -49,9 +53,19 @@ class _Builder:
 def handle(ctx, version, body, respond):
     service = ctx.service
     builder = _Builder()
+    if not authorize(ctx, READ, GROUP, body["group_id"]):
+        for topic in body["topics"]:
+            for p in topic["partitions"]:
+                builder.add(topic["name"], p["partition_index"], ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        respond({"throttle_time_ms": 0, "topics": builder.topics})
+        return
     valid = []
     for topic in body["topics"]:
         name = topic["name"]
+        if not authorize(ctx, READ, TOPIC, name):
+            for p in topic["partitions"]:
+                builder.add(name, p["partition_index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            continue
         count = service.partition_count(name)
         if count is None:
             for p in topic["partitions"]:

@@ -1,6 +1,8 @@
 """OffsetDelete (47, v0 only).
 
-API layer (``KafkaApis.handleOffsetDeleteRequest``): partitions of unknown topics (or beyond
+API layer (``KafkaApis.handleOffsetDeleteRequest``): without DELETE on the group the answer is a
+top-level GROUP_AUTHORIZATION_FAILED; partitions of topics without READ get
+TOPIC_AUTHORIZATION_FAILED; partitions of unknown topics (or beyond
 the partition count) get UNKNOWN_TOPIC_OR_PARTITION; the coordinator is always asked
 (even with nothing left), and its answer is merged as ``OffsetDeleteResponse.Builder.merge``
 does: a top-level error replaces everything, else partitions are appended per topic.
@@ -10,11 +12,16 @@ from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
 
+from ..security import DELETE, GROUP, READ, TOPIC, authorize
+
 API_KEY = 47
 
 
 def handle(ctx, version, body, respond):
     service = ctx.service
+    if not authorize(ctx, DELETE, GROUP, body["group_id"]):
+        respond({"error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "throttle_time_ms": 0, "topics": []})
+        return
     api_topics: list[dict] = []
     by_name: dict[str, dict] = {}
 
@@ -28,6 +35,10 @@ def handle(ctx, version, body, respond):
     valid = []
     for topic in body["topics"]:
         name = topic["name"]
+        if not authorize(ctx, READ, TOPIC, name):
+            for p in topic["partitions"]:
+                add(name, p["partition_index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            continue
         count = service.partition_count(name)
         ok = []
         for p in topic["partitions"]:

@@ -5,6 +5,11 @@ RequireStable from v7); v8+ carry ``Groups[]`` and the core is called once per g
 No topic-existence check: a partition without a committed offset gets offset -1 and
 metadata "" (never UNKNOWN_TOPIC_OR_PARTITION).
 
+Authorization (``KafkaApis.handleOffsetFetchRequestFromCoordinator``): DESCRIBE on the group or
+GROUP_AUTHORIZATION_FAILED for that group; topics without DESCRIBE are left out of an
+all-topics fetch, and requested ones are appended (after the others, when the group had no
+error) with offset -1 and TOPIC_AUTHORIZATION_FAILED.
+
 Response shims (``OffsetFetchResponse(groups, version)``): v8+ per-group ErrorCode; v2-7 the
 group error in the top-level ErrorCode; v0-1 the group error copied into every partition
 of the group's response (with offset -1), which - as in Kafka - has no partitions when the
@@ -14,11 +19,20 @@ from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
 
+from ..security import DESCRIBE, GROUP, TOPIC, authorize
+
 API_KEY = 9
 
 
 def _fetch_group(ctx, group_id, topics, require_stable, member_id, member_epoch) -> dict:
     service = ctx.service
+    if not authorize(ctx, DESCRIBE, GROUP, group_id):
+        return {"group_id": group_id, "topics": [], "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)}
+    denied = []
+    if topics is not None:
+        denied = [t for t in topics if not authorize(ctx, DESCRIBE, TOPIC, t["name"])]
+        if denied:
+            topics = [t for t in topics if t not in denied]
     if group_id is None:
         return {"group_id": group_id, "topics": [], "error_code": int(ErrorCode.INVALID_GROUP_ID)}
     if not service.is_coordinator(group_id, ctx.node_id):
@@ -27,7 +41,18 @@ def _fetch_group(ctx, group_id, topics, require_stable, member_id, member_epoch)
     service.group_coordinator.offset_fetch(
         out.append, group_id=group_id, topics=topics, require_stable=require_stable,
         member_id=member_id, member_epoch=member_epoch)
-    return out[0]
+    group = out[0]
+    if group["error_code"]:
+        return group
+    if topics is None:
+        group["topics"] = [t for t in group["topics"] if authorize(ctx, DESCRIBE, TOPIC, t["name"])]
+    elif denied:
+        group["topics"] = list(group["topics"]) + [
+            {"name": t["name"], "partitions": [
+                {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                 "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)} for p in t["partition_indexes"]]}
+            for t in denied]
+    return group
 
 
 def handle(ctx, version, body, respond):

@@ -2,13 +2,15 @@
 
 API/service layer: from v5 a null ProtocolType or ProtocolName is rejected with
 INCONSISTENT_GROUP_PROTOCOL before anything else (``areMandatoryProtocolTypeAndNamePresent``);
-then empty group id -> INVALID_GROUP_ID, then NOT_COORDINATOR.
+then READ on the group or GROUP_AUTHORIZATION_FAILED; then empty group id -> INVALID_GROUP_ID,
+then NOT_COORDINATOR.
 """
 from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
 
 from ..group_coordinator import sync_error
+from ..security import GROUP, READ, authorize
 
 API_KEY = 14
 
@@ -20,6 +22,9 @@ def handle(ctx, version, body, respond):
         respond(sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
         return
     group_id = body["group_id"]
+    if not authorize(ctx, READ, GROUP, group_id):
+        respond(sync_error(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        return
     if not group_id:
         respond(sync_error(ErrorCode.INVALID_GROUP_ID))
         return

@@ -1,0 +1,13 @@
+"""SaslHandshake (17): the mechanism of a SASL listener's exchange (see ``security.py``).
+
+On a connection that is not (or no longer) in the handshake - a PLAINTEXT listener, or after
+authentication - the answer is ILLEGAL_SASL_STATE, as ``KafkaApis`` gives. An unsupported
+mechanism gets UNSUPPORTED_SASL_MECHANISM with the enabled ones, then the connection closes.
+"""
+from __future__ import annotations
+
+API_KEY = 17
+
+
+def handle(ctx, version, body, respond):
+    respond(ctx.service.security.handshake(ctx.connection, version, body["mechanism"]))

@@ -4,6 +4,15 @@ Sans-I/O like the rest of the core: nothing here touches sockets or time except
 through the clock and timers it is given. Partition leadership is spread over the
 nodes round-robin (partition p of every topic is led by node ``p % nodes``), and so
 is leadership of the offsets topic, which decides each group's coordinator.
+
+Every partition is treated as replicated on every node, its replicas in ring order from
+its preferred leader (``p % nodes``, ``p+1``, ...). When a node goes down, each partition it
+led gets the next live replica as leader, as Kafka's controller would elect it; its groups
+then have a new coordinator. Leader epochs stay 0: a new epoch makes clients validate their
+positions with OffsetForLeaderEpoch, which groupcoord does not speak (kafka-python then stops
+fetching), and the logs, all in one process, need no truncation anyway. A node that comes back leads nothing
+until a preferred-leader election (:meth:`Cluster.elect_preferred_leaders`) gives it back the
+partitions it prefers, as Kafka's ``auto.leader.rebalance.enable`` does eventually.
 """
 from __future__ import annotations
 
@@ -126,6 +135,7 @@ class Topic:
     replication_factor: int = 1
     configs: dict[str, str | None] = field(default_factory=dict)
     internal: bool = False
+    leaders: list[int] = field(default_factory=list)         # current leader per partition
 
     @property
     def partition_count(self) -> int:
@@ -146,8 +156,10 @@ class Cluster:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self._topic_id_factory = topic_id_factory or (lambda name: uuid.uuid4())
-        # offsets-topic partition -> node, movable by the admin API later
         ids = sorted(self.nodes)
+        self._ids = ids
+        # offsets-topic partition -> node leading it (its groups' coordinator); moved by
+        # elections and by the fault engine
         self.offsets_leaders: list[int] = [ids[p % len(ids)] for p in range(offsets_partitions)]
         self._waiters: list = []          # parked fetches: objects with .on_append(topic, partition)
         self._partition_cache: dict[str, int] = {}
@@ -155,11 +167,93 @@ class Cluster:
 
     # ---- placement -----------------------------------------------------------
     def node_ids(self) -> list[int]:
-        return sorted(self.nodes)
+        return list(self._ids)
+
+    def replicas(self, partition: int) -> list[int]:
+        """Replicas of partition p of any topic, preferred leader first (ring order)."""
+        ids = self._ids
+        n = len(ids)
+        return [ids[(partition + k) % n] for k in range(n)]
+
+    def preferred_leader(self, partition: int) -> int:
+        return self._ids[partition % len(self._ids)]
 
     def leader_for(self, topic: str, partition: int) -> int:
-        ids = self.node_ids()
-        return ids[partition % len(ids)]
+        t = self.topics.get(topic)
+        if t is not None and 0 <= partition < len(t.leaders):
+            return t.leaders[partition]
+        return self.preferred_leader(partition)
+
+    def is_up(self, node_id: int) -> bool:
+        node = self.nodes.get(node_id)
+        return node is not None and node.up
+
+    def _elect(self, partition: int) -> int | None:
+        """The first live replica in ring order (None when every node is down)."""
+        for n in self.replicas(partition):
+            if self.nodes[n].up:
+                return n
+        return None
+
+    def _partitions_led(self):
+        """(topic name or None for the offsets topic, partition, leader) of every partition."""
+        for p, leader in enumerate(self.offsets_leaders):
+            yield None, p, leader
+        for t in self.topics.values():
+            for p, leader in enumerate(t.leaders):
+                yield t.name, p, leader
+
+    def set_leader(self, topic: str | None, partition: int, node_id: int) -> int:
+        """Make node_id the leader (topic None: the offsets topic); returns the previous one."""
+        leaders = self.offsets_leaders if topic is None else self.topics[topic].leaders
+        old = leaders[partition]
+        leaders[partition] = node_id
+        return old
+
+    def node_down(self, node_id: int) -> list[tuple[str | None, int, int, int]]:
+        """Mark a node down and re-elect the leaders of what it led. Returns the moves:
+        (topic or None for the offsets topic, partition, old leader, new leader). Partitions
+        with no live replica left keep their (offline) leader."""
+        node = self.nodes[node_id]
+        node.up = False
+        moves = []
+        for topic, p, leader in list(self._partitions_led()):
+            if leader == node_id:
+                new = self._elect(p)
+                if new is not None:
+                    self.set_leader(topic, p, new)
+                    moves.append((topic, p, node_id, new))
+        if self.controller_id == node_id:
+            live = [n for n in self._ids if self.nodes[n].up]
+            if live:
+                self.controller_id = live[0]
+        return moves
+
+    def node_up(self, node_id: int) -> list[tuple[str | None, int, int, int]]:
+        """Mark a node up. It leads nothing new, except partitions that had no live replica
+        at all (offline: they come back with it, or go to the first live replica)."""
+        self.nodes[node_id].up = True
+        moves = []
+        for topic, p, leader in list(self._partitions_led()):
+            if not self.nodes[leader].up:
+                new = self._elect(p)
+                if new is not None and new != leader:
+                    self.set_leader(topic, p, new)
+                    moves.append((topic, p, leader, new))
+        if not self.nodes[self.controller_id].up:
+            self.controller_id = node_id
+        return moves
+
+    def elect_preferred_leaders(self, node_id: int | None = None) -> list[tuple[str | None, int, int, int]]:
+        """Kafka's preferred-replica election: every partition whose preferred leader is live
+        (and is node_id, when given) goes back to it. Returns the moves."""
+        moves = []
+        for topic, p, leader in list(self._partitions_led()):
+            preferred = self.preferred_leader(p)
+            if preferred != leader and self.nodes[preferred].up and node_id in (None, preferred):
+                self.set_leader(topic, p, preferred)
+                moves.append((topic, p, leader, preferred))
+        return moves
 
     def coordinator_partition(self, key: str) -> int:
         cache = self._partition_cache
@@ -180,6 +274,7 @@ class Cluster:
             raise KeyError(name)
         topic = Topic(name, self._topic_id_factory(name), [PartitionLog() for _ in range(partitions)],
                       replication_factor, dict(configs or {}))
+        topic.leaders = [self._initial_leader(p) for p in range(partitions)]
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
         return topic
@@ -194,7 +289,16 @@ class Cluster:
         topic = self.topics[name]
         if total <= topic.partition_count:
             raise ValueError(f"topic {name} already has {topic.partition_count} partitions")
-        topic.partitions.extend(PartitionLog() for _ in range(total - topic.partition_count))
+        first = topic.partition_count
+        topic.partitions.extend(PartitionLog() for _ in range(total - first))
+        topic.leaders.extend(self._initial_leader(p) for p in range(first, total))
+
+    def _initial_leader(self, partition: int) -> int:
+        preferred = self.preferred_leader(partition)
+        if self.nodes[preferred].up:
+            return preferred
+        elected = self._elect(partition)
+        return preferred if elected is None else elected
 
     def partition_count(self, name: str) -> int | None:
         topic = self.topics.get(name)

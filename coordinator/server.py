@@ -51,6 +51,9 @@ class Server:
         self._timer_at: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.stats = {"connections": 0, "requests": 0, "closed_malformed": 0}
+        faults = getattr(service, "faults", None)
+        if faults is not None:
+            faults.attach_server(self)      # node down/up and connection drops act on this server
 
     # ---- lifecycle ----------------------------------------------------------------
     async def start(self) -> "Server":
@@ -61,24 +64,49 @@ class Server:
         log.info("listening", bootstrap_servers=self.bootstrap_servers, nodes=len(self._servers))
         return self
 
-    async def start_node(self, node_id: int, port: int | None = None) -> None:
+    async def start_node(self, node_id: int, port: int | None = None) -> list:
+        """Listen as node_id (again: on its previous port). A node coming back up is marked
+        up in the cluster (see :meth:`Cluster.node_up`); returns the leadership moves."""
+        if node_id in self._servers:
+            return []
+        cluster = self.service.cluster
         if port is None:
-            port = self.service.cluster.nodes[node_id].port
+            port = cluster.nodes[node_id].port
         server = await self._loop.create_server(lambda: _Connection(self, node_id), self.host, port)
         actual = server.sockets[0].getsockname()[1]
         self._servers[node_id] = server
         self.service.set_node_address(node_id, self.host, actual)
-        self.service.cluster.nodes[node_id].up = True
+        if not cluster.nodes[node_id].up:
+            return cluster.node_up(node_id)
+        return []
 
-    async def stop_node(self, node_id: int) -> None:
-        """Stop listening as node_id and drop its connections."""
+    def stop_listening(self, node_id: int) -> list:
+        """Take node_id down now: stop listening, drop its connections, and re-elect the
+        leaders of what it led (:meth:`Cluster.node_down`); returns those moves."""
         server = self._servers.pop(node_id, None)
         if server is not None:
             server.close()
+        self.drop_connections(node_id=node_id)
+        cluster = self.service.cluster
+        return cluster.node_down(node_id) if cluster.nodes[node_id].up else []
+
+    async def stop_node(self, node_id: int) -> list:
+        """Stop listening as node_id and drop its connections (see :meth:`stop_listening`)."""
+        return self.stop_listening(node_id)
+
+    def drop_connections(self, node_id: int | None = None, client_id: str | None = None) -> int:
+        """Close the client connections to node_id (any node when None) whose last request
+        carried client_id (any when None); returns how many were closed."""
+        closed = 0
         for conn in list(self.connections.values()):
-            if conn.node_id == node_id:
+            if node_id is not None and conn.node_id != node_id:
+                continue
+            if client_id is not None and conn.client_id != client_id:
+                continue
+            if not conn.closed:
                 conn.close()
-        self.service.cluster.nodes[node_id].up = False
+                closed += 1
+        return closed
 
     async def stop(self) -> None:
         for node_id in list(self._servers):
@@ -141,6 +169,7 @@ class _Connection(asyncio.Protocol):
         self.out: list[bytes] | None = None   # responses batched while a burst is processed
         self.principal = "User:ANONYMOUS"      # set by SASL authentication
         self.authenticated = False
+        self.client_id: str | None = None      # from the last request's header
 
     # ---- asyncio callbacks ------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -206,6 +235,7 @@ class _Connection(asyncio.Protocol):
             self._malformed(str(exc))
             return
         self.server.stats["requests"] += 1
+        self.client_id = request.client_id
         ctx = RequestContext(service, self.node_id, request.client_id, self.client_host, request.api_key,
                              request.api_version, request.correlation_id, self.conn_id,
                              self.principal, self)
@@ -217,8 +247,9 @@ class _Connection(asyncio.Protocol):
         if verdict is not None and verdict.delay_ms > 0:
             # hold this request, and the connection behind it, then carry on
             self.waiting = True
+            delay_s = verdict.delay_ms / 1000.0
             verdict = Verdict(verdict.respond, 0, verdict.close, verdict.reason)
-            self.server._loop.call_later(verdict.delay_ms / 1000.0, self._after_delay, request, ctx, verdict)
+            self.server._loop.call_later(delay_s, self._after_delay, request, ctx, verdict)
             return
         self._dispatch(request, ctx, verdict)
 

@@ -20,8 +20,10 @@ from .cluster import Cluster, Node
 from .config import BrokerConfig
 from .context import RequestContext, Respond
 from .events import default_emit
+from .faults import FaultEngine
 from .group_coordinator import GroupCoordinator
 from .handlers import HANDLERS
+from .security import Security
 from .timer import Timers
 
 log = structlog.get_logger("groupcoord.service")
@@ -55,10 +57,14 @@ class Service:
         #   after(ctx, body, response, seconds) once the response is produced
         self.before_request: list[Callable] = []
         self.after_request: list[Callable] = []
+        # SASL/PLAIN and ACLs (sets self.security; with SASL on, its connection gate is the first hook)
+        Security.from_config(self.config).install(self)
         self.group_coordinator = GroupCoordinator(self.config, self.timers, clock, emit=self.bus.publish,
                                                   member_id_factory=member_id_factory, store=store)
         self.store = self.group_coordinator.store
         self._next_producer_id = 1000
+        # fault injection (faults.py): hooks itself into before_request / the bus only when used
+        self.faults = FaultEngine(self)
 
     def load(self) -> dict:
         """Replay the store's logs into the coordinator, synchronously (for drivers that load

@@ -1,0 +1,879 @@
+"""Fault injection, on purpose and reproducible (sans-I/O).
+
+A :class:`FaultEngine` (``service.faults``) holds two kinds of faults, each with an id:
+
+*Request faults* act on requests as they arrive, before their handler::
+
+    {"api": "Heartbeat", "group": "G", "node": 1, "client_id": "c1",   # what matches (all optional)
+     "count": 3, "skip": 0,                                          # the next 3 matches (null: all)
+     "error": "REBALANCE_IN_PROGRESS", "latency_ms": 200, "drop": false}
+
+``api`` is a Kafka API name ("JoinGroup", "JOIN_GROUP") or key; ``error`` a Kafka error name or
+code. The request is answered with an error response built like Kafka's
+``AbstractRequest.getErrorResponse`` (:func:`error_response`: per partition, per group or
+top level, wherever the response has them); with ``latency_ms`` it is held first (and the
+connection behind it, as a slow broker would); with ``drop`` the connection is closed instead
+of answering. A ``group`` filter on a request naming several groups (DescribeGroups,
+DeleteGroups, FindCoordinator v4+, OffsetFetch v8+) fails only that group's entry: the handler
+answers the others. Faults act before the handler, so on any node (filter with ``node``).
+
+*Scheduled faults* fire on coordinator events (:mod:`.events`, from ``service.bus``)::
+
+    {"when": {"event": "group.state_change", "group": "G", "state_to": "CompletingRebalance"},
+     "do": {"action": "expire_member", "member": "M"}, "times": 1}
+
+``when`` lists event fields that must all be equal; ``times`` is how often it fires (default
+1, null: every time). Actions: ``expire_member`` / ``remove_member`` (by ``member``,
+``instance_id`` or ``client_id``; default: the event's member; ``group`` defaults to the
+event's group), ``inject`` (``fault``: a request fault to add), ``node_down``, ``node_up``,
+``move_coordinator`` (``group`` or ``partition``, ``node``), ``drop_connections``. An action runs
+right after the coordinator operation that emitted the event, before anything else is handled;
+``node_down`` and ``drop_connections`` (and ``node_up``, which has to wait for a listener) run on
+the next turn of the event loop instead, once the triggering request's response is written.
+
+Cluster faults (also methods here, and admin endpoints): a node taken down stops listening,
+its connections are dropped, and the partitions it led (offsets-topic partitions, so group
+coordinators, and data partitions) get new leaders as Kafka's controller would elect them
+(:meth:`.cluster.Cluster.node_down`); the groups themselves carry on, as after a coordinator
+failover. A node brought back up leads nothing until a preferred-leader election. Moving an
+offsets-topic partition moves the coordinator of its groups: the old node answers
+NOT_COORDINATOR for them from then on.
+
+With no fault active the engine costs nothing: its request hook is in
+``service.before_request`` only while a request fault is active, and it subscribes to the
+bus only while a scheduled fault is.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import APIS
+
+from .context import RequestContext, Verdict
+from .events import BASE_FIELDS, EVENT_FIELDS
+from .group_coordinator import join_error, sync_error
+
+log = structlog.get_logger("groupcoord.faults")
+
+INT32_MIN = -(2**31)
+LOG_SIZE = 1000
+
+_API_BY_NAME = {re.sub(r"[^a-z0-9]", "", a.name.lower()): key for key, a in APIS.items()}
+#: APIs whose requests carry group ids
+GROUP_APIS = frozenset({8, 9, 10, 11, 12, 13, 14, 15, 42, 47})
+_REQUEST_KEYS = {"id", "api", "group", "node", "client_id", "count", "skip", "error", "latency_ms", "drop"}
+_SCHEDULE_KEYS = {"id", "when", "do", "times"}
+_EVENT_KEYS = set(BASE_FIELDS).union(*EVENT_FIELDS.values())
+_MEMBER_ACTIONS = ("expire_member", "remove_member")
+_CONNECTION_ACTIONS = ("node_down", "drop_connections")
+_ACTIONS = {
+    "expire_member": {"group", "member", "instance_id", "client_id"},
+    "remove_member": {"group", "member", "instance_id", "client_id"},
+    "inject": {"fault"},
+    "node_down": {"node"},
+    "node_up": {"node", "preferred_election"},
+    "move_coordinator": {"group", "partition", "node"},
+    "drop_connections": {"node", "client_id"},
+}
+
+
+class FaultError(ValueError):
+    """A fault or a cluster change the caller got wrong. ``kind``: "invalid" (a bad spec),
+    "not_found" (no such fault, node, group or partition) or "conflict" (the current state
+    forbids it)."""
+
+    def __init__(self, message: str, kind: str = "invalid"):
+        super().__init__(message)
+        self.kind = kind
+
+
+# ============================================================================ parsing
+def parse_api(value) -> int:
+    """A Kafka API key from its name ("JoinGroup", "JOIN_GROUP", "join-group") or its key."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise FaultError(f"api must be a Kafka API name or key, not {value!r}")
+    if isinstance(value, str):
+        if value.strip().lstrip("-").isdigit():
+            value = int(value)
+        else:
+            key = _API_BY_NAME.get(re.sub(r"[^a-z0-9]", "", value.lower()))
+            if key is None:
+                raise FaultError(f"unknown API {value!r}; known: {', '.join(a.name for a in APIS.values())}")
+            return key
+    if value not in APIS:
+        raise FaultError(f"API key {value} is not one groupcoord speaks")
+    return value
+
+
+def parse_error(value) -> ErrorCode:
+    """A Kafka error from its name ("NOT_COORDINATOR", case-insensitive) or code; NONE is refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise FaultError(f"error must be a Kafka error name or code, not {value!r}")
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, int):
+        try:
+            code = ErrorCode(value)
+        except ValueError:
+            raise FaultError(f"{value} is not a Kafka error code") from None
+    else:
+        code = ErrorCode.__members__.get(value.strip().upper())
+        if code is None:
+            raise FaultError(f"unknown Kafka error {value!r}")
+    if code == ErrorCode.NONE:
+        raise FaultError("error NONE (0) is not a fault")
+    return code
+
+
+def _int(spec: dict, key: str, *, minimum: int = 0, default=None, nullable: bool = True):
+    value = spec.get(key, default)
+    if value is None:
+        if not nullable:
+            raise FaultError(f"{key} is required")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise FaultError(f"{key} must be an integer >= {minimum}, not {value!r}")
+    return value
+
+
+def _str(spec: dict, key: str):
+    value = spec.get(key)
+    if value is not None and not isinstance(value, str):
+        raise FaultError(f"{key} must be a string, not {value!r}")
+    return value
+
+
+def _unknown(spec: dict, allowed, what: str) -> None:
+    extra = sorted(set(spec) - set(allowed))
+    if extra:
+        raise FaultError(f"unknown field(s) of {what}: {', '.join(extra)} (allowed: {', '.join(sorted(allowed))})")
+
+
+# ============================================================================ requests' groups
+def request_groups(api_key: int, version: int, body: dict) -> list | None:
+    """The group ids a request names (None for APIs without groups)."""
+    if api_key in (8, 11, 12, 13, 14, 47):
+        return [body.get("group_id")]
+    if api_key == 9:
+        if version >= 8:
+            return [g["group_id"] for g in body.get("groups") or ()]
+        return [body.get("group_id")]
+    if api_key == 10:
+        if body.get("key_type", 0) != 0:
+            return []            # transaction or share keys
+        return list(body.get("coordinator_keys") or ()) if version >= 4 else [body.get("key")]
+    if api_key == 15:
+        return list(body.get("groups") or ())
+    if api_key == 42:
+        return list(body.get("groups_names") or ())
+    return None
+
+
+# ============================================================================ error responses
+def error_response(api_key: int, version: int, body: dict, error: int) -> dict | None:
+    """The response to ``body`` failing with ``error`` as a whole, in the shape Kafka's
+    ``getErrorResponse`` gives it: the error in every partition, group or key entry the request
+    names, and in the top-level ErrorCode where the version has one. Keys are the latest
+    version's; the encoder drops what ``version`` lacks. None for Produce with acks=0 (it has
+    no response)."""
+    code = int(error)
+    message = ErrorCode(code).message if code in ErrorCode._value2member_map_ else None
+    b = body
+    if api_key == 0:        # Produce
+        if b.get("acks") == 0:
+            return None
+        return {"throttle_time_ms": 0, "responses": [
+            {"name": t["name"], "partition_responses": [
+                {"index": p["index"], "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+                 "log_start_offset": -1, "record_errors": [], "error_message": message}
+                for p in t["partition_data"]]} for t in b["topic_data"]]}
+    if api_key == 1:        # Fetch
+        return {"throttle_time_ms": 0, "error_code": code, "session_id": 0, "responses": [
+            {"topic": t["topic"], "partitions": [
+                {"partition_index": p["partition"], "error_code": code, "high_watermark": -1,
+                 "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+                 "preferred_read_replica": -1, "records": None} for p in t["partitions"]]}
+            for t in b["topics"]]}
+    if api_key == 2:        # ListOffsets
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": t["name"], "partitions": [
+                {"partition_index": p["partition_index"], "error_code": code, "old_style_offsets": [],
+                 "timestamp": -1, "offset": -1, "leader_epoch": -1} for p in t["partitions"]]}
+            for t in b["topics"]]}
+    if api_key == 3:        # Metadata: no brokers, every requested topic failed (v13: also top level)
+        return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+                "error_code": code, "cluster_authorized_operations": INT32_MIN, "topics": [
+                    {"error_code": code, "name": t.get("name") or "", "topic_id": t.get("topic_id"),
+                     "is_internal": False, "partitions": [], "topic_authorized_operations": INT32_MIN}
+                    for t in b.get("topics") or ()]}
+    if api_key == 8:        # OffsetCommit
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
+                                               for p in t["partitions"]]} for t in b["topics"]]}
+    if api_key == 9:        # OffsetFetch
+        if version >= 8:
+            return {"throttle_time_ms": 0, "groups": [_offset_fetch_group(g["group_id"], code)
+                                                      for g in b["groups"]]}
+        topics = []
+        if version < 2:     # no top-level error: it goes into every partition asked for
+            topics = [{"name": t["name"], "partitions": [
+                {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+                 "error_code": code} for i in t["partition_indexes"]]} for t in b.get("topics") or ()]
+        return {"throttle_time_ms": 0, "error_code": code, "topics": topics}
+    if api_key == 10:       # FindCoordinator
+        if version < 4:
+            return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "node_id": -1,
+                    "host": "", "port": -1}
+        return {"throttle_time_ms": 0, "coordinators": [_coordinator_entry(k, code) for k in b["coordinator_keys"]]}
+    if api_key == 11:       # JoinGroup
+        resp = join_error("", code)
+        resp["protocol_name"] = None if version >= 7 else ""
+        return resp
+    if api_key == 12:       # Heartbeat
+        return {"throttle_time_ms": 0, "error_code": code}
+    if api_key == 13:       # LeaveGroup
+        return {"throttle_time_ms": 0, "error_code": code, "members": []}
+    if api_key == 14:       # SyncGroup
+        return sync_error(code)
+    if api_key == 15:       # DescribeGroups
+        return {"throttle_time_ms": 0, "groups": [_describe_entry(g, code) for g in b["groups"]]}
+    if api_key == 16:       # ListGroups
+        return {"throttle_time_ms": 0, "error_code": code, "groups": []}
+    if api_key == 17:       # SaslHandshake
+        return {"error_code": code, "mechanisms": []}
+    if api_key == 18:       # ApiVersions (UNSUPPORTED_VERSION names its own versions, as Kafka does)
+        keys = []
+        if code == ErrorCode.UNSUPPORTED_VERSION:
+            lo, hi = APIS[18].request.valid
+            keys = [{"api_key": 18, "min_version": lo, "max_version": hi}]
+        return {"error_code": code, "api_keys": keys, "throttle_time_ms": 0}
+    if api_key == 19:       # CreateTopics
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": t["name"], "error_code": code, "error_message": message, "num_partitions": -1,
+             "replication_factor": -1, "configs": None} for t in b["topics"]]}
+    if api_key == 20:       # DeleteTopics
+        if version >= 6:
+            wanted = [(t.get("name"), t.get("topic_id")) for t in b["topics"]]
+        else:
+            wanted = [(name, None) for name in b["topic_names"]]
+        out = []
+        for name, topic_id in wanted:
+            entry = {"name": name, "error_code": code, "error_message": message}
+            if topic_id is not None:
+                entry["topic_id"] = topic_id
+            out.append(entry)
+        return {"throttle_time_ms": 0, "responses": out}
+    if api_key == 22:       # InitProducerId
+        return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
+    if api_key == 36:       # SaslAuthenticate
+        return {"error_code": code, "error_message": message, "auth_bytes": b"", "session_lifetime_ms": 0}
+    if api_key == 42:       # DeleteGroups
+        return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": code} for g in b["groups_names"]]}
+    if api_key == 47:       # OffsetDelete: the top-level error only
+        return {"error_code": code, "throttle_time_ms": 0, "topics": []}
+    raise FaultError(f"no error response for API key {api_key}")
+
+
+def _offset_fetch_group(group_id, code: int) -> dict:
+    return {"group_id": group_id, "topics": [], "error_code": code}
+
+
+def _coordinator_entry(key, code: int) -> dict:
+    message = ErrorCode(code).message if code in ErrorCode._value2member_map_ else None
+    return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
+
+
+def _describe_entry(group_id, code: int) -> dict:
+    return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "",
+            "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": INT32_MIN}
+
+
+#: batched group APIs: (the request's list of group ids, the response's list of entries, the
+#: entry's group id key, the error entry of a group)
+_BATCHED = {
+    9: ("groups", "groups", "group_id", lambda g, code: _offset_fetch_group(g, code)),
+    10: ("coordinator_keys", "coordinators", "key", lambda g, code: _coordinator_entry(g, code)),
+    15: ("groups", "groups", "group_id", lambda g, code: _describe_entry(g, code)),
+    42: ("groups_names", "results", "group_id", lambda g, code: {"group_id": g, "error_code": code}),
+}
+
+
+def split_batch(api_key: int, body: dict, group_id: str) -> dict:
+    """The request without ``group_id``'s entries (for the handler to answer the others)."""
+    request_key = _BATCHED[api_key][0]
+    items = body[request_key]
+    if api_key == 9:
+        kept = [g for g in items if g["group_id"] != group_id]
+    else:
+        kept = [g for g in items if g != group_id]
+    return {**body, request_key: kept}
+
+
+def merge_batch(api_key: int, body: dict, response: dict, group_id: str, error: int) -> dict:
+    """The handler's answer to :func:`split_batch`'s request, with ``group_id``'s error entries put
+    back where the original request named it."""
+    request_key, response_key, id_key, error_entry = _BATCHED[api_key]
+    answered = iter(response[response_key])
+    names = [g["group_id"] if api_key == 9 else g for g in body[request_key]]
+    if api_key == 42:
+        names = list(dict.fromkeys(names))      # DeleteGroups answers each group once
+    out = []
+    for name in names:
+        out.append(error_entry(group_id, int(error)) if name == group_id else next(answered))
+    response[response_key] = out
+    return response
+
+
+# ============================================================================ faults
+@dataclass
+class RequestFault:
+    id: str
+    api: int | None
+    group: str | None
+    node: int | None
+    client_id: str | None
+    count: int | None           # as asked; None: every match
+    skip: int
+    error: ErrorCode | None
+    latency_ms: int
+    drop: bool
+    source: str = "api"         # "api", or the scheduled fault that injected it
+    remaining: int | None = None
+    skipped: int = 0
+    fired: int = 0
+    active: bool = True
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "kind": "request", "api": APIS[self.api].name if self.api is not None else None,
+                "api_key": self.api, "group": self.group, "node": self.node, "client_id": self.client_id,
+                "count": self.count, "remaining": self.remaining, "skip": self.skip,
+                "error": self.error.name if self.error is not None else None,
+                "error_code": int(self.error) if self.error is not None else None,
+                "latency_ms": self.latency_ms, "drop": self.drop, "fired": self.fired, "active": self.active,
+                "source": self.source}
+
+
+@dataclass
+class ScheduledFault:
+    id: str
+    when: dict
+    do: dict
+    times: int | None
+    remaining: int | None = None
+    fired: int = 0
+    active: bool = True
+    errors: list = field(default_factory=list)
+
+    def matches(self, event: dict) -> bool:
+        for key, value in self.when.items():
+            if event.get(key, _ABSENT) != value:
+                return False
+        return True
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "kind": "scheduled", "when": dict(self.when), "do": dict(self.do),
+                "times": self.times, "remaining": self.remaining, "fired": self.fired, "active": self.active,
+                "errors": list(self.errors)}
+
+
+_ABSENT = object()
+
+
+def _log_failure(task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("fault_action_failed", action="node_up", error=repr(task.exception()))
+
+
+def _moves_json(moves) -> list[dict]:
+    return [{"topic": t, "partition": p, "from": old, "to": new} for t, p, old, new in moves]
+
+
+class FaultEngine:
+    """The faults of one :class:`~.service.Service` (``service.faults``)."""
+
+    def __init__(self, service) -> None:
+        self.service = service
+        self.server = None          # the TCP driver, when there is one (set by Server)
+        self.faults: dict[str, RequestFault | ScheduledFault] = {}
+        self._ids = itertools.count(1)
+        self._index: dict[int, list[RequestFault]] = {}     # api key -> active request faults
+        self._hooked = False
+        self._schedules: list[ScheduledFault] = []          # active scheduled faults
+        self._unsubscribe = None
+        #: what fired, oldest first: {"fault", "ts_ms", "kind", ...}
+        self.log: collections.deque = collections.deque(maxlen=LOG_SIZE)
+
+    def attach_server(self, server) -> None:
+        self.server = server
+
+    # ---- the fault list -----------------------------------------------------------
+    def add(self, spec: dict) -> dict:
+        """Add a request fault, or a scheduled fault when ``spec`` has "when"; returns it as JSON."""
+        fault = self._parse(spec)
+        self.faults[fault.id] = fault
+        self._activate(fault)
+        log.info("fault_added", **{k: v for k, v in fault.to_json().items() if v is not None})
+        return fault.to_json()
+
+    def get(self, fault_id: str) -> dict:
+        fault = self.faults.get(fault_id)
+        if fault is None:
+            raise FaultError(f"no fault {fault_id!r}", "not_found")
+        return fault.to_json()
+
+    def list(self) -> list[dict]:
+        return [f.to_json() for f in self.faults.values()]
+
+    def remove(self, fault_id: str) -> dict:
+        fault = self.faults.pop(fault_id, None)
+        if fault is None:
+            raise FaultError(f"no fault {fault_id!r}", "not_found")
+        self._deactivate(fault)
+        return fault.to_json()
+
+    def clear(self) -> int:
+        n = len(self.faults)
+        for fault in list(self.faults.values()):
+            self._deactivate(fault)
+        self.faults.clear()
+        return n
+
+    def _new_id(self, spec: dict) -> str:
+        given = spec.get("id")
+        if given is None:
+            while True:
+                fault_id = f"f{next(self._ids)}"
+                if fault_id not in self.faults:
+                    return fault_id
+        if not isinstance(given, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", given):
+            raise FaultError("id must be 1-64 characters of A-Z a-z 0-9 . _ -")
+        if given == "log":
+            raise FaultError("id 'log' is reserved (GET /api/faults/log)")
+        if given in self.faults:
+            raise FaultError(f"a fault {given!r} exists already", "conflict")
+        return given
+
+    def _parse(self, spec: Any, source: str = "api", fault_id: str | None = None, *, request_only=False):
+        if not isinstance(spec, dict):
+            raise FaultError("a fault must be a JSON object")
+        if "when" in spec or "do" in spec:
+            if request_only:
+                raise FaultError("inject adds a request fault, not a scheduled one")
+            return self._parse_scheduled(spec)
+        _unknown(spec, _REQUEST_KEYS, "a request fault")
+        api = parse_api(spec["api"]) if spec.get("api") is not None else None
+        group = _str(spec, "group")
+        if group is not None and api is not None and api not in GROUP_APIS:
+            raise FaultError(f"{APIS[api].name} requests carry no group id: drop 'group' or choose a group API")
+        node = _int(spec, "node")
+        if node is not None and node not in self.service.cluster.nodes:
+            raise FaultError(f"no node {node}", "not_found")
+        error = parse_error(spec["error"]) if spec.get("error") is not None else None
+        latency = _int(spec, "latency_ms", default=0, nullable=False)
+        drop = spec.get("drop", False)
+        if not isinstance(drop, bool):
+            raise FaultError("drop must be true or false")
+        if error is None and not drop and not latency:
+            raise FaultError("a request fault needs an error, latency_ms or drop")
+        if error is not None and drop:
+            raise FaultError("a request fault either answers with an error or drops the connection, not both")
+        count = _int(spec, "count", minimum=1)
+        return RequestFault(fault_id or self._new_id(spec), api, group, node, _str(spec, "client_id"), count,
+                            _int(spec, "skip", default=0, nullable=False), error, latency, drop, source,
+                            remaining=count)
+
+    def _parse_scheduled(self, spec: dict) -> ScheduledFault:
+        _unknown(spec, _SCHEDULE_KEYS, "a scheduled fault")
+        when, do = spec.get("when"), spec.get("do")
+        if not isinstance(when, dict) or not when:
+            raise FaultError("when must be a non-empty object of event fields, e.g. "
+                             '{"event": "group.state_change", "group": "G", "state_to": "CompletingRebalance"}')
+        kind = when.get("event")
+        if kind is not None and kind not in EVENT_FIELDS:
+            raise FaultError(f"unknown event {kind!r}; known: {', '.join(EVENT_FIELDS)}")
+        allowed = set(BASE_FIELDS) | set(EVENT_FIELDS[kind]) if kind is not None else _EVENT_KEYS
+        _unknown(when, allowed, f"when ({kind or 'any event'})")
+        if not isinstance(do, dict):
+            raise FaultError("do must be an object with an action, e.g. "
+                             '{"action": "expire_member", "member": "M"}')
+        action = do.get("action")
+        if action not in _ACTIONS:
+            raise FaultError(f"unknown action {action!r}; known: {', '.join(_ACTIONS)}")
+        _unknown(do, _ACTIONS[action] | {"action"}, f"action {action}")
+        if action in _MEMBER_ACTIONS:
+            chosen = [k for k in ("member", "instance_id", "client_id") if do.get(k) is not None]
+            if len(chosen) > 1:
+                raise FaultError(f"{action} names its member by one of member, instance_id or client_id")
+            if not chosen and kind is not None and "member" not in EVENT_FIELDS[kind]:
+                raise FaultError(f"{action} needs member, instance_id or client_id: {kind} events name no member")
+            for k in ("group", *chosen):
+                _str(do, k)
+        elif action == "inject":
+            self._parse(do.get("fault"), fault_id="-", request_only=True)   # checked now, added when it fires
+        elif action in ("node_down", "node_up"):
+            if _int(do, "node", nullable=False) not in self.service.cluster.nodes:
+                raise FaultError(f"no node {do['node']}", "not_found")
+            if not isinstance(do.get("preferred_election", False), bool):
+                raise FaultError("preferred_election must be true or false")
+        elif action == "move_coordinator":
+            if do.get("partition") is not None and do.get("group") is not None:
+                raise FaultError("move_coordinator moves a group or a partition, not both")
+            self._check_partition(_int(do, "partition"))
+            _str(do, "group")
+            self._check_node(_int(do, "node"))
+        elif action == "drop_connections":
+            self._check_node(_int(do, "node"))
+            _str(do, "client_id")
+        times = _int(spec, "times", minimum=1, default=1)
+        return ScheduledFault(self._new_id(spec), dict(when), dict(do), times, remaining=times)
+
+    def _check_node(self, node):
+        if node is not None and node not in self.service.cluster.nodes:
+            raise FaultError(f"no node {node}", "not_found")
+        return node
+
+    def _check_partition(self, partition):
+        if partition is not None and not 0 <= partition < self.service.cluster.offsets_partitions:
+            raise FaultError(f"no offsets-topic partition {partition} "
+                             f"(there are {self.service.cluster.offsets_partitions})", "not_found")
+        return partition
+
+    # ---- activation -----------------------------------------------------------------
+    def _activate(self, fault) -> None:
+        if isinstance(fault, ScheduledFault):
+            self._schedules.append(fault)
+            if self._unsubscribe is None:
+                self._unsubscribe = self.service.bus.subscribe(self.on_event)
+            return
+        keys = APIS if fault.api is None else (fault.api,)
+        for key in keys:
+            self._index.setdefault(key, []).append(fault)
+        if not self._hooked:
+            self.service.before_request.append(self.before_request)
+            self._hooked = True
+
+    def _deactivate(self, fault) -> None:
+        if not fault.active:
+            return
+        fault.active = False
+        if isinstance(fault, ScheduledFault):
+            self._schedules = [s for s in self._schedules if s is not fault]
+            if not self._schedules and self._unsubscribe is not None:
+                self._unsubscribe()
+                self._unsubscribe = None
+            return
+        for key in list(self._index):
+            rules = [r for r in self._index[key] if r is not fault]
+            if rules:
+                self._index[key] = rules
+            else:
+                del self._index[key]
+        if not self._index and self._hooked:
+            try:
+                self.service.before_request.remove(self.before_request)
+            except ValueError:
+                pass
+            self._hooked = False
+
+    # ---- request faults -------------------------------------------------------------
+    def before_request(self, ctx: RequestContext, body: dict) -> Verdict | None:
+        """The ``service.before_request`` hook."""
+        rules = self._index.get(ctx.api_key)
+        if not rules:
+            return None
+        groups = None
+        for rule in rules:
+            if rule.node is not None and rule.node != ctx.node_id:
+                continue
+            if rule.client_id is not None and rule.client_id != ctx.client_id:
+                continue
+            if rule.group is not None:
+                if groups is None:
+                    groups = request_groups(ctx.api_key, ctx.api_version, body) or ()
+                if rule.group not in groups:
+                    continue
+            if rule.skipped < rule.skip:
+                rule.skipped += 1
+                continue
+            try:
+                return self._fire(rule, ctx, body, groups)
+            except Exception:       # a fault must never break the service
+                log.exception("fault_failed", fault=rule.id)
+                return None
+        return None
+
+    def _fire(self, rule: RequestFault, ctx: RequestContext, body: dict, groups) -> Verdict:
+        rule.fired += 1
+        if rule.remaining is not None:
+            rule.remaining -= 1
+            if rule.remaining <= 0:
+                self._deactivate(rule)
+        self.log.append({"fault": rule.id, "ts_ms": ctx.now_ms, "kind": "request", "api": APIS[ctx.api_key].name,
+                         "node": ctx.node_id, "client_id": ctx.client_id, "group": rule.group,
+                         "error": rule.error.name if rule.error is not None else None,
+                         "latency_ms": rule.latency_ms, "drop": rule.drop})
+        reason = f"fault {rule.id}"
+        if rule.drop:
+            return Verdict(delay_ms=rule.latency_ms, close=True, reason=reason)
+        if rule.error is None:
+            return Verdict(delay_ms=rule.latency_ms, reason=reason)
+        response = None
+        if rule.group is not None and any(g != rule.group for g in groups) and self._batched(ctx):
+            response = self._fail_one_group(ctx, body, rule)
+        if response is None:
+            response = error_response(ctx.api_key, ctx.api_version, body, rule.error)
+        if response is None:        # Produce acks=0: Kafka closes the connection on an error
+            return Verdict(delay_ms=rule.latency_ms, close=True, reason=reason)
+        return Verdict(respond=response, delay_ms=rule.latency_ms, reason=reason)
+
+    @staticmethod
+    def _batched(ctx) -> bool:
+        key = ctx.api_key
+        return key in (15, 42) or (key == 9 and ctx.api_version >= 8) or (key == 10 and ctx.api_version >= 4)
+
+    def _fail_one_group(self, ctx, body, rule) -> dict | None:
+        """Answer a batched request: the handler does the other groups, the fault this one."""
+        got = []
+        self.service.handle(ctx, split_batch(ctx.api_key, body, rule.group), got.append)
+        if not got or got[0] is None:
+            return None
+        return merge_batch(ctx.api_key, body, got[0], rule.group, rule.error)
+
+    # ---- scheduled faults ----------------------------------------------------------
+    def on_event(self, event: dict) -> None:
+        """The bus subscriber: fire the scheduled faults whose ``when`` matches."""
+        for s in list(self._schedules):
+            if not s.active or not s.matches(event):
+                continue
+            s.fired += 1
+            if s.remaining is not None:
+                s.remaining -= 1
+                if s.remaining <= 0:
+                    self._deactivate(s)
+            self.log.append({"fault": s.id, "ts_ms": event.get("ts_ms"), "kind": "scheduled",
+                             "event": event.get("event"), "group": event.get("group"),
+                             "action": s.do["action"]})
+            action = (lambda s=s, event=dict(event): self._run_action(s, event))
+            if s.do["action"] in _CONNECTION_ACTIONS:
+                self._after_responses(action)
+            else:
+                self._after_current_operation(action)
+
+    def _after_current_operation(self, fn) -> None:
+        """Run fn once the coordinator operation in progress (the one that emitted the event)
+        has finished: queued behind its responses in the coordinator's outbox, so that nothing
+        re-enters the core mid-operation; at once when the core is idle."""
+        gc = self.service.group_coordinator
+        if getattr(gc, "_depth", 0):
+            gc._outbox.append((lambda _response: fn(), None))
+        else:
+            fn()
+
+    def _after_responses(self, fn) -> None:
+        """Run fn on the next turn of the event loop, once the responses of the request being
+        handled are written (a dropped connection does not swallow them); as
+        :meth:`_after_current_operation` without a running loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._after_current_operation(fn)
+            return
+        loop.call_soon(fn)
+
+    def _run_action(self, s: ScheduledFault, event: dict) -> None:
+        do = s.do
+        action = do["action"]
+        try:
+            result = self.run_action(do, event, source=s.id)
+            log.info("fault_fired", fault=s.id, action=action, group=event.get("group"),
+                     trigger=event.get("event"), result=result)
+        except Exception as exc:
+            s.errors.append(str(exc))
+            del s.errors[:-10]
+            if isinstance(exc, FaultError):
+                log.warning("fault_action_failed", fault=s.id, action=action, error=str(exc))
+            else:
+                log.exception("fault_action_failed", fault=s.id, action=action)
+
+    def run_action(self, do: dict, event: dict | None = None, source: str = "api"):
+        """Run one action (the ``do`` of a scheduled fault) now; event fills in the group and
+        member it does not name."""
+        event = event or {}
+        action = do["action"]
+        if action in _MEMBER_ACTIONS:
+            group_id = do.get("group") or event.get("group")
+            selector = {k: do[k] for k in ("member", "instance_id", "client_id") if do.get(k) is not None}
+            if not selector:
+                selector = {"member": event.get("member")}
+            if action == "expire_member":
+                return self.expire_member(group_id, **selector)
+            return self.remove_member(group_id, **selector)
+        if action == "inject":
+            return self.add_injected(do["fault"], source)
+        if action == "node_down":
+            return self.node_down(do["node"])
+        if action == "node_up":
+            return self.node_up_soon(do["node"], do.get("preferred_election", False))
+        if action == "move_coordinator":
+            if do.get("partition") is not None:
+                return self.move_partition(do["partition"], do.get("node"))
+            return self.move_group(do.get("group") or event.get("group"), do.get("node"))
+        if action == "drop_connections":
+            return self.drop_connections(do.get("node"), do.get("client_id"))
+        raise FaultError(f"unknown action {action!r}")
+
+    def add_injected(self, spec: dict, source: str) -> dict:
+        fault = self._parse(spec, source, request_only=True)
+        self.faults[fault.id] = fault
+        self._activate(fault)
+        return fault.to_json()
+
+    # ---- members ------------------------------------------------------------------
+    def _find_member(self, group_id, member=None, instance_id=None, client_id=None):
+        gc = self.service.group_coordinator
+        group = gc.group(group_id) if group_id else None
+        if group is None:
+            raise FaultError(f"no group {group_id!r}", "not_found")
+        for m in group.members.values():
+            if ((member is not None and m.member_id == member)
+                    or (instance_id is not None and m.group_instance_id == instance_id)
+                    or (client_id is not None and m.client_id == client_id)):
+                return group, m
+        who = member or instance_id or client_id
+        raise FaultError(f"group {group_id!r} has no member {who!r}", "not_found")
+
+    def expire_member(self, group_id: str, member=None, instance_id=None, client_id=None) -> str:
+        """End a member's session now, as if its session timeout had passed without a heartbeat
+        (``member.expired``, reason "session_timeout"), whatever it is waiting for: a parked
+        JoinGroup or SyncGroup is answered UNKNOWN_MEMBER_ID. Returns the member id."""
+        group, m = self._find_member(group_id, member, instance_id, client_id)
+        gc = self.service.group_coordinator
+        respond = group.take_sync_callback(m)
+        if respond is not None:
+            respond(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
+        respond = group.take_join_callback(m)
+        if respond is not None:
+            respond(join_error("", ErrorCode.UNKNOWN_MEMBER_ID))
+        m.is_new = False
+        # the coordinator's own session-expiry path (its timer callback), then no timer is left
+        gc._on_heartbeat_timer(group.group_id, m.member_id)
+        gc.timers.cancel(("hb", group.group_id, m.member_id))
+        self._changed()
+        return m.member_id
+
+    def remove_member(self, group_id: str, member=None, instance_id=None, client_id=None) -> str:
+        """Remove a member as an admin LeaveGroup does (``member.left``, initiator "admin")."""
+        group, m = self._find_member(group_id, member, instance_id, client_id)
+        code = self.service.group_coordinator.remove_member(group.group_id, m.member_id, reason="fault")
+        if code:
+            raise FaultError(f"removing {m.member_id} failed with {ErrorCode.lookup(code)!r}", "conflict")
+        self._changed()
+        return m.member_id
+
+    def _changed(self) -> None:
+        server = self.server
+        if server is not None and getattr(server, "_loop", None) is not None:
+            server._rearm()
+
+    # ---- cluster faults -------------------------------------------------------------
+    def _node(self, node_id: int):
+        node = self.service.cluster.nodes.get(node_id)
+        if node is None:
+            raise FaultError(f"no node {node_id}", "not_found")
+        return node
+
+    def node_down(self, node_id: int) -> dict:
+        """Take a node down: it stops listening and drops its connections (with a server), and
+        what it led moves to live nodes."""
+        node = self._node(node_id)
+        if not node.up:
+            raise FaultError(f"node {node_id} is down already", "conflict")
+        if self.server is not None:
+            moves = self.server.stop_listening(node_id)
+        else:
+            moves = self.service.cluster.node_down(node_id)
+        log.warning("node_down", node=node_id, moves=len(moves))
+        return {"node": node_id, "up": False, "moves": _moves_json(moves)}
+
+    async def node_up(self, node_id: int, preferred_election: bool = False) -> dict:
+        """Bring a node back: it listens again on its port; with ``preferred_election`` the
+        partitions it prefers go back to it at once (else they stay where they are)."""
+        node = self._node(node_id)
+        if node.up:
+            raise FaultError(f"node {node_id} is up already", "conflict")
+        if self.server is not None and getattr(self.server, "_loop", None) is not None:
+            moves = await self.server.start_node(node_id)
+        else:
+            moves = self.service.cluster.node_up(node_id)
+        if preferred_election:
+            moves = list(moves) + self.service.cluster.elect_preferred_leaders(node_id)
+        log.warning("node_up", node=node_id, moves=len(moves))
+        return {"node": node_id, "up": True, "moves": _moves_json(moves)}
+
+    def node_up_soon(self, node_id: int, preferred_election: bool = False):
+        """node_up from synchronous code: a task on the running loop (at once without one)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        coro = self.node_up(node_id, preferred_election)
+        if loop is None:
+            try:
+                coro.send(None)
+            except StopIteration as done:
+                return done.value
+            raise RuntimeError("node_up needs an event loop with a server")
+        task = loop.create_task(coro)
+        task.add_done_callback(_log_failure)
+        return task
+
+    def _next_live(self, current: int) -> int:
+        cluster = self.service.cluster
+        ids = cluster.node_ids()
+        start = ids.index(current) if current in ids else -1
+        for k in range(1, len(ids) + 1):
+            n = ids[(start + k) % len(ids)]
+            if cluster.nodes[n].up and n != current:
+                return n
+        raise FaultError("no other live node to move to", "conflict")
+
+    def move_partition(self, partition: int, node: int | None = None) -> dict:
+        """Make ``node`` (default: the next live node) the leader of an offsets-topic partition,
+        so the coordinator of its groups; the old leader answers NOT_COORDINATOR for them."""
+        cluster = self.service.cluster
+        if not isinstance(partition, int) or isinstance(partition, bool):
+            raise FaultError("partition must be an integer")
+        self._check_partition(partition)
+        current = cluster.offsets_leaders[partition]
+        if node is None:
+            node = self._next_live(current)
+        if not self._node(node).up:
+            raise FaultError(f"node {node} is down", "conflict")
+        old = cluster.set_leader(None, partition, node)
+        groups = sorted(g.group_id for g in self.service.group_coordinator.groups()
+                        if cluster.coordinator_partition(g.group_id) == partition)
+        log.warning("coordinator_moved", partition=partition, old=old, new=node, groups=len(groups))
+        return {"partition": partition, "from": old, "to": node, "groups": groups}
+
+    def move_group(self, group_id: str, node: int | None = None) -> dict:
+        """Move a group's coordinator: its offsets-topic partition (and every other group there)."""
+        if not isinstance(group_id, str) or not group_id:
+            raise FaultError("group must be a non-empty string")
+        result = self.move_partition(self.service.cluster.coordinator_partition(group_id), node)
+        return {"group": group_id, **result}
+
+    def drop_connections(self, node: int | None = None, client_id: str | None = None) -> dict:
+        """Close client connections (of a node, of a client id, or all)."""
+        if node is not None:
+            self._node(node)
+        closed = self.server.drop_connections(node, client_id) if self.server is not None else 0
+        log.warning("connections_dropped", node=node, client_id=client_id, closed=closed)
+        return {"closed": closed}

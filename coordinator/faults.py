@@ -671,11 +671,7 @@ class FaultEngine:
         """Run fn once the coordinator operation in progress (the one that emitted the event)
         has finished: queued behind its responses in the coordinator's outbox, so that nothing
         re-enters the core mid-operation; at once when the core is idle."""
-        gc = self.service.group_coordinator
-        if getattr(gc, "_depth", 0):
-            gc._outbox.append((lambda _response: fn(), None))
-        else:
-            fn()
+        self.service.group_coordinator.defer(fn)
 
     def _after_responses(self, fn) -> None:
         """Run fn on the next turn of the event loop, once the responses of the request being
@@ -764,8 +760,7 @@ class FaultEngine:
             respond(join_error("", ErrorCode.UNKNOWN_MEMBER_ID))
         m.is_new = False
         # the coordinator's own session-expiry path (its timer callback), then no timer is left
-        gc._on_heartbeat_timer(group.group_id, m.member_id)
-        gc.timers.cancel(("hb", group.group_id, m.member_id))
+        gc.expire_member(group.group_id, m.member_id)
         self._changed()
         return m.member_id
 

@@ -684,6 +684,20 @@ class GroupCoordinator:
         self._leader_changed(group, leader_before, now, "leader_removed")
         self._prepare_rebalance(group, now, "sync_timeout")
 
+    def defer(self, fn: Callable[[], None]) -> None:
+        """Run fn once the operation in progress (e.g. the one emitting an event) has finished,
+        behind its queued responses, so that nothing re-enters the core mid-operation; at once
+        when the core is idle."""
+        if self._depth:
+            self._outbox.append((lambda _response: fn(), None))
+        else:
+            fn()
+
+    def expire_member(self, group_id: str, member_id: str) -> None:
+        """End a member's session now, exactly as its session timer would (``member.expired``)."""
+        self._on_heartbeat_timer(group_id, member_id)
+        self.timers.cancel(("hb", group_id, member_id))
+
     @_entry
     def _on_heartbeat_timer(self, group_id: str, member_id: str) -> None:
         group = self._groups.get(group_id)

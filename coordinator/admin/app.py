@@ -9,18 +9,23 @@ Shared state, set by :func:`make_app`:
 Every module in :data:`MODULES` exports ``routes`` (``web.RouteTableDef``) and ``PATHS``
 (OpenAPI path items for them); it may export ``SCHEMAS`` (components) and ``setup(app)``
 (called once, e.g. to subscribe to the event bus). Handlers raise :class:`.errors.ApiError`
-for anything the caller got wrong.
+for anything the caller got wrong; :func:`json_body` parses (and with ``schema=`` validates) a
+JSON object; :func:`changed` re-arms the server's timers after a change made outside a Kafka
+request. Two modules may describe the same path, not the same operation or schema name
+differently. With a token, mutating operations get ``security`` and a 401 in the document.
 """
 from __future__ import annotations
 
+import hmac
 import importlib
 import ipaddress
 import json
+import warnings
 
 import structlog
 from aiohttp import web
 
-from .errors import ERROR_SCHEMA, ApiError, error_response
+from .errors import ERROR_SCHEMA, ApiError, error_response, error_responses, validate
 
 log = structlog.get_logger("groupcoord.admin")
 
@@ -30,6 +35,7 @@ MODULES = (
     "groupcoord.coordinator.admin.faults_api",
     "groupcoord.coordinator.admin.events_api",
     "groupcoord.coordinator.admin.metrics_api",
+    "groupcoord.coordinator.admin.acls_api",
     "groupcoord.coordinator.admin.web_page",
 )
 
@@ -65,7 +71,13 @@ async def _errors(request: web.Request, handler):
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return error_response(exc.status, exc.reason.lower().replace(" ", "_"), exc.text or exc.reason)
+        headers = {k: v for k, v in exc.headers.items() if k.lower() in ("allow", "www-authenticate")}
+        message = exc.text or exc.reason
+        if exc.status == 404 and message == "404: Not Found":
+            message = f"no such endpoint: {request.method} {request.path} (see /openapi.json)"
+        elif exc.status == 405:
+            message = f"{request.method} is not allowed on {request.path}; allowed: {headers.get('Allow', '')}"
+        return error_response(exc.status, exc.reason.lower().replace(" ", "_"), message, headers=headers)
     except json.JSONDecodeError as exc:
         return error_response(400, "invalid_json", f"the body is not JSON: {exc}")
     except Exception:
@@ -77,20 +89,26 @@ async def _errors(request: web.Request, handler):
 async def _auth(request: web.Request, handler):
     token = request.app["token"]
     if token and request.method in _MUTATING:
-        header = request.headers.get("Authorization", "")
-        if header != f"Bearer {token}":
-            return web.json_response(
-                {"error": "unauthorized", "message": "this endpoint needs 'Authorization: Bearer <token>'"},
-                status=401, headers={"WWW-Authenticate": "Bearer"})
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+            return error_response(401, "unauthorized", "this endpoint needs 'Authorization: Bearer <token>'",
+                                  headers={"WWW-Authenticate": "Bearer"})
     return await handler(request)
 
 
 def make_app(service, server=None, *, token: str | None = None) -> web.Application:
+    # the shared state uses plain string keys (the module contract above), not web.AppKey
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", web.NotAppKeyWarning)
+        return _make_app(service, server, token)
+
+
+def _make_app(service, server, token: str | None) -> web.Application:
     app = web.Application(middlewares=[_errors, _auth])
     app["service"] = service
     app["server"] = server
     app["token"] = token
-    paths: dict = {}
+    paths: dict = {"/openapi.json": OPENAPI_PATH}
     schemas: dict = {"Error": ERROR_SCHEMA}
     for name in MODULES:
         try:
@@ -100,8 +118,11 @@ def make_app(service, server=None, *, token: str | None = None) -> web.Applicati
                 raise
             continue      # not written yet
         app.router.add_routes(module.routes)
-        paths.update(getattr(module, "PATHS", {}))
-        schemas.update(getattr(module, "SCHEMAS", {}))
+        _merge_paths(paths, getattr(module, "PATHS", {}), name)
+        for key, schema in getattr(module, "SCHEMAS", {}).items():
+            if key in schemas and schemas[key] != schema:
+                raise ValueError(f"{name} redefines the OpenAPI schema {key!r} differently")
+            schemas[key] = schema
         setup = getattr(module, "setup", None)
         if setup is not None:
             setup(app)
@@ -110,13 +131,48 @@ def make_app(service, server=None, *, token: str | None = None) -> web.Applicati
     return app
 
 
+def _merge_paths(paths: dict, more: dict, module: str) -> None:
+    for path, item in more.items():
+        mine = paths.setdefault(path, {})
+        for key, operation in item.items():
+            if key in mine and mine[key] != operation:
+                raise ValueError(f"{module} redefines {key.upper()} {path} in the OpenAPI document")
+            mine[key] = operation
+
+
+OPENAPI_PATH = {"get": {
+    "summary": "This OpenAPI document",
+    "operationId": "getOpenApi",
+    "responses": {"200": {"description": "The OpenAPI 3 document of the admin API",
+                          "content": {"application/json": {"schema": {"type": "object"}}}}},
+}}
+
+_HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
 def openapi_document(paths: dict, schemas: dict, *, secured: bool = False) -> dict:
+    """The OpenAPI 3.0 document. With a token, every mutating operation requires the bearer
+    scheme and documents its 401."""
+    out = {}
+    for path, item in sorted(paths.items()):
+        item = dict(item)
+        for method in _HTTP_METHODS:
+            operation = item.get(method)
+            if operation is None or method.upper() not in _MUTATING:
+                continue
+            operation = dict(operation)
+            if secured:
+                operation["security"] = [{"bearer": []}]
+                operation["responses"] = {**error_responses(401), **operation.get("responses", {})}
+            item[method] = operation
+        out[path] = item
     doc = {
         "openapi": "3.0.3",
         "info": {"title": "groupcoord admin API", "version": "1",
                  "description": "Inspect and change the emulated cluster and its consumer groups, "
-                                "inject faults, follow events."},
-        "paths": dict(sorted(paths.items())),
+                                "inject faults, follow events. Errors are JSON bodies "
+                                "{\"error\": code, \"message\": text}."},
+        "paths": out,
         "components": {"schemas": schemas,
                        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
     }
@@ -127,17 +183,29 @@ async def _openapi(request: web.Request) -> web.Response:
     return web.json_response(request.app["openapi"])
 
 
-async def json_body(request: web.Request, schema_name: str = "body") -> dict:
-    """The request's JSON object, or a 400."""
+async def json_body(request: web.Request, schema_name: str = "body", schema: dict | None = None) -> dict:
+    """The request's JSON object (``{}`` without a body), or a 400; checked against ``schema``
+    (an OpenAPI schema, see :func:`.errors.validate`) when given."""
     if not request.can_read_body:
-        return {}
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ApiError(400, "invalid_json", f"the body is not JSON: {exc}") from None
+        body = {}
+    else:
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ApiError(400, "invalid_json", f"the body is not JSON: {exc}") from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_body", f"the {schema_name} must be a JSON object")
+    if schema is not None:
+        validate(body, schema, schema_name)
     return body
+
+
+def changed(request: web.Request) -> None:
+    """Call after changing the service's state outside a Kafka request (e.g. removing a member):
+    the server re-arms its timer for the coordinator's new deadlines."""
+    server = request.app["server"]
+    if server is not None and getattr(server, "_loop", None) is not None:
+        server._rearm()
 
 
 class AdminListener:

@@ -280,8 +280,11 @@ async def stream(request: web.Request) -> web.StreamResponse:
 @routes.get("/api/events/ws")
 async def websocket(request: web.Request) -> web.WebSocketResponse:
     hub: EventHub = request.app["events"]
-    client, replay, gap = _connect(request, "ws")
     ws = web.WebSocketResponse(heartbeat=hub.keepalive, timeout=1.0)   # close handshake: 1 s at most
+    if not ws.can_prepare(request).ok:
+        raise ApiError(400, "websocket_upgrade_required",
+                       "this endpoint speaks WebSocket: connect with an Upgrade: websocket request")
+    client, replay, gap = _connect(request, "ws")
     reader = None
     try:
         await ws.prepare(request)

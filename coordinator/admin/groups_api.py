@@ -1,0 +1,438 @@
+"""Consumer groups: state, members with their decoded subscriptions and assignments, committed
+offsets and lag; deleting groups, removing members and resetting offsets.
+
+Every change goes through the group coordinator's own operations, so its effects are those
+of the Kafka API that does the same: DeleteGroups (only an Empty group, with its offsets),
+LeaveGroup by an admin (``remove_member``: a rebalance of the rest, a ``member.left`` event
+with initiator "admin"), and OffsetCommit with generation -1 and no member id for a reset,
+as ``kafka-consumer-groups --reset-offsets`` does through the admin client (refused unless
+the group is Empty or Dead). Events are emitted and records appended to the store as for
+the Kafka requests.
+"""
+from __future__ import annotations
+
+from aiohttp import web
+
+from groupcoord.protocol.consumer import decode_assignment, decode_subscription
+from groupcoord.protocol.errors import DecodeError, ErrorCode
+
+from ..group import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY
+from .app import changed, json_body
+from .errors import ApiError, error_responses
+
+routes = web.RouteTableDef()
+
+#: LeaveGroup reason of a removal without one (Kafka's admin client default)
+DEFAULT_REMOVAL_REASON = "member was removed by an admin"
+INT64_MAX = 2**63 - 1
+
+
+def subscription_json(data: bytes, protocol_type: str | None) -> dict | None:
+    """A ConsumerProtocolSubscription decoded; None for other protocol types or bad bytes."""
+    if protocol_type != CONSUMER_PROTOCOL_TYPE or not data:
+        return None
+    try:
+        obj = decode_subscription(data)
+    except (DecodeError, ValueError):
+        return None
+    return {"topics": list(obj["topics"]),
+            "owned_partitions": [{"topic": e["topic"], "partition": p}
+                                 for e in obj.get("owned_partitions") or () for p in e["partitions"]],
+            "user_data_bytes": len(obj.get("user_data") or b"")}
+
+
+def assignment_json(data: bytes, protocol_type: str | None) -> dict | None:
+    """A ConsumerProtocolAssignment decoded; None before the first assignment, for other
+    protocol types or bad bytes."""
+    if protocol_type != CONSUMER_PROTOCOL_TYPE or not data:
+        return None
+    try:
+        obj = decode_assignment(data)
+    except (DecodeError, ValueError):
+        return None
+    return {"partitions": [{"topic": e["topic"], "partition": p}
+                           for e in obj["assigned_partitions"] for p in e["partitions"]],
+            "user_data_bytes": len(obj.get("user_data") or b"")}
+
+
+def _metadata(member, protocol_name: str | None) -> bytes:
+    """The member's metadata for the group's protocol, else for its first protocol."""
+    for name, data in member.protocols:
+        if name == protocol_name:
+            return data
+    return member.protocols[0][1] if member.protocols else b""
+
+
+def coordinator_json(cluster, group_id: str) -> dict:
+    return {"partition": cluster.coordinator_partition(group_id), "node": cluster.coordinator_for(group_id)}
+
+
+def group_summary_json(cluster, group) -> dict:
+    return {"group_id": group.group_id, "state": group.state, "protocol_type": group.protocol_type,
+            "protocol": group.protocol_name, "generation": group.generation_id, "leader": group.leader_id,
+            "members": len(group.members), "coordinator": coordinator_json(cluster, group.group_id)}
+
+
+def member_json(member, protocol_type: str | None, protocol_name: str | None) -> dict:
+    metadata = _metadata(member, protocol_name)
+    return {"member_id": member.member_id, "client_id": member.client_id, "client_host": member.client_host,
+            "instance_id": member.group_instance_id, "session_timeout_ms": member.session_timeout_ms,
+            "rebalance_timeout_ms": member.rebalance_timeout_ms,
+            "subscription": subscription_json(metadata, protocol_type),
+            "assignment": assignment_json(member.assignment, protocol_type),
+            "subscription_bytes": len(metadata), "assignment_bytes": len(member.assignment)}
+
+
+def committed_offsets(service, group_id: str, topics=None) -> dict[tuple[str, int], dict]:
+    """(topic, partition) -> OffsetFetch partition entry, through the coordinator's OffsetFetch."""
+    out: list[dict] = []
+    service.group_coordinator.offset_fetch(out.append, group_id=group_id, topics=topics)
+    response = out[0]
+    if response["error_code"]:
+        code = ErrorCode(response["error_code"])
+        raise ApiError(409, code.name.lower(), code.message)
+    return {(t["name"], p["partition_index"]): p for t in response["topics"] for p in t["partitions"]
+            if p["committed_offset"] >= 0}
+
+
+def offsets_json(service, group_id: str) -> list[dict]:
+    cluster = service.cluster
+    out = []
+    for (topic, partition), p in sorted(committed_offsets(service, group_id).items()):
+        log = cluster.log(topic, partition)
+        end = None if log is None else log.log_end_offset
+        out.append({"topic": topic, "partition": partition, "offset": p["committed_offset"],
+                    "metadata": p["metadata"], "log_end_offset": end,
+                    "lag": None if end is None else end - p["committed_offset"]})
+    return out
+
+
+def group_detail_json(service, group) -> dict:
+    out = group_summary_json(service.cluster, group)
+    out["members"] = [member_json(m, group.protocol_type, group.protocol_name) for m in group.members.values()]
+    out["offsets"] = offsets_json(service, group.group_id)
+    return out
+
+
+def _group(request: web.Request):
+    group_id = request.match_info["group_id"]
+    group = request.app["service"].group_coordinator.group(group_id)
+    if group is None or group.state == DEAD:
+        raise ApiError(404, "group_id_not_found", f"Group {group_id} not found.")
+    return group
+
+
+def _kafka_error(code: int, context: str) -> ApiError:
+    error = ErrorCode(code)
+    status = 404 if error in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNKNOWN_MEMBER_ID,
+                              ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) else 409
+    return ApiError(status, error.name.lower(), f"{context}: {error.message}")
+
+
+# ---------------------------------------------------------------------------------- reads
+@routes.get("/api/groups")
+async def list_groups(request: web.Request) -> web.Response:
+    service = request.app["service"]
+    groups = sorted(service.group_coordinator.groups(), key=lambda g: g.group_id)
+    return web.json_response([group_summary_json(service.cluster, g) for g in groups if g.state != DEAD])
+
+
+@routes.get("/api/groups/{group_id}")
+async def get_group(request: web.Request) -> web.Response:
+    return web.json_response(group_detail_json(request.app["service"], _group(request)))
+
+
+# ---------------------------------------------------------------------------------- changes
+@routes.delete("/api/groups/{group_id}")
+async def delete_group(request: web.Request) -> web.Response:
+    group = _group(request)
+    offsets = group.offset_count()
+    out: list[dict] = []
+    request.app["service"].group_coordinator.delete_groups(out.append, group_ids=[group.group_id])
+    changed(request)
+    code = out[0]["results"][0]["error_code"]
+    if code == ErrorCode.NON_EMPTY_GROUP:
+        raise ApiError(409, "non_empty_group",
+                       f"group {group.group_id} is {group.state}: only an Empty group can be deleted")
+    if code:
+        raise _kafka_error(code, f"group {group.group_id}")
+    return web.json_response({"group_id": group.group_id, "offsets_deleted": offsets})
+
+
+def _remove(request: web.Request, group, member_id: str, instance_id: str | None) -> web.Response:
+    """LeaveGroup on behalf of a member: by member id, or by instance id (member id "")."""
+    reason = request.query.get("reason") or DEFAULT_REMOVAL_REASON
+    static_id = group.static_members.get(instance_id) if instance_id is not None else None
+    code = request.app["service"].group_coordinator.remove_member(
+        group.group_id, member_id=member_id, group_instance_id=instance_id, reason=reason)
+    changed(request)
+    if code:
+        raise _kafka_error(code, f"group {group.group_id}")
+    return web.json_response({"group_id": group.group_id, "member_id": member_id or static_id,
+                              "instance_id": instance_id, "state": group.state, "members": len(group.members)})
+
+
+@routes.delete("/api/groups/{group_id}/members/{member_id}")
+async def remove_member(request: web.Request) -> web.Response:
+    group = _group(request)
+    member_id = request.match_info["member_id"]
+    member = group.members.get(member_id)
+    if member is None and member_id not in group.pending_join_members:
+        raise ApiError(404, "unknown_member_id", f"group {group.group_id} has no member {member_id!r}")
+    return _remove(request, group, member_id, None)
+
+
+@routes.delete("/api/groups/{group_id}/instances/{instance_id}")
+async def remove_static_member(request: web.Request) -> web.Response:
+    group = _group(request)
+    instance_id = request.match_info["instance_id"]
+    if instance_id not in group.static_members:
+        raise ApiError(404, "unknown_member_id",
+                       f"group {group.group_id} has no static member with instance id {instance_id!r}")
+    return _remove(request, group, "", instance_id)
+
+
+@routes.post("/api/groups/{group_id}/offsets/reset")
+async def reset_offsets(request: web.Request) -> web.Response:
+    body = await json_body(request, schema=SCHEMAS["OffsetsReset"])
+    service = request.app["service"]
+    gc = service.group_coordinator
+    group_id = request.match_info["group_id"]
+    group = gc.group(group_id)
+    state = DEAD if group is None else group.state
+    if state not in (EMPTY, DEAD):
+        raise ApiError(409, "non_empty_group", f"Assignments can only be reset if the group '{group_id}' is "
+                                               f"inactive, but the current state is {state}.")
+    topic = service.cluster.topics.get(body["topic"])
+    if topic is None:
+        raise ApiError(404, "unknown_topic_or_partition", f"topic {body['topic']!r} does not exist")
+    partitions = body.get("partitions")
+    if partitions is None:
+        partitions = list(range(topic.partition_count))
+    missing = [p for p in partitions if p >= topic.partition_count]
+    if missing:
+        raise ApiError(404, "unknown_topic_or_partition",
+                       f"topic {topic.name} has {topic.partition_count} partitions, not {missing}")
+    current = committed_offsets(service, group_id, [{"name": topic.name, "partition_indexes": partitions}]) \
+        if group is not None else {}
+    to = body["to"]
+    plan = []
+    for p in partitions:
+        log = topic.partitions[p]
+        previous = current.get((topic.name, p))
+        previous = None if previous is None else previous["committed_offset"]
+        if to == "earliest":
+            offset = log.log_start_offset
+        elif to == "latest":
+            offset = log.log_end_offset
+        elif "offset" in to:
+            offset = to["offset"]
+        elif "timestamp" in to:
+            found = log.offset_for_timestamp(to["timestamp"])
+            offset = log.log_end_offset if found is None else found[0]
+        else:
+            if previous is None:
+                raise ApiError(409, "no_committed_offset", f"Cannot shift offset for partition {topic.name}-{p} "
+                                                           "since there is no current committed offset")
+            offset = previous + to["shift_by"]
+        # as kafka-consumer-groups: an offset out of the log's range is set to its nearest end
+        offset = min(max(offset, log.log_start_offset), log.log_end_offset)
+        plan.append({"topic": topic.name, "partition": p, "previous_offset": previous, "offset": offset})
+    dry_run = body.get("dry_run", False)
+    if not dry_run and plan:
+        out: list[dict] = []
+        gc.offset_commit(out.append, group_id=group_id, generation_id=-1, member_id="", topics=[
+            {"name": topic.name, "partitions": [
+                {"partition_index": e["partition"], "committed_offset": e["offset"], "committed_leader_epoch": -1,
+                 "committed_metadata": ""} for e in plan]}])
+        changed(request)
+        for t in out[0]["topics"]:
+            for p in t["partitions"]:
+                if p["error_code"]:
+                    raise _kafka_error(p["error_code"], f"committing {t['name']}-{p['partition_index']}")
+    return web.json_response({"group_id": group_id, "dry_run": dry_run, "offsets": plan})
+
+
+# ---------------------------------------------------------------------------------- OpenAPI
+_REF = "#/components/schemas/"
+
+
+def _json(schema: dict, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+_GROUP_ID = {"name": "group_id", "in": "path", "required": True, "description": "group id",
+             "schema": {"type": "string", "minLength": 1}}
+_REASON = {"name": "reason", "in": "query", "required": False,
+           "description": f"the LeaveGroup reason (default: {DEFAULT_REMOVAL_REASON!r})",
+           "schema": {"type": "string"}}
+_TP = {"type": "object", "required": ["topic", "partition"],
+       "properties": {"topic": {"type": "string"}, "partition": {"type": "integer"}}}
+_STATE = {"type": "string", "enum": ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"]}
+_NULLABLE_STRING = {"type": "string", "nullable": True}
+_COORDINATOR = {"type": "object", "required": ["partition", "node"],
+                "description": "the __consumer_offsets partition of the group and the node leading it",
+                "properties": {"partition": {"type": "integer"}, "node": {"type": "integer"}}}
+_SUMMARY_FIELDS = {
+    "group_id": {"type": "string"},
+    "state": _STATE,
+    "protocol_type": {**_NULLABLE_STRING, "description": "null for a group that only commits offsets"},
+    "protocol": {**_NULLABLE_STRING, "description": "the selected protocol (assignor)"},
+    "generation": {"type": "integer"},
+    "leader": {**_NULLABLE_STRING, "description": "member id of the leader"},
+    "coordinator": _COORDINATOR,
+}
+_SUMMARY_REQUIRED = ["group_id", "state", "protocol_type", "protocol", "generation", "leader", "members",
+                     "coordinator"]
+
+SCHEMAS = {
+    "GroupSummary": {
+        "type": "object", "required": _SUMMARY_REQUIRED,
+        "properties": {**_SUMMARY_FIELDS, "members": {"type": "integer", "description": "number of members"}},
+    },
+    "Subscription": {
+        "type": "object", "nullable": True, "required": ["topics", "owned_partitions", "user_data_bytes"],
+        "description": "the decoded ConsumerProtocolSubscription (protocol type 'consumer'), else null",
+        "properties": {"topics": {"type": "array", "items": {"type": "string"}},
+                       "owned_partitions": {"type": "array", "items": _TP},
+                       "user_data_bytes": {"type": "integer"}},
+    },
+    "Assignment": {
+        "type": "object", "nullable": True, "required": ["partitions", "user_data_bytes"],
+        "description": "the decoded ConsumerProtocolAssignment; null before the first assignment "
+                       "and for other protocol types",
+        "properties": {"partitions": {"type": "array", "items": _TP}, "user_data_bytes": {"type": "integer"}},
+    },
+    "GroupMember": {
+        "type": "object",
+        "required": ["member_id", "client_id", "client_host", "instance_id", "session_timeout_ms",
+                     "rebalance_timeout_ms", "subscription", "assignment", "subscription_bytes",
+                     "assignment_bytes"],
+        "properties": {
+            "member_id": {"type": "string"},
+            "client_id": {"type": "string"},
+            "client_host": {"type": "string"},
+            "instance_id": {**_NULLABLE_STRING, "description": "group.instance.id of a static member"},
+            "session_timeout_ms": {"type": "integer"},
+            "rebalance_timeout_ms": {"type": "integer"},
+            "subscription": {"$ref": _REF + "Subscription"},
+            "assignment": {"$ref": _REF + "Assignment"},
+            "subscription_bytes": {"type": "integer", "description": "size of the protocol metadata"},
+            "assignment_bytes": {"type": "integer", "description": "size of the assignment"},
+        },
+    },
+    "CommittedOffset": {
+        "type": "object", "required": ["topic", "partition", "offset", "metadata", "log_end_offset", "lag"],
+        "properties": {
+            "topic": {"type": "string"}, "partition": {"type": "integer"}, "offset": {"type": "integer"},
+            "metadata": {"type": "string"},
+            "log_end_offset": {"type": "integer", "nullable": True,
+                               "description": "null when the partition does not exist (any more)"},
+            "lag": {"type": "integer", "nullable": True, "description": "log_end_offset - offset"},
+        },
+    },
+    "GroupDetail": {
+        "type": "object", "required": [*_SUMMARY_REQUIRED, "offsets"],
+        "properties": {**_SUMMARY_FIELDS,
+                       "members": {"type": "array", "items": {"$ref": _REF + "GroupMember"}},
+                       "offsets": {"type": "array", "items": {"$ref": _REF + "CommittedOffset"}}},
+    },
+    "GroupDeleted": {
+        "type": "object", "required": ["group_id", "offsets_deleted"],
+        "properties": {"group_id": {"type": "string"}, "offsets_deleted": {"type": "integer"}},
+    },
+    "MemberRemoved": {
+        "type": "object", "required": ["group_id", "member_id", "instance_id", "state", "members"],
+        "properties": {"group_id": {"type": "string"}, "member_id": {"type": "string"},
+                       "instance_id": _NULLABLE_STRING,
+                       "state": {**_STATE, "description": "the group's state after the removal"},
+                       "members": {"type": "integer", "description": "members left"}},
+    },
+    "OffsetsReset": {
+        "type": "object", "required": ["topic", "to"], "additionalProperties": False,
+        "properties": {
+            "topic": {"type": "string", "minLength": 1},
+            "partitions": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+                           "minItems": 1, "uniqueItems": True, "description": "default: every partition"},
+            "to": {
+                "description": "'earliest', 'latest', {\"offset\": n}, {\"timestamp\": ms} or {\"shift_by\": n}",
+                "oneOf": [
+                    {"type": "string", "enum": ["earliest", "latest"]},
+                    {"type": "object", "required": ["offset"], "additionalProperties": False,
+                     "properties": {"offset": {"type": "integer", "minimum": 0, "maximum": INT64_MAX}}},
+                    {"type": "object", "required": ["timestamp"], "additionalProperties": False,
+                     "properties": {"timestamp": {"type": "integer", "minimum": 0, "maximum": INT64_MAX,
+                                                  "description": "the first offset with a timestamp at or "
+                                                                 "after it (ms); the log end if none"}}},
+                    {"type": "object", "required": ["shift_by"], "additionalProperties": False,
+                     "properties": {"shift_by": {"type": "integer", "minimum": -INT64_MAX,
+                                                 "maximum": INT64_MAX}}},
+                ]},
+            "dry_run": {"type": "boolean", "description": "only compute the new offsets (default false)"},
+        },
+    },
+    "OffsetsResetResult": {
+        "type": "object", "required": ["group_id", "dry_run", "offsets"],
+        "properties": {
+            "group_id": {"type": "string"},
+            "dry_run": {"type": "boolean"},
+            "offsets": {"type": "array", "items": {
+                "type": "object", "required": ["topic", "partition", "previous_offset", "offset"],
+                "properties": {"topic": {"type": "string"}, "partition": {"type": "integer"},
+                               "previous_offset": {"type": "integer", "nullable": True},
+                               "offset": {"type": "integer", "description": "the new committed offset, "
+                                                                            "within the log's range"}}}},
+        },
+    },
+}
+
+PATHS = {
+    "/api/groups": {"get": {
+        "summary": "The consumer groups",
+        "operationId": "listGroups",
+        "responses": {"200": _json({"type": "array", "items": {"$ref": _REF + "GroupSummary"}},
+                                   "Every group, by id")},
+    }},
+    "/api/groups/{group_id}": {
+        "get": {
+            "summary": "A group: members with decoded subscriptions and assignments, offsets and lag",
+            "operationId": "getGroup",
+            "parameters": [_GROUP_ID],
+            "responses": {"200": _json({"$ref": _REF + "GroupDetail"}, "The group"), **error_responses(404)},
+        },
+        "delete": {
+            "summary": "Delete an Empty group and its offsets (as DeleteGroups)",
+            "operationId": "deleteGroup",
+            "parameters": [_GROUP_ID],
+            "responses": {"200": _json({"$ref": _REF + "GroupDeleted"}, "The group was deleted"),
+                          **error_responses(404, 409)},
+        },
+    },
+    "/api/groups/{group_id}/members/{member_id}": {"delete": {
+        "summary": "Remove a member (a LeaveGroup on its behalf): the others rebalance",
+        "operationId": "removeMember",
+        "parameters": [_GROUP_ID, {"name": "member_id", "in": "path", "required": True,
+                                   "schema": {"type": "string", "minLength": 1}}, _REASON],
+        "responses": {"200": _json({"$ref": _REF + "MemberRemoved"}, "The member was removed"),
+                      **error_responses(404, 409)},
+    }},
+    "/api/groups/{group_id}/instances/{instance_id}": {"delete": {
+        "summary": "Remove a static member by its group.instance.id (as the admin client does)",
+        "operationId": "removeStaticMember",
+        "parameters": [_GROUP_ID, {"name": "instance_id", "in": "path", "required": True,
+                                   "schema": {"type": "string", "minLength": 1}}, _REASON],
+        "responses": {"200": _json({"$ref": _REF + "MemberRemoved"}, "The member was removed"),
+                      **error_responses(404, 409)},
+    }},
+    "/api/groups/{group_id}/offsets/reset": {"post": {
+        "summary": "Reset committed offsets of an Empty or Dead group (as kafka-consumer-groups "
+                   "--reset-offsets)",
+        "operationId": "resetOffsets",
+        "parameters": [_GROUP_ID],
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": {"$ref": _REF + "OffsetsReset"}}}},
+        "responses": {"200": _json({"$ref": _REF + "OffsetsResetResult"}, "The new offsets (committed "
+                                                                          "unless dry_run)"),
+                      **error_responses(400, 404, 409)},
+    }},
+}

@@ -152,7 +152,7 @@ def main(argv=None) -> int:
         return 2
     try:
         return asyncio.run(serve(args))
-    except (ConfigError, ValueError) as exc:
+    except (ConfigError, ValueError, OverflowError) as exc:     # OverflowError: a port beyond 65535
         print(f"groupcoord: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -37,7 +37,7 @@ coordinators, and data partitions) get new leaders as Kafka's controller would e
 (:meth:`.cluster.Cluster.node_down`); the groups themselves carry on, as after a coordinator
 failover. A node brought back up leads nothing until a preferred-leader election. Moving an
 offsets-topic partition moves the coordinator of its groups: the old node answers
-NOT_COORDINATOR for them from then on.
+NOT_COORDINATOR for them from then on, also to the JoinGroup and SyncGroup requests parked there.
 
 With no fault active the engine costs nothing: its request hook is in
 ``service.before_request`` only while a request fault is active, and it subscribes to the
@@ -809,7 +809,9 @@ class FaultEngine:
         else:
             moves = self.service.cluster.node_up(node_id)
         if preferred_election:
-            moves = list(moves) + self.service.cluster.elect_preferred_leaders(node_id)
+            elected = self.service.cluster.elect_preferred_leaders(node_id)
+            self._unload({p for topic, p, old, new in elected if topic is None})
+            moves = list(moves) + elected
         log.warning("node_up", node=node_id, moves=len(moves))
         return {"node": node_id, "up": True, "moves": _moves_json(moves)}
 
@@ -853,10 +855,30 @@ class FaultEngine:
         if not self._node(node).up:
             raise FaultError(f"node {node} is down", "conflict")
         old = cluster.set_leader(None, partition, node)
+        self._unload({partition} if old != node else set())
         groups = sorted(g.group_id for g in self.service.group_coordinator.groups()
                         if cluster.coordinator_partition(g.group_id) == partition)
         log.warning("coordinator_moved", partition=partition, old=old, new=node, groups=len(groups))
         return {"partition": partition, "from": old, "to": node, "groups": groups}
+
+    def _unload(self, partitions: set) -> list:
+        """The old coordinator of these offsets-topic partitions unloads their groups: JoinGroup
+        and SyncGroup requests parked there are answered NOT_COORDINATOR, as Kafka's
+        ``GroupCoordinator.onGroupUnloaded`` does; the members rejoin at the new one."""
+        if not partitions:
+            return []
+        cluster = self.service.cluster
+        moved = [g for g in self.service.group_coordinator.groups()
+                 if cluster.coordinator_partition(g.group_id) in partitions]
+        for group in moved:
+            for m in list(group.members.values()):
+                respond = group.take_join_callback(m)
+                if respond is not None:
+                    respond(join_error(m.member_id, ErrorCode.NOT_COORDINATOR))
+                respond = group.take_sync_callback(m)
+                if respond is not None:
+                    respond(sync_error(ErrorCode.NOT_COORDINATOR))
+        return moved
 
     def move_group(self, group_id: str, node: int | None = None) -> dict:
         """Move a group's coordinator: its offsets-topic partition (and every other group there)."""

@@ -240,10 +240,15 @@ class _Connection(asyncio.Protocol):
                              request.api_version, request.correlation_id, self.conn_id,
                              self.principal, self)
         verdict = None
-        for hook in service.before_request:
-            verdict = hook(ctx, request.body)
-            if verdict is not None:
-                break
+        try:
+            for hook in service.before_request:
+                verdict = hook(ctx, request.body)
+                if verdict is not None:
+                    break
+        except Exception:   # a failing hook closes this connection only (never leaves the frame unread)
+            log.exception("before_request_hook_failed", api=request.api_name, connection=self.conn_id)
+            self.close()
+            return
         if verdict is not None and verdict.delay_ms > 0:
             # hold this request, and the connection behind it, then carry on
             self.waiting = True

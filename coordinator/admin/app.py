@@ -85,9 +85,36 @@ async def _errors(request: web.Request, handler):
         return error_response(500, "internal_error", "the request failed inside groupcoord; see its log")
 
 
+def foreign_origin(request: web.Request) -> str | None:
+    """The request's Origin header when a browser sent it from another origin, else None."""
+    origin = request.headers.get("Origin")
+    if origin is None or origin == f"{request.scheme}://{request.host}":
+        return None
+    return origin
+
+
+def _loopback_host(request: web.Request) -> bool:
+    try:
+        host = request.url.host
+    except ValueError:
+        return False
+    return host is not None and is_loopback(host)
+
+
 @web.middleware
 async def _auth(request: web.Request, handler):
     token = request.app["token"]
+    if not token and not _loopback_host(request):
+        # without a token the listener is on loopback: another Host name is a DNS-rebinding page
+        return error_response(403, "host_not_allowed", f"Host {request.host!r} is not a loopback name or address; "
+                              "without a token the admin API answers only to them")
+    if request.method in _MUTATING:
+        # a browser on another site can send a mutating "simple" request (no preflight, no
+        # token needed on loopback); it always names its origin, so refuse a foreign one
+        origin = foreign_origin(request)
+        if origin is not None:
+            return error_response(403, "cross_origin", f"a mutating request from origin {origin!r} is refused: "
+                                  "the admin API accepts them only from its own origin or non-browser clients")
     if token and request.method in _MUTATING:
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
@@ -151,8 +178,8 @@ _HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "tr
 
 
 def openapi_document(paths: dict, schemas: dict, *, secured: bool = False) -> dict:
-    """The OpenAPI 3.0 document. With a token, every mutating operation requires the bearer
-    scheme and documents its 401."""
+    """The OpenAPI 3.0 document. Every mutating operation documents the 403 of a browser's
+    cross-origin request; with a token, it requires the bearer scheme and documents its 401."""
     out = {}
     for path, item in sorted(paths.items()):
         item = dict(item)
@@ -161,6 +188,7 @@ def openapi_document(paths: dict, schemas: dict, *, secured: bool = False) -> di
             if operation is None or method.upper() not in _MUTATING:
                 continue
             operation = dict(operation)
+            operation["responses"] = {**error_responses(403), **operation.get("responses", {})}
             if secured:
                 operation["security"] = [{"bearer": []}]
                 operation["responses"] = {**error_responses(401), **operation.get("responses", {})}
@@ -193,6 +221,8 @@ async def json_body(request: web.Request, schema_name: str = "body", schema: dic
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ApiError(400, "invalid_json", f"the body is not JSON: {exc}") from None
+        except RecursionError:
+            raise ApiError(400, "invalid_json", "the body is not JSON we take: nested too deeply") from None
     if not isinstance(body, dict):
         raise ApiError(400, "invalid_body", f"the {schema_name} must be a JSON object")
     if schema is not None:

@@ -37,7 +37,8 @@ ERROR_SCHEMA = {
 
 def error_responses(*statuses: int) -> dict:
     """OpenAPI ``responses`` entries for error statuses, each an ``Error`` body."""
-    text = {400: "Invalid request", 401: "Missing or wrong bearer token", 404: "Not found",
+    text = {400: "Invalid request", 401: "Missing or wrong bearer token",
+            403: "A browser's request from another origin or host name", 404: "Not found",
             409: "Conflicts with the current state", 413: "Body too large"}
     return {str(s): {"description": text.get(s, "Error"),
                      "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}

@@ -31,6 +31,7 @@ from collections import deque
 import structlog
 from aiohttp import WSMsgType, web
 
+from .app import foreign_origin
 from .errors import ApiError
 
 log = structlog.get_logger("groupcoord.admin.events")
@@ -284,6 +285,10 @@ async def websocket(request: web.Request) -> web.WebSocketResponse:
     if not ws.can_prepare(request).ok:
         raise ApiError(400, "websocket_upgrade_required",
                        "this endpoint speaks WebSocket: connect with an Upgrade: websocket request")
+    origin = foreign_origin(request)
+    if origin is not None:      # browsers let any site open a websocket; the same-origin policy does not apply
+        raise ApiError(403, "cross_origin", f"a websocket from origin {origin!r} is refused: "
+                                            "only the admin page's own origin or non-browser clients may follow events")
     client, replay, gap = _connect(request, "ws")
     reader = None
     try:
@@ -398,7 +403,8 @@ PATHS = {
             "tags": ["events"],
             "parameters": _FILTER_PARAMS + _RESUME_PARAMS[1:],
             "responses": {"101": {"description": "switching to the websocket protocol"},
-                          "400": _ERROR},
+                          "400": _ERROR,
+                          "403": {**_ERROR, "description": "a browser's websocket from another origin"}},
         },
     },
     "/api/events/recent": {

@@ -287,6 +287,9 @@ async def test_reset_offsets_errors(admin_gc, admin_http):
     assert (status, body["error"]) == (400, "invalid_json")
     status, body = await admin_http.post(reset, raw=b"[1, 2]")
     assert (status, body["error"]) == (400, "invalid_body")
+    for deep in (b"[" * 100_000, b'{"a":' * 50_000 + b"1" + b"}" * 50_000):    # json's RecursionError
+        status, body = await admin_http.post(reset, raw=deep)
+        assert (status, body["error"]) == (400, "invalid_json")
     # nothing was committed by the failed requests
     assert admin_gc.service.group_coordinator.group("nobody") is None
 

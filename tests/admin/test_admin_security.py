@@ -62,6 +62,50 @@ async def test_without_a_token_on_loopback_nothing_is_required(admin_gc, admin_h
                if isinstance(op, dict))
 
 
+async def test_mutations_from_another_origin_are_refused(admin_gc):
+    """A web page on another site may POST a text/plain body to a token-less loopback listener
+    without a preflight; its Origin header gives it away."""
+    url = admin_gc.admin_url
+    async with aiohttp.ClientSession() as session:
+        for origin in ("http://evil.example", "null", url.replace("127.0.0.1", "localhost")):
+            async with session.post(url + "/api/topics", data='{"name": "evil"}',
+                                    headers={"Origin": origin, "Content-Type": "text/plain"}) as r:
+                assert r.status == 403 and (await r.json())["error"] == "cross_origin", origin
+            async with session.post(url + "/api/nodes/0/down",
+                                    headers={"Origin": origin, "Content-Type": "text/plain"}) as r:
+                assert r.status == 403, origin
+        assert "evil" not in admin_gc.service.cluster.topics and admin_gc.service.cluster.nodes[0].up
+        async with session.get(url + "/api/topics", headers={"Origin": "http://evil.example"}) as r:
+            assert r.status == 200      # reads stay open (the browser keeps them from the other site)
+        async with session.post(url + "/api/topics", json={"name": "mine"}, headers={"Origin": url}) as r:
+            assert r.status == 201      # the page's own origin
+    assert "mine" in admin_gc.service.cluster.topics
+
+
+async def test_without_a_token_only_loopback_host_names_are_answered(admin_gc):
+    """A DNS-rebinding page reaches 127.0.0.1 under its own name (same origin for the browser);
+    its Host header gives it away."""
+    port = admin_gc.admin.port
+    async with aiohttp.ClientSession() as session:
+        for i, (host, status) in enumerate([(f"evil.example:{port}", 403), ("evil.example", 403),
+                                            (f"localhost:{port}", 200), (f"127.0.0.1:{port}", 200),
+                                            (f"[::1]:{port}", 200)]):
+            async with session.get(admin_gc.admin_url + "/api/nodes", headers={"Host": host}) as r:
+                assert r.status == status, host
+                if status == 403:
+                    assert (await r.json())["error"] == "host_not_allowed"
+            async with session.post(admin_gc.admin_url + "/api/topics", json={"name": f"t{status}-{i}"},
+                                    headers={"Host": host, "Origin": f"http://{host}"}) as r:
+                assert r.status == (201 if status == 200 else 403), host
+    assert not [t for t in admin_gc.service.cluster.topics if t.startswith("t403")]
+
+
+async def test_with_a_token_any_host_name_is_answered():
+    async with running(http=True, http_token=TOKEN) as gc, aiohttp.ClientSession() as session:
+        async with session.get(gc.admin_url + "/api/nodes", headers={"Host": "coordinator.internal"}) as r:
+            assert r.status == 200
+
+
 def test_exposure_rules():
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert is_loopback("127.3.2.1")

@@ -145,6 +145,53 @@ async def test_requests_are_answered_in_order_behind_a_parked_join():
         other.close()
 
 
+async def test_a_failing_before_request_hook_closes_only_that_connection():
+    """Also behind a delayed request, where the frame after it is read from a timer callback."""
+    from groupcoord.coordinator.context import Verdict
+
+    def hook(ctx, body):
+        if ctx.client_id != "test":
+            return None
+        if ctx.api_key == 18:
+            return Verdict(delay_ms=50)
+        raise RuntimeError("hook bug")
+
+    async with running() as gc:
+        gc.service.before_request.append(hook)
+        c = await Client.connect(gc.bootstrap_servers)
+        corr = c.send(18, 0, {})            # delayed
+        c.send(3, 1, {"topics": None})      # its hook raises, from the delay's callback
+        got, resp = await c.read(18, 0)
+        assert got == corr and resp["error_code"] == 0
+        assert await c.closed(timeout=2.0)
+        other = await Client.connect(gc.bootstrap_servers)
+        other.send(3, 1, {"topics": None}, client_id="other")
+        assert (await other.read(3, 1))[1]["brokers"]
+        other.close()
+
+
+async def test_requests_behind_a_delayed_one_keep_their_order_and_a_close_cancels_it():
+    async with running() as gc:
+        gc.service.faults.add({"api": "Metadata", "latency_ms": 100, "count": 2})
+        c = await Client.connect(gc.bootstrap_servers)
+        sent = [c.send(3, 1, {"topics": None}), c.send(18, 0, {}), c.send(18, 0, {})]
+        got = [(await c.read(3, 1))[0], (await c.read(18, 0))[0], (await c.read(18, 0))[0]]
+        assert got == sent
+        gone = await Client.connect(gc.bootstrap_servers)
+        gone.send(3, 1, {"topics": None})
+        gone.send(18, 0, {})
+        while gc.service.faults.list()[0]["remaining"]:
+            await asyncio.sleep(0.005)
+        gone.close()                                    # while its Metadata is held
+        deadline = asyncio.get_running_loop().time() + 5
+        while len(gc.server.connections) > 1:
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.15)                       # the held request's timer fires on a closed connection
+        assert (await c.call(18, 0, {}))["error_code"] == 0
+        c.close()
+
+
 async def test_a_group_forms_over_tcp_and_heartbeats():
     async with running() as gc:
         c = await Client.connect(gc.bootstrap_servers)
@@ -336,6 +383,9 @@ def test_cli_rejects_bad_config():
     r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
                         "--set", "no.such.config=1"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "unknown config 'no.such.config'" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
+                        "--http-port", "70000"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "port must be 0-65535" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_pytest_plugin_fixture_gives_a_running_coordinator(groupcoord):

@@ -280,6 +280,30 @@ def test_moving_a_coordinator_keeps_the_group_and_the_old_node_answers_not_coord
     assert (group.state, group.generation_id, set(group.members)) == ("Stable", generation, {leader, follower})
 
 
+def test_moving_a_coordinator_answers_requests_parked_on_the_old_one_not_coordinator(w):
+    """As Kafka's GroupCoordinator.onGroupUnloaded: parked joins and syncs get NOT_COORDINATOR;
+    the members then complete the rebalance on the new coordinator."""
+    generation, (leader, follower) = w.stable("g")
+    old = w.coordinator("g")
+    parked_join = w.join("g", leader, client_id="a")              # starts a rebalance, waits for b
+    assert not parked_join.responses
+    w.faults.move_group("g", None)
+    new = w.coordinator("g")
+    assert parked_join.body["error_code"] == E.NOT_COORDINATOR and parked_join.body["member_id"] == leader
+    joins = [w.join("g", leader, client_id="a"), w.join("g", follower, client_id="b")]
+    w.advance(0)
+    assert all(j.error == 0 for j in joins)
+    generation = joins[0].body["generation_id"]
+    parked_sync = w.sync("g", follower, generation)                # waits for the leader's assignment
+    assert not parked_sync.responses
+    w.faults.move_partition(w.service.cluster.coordinator_partition("g"), old)
+    assert parked_sync.error == E.NOT_COORDINATOR
+    assert w.coordinator("g") == old != new
+    assert w.sync("g", leader, generation, assignments=[leader, follower]).error == 0
+    assert w.sync("g", follower, generation).error == 0
+    assert w.service.group_coordinator.group("g").state == "Stable"
+
+
 def test_node_down_moves_its_partitions_and_up_does_not_take_them_back(w):
     cluster = w.service.cluster
     group = next(f"grp-{i}" for i in itertools.count() if w.coordinator(f"grp-{i}") == 1)
@@ -317,6 +341,21 @@ def test_node_up_with_preferred_election(w):
     up = w.faults.node_up_soon(0, True)
     assert {(m["topic"], m["partition"]) for m in up["moves"] if m["topic"] == "t"} == {("t", 0), ("t", 3)}
     assert w.service.cluster.controller_id == 1
+
+
+def test_a_preferred_election_unloads_the_groups_it_moves(w):
+    group = next(f"grp-{i}" for i in itertools.count() if w.coordinator(f"grp-{i}") == 1)
+    generation, (leader, follower) = w.stable(group)
+    w.faults.node_down(1)
+    interim = w.coordinator(group)
+    parked = w.join(group, leader, client_id="a")                 # a rebalance on the interim node
+    assert not parked.responses
+    w.faults.node_up_soon(1, True)
+    assert w.coordinator(group) == 1 != interim
+    assert parked.error == E.NOT_COORDINATOR
+    joins = [w.join(group, leader, client_id="a"), w.join(group, follower, client_id="b")]
+    w.advance(0)
+    assert all(j.error == 0 for j in joins) and joins[0].body["generation_id"] == generation + 1
 
 
 # ============================================================================ scheduled faults

@@ -140,6 +140,23 @@ async def test_websocket_carries_the_same_events():
         assert again["event"] == rec.events[again["id"] - 1]      # ids count the bus's events from 1
 
 
+async def test_a_websocket_from_another_origin_is_refused():
+    """Browsers let any web page open a websocket to 127.0.0.1 and send its Origin along."""
+    async with running(http=True) as gc, aiohttp.ClientSession() as http:
+        url = gc.admin_url + "/api/events/ws"
+        for origin in ("http://evil.example", "null"):
+            try:
+                await http.ws_connect(url, origin=origin)
+            except aiohttp.WSServerHandshakeError as exc:
+                assert exc.status == 403, origin
+            else:
+                raise AssertionError(f"a websocket from {origin} was accepted")
+        assert not gc.admin.app["events"].clients
+        async with http.ws_connect(url, origin=gc.admin_url) as ws:       # the page's own origin
+            gc.service.bus.publish({"event": "test.ping", "group": "g"})
+            assert (await ws.receive_json(timeout=5))["event"]["event"] == "test.ping"
+
+
 async def test_a_slow_client_is_dropped_and_nobody_waits_for_it():
     async with running(http=True) as gc, aiohttp.ClientSession() as http:
         hub = gc.admin.app["events"]

@@ -1,1 +1,59 @@
-"""(being written)"""
+"""Rebalance analytics: event logs in, Parquet tables and an HTML report out (PySpark).
+
+``groupcoord analyze LOG... --out OUT [--master URL]`` reads logs (a directory with
+``events.jsonl`` and ``scenario.json`` from the fleet, or an events file of ``groupcoord serve
+--events``) and writes under OUT the Parquet tables ``rebalances``, ``sessions``, ``groups`` (totals per
+group), ``invariants`` (per group and invariant), ``violations`` (counterexamples), ``summary``
+(per log) and ``report.html``.
+``groupcoord sweep GRID --out OUT`` simulates a parameter grid as Spark tasks and analyses the
+cells (:mod:`.sweep`). Every table starts with ``log``, ``cell`` (sweeps), ``scenario``, ``seed``.
+
+Definitions
+-----------
+Events of a group are taken in time order, ties in the order of the log. Member identity is the
+fleet's ``client`` name (stable across restarts); coordinator member ids are mapped to it through
+the member events (a member id with no member events stands for itself). A member owns what its
+last ``client.assigned`` / ``client.revoked`` / ``client.lost`` says it owns; it owns nothing once
+stopped, or once the coordinator has removed its member id from the group (until it rejoins).
+
+- A **rebalance** runs from ``rebalance.started`` of its first round to ``rebalance.completed``;
+  its **trigger** is the first round's ``reason`` (``trigger_member``: the member that caused it),
+  ``duration_ms = end - start``, ``members`` the count at completion, ``generation`` the one it
+  completed with. A rebalance still open at the end of the log has outcome ``incomplete``.
+- Its **window** lasts until the next rebalance of the group starts (or the log ends).
+- **Before**: who owns what when it starts. **After**: for each member of the completed
+  generation, what it owns after its ``client.assigned`` of that generation (a member that never
+  took it: what it owns when the window ends); nothing for an outcome ``Empty``. The rebalance is
+  **settled** (``settle_ms``) when every member of the generation has taken its assignment.
+- **Partitions moved**: partitions of the group whose owner after differs from the owner before,
+  "no owner" counting as an owner. A cooperative hand-over therefore moves a partition twice (to no
+  owner in the first round, to its new owner in the follow-up), and so does the minimum below.
+- **Minimum necessary movement** (``min_moves``): the least number of partitions whose owner must
+  change to go from *before* to any balanced assignment of the partitions over the members after
+  (each gets floor(P/N) or ceil(P/N)); computed exactly: a remaining member keeps at most its share
+  of what it had, so min = P - (sum min(had, floor) + min(P mod N, #members with had > floor)).
+- **Partitions revoked / lost**: partitions in ``client.revoked`` / ``client.lost`` events that
+  belong to the rebalance: those of a member that has not yet taken this rebalance's assignment;
+  one that has (closing, subscription change) belongs to the next rebalance.
+- **Time without partitions** (``member_idle_ms``, per member): time in [start, settle) during
+  which the member runs and owns nothing. **Balance**: max - min owned count over the members after.
+- **Partition-ms without an owner**: the integral over time of the number of the group's
+  partitions that no member owns, counted while at least one member of the group runs; per
+  rebalance over [start, settle), per group over the whole log. The group's partitions are those
+  of its topics in scenario.json plus any partition seen in member events from its first appearance;
+  a topic of which the members of a settled generation own nothing is dropped from then on (the
+  subscription changed) until a member owns one of its partitions again.
+- **Sessions**: one per member process (``client.started`` to ``client.stopped``) from member
+  events; from the coordinator's ``member.joined`` to its leaving when the log has none (then
+  ``source = "coordinator"`` and the ownership columns are empty).
+- **Summary** per log: p50/p95 (linear interpolation) and max rebalance duration,
+  partition-seconds without an owner, partitions moved and the minimum summed over rebalances,
+  their ratio, and the number of invariant violations.
+
+Logs with coordinator events only leave every ownership-derived column empty (``member_events``
+is false) and the report says so. The invariants are in :mod:`.invariants`.
+"""
+from .invariants import check_invariants, check_log
+from .model import analyze_group, min_moves
+
+__all__ = ["analyze_group", "check_invariants", "check_log", "min_moves"]

@@ -1,5 +1,164 @@
-"""Subcommands of ``groupcoord`` (being written)."""
+"""Subcommands of ``groupcoord``: ``fleet`` (real time) and ``simulate`` (virtual time)."""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
 
 
 def register(subparsers) -> None:
-    pass
+    fleet = subparsers.add_parser(
+        "fleet", help="run a scenario's simulated consumers in real time against a coordinator",
+        description="Run simulated consumers (our client library) against a coordinator: a daemon "
+                    "(--bootstrap) or one started in this process. Writes DIR/events.jsonl, "
+                    "DIR/scenario.json and DIR/summary.json with --out.")
+    fleet.add_argument("scenario", metavar="SCENARIO", help="a scenario TOML file (see examples/scenarios/)")
+    fleet.add_argument("--bootstrap", metavar="HOST:PORT",
+                       help="a running coordinator (default: start one in this process)")
+    fleet.add_argument("--admin", metavar="URL",
+                       help="the daemon's admin API (coordinator events, node and coordinator faults)")
+    fleet.add_argument("--admin-token", default=None, help="bearer token of the admin API "
+                       "(default: $GROUPCOORD_HTTP_TOKEN)")
+    fleet.add_argument("--out", metavar="DIR", help="write the event log and summary to DIR")
+    fleet.add_argument("--seed", type=int, default=None, help="seed of the timeline's random picks")
+    fleet.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                       help="override the scenario's duration_s")
+    fleet.add_argument("--until-stable", action="store_true",
+                       help="end early once the timeline is over and every group is stable")
+    fleet.add_argument("--no-progress", action="store_true", help="no progress bar")
+    fleet.add_argument("--log-level", default="error", help="level of the log lines of the coordinator and members")
+    fleet.set_defaults(func=_fleet)
+
+    sim = subparsers.add_parser(
+        "simulate", help="run a scenario in virtual time (deterministic for a seed)",
+        description="Run a scenario with the coordinator core and member cores on a simulated clock "
+                    "and network. The same seed gives the same event log byte for byte.")
+    sim.add_argument("scenario", metavar="SCENARIO", help="a scenario TOML file (see examples/scenarios/)")
+    sim.add_argument("--seed", type=int, default=None, help="the seed (default: the scenario's)")
+    sim.add_argument("--out", metavar="DIR", help="write events.jsonl, scenario.json and summary.json to DIR")
+    sim.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                     help="override the scenario's duration_s (virtual seconds)")
+    sim.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a scenario key, e.g. strategy=cooperative-sticky, members=50 (repeatable)")
+    sim.add_argument("--codec", action="store_true", help="encode and decode every message (fidelity, slower)")
+    sim.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sim.add_argument("--log-level", default="error",
+                     help="level of the coordinator's own log lines (default error: the event log has it all)")
+    sim.set_defaults(func=_simulate)
+
+
+def _value(text: str):
+    import tomllib
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _load(args):
+    from .scenario import ScenarioError, apply_overrides, load
+    try:
+        sc = load(args.scenario)
+        overrides = {}
+        for item in getattr(args, "set", []):
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ScenarioError(f"--set {item!r}: expected KEY=VALUE")
+            overrides[key.strip()] = _value(value.strip())
+        if args.duration is not None:
+            overrides["duration_s"] = args.duration
+        if getattr(args, "codec", False):
+            overrides["network.codec"] = True
+        return apply_overrides(sc, overrides) if overrides else sc
+    except FileNotFoundError:
+        print(f"groupcoord: no such scenario file: {args.scenario}", file=sys.stderr)
+    except ScenarioError as e:
+        print(f"groupcoord: {args.scenario}: {e}", file=sys.stderr)
+    return None
+
+
+def _logging(level: str) -> None:
+    import logging
+
+    from groupcoord.coordinator.logs import configure
+    configure("console", level)
+    logging.getLogger("groupcoord").setLevel(max(logging.WARNING, getattr(logging, level.upper(), 0)))
+
+
+def _simulate(args) -> int:
+    from .model import write_outputs
+    _logging(args.log_level)
+    from .simulate import Simulator
+    sc = _load(args)
+    if sc is None:
+        return 2
+    seed = sc.seed if args.seed is None else args.seed
+    sim = Simulator(sc, seed, progress=not args.no_progress and sys.stderr.isatty())
+    events = sim.run()
+    summary = sim.summary(events)
+    if args.out:
+        write_outputs(args.out, events, sim.resolved(), summary)
+    print_summary(summary)
+    return 0
+
+
+def _fleet(args) -> int:
+    from .fleet import run
+    _logging(args.log_level)
+    sc = _load(args)
+    if sc is None:
+        return 2
+    token = args.admin_token or os.environ.get("GROUPCOORD_HTTP_TOKEN") or None
+    try:
+        runner = asyncio.run(run(sc, args.seed, args.out, bootstrap=args.bootstrap, admin=args.admin,
+                                 admin_token=token, progress=not args.no_progress and sys.stderr.isatty(),
+                                 until_stable=args.until_stable))
+    except (OSError, ConnectionError) as e:
+        print(f"groupcoord: cannot reach the coordinator: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    print_summary(runner.summary(runner.sorted_events))
+    return 0
+
+
+def print_summary(summary: dict, max_rows: int = 40) -> None:
+    """The summary as a rich table (one row per group, then totals)."""
+    from rich.console import Console
+    from rich.table import Table
+    head = f"{summary['mode']} {summary['scenario']} (seed {summary['seed']}): {summary['events']} events, " \
+           f"{summary['clients']} clients, {summary['wall_s']} s wall"
+    if summary.get("virtual_s"):
+        head += f", {summary['virtual_s']} s virtual ({summary['virtual_s_per_wall_s']} virtual s per wall s)"
+    table = Table(title=head)
+    cols = ("group", "state", "gen", "members", "rebalances", "max ms", "moved", "revoked", "lost",
+            "commits", "stops", "expired", "violations", "check")
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("group", "state", "stops", "check") else "right")
+    totals = {"rebalances": 0, "moved_partitions": 0, "revoked_partitions": 0, "lost_partitions": 0, "commits": 0,
+              "expired": 0, "ownership_violations": 0}
+    groups = summary["groups"]
+    for i, (name, g) in enumerate(groups.items()):
+        for k in totals:
+            totals[k] += g.get(k, 0)
+        if i < max_rows:
+            final = g.get("final", {})
+            table.add_row(name, str(g.get("state")), str(g.get("generation")), str(g.get("members")),
+                          str(g.get("rebalances", 0)), str(g.get("rebalance_ms_max", 0)),
+                          str(g.get("moved_partitions", 0)), str(g.get("revoked_partitions", 0)),
+                          str(g.get("lost_partitions", 0)), str(g.get("commits", 0)),
+                          ", ".join(f"{k} {v}" for k, v in g.get("stops", {}).items()), str(g.get("expired", 0)),
+                          str(g.get("ownership_violations", 0)), str(final.get("check", "")))
+    if len(groups) > max_rows:
+        table.add_row(f"... {len(groups) - max_rows} more", *[""] * (len(cols) - 1))
+    checks = [g.get("final", {}).get("check") for g in groups.values()]
+    table.add_row(f"total ({len(groups)})", "", "", "", str(totals["rebalances"]), "",
+                  str(totals["moved_partitions"]), str(totals["revoked_partitions"]),
+                  str(totals["lost_partitions"]), str(totals["commits"]), "", str(totals["expired"]),
+                  str(totals["ownership_violations"]), f"{checks.count('ok')}/{len(checks)} ok")
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    console.print(table)
+    for note in summary.get("notes", []):
+        print(f"note: {note}")

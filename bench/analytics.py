@@ -1,0 +1,101 @@
+"""Benchmark: events per second through ``groupcoord analyze`` (the Spark job), against the same
+per-group computation in one Python process without Spark (the peer: read, parse, group, analyse).
+
+    .venv/bin/python bench/analytics.py [LOG_DIR ...] [--scenario FILE] [--seed N] [--master URL]
+
+Without LOG_DIR, the scenario (default examples/scenarios/crashes-and-coordinator-move.toml) is
+simulated first into a temporary directory. The Spark job runs once on the logs to warm up (JVM
+start, Python workers) and is then timed on a second run, report included; Spark's start-up is
+reported separately. ``events_per_second(logs)`` is the function other benchmarks call.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_SCENARIO = ROOT / "examples" / "scenarios" / "crashes-and-coordinator-move.toml"
+
+
+def python_events_per_second(logs) -> dict:
+    """The peer: the analysis in one process, no Spark (no Parquet, no report)."""
+    from groupcoord.client.analytics.job import find_logs
+    from groupcoord.client.analytics.model import analyze_group, group_partitions
+    t0 = time.perf_counter()
+    events = 0
+    for source in find_logs(logs):
+        by_group = defaultdict(list)
+        with open(source.events_path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    e = json.loads(line)
+                    by_group[e["group"]].append(e)
+                    events += 1
+        for group, evs in by_group.items():
+            evs.sort(key=lambda e: e["ts_ms"])
+            analyze_group(group, evs, group_partitions(source.scenario, group))
+    seconds = time.perf_counter() - t0
+    return {"events": events, "seconds": seconds, "events_per_s": events / seconds if seconds else None}
+
+
+def events_per_second(logs, master: str | None = None, out=None, warm_up: bool = True) -> dict:
+    """Events per second ``groupcoord analyze`` processes over ``logs`` (log directories or
+    events files), Parquet tables and report included, Spark already started.
+
+    Returns ``{"events", "seconds", "events_per_s", "spark_start_s", "warm_up_s"}``."""
+    from groupcoord.client.analytics.job import analyze, find_logs, spark_session
+    t0 = time.perf_counter()
+    spark = spark_session(master)
+    spark.sparkContext.parallelize([0], 1).count()
+    started = time.perf_counter() - t0
+    sources = find_logs(logs)
+    with tempfile.TemporaryDirectory(prefix="bench-analytics-") as tmp:
+        out = Path(out or tmp)
+        warm = 0.0
+        if warm_up:
+            t1 = time.perf_counter()
+            analyze(sources, out / "warm-up", spark=spark)
+            warm = time.perf_counter() - t1
+        t1 = time.perf_counter()
+        analysis = analyze(sources, out / "run", spark=spark)
+        seconds = time.perf_counter() - t1
+    return {"events": analysis.events, "seconds": seconds, "events_per_s": analysis.events / seconds,
+            "spark_start_s": started, "warm_up_s": warm}
+
+
+def simulate(scenario: Path, seed: int | None, out: Path) -> Path:
+    from groupcoord.client.fleet import scenario as scenario_mod
+    from groupcoord.client.fleet import simulate as simulate_mod
+    t0 = time.perf_counter()
+    events = simulate_mod.run(scenario_mod.load(scenario), seed, out)
+    print(f"simulated {scenario.name}: {len(events)} events in {time.perf_counter() - t0:.1f} s", flush=True)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("logs", nargs="*", help="log directories or events files (default: simulate --scenario)")
+    p.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--master", default=None)
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-analytics-log-") as tmp:
+        logs = args.logs or [simulate(args.scenario, args.seed, Path(tmp) / "log")]
+        peer = python_events_per_second(logs)
+        spark = events_per_second(logs, master=args.master)
+    print(f"events: {spark['events']}")
+    print(f"spark start-up: {spark['spark_start_s']:.1f} s, warm-up run: {spark['warm_up_s']:.1f} s")
+    print(f"groupcoord analyze (Spark {args.master or 'local[2]'}): {spark['seconds']:.2f} s, "
+          f"{spark['events_per_s']:,.0f} events/s")
+    print(f"peer, one Python process without Spark: {peer['seconds']:.2f} s, {peer['events_per_s']:,.0f} events/s")
+    print(f"ratio (Spark / peer): {spark['events_per_s'] / peer['events_per_s']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""Fleet benchmarks: how many members one machine sustains in real time, and how fast virtual
+time runs.
+
+(a) virtual: a scenario in virtual time (default examples/scenarios/hour-1000.toml, a 1,000-member
+    hour): wall and CPU seconds, virtual seconds per wall second, requests per second.
+(b) tcp: N members of one group (our client library, one asyncio loop in this process) against a
+    `groupcoord serve` daemon in another process: seconds until every member is stable in one
+    generation, then whether the group stays so for --hold seconds (no member lost).
+(c) memory: the same group in real time without sockets: the simulator's member cores and
+    coordinator core paced by the wall clock (the simulator's real-time mode); time to Stable and
+    how far the loop ever fell behind the clock.
+
+    python bench/fleet.py [virtual] [tcp] [memory] [--members 1000 5000] [--partitions P]
+                          [--duration S] [--scenario PATH] [--hold 10] [--limit 300]
+
+Goals (issue 6): 10,000 members in one group reach Stable in real time; a 1,000-member hour in
+virtual time in under 60 s. Numbers depend on the machine: the run prints its CPU count and load.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from groupcoord.client.fleet import fleet, scenario, simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def one_group(members: int, *, duration: float, partitions: int, profile: str = "default") -> scenario.Scenario:
+    return scenario.from_dict({
+        "name": f"one-group-{members}", "duration_s": duration, "topics": {"t": partitions},
+        "coordinator": {"profile": profile, "config": {"group.initial.rebalance.delay.ms": 3000}},
+        "groups": [{"name": "big", "topics": ["t"], "members": members, "strategy": "range",
+                    "processing_ms": 1000, "records_per_poll": 0}]})
+
+
+def bench_virtual(path: Path, duration: float | None) -> None:
+    sc = scenario.load(path)
+    if duration:
+        sc = scenario.apply_overrides(sc, {"duration_s": duration})
+    sim = simulate.Simulator(sc, sc.seed)
+    cpu0 = time.process_time()
+    events = sim.run()
+    cpu = time.process_time() - cpu0
+    summary = sim.summary(events)
+    ok = sum(1 for g in summary["groups"].values() if g.get("final", {}).get("check") == "ok")
+    print(f"virtual  {sc.name}: {sc.total_members()} members, {sc.duration_s:.0f} virtual s in "
+          f"{sim.wall_s:.1f} s wall / {cpu:.1f} s CPU -> {sc.duration_s / sim.wall_s:.1f} virtual s per wall s "
+          f"({sc.duration_s / cpu:.1f} per CPU s); {sim.stats['requests']} requests "
+          f"({sim.stats['requests'] / cpu:.0f} per CPU s), {len(events)} events, {ok}/{len(summary['groups'])} "
+          f"groups ok at the end")
+
+
+def _daemon(partitions: int):
+    cmd = [sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--no-data-dir",
+           "--log-level", "warning", "--topic", f"t:{partitions}",
+           "--set", "group.initial.rebalance.delay.ms=3000"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if line.startswith("bootstrap servers:"):
+            return proc, line.split(":", 1)[1].strip()
+    raise RuntimeError("the daemon did not start")
+
+
+def bench_tcp(members: int, partitions: int, hold: float, limit: float) -> None:
+    proc, bootstrap = _daemon(partitions)
+    try:
+        sc = one_group(members, duration=limit, partitions=partitions)
+        t0 = time.perf_counter()
+        runner = asyncio.run(fleet.run(sc, 1, bootstrap=bootstrap, until_stable=True, hold_s=hold))
+        wall = time.perf_counter() - t0
+        lost = sum(1 for e in runner.sorted_events if e["event"] == "client.lost")
+        check = runner.final.get("big")
+        if runner.stable_at is None:
+            print(f"tcp      {members} members ({partitions} partitions): not stable within {limit:.0f} s (check: {check})")
+        else:
+            print(f"tcp      {members} members ({partitions} partitions): stable after {runner.stable_at:.1f} s; after {hold:.0f} s more: "
+                  f"{check}, {lost} partitions lost (run {wall:.1f} s)")
+    except OSError as e:
+        print(f"tcp      {members} members: {e}")
+    finally:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def bench_memory(members: int, partitions: int, limit: float) -> None:
+    sc = one_group(members, duration=limit, partitions=partitions)
+    sim = simulate.Simulator(sc, 1, realtime=True)
+
+    def stable() -> bool:
+        group = sim.service.group_coordinator.group("big")
+        running = [c.handle.member for c in sim.clients.values() if c.handle is not None and not c.handle.dead]
+        return simulate.ownership_check(sim.service, group, running) == "ok"
+    t0 = time.perf_counter()
+    sim.run(until=stable)
+    wall = time.perf_counter() - t0
+    if sim.now < sim.scenario.duration_ms:
+        print(f"memory   {members} members ({partitions} partitions): stable at {sim.now / 1000:.1f} s of the clock, reached after "
+              f"{wall:.1f} s wall (the loop fell at most {sim.max_lag_ms / 1000:.1f} s behind the clock)")
+    else:
+        print(f"memory   {members} members ({partitions} partitions): not stable within {limit:.0f} s ({wall:.1f} s wall)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory"], default=[])
+    ap.add_argument("--scenario", type=Path, default=ROOT / "examples" / "scenarios" / "hour-1000.toml")
+    ap.add_argument("--duration", type=float, default=None, help="virtual: override the scenario's duration")
+    ap.add_argument("--members", type=int, nargs="+", default=[1000, 2000, 5000, 10000])
+    ap.add_argument("--partitions", type=int, default=None,
+                    help="real time: partitions of the group's topic (default: min(members, 1000)); every "
+                         "member reads the topic's whole metadata, so members x partitions is the cost")
+    ap.add_argument("--hold", type=float, default=10.0, help="tcp: seconds to stay stable")
+    ap.add_argument("--limit", type=float, default=300.0, help="real time: give up after this many seconds")
+    args = ap.parse_args()
+    parts = args.parts or ["virtual", "tcp", "memory"]
+    logging.disable(logging.WARNING)
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    if "virtual" in parts:
+        bench_virtual(args.scenario, args.duration)
+    for n in args.members:
+        partitions = args.partitions or min(n, 1000)
+        if "tcp" in parts:
+            bench_tcp(n, partitions, args.hold, args.limit)
+        if "memory" in parts:
+            bench_memory(n, partitions, min(args.limit, 120.0))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,372 @@
+"""The Spark job: event logs in, Parquet tables out.
+
+Each log file is read as text (blocks in file order), each line keyed by (log, group); the
+lines of a group are gathered (``groupByKey``), sorted by time then position in the file, parsed
+and analysed in Python (:func:`~groupcoord.client.analytics.model.analyze_group`), rebalances being sequential
+per group. The per-scenario summary is computed with DataFrame aggregations. Tables (Parquet,
+one directory each under OUT): ``rebalances``, ``sessions``, ``groups``, ``invariants``,
+``violations``, ``summary``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .model import INVARIANTS, analyze_group, group_partitions
+
+EVENTS_FILE = "events.jsonl"
+SCENARIO_FILE = "scenario.json"
+_MARK = "groupcoord-analytics:"
+LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+class LogError(ValueError):
+    """A log that cannot be read: the message names the file (and line)."""
+
+
+@dataclass
+class LogSource:
+    """One event log: a run of a scenario (or a coordinator's events file)."""
+    log: str                  # unique name in this analysis
+    events_path: str
+    scenario: dict | None = None
+    cell: str | None = None
+
+    @property
+    def scenario_name(self) -> str | None:
+        return (self.scenario or {}).get("name")
+
+    @property
+    def seed(self) -> int | None:
+        seed = (self.scenario or {}).get("seed")
+        return seed if isinstance(seed, int) else None
+
+
+def find_logs(paths, cells=None) -> list[LogSource]:
+    """Each path: a directory holding events.jsonl (and scenario.json), or an events file (e.g.
+    from ``groupcoord serve --events FILE``). ``cells``: a cell id per path (sweeps)."""
+    sources: list[LogSource] = []
+    used: set[str] = set()
+    for i, raw in enumerate(paths):
+        path = Path(raw)
+        if path.is_dir():
+            events = path / EVENTS_FILE
+            if not events.is_file():
+                raise LogError(f"{path}: no {EVENTS_FILE} in this directory")
+            scenario = None
+            sc_path = path / SCENARIO_FILE
+            if sc_path.is_file():
+                try:
+                    scenario = json.loads(sc_path.read_text(encoding="utf-8"))
+                except json.JSONDecodeError as e:
+                    raise LogError(f"{sc_path}: not valid JSON: {e}") from None
+                if not isinstance(scenario, dict):
+                    raise LogError(f"{sc_path}: expected a JSON object")
+            name = path.resolve().name
+        elif path.is_file():
+            events, scenario, name = path, None, path.stem
+        else:
+            raise LogError(f"{path}: no such file or directory")
+        cell = cells[i] if cells is not None else None
+        log = cell or name
+        base, n = log, 1
+        while log in used:
+            n += 1
+            log = f"{base}-{n}"
+        used.add(log)
+        sources.append(LogSource(log, str(events.resolve()), scenario, cell))
+    if not sources:
+        raise LogError("no logs given")
+    return sources
+
+
+def spark_session(master: str | None = None, app: str = "groupcoord-analytics", conf: dict | None = None):
+    """A SparkSession (the active one if there is one): local[2] by default, small shuffles, no
+    UI, quiet logs, and in local mode :data:`LOCAL_JAVA_OPTIONS` for the driver's JVM; ``conf``:
+    more Spark settings. Workers run this interpreter unless
+    PYSPARK_PYTHON says otherwise."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    active = SparkSession.getActiveSession()
+    if active is not None and (master is None or active.sparkContext.master == master):
+        return active
+    builder = SparkSession.builder
+    if (master or "local").startswith("local"):
+        # jobs here are short: the quick JIT tier alone and the serial GC start faster
+        builder = builder.config("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = (builder.appName(app).master(master or "local[2]")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "4")
+             .config("spark.log.level", "FATAL")
+             .config("spark.sql.adaptive.enabled", "false")
+             .config("spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version", "2")
+             .config("spark.sql.parquet.summary.metadata.level", "NONE")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("FATAL")
+    return spark
+
+
+# ---------------------------------------------------------------- tables
+def _schemas():
+    from pyspark.sql import types as T
+    S, L, I, B = T.StringType(), T.LongType(), T.IntegerType(), T.BooleanType()
+    meta = [("log", S), ("cell", S), ("scenario", S), ("seed", L)]
+    return {
+        "rebalances": meta + [("group", S), ("generation", L), ("trigger", S), ("trigger_member", S),
+                              ("client_reason", S), ("start_ms", L), ("end_ms", L), ("duration_ms", L),
+                              ("rounds", I), ("outcome", S), ("protocol", S), ("members", I),
+                              ("member_events", B), ("settled", B), ("settle_ms", L),
+                              ("partitions_moved", I), ("min_moves", I), ("partitions_revoked", I),
+                              ("partitions_lost", I), ("member_idle_ms", T.MapType(S, L)),
+                              ("max_member_idle_ms", L), ("unowned_partition_ms", L), ("balance", I)],
+        "sessions": meta + [("group", S), ("source", S), ("client", S), ("member", S),
+                            ("member_ids", T.ArrayType(S)), ("instance_id", S), ("strategy", S),
+                            ("protocol", S), ("start_ms", L), ("end_ms", L), ("duration_ms", L),
+                            ("end_reason", S), ("generations", I), ("assignments", I),
+                            ("partitions_assigned", I), ("partitions_revoked", I), ("partitions_lost", I),
+                            ("commits", I), ("max_owned", I), ("time_without_partitions_ms", L)],
+        "groups": meta + [("group", S), ("events", L), ("member_events", L), ("coordinator_events", L),
+                          ("first_ms", L), ("last_ms", L), ("partitions", I), ("unowned_partition_ms", L),
+                          ("rebalances", I)],
+        "invariants": meta + [("group", S), ("invariant", S), ("status", S), ("checked", L), ("failed", L)],
+        "violations": meta + [("group", S), ("invariant", S), ("ts_ms", L), ("detail", S)],
+        "logs": meta + [("path", S)],
+    }
+
+
+def _struct(fields):
+    from pyspark.sql import types as T
+    return T.StructType([T.StructField(n, t, True) for n, t in fields])
+
+
+# ---------------------------------------------------------------- worker side
+_GROUP = re.compile(r'"group"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_TS = re.compile(r'"ts_ms"\s*:\s*(-?\d+)')
+
+
+def _keyed_lines(log: str, block: int, lines):
+    """((log, group), (ts_ms, (block, line), text)) per line of one block of a log file, in order.
+    Only the group and the time are picked out here; the line is parsed after grouping."""
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        g, t = _GROUP.search(line), _TS.search(line)
+        if g is not None and t is not None:
+            group = json.loads(f'"{g.group(1)}"') if "\\" in g.group(1) else g.group(1)
+            yield (log, group), (int(t.group(1)), (block, n), line)
+        else:   # let the parser say what is wrong
+            yield (log, None), (0, (block, n), line)
+
+
+def _events(path: str, values):
+    """Parse and check a group's lines in time order (ties: order in the file)."""
+    for _, (block, n), line in sorted(values, key=lambda v: (v[0], v[1])):
+        where = f"{path}:{n}" if block == 0 else f"{path}: line {n} of block {block}"
+        try:
+            ev = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{_MARK} {where}: not valid JSON ({e.msg})") from None
+        problem = _problem(ev)
+        if problem:
+            raise ValueError(f"{_MARK} {where}: {problem}")
+        yield ev
+
+
+def _problem(ev) -> str | None:
+    if not isinstance(ev, dict):
+        return "expected a JSON object"
+    kind = ev.get("event")
+    if not isinstance(kind, str):
+        return "no \"event\" type"
+    if ev.get("v", 1) != 1:
+        return f"{kind}: schema version {ev.get('v')!r} (this analyser reads version 1)"
+    if not isinstance(ev.get("ts_ms"), int) or isinstance(ev.get("ts_ms"), bool):
+        return f"{kind}: \"ts_ms\" must be an integer"
+    if not isinstance(ev.get("group"), str):
+        return f"{kind}: \"group\" must be a string"
+    if kind.startswith("client."):
+        if not isinstance(ev.get("client"), str):
+            return f"{kind}: \"client\" must be a string"
+        for key in ("partitions", "owned"):
+            if key in ev and not all(isinstance(tp, list) and len(tp) == 2 for tp in ev[key] or ()):
+                return f"{kind}: \"{key}\" must be [[topic, partition], ...]"
+        if kind == "client.committed" and not all(isinstance(o, list) and len(o) == 3
+                                                  for o in ev.get("offsets") or ()):
+            return f"{kind}: \"offsets\" must be [[topic, partition, offset], ...]"
+    elif not isinstance(ev.get("generation"), int):
+        return f"{kind}: \"generation\" must be an integer"
+    return None
+
+
+def _analyze(item, metas):
+    (log, group), values = item
+    meta = metas[log]
+    events = _events(meta[4], values)
+    if group is None:           # lines without a group or a time: the parser raises
+        for _ in events:
+            pass
+        raise ValueError(f"{_MARK} {meta[4]}: an event without \"group\" or \"ts_ms\"")
+    scenario = json.loads(meta[3]) if meta[3] else None
+    result = analyze_group(group, events, group_partitions(scenario, group))
+    head = (log, meta[1], meta[2], meta[5])
+    for row in result["rebalances"]:
+        yield "rebalances", head, row
+    for row in result["sessions"]:
+        yield "sessions", head, row
+    yield "groups", head, result["group"]
+    inv = result["invariants"]
+    for name in INVARIANTS:
+        yield "invariants", head, {"group": group, "invariant": name, "status": inv["status"][name],
+                                   "checked": inv["checked"][name], "failed": inv["failed"][name]}
+    for ex in inv["examples"]:
+        yield "violations", head, {"group": group, "invariant": ex["invariant"], "ts_ms": ex["ts_ms"],
+                                   "detail": json.dumps(ex["detail"], sort_keys=True)}
+    for row in result["timeline"]:
+        yield "timeline", head, row
+
+
+# ---------------------------------------------------------------- driver side
+@dataclass
+class Analysis:
+    """What :func:`analyze` wrote and what the report needs (small tables collected)."""
+    out: str
+    tables: dict             # table name -> Parquet directory
+    summary: list[dict]
+    invariants: list[dict]   # per log and invariant: status, checked, failed
+    violations: list[dict]
+    rebalances: list[dict]   # a few columns of every rebalance (plots)
+    timeline: list[dict]
+    logs: list[dict]
+    events: int
+    seconds: float
+
+
+def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
+            cell_params: dict | None = None) -> Analysis:
+    """Analyse the logs with Spark, write the Parquet tables (and report.html) under ``out``."""
+    from pyspark.sql import functions as F
+
+    t0 = time.perf_counter()
+    spark = spark or spark_session()
+    sc = spark.sparkContext
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    schemas = _schemas()
+    metas = {}
+    for s in sources:
+        metas[s.log] = (s.log, s.cell, s.scenario_name, json.dumps(s.scenario) if s.scenario else None,
+                        s.events_path, s.seed)
+    metas_b = sc.broadcast(metas)
+    parts = max(sc.defaultParallelism, min(len(sources), 4 * sc.defaultParallelism))
+    events = sc.union([sc.textFile(s.events_path, minPartitions=1).mapPartitionsWithIndex(
+        lambda i, lines, log=s.log: _keyed_lines(log, i, lines)) for s in sources])
+    rows = (events.groupByKey(parts)
+            .flatMap(lambda item: _analyze(item, metas_b.value))
+            .cache())
+    tables, frames = {}, {}
+    try:
+        for name in ("rebalances", "sessions", "groups", "invariants", "violations"):
+            fields = schemas[name]
+            names = [n for n, _ in fields[4:]]
+            part = rows.filter(lambda r, name=name: r[0] == name).map(
+                lambda r, names=names: tuple(r[1]) + tuple(r[2].get(n) for n in names))
+            frames[name] = spark.createDataFrame(part, _struct(fields))
+            tables[name] = _write(frames[name], out / name)
+        logs_df = spark.createDataFrame([(s.log, s.cell, s.scenario_name, s.seed, s.events_path) for s in sources],
+                                        _struct(schemas["logs"]))
+        summary_df = _summary(frames, logs_df, F).coalesce(1)
+        tables["summary"] = _write(summary_df, out / "summary")
+        summary = [r.asDict() for r in summary_df.collect()]
+        small = rows.filter(lambda r: r[0] in ("invariants", "violations", "timeline", "rebalances")).map(
+            _for_report).collect()
+    except Exception as e:  # a bad log raises in a Spark task: surface its message
+        text = str(e)
+        if _MARK in text:
+            line = text[text.index(_MARK) + len(_MARK):].splitlines()[0].strip()
+            raise LogError(line) from None
+        raise
+    finally:
+        rows.unpersist()
+    by_tag = {"invariants": [], "violations": [], "timeline": [], "rebalances": []}
+    for tag, row in small:
+        by_tag[tag].append(row)
+    analysis = Analysis(
+        out=str(out), tables=tables, summary=sorted(summary, key=lambda r: r["log"]),
+        invariants=_invariant_totals(by_tag["invariants"]),
+        violations=sorted(by_tag["violations"], key=lambda r: (r["log"], r["group"], r["invariant"], r["ts_ms"])),
+        rebalances=by_tag["rebalances"], timeline=by_tag["timeline"],
+        logs=[{"log": s.log, "cell": s.cell, "scenario": s.scenario_name, "seed": s.seed,
+               "path": s.events_path} for s in sources],
+        events=sum(r["events"] or 0 for r in summary), seconds=0.0)
+    analysis.seconds = time.perf_counter() - t0
+    if report:
+        from .report import write_report
+        write_report(analysis, cell_params=cell_params)
+    return analysis
+
+
+def _write(df, path: Path) -> str:
+    df.write.mode("overwrite").parquet(str(path))
+    return str(path)
+
+
+_REPORT_COLUMNS = {"rebalances": ("group", "start_ms", "duration_ms", "partitions_moved", "min_moves", "trigger"),
+                   "invariants": ("group", "invariant", "status", "checked", "failed"),
+                   "violations": ("group", "invariant", "ts_ms", "detail"),
+                   "timeline": ("group", "ts_ms", "members", "unowned")}
+
+
+def _for_report(r):
+    tag, head, row = r
+    out = {"log": head[0], "cell": head[1]}
+    for k in _REPORT_COLUMNS[tag]:
+        out[k] = row.get(k)
+    return tag, out
+
+
+def _invariant_totals(rows) -> list[dict]:
+    """Per log and invariant: checks, violations, and pass / fail / skipped (no group checkable)."""
+    totals = {}
+    for r in rows:
+        t = totals.setdefault((r["log"], r["invariant"]), {"log": r["log"], "cell": r["cell"],
+                                                           "invariant": r["invariant"], "checked": 0,
+                                                           "failed": 0, "groups_checked": 0})
+        t["checked"] += r["checked"]
+        t["failed"] += r["failed"]
+        t["groups_checked"] += r["status"] != "skipped"
+    for t in totals.values():
+        t["status"] = "skipped" if not t["groups_checked"] else "fail" if t["failed"] else "pass"
+    return sorted(totals.values(), key=lambda t: (t["log"], INVARIANTS.index(t["invariant"])))
+
+
+def _summary(frames, logs_df, F):
+    """One row per log (scenario run): rebalance durations, unowned partition-seconds, movement."""
+    reb = frames["rebalances"].groupBy("log").agg(
+        F.count(F.lit(1)).alias("rebalances"),
+        F.percentile("duration_ms", F.lit(0.5)).alias("duration_p50_ms"),
+        F.percentile("duration_ms", F.lit(0.95)).alias("duration_p95_ms"),
+        F.max("duration_ms").alias("duration_max_ms"),
+        F.sum("partitions_moved").alias("partitions_moved"),
+        F.sum("min_moves").alias("min_moves"),
+        F.sum("partitions_revoked").alias("partitions_revoked"),
+        F.max("balance").alias("max_balance"),
+        F.max("max_member_idle_ms").alias("max_member_idle_ms"))
+    grp = frames["groups"].groupBy("log").agg(
+        F.count(F.lit(1)).alias("groups"),
+        F.sum("events").alias("events"),
+        (F.sum("member_events") > 0).alias("member_events"),
+        (F.sum("unowned_partition_ms") / F.lit(1000.0)).alias("partition_seconds_unowned"))
+    inv = frames["invariants"].groupBy("log").agg(F.sum("failed").alias("violations"))
+    return (logs_df.join(grp, "log", "left").join(reb, "log", "left").join(inv, "log", "left")
+            .fillna(0, subset=["rebalances"])
+            .withColumn("movement_ratio", F.when(F.col("min_moves") > 0,
+                                                 F.col("partitions_moved") / F.col("min_moves")))
+            .orderBy("log"))

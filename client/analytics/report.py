@@ -1,0 +1,216 @@
+"""report.html: the summary, the invariants with counterexamples, plots (matplotlib PNGs next to
+the page) and, for sweeps, the grid's cells side by side."""
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from .model import INVARIANT_TITLES
+
+#: Groups drawn in the timeline plot.
+TIMELINE_GROUPS = 8
+#: Rebalances listed in the page (all are in the Parquet table).
+LISTED_REBALANCES = 100
+
+_CSS = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right}th{background:#eee}
+td.l,th.l{text-align:left}.pass{color:#080;font-weight:bold}.fail{color:#b00;font-weight:bold}
+.skipped{color:#888}.note{background:#ffd;padding:.5em 1em;border:1px solid #dd8}img{max-width:100%}
+code{font-size:12px}"""
+
+SUMMARY_COLUMNS = [("log", "log"), ("scenario", "scenario"), ("seed", "seed"), ("groups", "groups"),
+                   ("events", "events"), ("rebalances", "rebalances"), ("duration_p50_ms", "p50 ms"),
+                   ("duration_p95_ms", "p95 ms"), ("duration_max_ms", "max ms"),
+                   ("partition_seconds_unowned", "partition-s unowned"), ("partitions_moved", "moved"),
+                   ("min_moves", "minimum"), ("movement_ratio", "moved / minimum"),
+                   ("partitions_revoked", "revoked"), ("max_balance", "max balance"),
+                   ("max_member_idle_ms", "max idle ms"), ("violations", "violations")]
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3f}".rstrip("0").rstrip(".") if abs(v) < 1e6 else f"{v:.4g}"
+    return html.escape(str(v))
+
+
+def _table(rows, columns, left=("log", "cell", "scenario", "group", "invariant", "detail", "trigger")) -> str:
+    head = "".join(f"<th class='{'l' if k in left else ''}'>{html.escape(t)}</th>" for k, t in columns)
+    body = []
+    for r in rows:
+        cells = "".join(f"<td class='{'l' if k in left else ''}'>{_fmt(r.get(k))}</td>" for k, _ in columns)
+        body.append(f"<tr>{cells}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def write_report(analysis, cell_params: dict | None = None) -> Path:
+    """Write report.html and its PNGs into ``analysis.out``; returns the page's path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    out = Path(analysis.out)
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>groupcoord rebalance report</title>"
+             f"<style>{_CSS}</style></head><body><h1>Rebalance report</h1>",
+             f"<p>{len(analysis.logs)} log(s), {analysis.events} events, analysed in "
+             f"{analysis.seconds:.1f} s. Tables (Parquet): "
+             + ", ".join(f"<code>{html.escape(n)}</code>" for n in sorted(analysis.tables)) + ".</p>"]
+    coordinator_only = [s["log"] for s in analysis.summary if not s.get("member_events")]
+    if coordinator_only:
+        parts.append("<p class='note'>Coordinator events only (no member events) in: "
+                     + ", ".join(html.escape(str(x)) for x in coordinator_only)
+                     + ". For these, partitions moved, minimum movement, revocations, time without partitions, "
+                       "balance and partition-seconds without an owner are not known (empty), sessions come from "
+                       "the coordinator's membership events, and the invariants that need ownership are skipped."
+                       "</p>")
+    parts.append("<h2>Summary per scenario run</h2>")
+    columns = SUMMARY_COLUMNS if not any(s.get("cell") for s in analysis.summary) else \
+        [("cell", "cell")] + SUMMARY_COLUMNS[1:]
+    parts.append(_table(analysis.summary, columns))
+    if cell_params:
+        parts.append(_cells_section(analysis, cell_params, out))
+    parts.append(_invariants_section(analysis))
+    parts.append("<h2>Plots</h2>")
+    for name, title, draw in (("durations.png", "Rebalance durations", _plot_durations),
+                              ("movement.png", "Partitions moved against the minimum necessary", _plot_movement),
+                              ("timeline.png", "Timeline per group", _plot_timeline)):
+        if draw(analysis, out / name):
+            parts.append(f"<h3>{title}</h3><img src='{name}' alt='{html.escape(title)}'>")
+    parts.append(f"<h2>Rebalances</h2><p>The first {LISTED_REBALANCES} by start (all of them are in the "
+                 f"<code>rebalances</code> table).</p>")
+    rebs = sorted(analysis.rebalances, key=lambda r: (r["log"], r["start_ms"] or 0, r["group"]))[:LISTED_REBALANCES]
+    parts.append(_table(rebs, [("log", "log"), ("group", "group"), ("start_ms", "start ms"),
+                               ("duration_ms", "duration ms"), ("trigger", "trigger"),
+                               ("partitions_moved", "moved"), ("min_moves", "minimum")]))
+    parts.append("</body></html>")
+    page = out / "report.html"
+    page.write_text("\n".join(parts), encoding="utf-8")
+    return page
+
+
+def _invariants_section(analysis) -> str:
+    parts = ["<h2>Invariants</h2>"]
+    by_log = defaultdict(list)
+    for r in analysis.invariants:
+        by_log[r["log"]].append(r)
+    rows = []
+    for log, checks in sorted(by_log.items()):
+        for c in checks:
+            status = c["status"]
+            rows.append(f"<tr><td class='l'>{html.escape(log)}</td>"
+                        f"<td class='l'>{html.escape(INVARIANT_TITLES.get(c['invariant'], c['invariant']))}</td>"
+                        f"<td class='l {status}'>{status}</td><td>{c['checked']}</td><td>{c['failed']}</td></tr>")
+    parts.append("<table><tr><th class='l'>log</th><th class='l'>invariant</th><th class='l'>result</th>"
+                 "<th>checks</th><th>violations</th></tr>" + "".join(rows) + "</table>")
+    if analysis.violations:
+        parts.append("<h3>Counterexamples</h3>")
+        rows = [dict(v, invariant=INVARIANT_TITLES.get(v["invariant"], v["invariant"]),
+                     detail=json.loads(v["detail"])) for v in analysis.violations]
+        for r in rows:
+            r["detail"] = json.dumps(r["detail"], sort_keys=True)
+        parts.append(_table(rows, [("log", "log"), ("group", "group"), ("invariant", "invariant"),
+                                   ("ts_ms", "ts ms"), ("detail", "detail")]))
+    return "\n".join(parts)
+
+
+def _cells_section(analysis, cell_params: dict, out: Path) -> str:
+    keys = sorted({k for p in cell_params.values() for k in p})
+    summary = {s["cell"]: s for s in analysis.summary}
+    rows = []
+    for cell in sorted(cell_params):
+        row = {"cell": cell, **{f"param:{k}": cell_params[cell].get(k) for k in keys}}
+        row.update(summary.get(cell, {}))
+        rows.append(row)
+    columns = [("cell", "cell")] + [(f"param:{k}", k) for k in keys] + [
+        ("rebalances", "rebalances"), ("duration_p50_ms", "p50 ms"), ("duration_p95_ms", "p95 ms"),
+        ("duration_max_ms", "max ms"), ("partition_seconds_unowned", "partition-s unowned"),
+        ("movement_ratio", "moved / minimum"), ("violations", "violations")]
+    left = ("cell",) + tuple(f"param:{k}" for k in keys)
+    parts = ["<h2>Grid cells side by side</h2>", _table(rows, columns, left=left)]
+    if _plot_cells(rows, out / "cells.png"):
+        parts.append("<img src='cells.png' alt='cells'>")
+    return "\n".join(parts)
+
+
+def _plot_cells(rows, path: Path) -> bool:
+    import matplotlib.pyplot as plt
+    if not rows:
+        return False
+    labels = [r["cell"] for r in rows]
+    fig, axes = plt.subplots(1, 3, figsize=(max(9, 0.5 * len(rows) * 3), 3.5))
+    for ax, key, title in zip(axes, ("duration_p95_ms", "partition_seconds_unowned", "movement_ratio"),
+                              ("p95 rebalance ms", "partition-s unowned", "moved / minimum")):
+        ax.bar(range(len(rows)), [r.get(key) or 0 for r in rows], color="#4a7")
+        ax.set_xticks(range(len(rows)), labels, rotation=60, fontsize=7)
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def _plot_durations(analysis, path: Path) -> bool:
+    import matplotlib.pyplot as plt
+    values = [r["duration_ms"] for r in analysis.rebalances if r["duration_ms"] is not None]
+    if not values:
+        return False
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.hist(values, bins=min(40, max(5, len(set(values)))), color="#47a")
+    ax.set_xlabel("rebalance duration (ms)")
+    ax.set_ylabel("rebalances")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def _plot_movement(analysis, path: Path) -> bool:
+    import matplotlib.pyplot as plt
+    pts = [(r["min_moves"], r["partitions_moved"]) for r in analysis.rebalances
+           if r["min_moves"] is not None and r["partitions_moved"] is not None]
+    if not pts:
+        return False
+    fig, ax = plt.subplots(figsize=(4.5, 4))
+    xs, ys = zip(*pts)
+    ax.scatter(xs, ys, s=12, alpha=0.6, color="#a47")
+    top = max(max(xs), max(ys), 1)
+    ax.plot([0, top], [0, top], color="#888", linewidth=1, label="moved = minimum")
+    ax.set_xlabel("minimum necessary moves")
+    ax.set_ylabel("partitions moved")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def _plot_timeline(analysis, path: Path) -> bool:
+    import matplotlib.pyplot as plt
+    series = defaultdict(list)
+    for p in analysis.timeline:
+        series[(p["log"], p["group"])].append(p)
+    if not series:
+        return False
+    keys = sorted(series)[:TIMELINE_GROUPS]
+    starts = defaultdict(list)
+    for r in analysis.rebalances:
+        if (r["log"], r["group"]) in keys and r["start_ms"] is not None:
+            starts[(r["log"], r["group"])].append((r["start_ms"], r["duration_ms"] or 0))
+    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 1.9 * len(keys)), squeeze=False)
+    for ax, key in zip(axes[:, 0], keys):
+        pts = sorted(series[key], key=lambda p: p["ts_ms"])
+        t0 = pts[0]["ts_ms"]
+        xs = [(p["ts_ms"] - t0) / 1000 for p in pts]
+        ax.step(xs, [p["members"] or 0 for p in pts], where="post", color="#47a", label="members")
+        if any(p["unowned"] is not None for p in pts):
+            ax.step(xs, [p["unowned"] or 0 for p in pts], where="post", color="#c44", label="unowned partitions")
+        for s, d in starts[key]:
+            ax.axvspan((s - t0) / 1000, (s + d - t0) / 1000, color="#fc8", alpha=0.5, linewidth=0)
+        ax.set_title(f"{key[0]} / {key[1]} (shaded: rebalances)", fontsize=8)
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("seconds since the group's first event")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return True

@@ -1,0 +1,143 @@
+"""Structured events of fleet members (schema version 1), next to the coordinator's.
+
+A fleet run writes one ``events.jsonl``: the coordinator's events (schema v1 of
+:mod:`groupcoord.coordinator.events`) and these, one JSON object per line, sorted by ``ts_ms``
+and then by order of occurrence.
+
+Common fields (every member event)
+----------------------------------
+``v``           int   schema version (:data:`SCHEMA_VERSION`).
+``event``       str   event type (below), all starting with ``client.``.
+``ts_ms``       int   the run's clock (virtual ms in simulate, wall-clock ms in fleet).
+``group``       str   group id.
+``client``      str   the member's stable name in the scenario, ``"<group>/m<index>"`` (e.g.
+                      ``"g0/m017"``), the same across restarts of that member.
+``member``      str   its member id at that moment ("" before the first join).
+``generation``  int   its generation id at that moment (-1 outside a generation).
+
+Event types and their own fields
+--------------------------------
+``client.started``   the member process started.
+    ``strategy`` (list of assignor names), ``protocol``: "eager" | "cooperative",
+    ``instance_id`` (group.instance.id or None).
+``client.assigned``  the rebalance listener's onPartitionsAssigned.
+    ``partitions`` ([[topic, partition], ...] newly assigned), ``owned`` (all owned after).
+``client.revoked``   onPartitionsRevoked.  ``partitions``, ``owned`` (what is left).
+``client.lost``      onPartitionsLost.     ``partitions``, ``owned`` (what is left).
+``client.committed`` an offset commit acknowledged by the coordinator.
+    ``offsets`` ([[topic, partition, offset], ...]).
+``client.stopped``   the member is gone.
+    ``reason``: "close" (graceful close) | "crash" (killed, no LeaveGroup) | "fenced"
+    (FENCED_INSTANCE_ID) | "fatal" (another fatal error).
+
+Partition lists are sorted by topic, then partition.
+"""
+from __future__ import annotations
+
+from groupcoord.protocol.errors import ErrorCode
+
+SCHEMA_VERSION = 1
+
+BASE_FIELDS: tuple[str, ...] = ("v", "event", "ts_ms", "group", "client", "member", "generation")
+
+EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "client.started": ("strategy", "protocol", "instance_id"),
+    "client.assigned": ("partitions", "owned"),
+    "client.revoked": ("partitions", "owned"),
+    "client.lost": ("partitions", "owned"),
+    "client.committed": ("offsets",),
+    "client.stopped": ("reason",),
+}
+
+STOP_REASONS = ("close", "crash", "fenced", "fatal")
+
+
+def check_event(event: dict) -> None:
+    """Raise ``ValueError`` unless ``event`` is a member event with exactly the documented fields
+    and sane values."""
+    kind = event.get("event")
+    own = EVENT_FIELDS.get(kind)
+    if own is None:
+        raise ValueError(f"unknown member event type {kind!r}")
+    expected = set(BASE_FIELDS) | set(own)
+    got = set(event)
+    if got != expected:
+        raise ValueError(f"{kind}: missing {sorted(expected - got)}, unexpected {sorted(got - expected)}")
+    if event["v"] != SCHEMA_VERSION:
+        raise ValueError(f"{kind}: schema version {event['v']!r}")
+    if not isinstance(event["ts_ms"], int) or not isinstance(event["generation"], int):
+        raise ValueError(f"{kind}: ts_ms and generation must be integers")
+    for key in ("group", "client", "member"):
+        if not isinstance(event[key], str):
+            raise ValueError(f"{kind}: {key} must be a string")
+    if kind == "client.started" and event["protocol"] not in ("eager", "cooperative"):
+        raise ValueError(f"{kind}: protocol {event['protocol']!r}")
+    if kind == "client.stopped" and event["reason"] not in STOP_REASONS:
+        raise ValueError(f"{kind}: reason {event['reason']!r}")
+    for key in ("partitions", "owned"):
+        if key in event and not all(isinstance(tp, list) and len(tp) == 2 for tp in event[key]):
+            raise ValueError(f"{kind}: {key} must be [[topic, partition], ...]")
+    if kind == "client.committed" and not all(isinstance(o, list) and len(o) == 3 for o in event["offsets"]):
+        raise ValueError(f"{kind}: offsets must be [[topic, partition, offset], ...]")
+
+
+def tp_list(tps) -> list[list]:
+    return [[t, p] for t, p in sorted(tps)]
+
+
+class MemberEvents:
+    """Turns one member's actions into events; ``emit(event)`` receives them.
+
+    ``clock()`` gives ``ts_ms``; the member object may be replaced on restart (:attr:`member`).
+    """
+
+    __slots__ = ("emit", "clock", "group", "client", "member", "strategy", "protocol", "instance_id")
+
+    def __init__(self, emit, clock, group: str, client: str, strategy: list[str], protocol: str,
+                 instance_id: str | None):
+        self.emit = emit
+        self.clock = clock
+        self.group = group
+        self.client = client
+        self.member = None
+        self.strategy = list(strategy)
+        self.protocol = protocol
+        self.instance_id = instance_id
+
+    def _base(self, kind: str) -> dict:
+        m = self.member
+        return {"v": SCHEMA_VERSION, "event": kind, "ts_ms": self.clock(), "group": self.group,
+                "client": self.client, "member": m.member_id if m is not None else "",
+                "generation": m.generation_id if m is not None else -1}
+
+    def started(self) -> None:
+        e = self._base("client.started")
+        e.update(strategy=self.strategy, protocol=self.protocol, instance_id=self.instance_id)
+        self.emit(e)
+
+    def callback(self, kind: str, partitions) -> None:
+        """kind: "assigned", "revoked" or "lost" (a RebalanceCallback action's ``kind``), at the
+        moment the member hands the action out."""
+        owned = self.member.assignment
+        owned = owned | partitions if kind == "assigned" else owned - partitions
+        e = self._base("client." + kind)
+        e["partitions"] = tp_list(partitions)
+        e["owned"] = tp_list(owned)
+        self.emit(e)
+
+    def committed(self, offsets: dict) -> None:
+        if not offsets:
+            return
+        e = self._base("client.committed")
+        e["offsets"] = [[tp[0], tp[1], om.offset] for tp, om in sorted(offsets.items())]
+        self.emit(e)
+
+    def stopped(self, reason: str) -> None:
+        e = self._base("client.stopped")
+        e["reason"] = reason
+        self.emit(e)
+
+
+def stop_reason(error: Exception) -> str:
+    """ "fenced" for FENCED_INSTANCE_ID, else "fatal"."""
+    return "fenced" if getattr(error, "code", None) == ErrorCode.FENCED_INSTANCE_ID else "fatal"

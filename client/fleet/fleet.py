@@ -1,0 +1,426 @@
+"""A scenario in real time: simulated consumers (our client library) on one asyncio loop.
+
+The coordinator is a running daemon (``bootstrap``; its admin API at ``admin`` for coordinator
+events and fault actions) or one started in this process (:func:`groupcoord.coordinator.embed.running`).
+Each member is a :class:`~groupcoord.client.consumer.GroupConsumer` whose actions are recorded as
+member events (:mod:`.events`), and an application loop that polls every ``processing_ms``.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Callable
+
+from groupcoord.client.assignors import RebalanceProtocol
+from groupcoord.client.consumer import GroupConsumer
+from groupcoord.client.member import Closed, CommitCompleted, ErrorRaised, RebalanceCallback
+
+from .events import stop_reason
+from .model import Client, Driver, consumer_config, sorted_events, summarize, write_outputs
+from .scenario import Scenario
+
+log = logging.getLogger("groupcoord.fleet")
+
+
+def wall_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class _Listener:
+    def __init__(self, delay_ms: int):
+        self.delay = delay_ms / 1000
+
+    async def _wait(self, partitions) -> None:
+        if self.delay:
+            await asyncio.sleep(self.delay)        # the application's listener takes this long
+
+    on_partitions_assigned = on_partitions_revoked = on_partitions_lost = _wait
+
+
+class FleetConsumer(GroupConsumer):
+    """A GroupConsumer that reports its member's actions as member events."""
+
+    def __init__(self, client: Client, *args, **kw):
+        super().__init__(*args, **kw)
+        self.client = client
+        self.stopped = False
+        client.recorder.member = self.member
+
+    def _execute(self, action) -> None:
+        rec = self.client.recorder
+        if isinstance(action, RebalanceCallback):
+            rec.callback(action.kind, action.partitions)
+        elif isinstance(action, CommitCompleted):
+            if action.error is None:
+                rec.committed(action.offsets)
+        elif isinstance(action, ErrorRaised) and action.fatal:
+            self._stop(stop_reason(action.error))
+        elif isinstance(action, Closed):
+            self._stop("close")
+        super()._execute(action)
+
+    def _stop(self, reason: str) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self.client.recorder.stopped(reason)
+
+    async def crash(self) -> None:
+        """Die without LeaveGroup: tasks cancelled, sockets closed."""
+        self._stop("crash")
+        await self._shutdown()
+
+    def pause(self, ms: int) -> None:
+        """Freeze the member's pump (no requests, no heartbeats) for ms."""
+        task = self._pump_task
+        if task is None or task.done():
+            return
+        task.cancel()
+
+        def resume() -> None:
+            if not self.stopped and self._pump_task is task:
+                self._pump_task = asyncio.get_running_loop().create_task(self._pump(), name="groupcoord-pump")
+                self._wake()
+        asyncio.get_running_loop().call_later(ms / 1000, resume)
+
+
+class _Handle:
+    __slots__ = ("consumer", "app", "stall_until", "closing")
+
+    def __init__(self, consumer: FleetConsumer):
+        self.consumer = consumer
+        self.app: asyncio.Task | None = None
+        self.stall_until = 0.0
+        self.closing: asyncio.Task | None = None
+
+
+class FleetRunner(Driver):
+    mode = "fleet"
+
+    def __init__(self, scenario: Scenario, seed: int, *, bootstrap: str | None = None, admin: str | None = None,
+                 admin_token: str | None = None, progress: bool = False, until_stable: bool = False,
+                 hold_s: float = 0.0):
+        super().__init__(scenario, seed)
+        self.bootstrap = bootstrap
+        self.admin = admin.rstrip("/") if admin else None
+        self.admin_token = admin_token
+        self.progress = progress
+        self.until_stable = until_stable
+        self.hold_s = hold_s                 # with until_stable: keep running this long after
+        self.stable_at: float | None = None  # seconds from the start to the first all-stable moment
+        self.embedded = None
+        self._t0 = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._stopping = False
+        self.final: dict[str, str] = {}
+        self.final_running: dict[str, int] = {}
+
+    # ---- Driver primitives -------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return int((self._loop.time() - self._t0) * 1000)
+
+    def ts_ms(self) -> int:
+        return wall_ms()
+
+    def at(self, ms: int, fn: Callable[[], None]) -> None:
+        self._loop.call_at(self._t0 + ms / 1000, self._guard, fn)
+
+    def _guard(self, fn) -> None:
+        if self._stopping:
+            return
+        try:
+            fn()
+        except Exception:
+            log.exception("timeline action failed")
+
+    def _spawn(self, coro) -> asyncio.Task:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def start_member(self, c: Client) -> None:
+        prev: _Handle | None = c.handle
+        if prev is not None and prev.closing is not None and not prev.closing.done():
+            prev.closing.add_done_callback(lambda _t: self._start_after_close(c, prev))
+            return
+        cfg = consumer_config(c, self.bootstrap)
+        consumer = FleetConsumer(c, *c.topics, config=cfg, listener=_Listener(c.spec.callback_ms), fetch=False)
+        if c.spec.protocol == "eager":
+            consumer.member.protocol = RebalanceProtocol.EAGER
+        h = _Handle(consumer)
+        c.handle = h
+        c.recorder.started()
+        h.app = self._spawn(self._app_loop(c, h))
+
+    def _start_after_close(self, c: Client, prev: _Handle) -> None:
+        if c.alive and c.handle is prev and not self._stopping:
+            c.handle = None
+            self.start_member(c)
+
+    async def _app_loop(self, c: Client, h: _Handle) -> None:
+        consumer = h.consumer
+        await consumer.start()
+        period = c.spec.processing_ms / 1000
+        step = c.spec.records_per_poll
+        loop = asyncio.get_running_loop()
+        try:
+            while not consumer.stopped:
+                if loop.time() >= h.stall_until:
+                    try:
+                        await consumer.poll(0)
+                    except Exception as e:       # fatal errors end the member (recorded by _execute)
+                        if consumer.member.fatal_error is not None:
+                            break
+                        log.info("%s: %s", c.name, e)
+                    if step:
+                        pos = consumer.member.positions
+                        for tp in pos:
+                            pos[tp] += step
+                await asyncio.sleep(period)
+        finally:
+            if consumer.member.fatal_error is not None:
+                c.alive = False
+                await consumer._shutdown()
+
+    def stop_member(self, c: Client, crash: bool) -> None:
+        h: _Handle | None = c.handle
+        if h is None or h.consumer.stopped:
+            return
+        if h.app is not None:
+            h.app.cancel()
+        if crash:
+            h.closing = self._spawn(h.consumer.crash())
+        else:
+            async def close():
+                await h.consumer.close()
+                h.consumer._stop("close")
+            h.closing = self._spawn(close())
+
+    def freeze(self, c: Client, ms: int) -> None:
+        h = c.handle
+        if h is not None:
+            h.consumer.pause(ms)
+
+    def stall(self, c: Client, ms: int) -> None:
+        h = c.handle
+        if h is not None:
+            h.stall_until = self._loop.time() + ms / 1000
+
+    def set_subscription(self, c: Client, topics: list[str]) -> None:
+        h = c.handle
+        if h is not None and not h.consumer.stopped:
+            h.consumer.subscribe(topics)
+
+    def add_partitions(self, topic: str, n: int) -> None:
+        if self.embedded is not None:
+            self.embedded.service.cluster.add_partitions(topic, n)
+        else:
+            self._spawn(self._admin_post(f"/api/topics/{topic}/partitions", {"count": n}))
+
+    def _fault(self, what: str, fn) -> None:
+        from groupcoord.coordinator.faults import FaultError
+        try:
+            result = fn()
+        except FaultError as e:
+            self.notes.append(f"{what}: {e}")
+            return
+        if asyncio.iscoroutine(result):
+            self._spawn(result)
+
+    def move_coordinator(self, group: str, node: int | None) -> None:
+        if self.embedded is not None:
+            self._fault(f"move_coordinator {group}", lambda: self.embedded.service.faults.move_group(group, node))
+        else:
+            self._spawn(self._admin_post(f"/api/groups/{group}/coordinator/move",
+                                         {} if node is None else {"node": node}))
+
+    def node_down(self, node: int) -> None:
+        if self.embedded is not None:
+            self._fault(f"node_down {node}", lambda: self.embedded.service.faults.node_down(node))
+        else:
+            self._spawn(self._admin_post(f"/api/nodes/{node}/down", {}))
+
+    def node_up(self, node: int) -> None:
+        if self.embedded is not None:
+            self._fault(f"node_up {node}", lambda: self.embedded.service.faults.node_up(node))
+        else:
+            self._spawn(self._admin_post(f"/api/nodes/{node}/up", {}))
+
+    def net_partition(self, c: Client, ms: int) -> None:
+        self.notes.append("network_partition is only simulated (groupcoord simulate); skipped")
+
+    # ---- the admin API of a daemon --------------------------------------------------------------
+    async def _admin_post(self, path: str, body: dict) -> None:
+        if self.admin is None:
+            self.notes.append(f"POST {path}: needs --admin URL of the daemon; skipped")
+            return
+        import aiohttp
+        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        try:
+            async with aiohttp.ClientSession() as s:
+                async with s.post(self.admin + path, json=body, headers=headers) as resp:
+                    if resp.status >= 300:
+                        self.notes.append(f"POST {path}: HTTP {resp.status} {await resp.text()}")
+        except aiohttp.ClientError as e:
+            self.notes.append(f"POST {path}: {e}")
+
+    async def _stream_events(self) -> None:
+        """Coordinator events of a daemon, from its admin API's server-sent events."""
+        import aiohttp
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as s:
+                async with s.get(self.admin + "/api/events/stream") as resp:
+                    async for line in resp.content:
+                        if line.startswith(b"data:"):
+                            try:
+                                self.events.append(json.loads(line[5:]))
+                            except ValueError:
+                                pass
+        except (aiohttp.ClientError, asyncio.CancelledError):
+            pass
+
+    async def _create_topics(self) -> None:
+        from groupcoord.client.connection import BrokerConnection
+        host, _, port = self.bootstrap.split(",")[0].rpartition(":")
+        conn = await BrokerConnection(host, int(port), client_id="groupcoord-fleet").connect()
+        try:
+            body = {"topics": [{"name": n, "num_partitions": p, "replication_factor": -1, "assignments": [],
+                                "configs": []} for n, p in self.scenario.topics.items()],
+                    "timeout_ms": 10000, "validate_only": False}
+            version = min(conn.api_versions.get(19, (0, 4))[1], 4)
+            resp = await conn.request(19, version, body)
+            for t in resp["topics"]:
+                if t["error_code"] not in (0, 36):          # 36: TOPIC_ALREADY_EXISTS
+                    raise RuntimeError(f"cannot create topic {t['name']}: error {t['error_code']}")
+        finally:
+            conn.close()
+
+    # ---- running ----------------------------------------------------------------------------------
+    async def run(self) -> list[dict]:
+        self._loop = asyncio.get_running_loop()
+        sc = self.scenario
+        if self.bootstrap is None:
+            from groupcoord.coordinator.embed import running
+            async with running(nodes=sc.coordinator.nodes, topics=sc.topics, profile=sc.coordinator.profile,
+                               config=sc.coordinator.config, emit=self.events.append) as gc:
+                self.embedded = gc
+                self.bootstrap = gc.bootstrap_servers
+                return await self._run()
+        await self._create_topics()
+        streamer = self._spawn(self._stream_events()) if self.admin else None
+        try:
+            return await self._run()
+        finally:
+            if streamer is not None:
+                streamer.cancel()
+
+    async def _run(self) -> list[dict]:
+        self._t0 = self._loop.time()
+        self.plan()
+        duration = self.scenario.duration_s
+        last_event = max((e.at_ms for e in self.scenario.events), default=0) / 1000
+        bar = task = None
+        if self.progress:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+            bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[info]}"),
+                           TimeElapsedColumn())
+            task = bar.add_task(f"fleet {self.scenario.name}", total=duration, info="")
+            bar.start()
+        try:
+            while True:
+                elapsed = self._loop.time() - self._t0
+                if elapsed >= duration:
+                    break
+                if self.until_stable and elapsed > last_event and elapsed > 1:
+                    if self.stable_at is None and self.all_stable():
+                        self.stable_at = elapsed
+                    if self.stable_at is not None and elapsed >= self.stable_at + self.hold_s:
+                        break
+                if bar is not None:
+                    live = sum(1 for c in self.clients.values() if c.handle is not None and not c.handle.consumer.stopped)
+                    stable = sum(1 for c in self.clients.values() if c.handle is not None
+                                 and not c.handle.consumer.stopped and c.handle.consumer.member.stable)
+                    bar.update(task, completed=min(elapsed, duration), info=f"{stable}/{live} members stable")
+                await asyncio.sleep(0.25)
+        finally:
+            if bar is not None:
+                bar.stop()
+            self.final = self.checks()
+            self.final_running = {gid: len(self._running_members(gid)) for gid in self.scenario.group_ids()}
+            await self.shutdown()
+        self.wall_s = self._loop.time() - self._t0
+        return sorted_events(self.events)
+
+    def _running_members(self, group: str):
+        return [c.handle.consumer.member for c in self.by_group.get(group, [])
+                if c.alive and c.handle is not None and not c.handle.consumer.stopped]
+
+    def all_stable(self) -> bool:
+        return all(v == "ok" for v in self.checks().values())
+
+    def checks(self) -> dict[str, str]:
+        """Per group: the ownership check of :func:`.simulate.ownership_check` (in-process
+        coordinator), else from the members alone."""
+        from .simulate import ownership_check
+        out = {}
+        for gid in self.scenario.group_ids():
+            members = self._running_members(gid)
+            if self.embedded is not None:
+                out[gid] = ownership_check(self.embedded.service, self.embedded.service.group_coordinator.group(gid),
+                                           members)
+            else:
+                out[gid] = _member_side_check(members, self.topics)
+        return out
+
+    async def shutdown(self) -> None:
+        """End of the run: every member stops at once (no LeaveGroup, no more events)."""
+        self._stopping = True
+        consumers = [c.handle.consumer for c in self.clients.values() if c.handle is not None]
+        for c in consumers:
+            c.stopped = True
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(c._shutdown() for c in consumers), return_exceptions=True)
+        for _ in range(3):
+            await asyncio.sleep(0)          # let the cancelled connection readers finish
+
+    def summary(self, events: list[dict]) -> dict:
+        groups = summarize(events)
+        for gid, check in self.final.items():
+            groups.setdefault(gid, {})["final"] = {"check": check,
+                                                   "running_clients": self.final_running.get(gid, 0)}
+        return {"scenario": self.scenario.name, "seed": self.seed, "mode": self.mode,
+                "wall_s": round(self.wall_s, 3), "events": len(events), "clients": len(self.clients),
+                "notes": list(self.notes), "groups": groups}
+
+
+def _member_side_check(members, topics: dict[str, int]) -> str:
+    if not members or not all(m.stable for m in members) or len({m.generation_id for m in members}) != 1:
+        return "unsettled"
+    seen: set = set()
+    subscribed: set = set()
+    for m in members:
+        if seen & m.assignment:
+            return "violated: a partition owned twice"
+        seen |= m.assignment
+        subscribed |= m.subscription
+    expected = {(t, p) for t in subscribed for p in range(topics.get(t, 0))}
+    return "ok" if seen == expected else f"unsettled: {len(expected - seen)} partitions unowned"
+
+
+async def run(sc: Scenario, seed: int | None = None, out_dir=None, *, bootstrap: str | None = None,
+              admin: str | None = None, admin_token: str | None = None, progress: bool = False,
+              until_stable: bool = False, hold_s: float = 0.0) -> FleetRunner:
+    """Run a scenario in real time; returns the runner (``sorted_events``, ``final``, ``summary()``).
+    ``until_stable``: end once the timeline is over and every group is stable (``hold_s`` later)."""
+    runner = FleetRunner(sc, sc.seed if seed is None else seed, bootstrap=bootstrap, admin=admin,
+                         admin_token=admin_token, progress=progress, until_stable=until_stable, hold_s=hold_s)
+    events = await runner.run()
+    runner.sorted_events = events
+    if out_dir is not None:
+        write_outputs(out_dir, events, runner.resolved(), runner.summary(events))
+    return runner

@@ -1,0 +1,270 @@
+"""What the real-time fleet and the virtual-time simulator share: the members of a scenario,
+their consumer configs, the timeline's actions, the summary and the output files."""
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .events import MemberEvents
+from .scenario import Event, GroupSpec, Scenario
+
+
+@dataclass
+class Client:
+    """One member of the scenario, across its restarts."""
+    name: str                      # "<group>/m<index>"
+    group: str
+    index: int
+    spec: GroupSpec
+    recorder: MemberEvents
+    topics: list[str] = field(default_factory=list)
+    alive: bool = False
+    handle: object = None          # the driver's running member (None while down)
+    generation: int = 0            # bumped per start: stale scheduled work checks it
+
+    @property
+    def instance_id(self) -> str | None:
+        return f"{self.group}-m{self.index}" if self.spec.static else None
+
+
+def client_name(group: str, index: int) -> str:
+    return f"{group}/m{index:03d}"
+
+
+def consumer_config(client: Client, bootstrap: str = "sim:9092") -> dict:
+    """Kafka consumer configs of a scenario member."""
+    s = client.spec
+    cfg = {"bootstrap.servers": bootstrap, "group.id": client.group, "client.id": client.name,
+           "partition.assignment.strategy": list(s.strategy),
+           "session.timeout.ms": s.session_timeout_ms, "heartbeat.interval.ms": s.heartbeat_interval_ms,
+           "max.poll.interval.ms": s.max_poll_interval_ms, "request.timeout.ms": s.request_timeout_ms,
+           "enable.auto.commit": s.auto_commit, "auto.commit.interval.ms": s.auto_commit_interval_ms,
+           "auto.offset.reset": "earliest"}
+    if s.static:
+        cfg["group.instance.id"] = client.instance_id
+    cfg.update(s.config)
+    return cfg
+
+
+class Driver:
+    """The timeline logic over abstract primitives; subclasses run members and time.
+
+    Subclasses implement ``now_ms()`` (scenario time), ``at(ms, fn)`` (at scenario time ms), ``start_member(client)``,
+    ``stop_member(client, crash)``, ``freeze(client, ms)``, ``stall(client, ms)``,
+    ``set_subscription(client, topics)``, ``add_partitions(topic, n)``,
+    ``move_coordinator(group, node)``, ``node_down(node)``, ``node_up(node)`` and
+    ``net_partition(client, ms)``.
+    """
+
+    mode = ""
+
+    def __init__(self, scenario: Scenario, seed: int):
+        self.scenario = scenario
+        self.seed = seed
+        self.picks = random.Random(f"{seed}/picks")
+        self.events: list[dict] = []
+        self.clients: dict[str, Client] = {}
+        self.by_group: dict[str, list[Client]] = {}
+        self.next_index: dict[str, int] = {}
+        self.topics: dict[str, int] = dict(scenario.topics)
+        self.notes: list[str] = []             # what could not be done (printed in the summary)
+
+    # ---- to implement --------------------------------------------------------------
+    def now_ms(self) -> int: raise NotImplementedError        # scenario time (ms since the start)
+    def ts_ms(self) -> int: return self.now_ms()               # the clock of the events
+    def at(self, ms: int, fn: Callable[[], None]) -> None: raise NotImplementedError
+
+    # ---- setting up --------------------------------------------------------------------
+    def _new_client(self, group: str, spec: GroupSpec) -> Client:
+        idx = self.next_index.get(group, 0)
+        self.next_index[group] = idx + 1
+        name = client_name(group, idx)
+        rec = MemberEvents(self.events.append, self.ts_ms, group, name, spec.strategy, spec.protocol,
+                           f"{group}-m{idx}" if spec.static else None)
+        c = Client(name, group, idx, spec, rec, list(spec.topics))
+        self.clients[name] = c
+        self.by_group.setdefault(group, []).append(c)
+        return c
+
+    def plan(self) -> None:
+        """Schedule the initial members and the timeline."""
+        for spec in self.scenario.groups:
+            for group in spec.group_ids():
+                for i in range(spec.members):
+                    c = self._new_client(group, spec)
+                    self.at(i * spec.join_interval_ms, lambda c=c: self._start(c))
+        for ev in self.scenario.events:
+            self.at(ev.at_ms, lambda ev=ev: self.apply(ev))
+
+    # ---- the timeline --------------------------------------------------------------------
+    def _groups_of(self, ev: Event) -> list[str]:
+        name = ev.params.get("group")
+        if name is None:
+            return self.scenario.group_ids()
+        for spec in self.scenario.groups:
+            if name == spec.name:
+                return spec.group_ids()
+        return [name]
+
+    def _select(self, ev: Event, group: str) -> list[Client]:
+        live = [c for c in self.by_group.get(group, []) if c.alive]
+        if "members" in ev.params:
+            wanted = set(ev.params["members"])
+            return [c for c in live if c.index in wanted]
+        if "count" in ev.params:
+            n = min(ev.params["count"], len(live))
+            return sorted(self.picks.sample(live, n), key=lambda c: c.index)
+        return live
+
+    def apply(self, ev: Event) -> None:
+        p = ev.params
+        a = ev.action
+        if a == "add_partitions":
+            if p["partitions"] > self.topics[p["topic"]]:
+                self.topics[p["topic"]] = p["partitions"]
+                self.add_partitions(p["topic"], p["partitions"])
+            return
+        if a in ("node_down", "node_up"):
+            (self.node_down if a == "node_down" else self.node_up)(p["node"])
+            return
+        if a == "move_coordinator":
+            self.move_coordinator(p["group"], p.get("node"))
+            return
+        now = self.now_ms()
+        for group in self._groups_of(ev):
+            if a == "join":
+                spec = self.scenario.spec_of(group)
+                for i in range(p["count"]):
+                    c = self._new_client(group, spec)
+                    self.at(now + i * p.get("interval_ms", 0), lambda c=c: self._start(c))
+                continue
+            chosen = self._select(ev, group)
+            for i, c in enumerate(chosen):
+                if a == "restart":
+                    t = now + i * p.get("interval_ms", 0)
+                    self.at(t, lambda c=c: self._restart(c, p.get("down_ms", 0)))
+                elif a == "crash":
+                    self._stop(c, crash=True)
+                    if "restart_after_ms" in p:
+                        self.at(now + p["restart_after_ms"], lambda c=c: self._start(c))
+                elif a == "leave":
+                    self._stop(c, crash=False)
+                elif a == "slow":
+                    (self.freeze if p["kind"] == "heartbeat" else self.stall)(c, p["duration_ms"])
+                elif a == "subscribe":
+                    c.topics = list(p["topics"])
+                    self.set_subscription(c, c.topics)
+                elif a == "network_partition":
+                    self.net_partition(c, p["duration_ms"])
+
+    def _start(self, c: Client) -> None:
+        if c.alive:
+            return
+        c.alive = True
+        c.generation += 1
+        self.start_member(c)
+
+    def _stop(self, c: Client, crash: bool) -> None:
+        if not c.alive:
+            return
+        c.alive = False
+        self.stop_member(c, crash)
+
+    def _restart(self, c: Client, down_ms: int) -> None:
+        if not c.alive:
+            return
+        self._stop(c, crash=False)
+        self.at(self.now_ms() + down_ms, lambda: self._start(c))
+
+    # ---- output ----------------------------------------------------------------------------------
+    def resolved(self) -> dict:
+        d = self.scenario.to_dict()
+        d["seed"] = self.seed
+        d["mode"] = self.mode
+        d["group_ids"] = self.scenario.group_ids()
+        return d
+
+
+def sorted_events(events: list[dict]) -> list[dict]:
+    """By ts_ms, then order of occurrence (a stable sort)."""
+    return sorted(events, key=lambda e: e["ts_ms"])
+
+
+def write_outputs(out_dir, events: list[dict], scenario_doc: dict, summary: dict | None) -> None:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "events.jsonl", "w", encoding="utf-8") as f:
+        for e in events:
+            f.write(json.dumps(e, separators=(",", ":"), default=str))
+            f.write("\n")
+    (out / "scenario.json").write_text(json.dumps(scenario_doc, indent=2, sort_keys=True) + "\n")
+    if summary is not None:
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+
+def summarize(events: list[dict]) -> dict:
+    """Per group: coordinator rebalances, final generation and state, member-side assignments,
+    moved partitions (assigned to a client other than its previous owner), commits, stops; and
+    ownership violations (a partition assigned while another live client still owns it)."""
+    groups: dict[str, dict] = defaultdict(lambda: {
+        "rebalances": 0, "rebalance_ms_total": 0, "rebalance_ms_max": 0, "generation": -1, "state": None,
+        "members": 0, "clients_started": 0, "assigned_callbacks": 0, "moved_partitions": 0,
+        "revoked_partitions": 0, "lost_partitions": 0, "commits": 0, "stops": Counter(),
+        "expired": 0, "ownership_violations": 0})
+    owner: dict[tuple, str] = {}                 # (group, topic, partition) -> client
+    owned: dict[str, set] = defaultdict(set)     # client -> {(topic, p)}
+    last_owner: dict[tuple, str] = {}
+    for e in events:
+        kind = e["event"]
+        g = groups[e["group"]]
+        if not kind.startswith("client."):
+            g["generation"] = e["generation"]
+            g["state"] = e["state"]
+            g["members"] = e["members"]
+            if kind == "rebalance.completed":
+                g["rebalances"] += 1
+                g["rebalance_ms_total"] += e["duration_ms"]
+                g["rebalance_ms_max"] = max(g["rebalance_ms_max"], e["duration_ms"])
+            elif kind == "member.expired":
+                g["expired"] += 1
+            continue
+        client = e["client"]
+        if kind == "client.started":
+            g["clients_started"] += 1
+        elif kind == "client.assigned":
+            g["assigned_callbacks"] += 1
+            for t, p in e["partitions"]:
+                key = (e["group"], t, p)
+                holder = owner.get(key)
+                if holder is not None and holder != client:
+                    g["ownership_violations"] += 1
+                prev = last_owner.get(key)
+                if prev is not None and prev != client:
+                    g["moved_partitions"] += 1
+                owner[key] = last_owner[key] = client
+                owned[client].add((t, p))
+        elif kind in ("client.revoked", "client.lost"):
+            g["revoked_partitions" if kind == "client.revoked" else "lost_partitions"] += len(e["partitions"])
+            for t, p in e["partitions"]:
+                key = (e["group"], t, p)
+                if owner.get(key) == client:
+                    del owner[key]
+                owned[client].discard((t, p))
+        elif kind == "client.committed":
+            g["commits"] += 1
+        elif kind == "client.stopped":
+            g["stops"][e["reason"]] += 1
+            for t, p in owned.pop(client, set()):
+                key = (e["group"], t, p)
+                if owner.get(key) == client:
+                    del owner[key]
+    out = {}
+    for name in sorted(groups):
+        g = groups[name]
+        g["stops"] = dict(sorted(g["stops"].items()))
+        out[name] = g
+    return out

@@ -1,0 +1,44 @@
+"""Sweep grid files: cells and clear errors, checked before Spark starts."""
+import pytest
+
+from groupcoord.client.analytics.sweep import GridError, load_grid
+from groupcoord.coordinator.cli import main
+
+
+def write(tmp_path, text):
+    (tmp_path / "tiny.toml").write_text('name = "tiny"\n[topics]\nt = 2\n[[groups]]\nname = "g"\ntopics = ["t"]\n')
+    grid = tmp_path / "grid.toml"
+    grid.write_text(text)
+    return grid
+
+
+def test_cells_are_the_product_in_file_order(tmp_path):
+    grid = load_grid(write(tmp_path, 'scenario = "tiny.toml"\nseeds = [1, 2]\n[grid]\n'
+                                     'strategy = ["range", "sticky"]\nmembers = [3, 5]\n'))
+    assert grid.scenario == (tmp_path / "tiny.toml").resolve()
+    assert [(c.cell, c.params, c.seed) for c in grid.cells] == [
+        ("c000", {"strategy": "range", "members": 3}, 1), ("c001", {"strategy": "range", "members": 3}, 2),
+        ("c002", {"strategy": "range", "members": 5}, 1), ("c003", {"strategy": "range", "members": 5}, 2),
+        ("c004", {"strategy": "sticky", "members": 3}, 1), ("c005", {"strategy": "sticky", "members": 3}, 2),
+        ("c006", {"strategy": "sticky", "members": 5}, 1), ("c007", {"strategy": "sticky", "members": 5}, 2)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ('seeds = [1]\n', "scenario: expected the path"),
+    ('scenario = "other.toml"\n', "does not exist"),
+    ('scenario = "tiny.toml"\nseeds = ["a"]\n', "seeds: expected a non-empty list of integers"),
+    ('scenario = "tiny.toml"\n[grid]\nmembers = []\n', "grid.members: empty list"),
+    ('scenario = "tiny.toml"\ncells = 3\n', "unknown key 'cells'"),
+    ('scenario = "tiny.toml"\n[grid\n', "not valid TOML"),
+])
+def test_bad_grid(tmp_path, text, message):
+    with pytest.raises(GridError, match=message):
+        load_grid(write(tmp_path, text))
+
+
+def test_bad_override_fails_before_spark(tmp_path, capsys):
+    grid = write(tmp_path, 'scenario = "tiny.toml"\n[grid]\nstrategy = ["range", "nope"]\n')
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "cell c001 {'strategy': 'nope'}" in err and "unknown assignor 'nope'" in err
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,96 @@
+"""Real time: simulated consumers (our client library) against an in-process coordinator."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from groupcoord.client.fleet import events as member_events
+from groupcoord.client.fleet import fleet, scenario
+from groupcoord.coordinator import events as coordinator_events
+from groupcoord.coordinator.cli import main
+
+EXAMPLES = Path(__file__).parents[2] / "examples" / "scenarios"
+
+
+async def test_500_members_in_50_groups(tmp_path):
+    # 50 groups of 10 (cooperative-sticky, 20 partitions each); per group one crash, one graceful
+    # leave, then two new members; the run ends once every group is stable again
+    sc = scenario.load(EXAMPLES / "fleet-500x50.toml")
+    assert sc.total_members() == 500 and len(sc.group_ids()) == 50
+    runner = await fleet.run(sc, 11, tmp_path, until_stable=True)
+    assert len(runner.final) == 50
+    assert {g: v for g, v in runner.final.items() if v != "ok"} == {}
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    for e in events:
+        (member_events if e["event"].startswith("client.") else coordinator_events).check_event(e)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    for gid in sc.group_ids():
+        g = summary["groups"][gid]
+        assert g["ownership_violations"] == 0, (gid, g)
+        assert g["stops"] == {"close": 1, "crash": 1} and g["clients_started"] == 12
+        assert g["final"] == {"check": "ok", "running_clients": 10}
+        assert g["members"] == 10 and g["state"] == "Stable"
+    # walk the member events: no partition ever has two owners, and at the end every partition
+    # of every group has exactly one
+    owner: dict = {}
+    for e in events:
+        if e["event"] == "client.assigned":
+            for t, p in e["partitions"]:
+                assert owner.get((e["group"], t, p)) in (None, e["client"]), e
+                owner[(e["group"], t, p)] = e["client"]
+        elif e["event"] in ("client.revoked", "client.lost"):
+            for t, p in e["partitions"]:
+                if owner.get((e["group"], t, p)) == e["client"]:
+                    del owner[(e["group"], t, p)]
+        elif e["event"] == "client.stopped":
+            for key in [k for k, v in owner.items() if v == e["client"]]:
+                del owner[key]
+    assert sorted(owner) == sorted((g, "t", p) for g in sc.group_ids() for p in range(20))
+    doc = json.loads((tmp_path / "scenario.json").read_text())
+    assert doc["mode"] == "fleet" and len(doc["groups"]) == 1 and doc["groups"][0]["count"] == 50
+
+
+def test_cli_fleet_against_a_daemon_address(tmp_path, capsys):
+    # `groupcoord fleet --bootstrap --admin`: topics created through CreateTopics, the coordinator's
+    # events streamed from the admin API, a coordinator move through it
+    from groupcoord.coordinator.embed import ThreadedCoordinator
+    path = tmp_path / "small.toml"
+    path.write_text("""
+duration_s = 20
+[coordinator]
+nodes = 2
+[topics]
+orders = 4
+[[groups]]
+name = "billing"
+topics = ["orders"]
+members = 2
+strategy = "range"
+session_timeout_ms = 2000
+heartbeat_interval_ms = 200
+[[events]]
+at_ms = 500
+action = "join"
+[[events]]
+at_ms = 1500
+action = "move_coordinator"
+group = "billing"
+node = 1
+""")
+    with ThreadedCoordinator(nodes=2, http=True) as gc:
+        cluster = gc.service.cluster
+        p = cluster.coordinator_partition("billing")
+        gc.call(lambda: cluster.set_leader(None, p, 0))
+        rc = main(["fleet", str(path), "--bootstrap", gc.bootstrap_servers, "--admin", gc.admin_url,
+                   "--out", str(tmp_path / "out"), "--until-stable", "--no-progress"])
+        assert gc.call(lambda: gc.service.partition_count("orders")) == 4
+        assert gc.call(lambda: cluster.offsets_leaders[p]) == 1
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "fleet small" in out and "1/1 ok" in out
+    events = [json.loads(line) for line in (tmp_path / "out" / "events.jsonl").read_text().splitlines()]
+    kinds = {e["event"] for e in events}
+    assert kinds >= {"client.started", "client.assigned", "member.joined", "rebalance.completed"}
+    assert len({e["client"] for e in events if e["event"].startswith("client.")}) == 3
+    for e in events:
+        (member_events if e["event"].startswith("client.") else coordinator_events).check_event(e)

@@ -1,0 +1,247 @@
+"""Virtual time: exact outcomes of small scenarios, computed by hand, and determinism."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+from groupcoord.client.fleet import events as member_events
+from groupcoord.client.fleet import scenario, simulate
+from groupcoord.client.fleet.model import summarize
+from groupcoord.coordinator import events as coordinator_events
+
+
+def three(strategy: str, events: list, *, static=False, **group) -> scenario.Scenario:
+    """Three members of group g on topic t (6 partitions); all join in the first round (initial
+    rebalance delay 3 s); sessions of 10 s, heartbeats every second."""
+    return scenario.from_dict({
+        "duration_s": 60, "topics": {"t": 6},
+        "coordinator": {"config": {"group.initial.rebalance.delay.ms": 3000}},
+        "groups": [{"name": "g", "topics": ["t"], "members": 3, "strategy": strategy, "static": static,
+                    "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000, **group}],
+        "events": events})
+
+
+def of(events, kind, **match):
+    return [e for e in events if e["event"] == kind and all(e.get(k) == v for k, v in match.items())]
+
+
+def owned_by(events) -> dict:
+    """client -> partitions owned after its last callback."""
+    out = {}
+    for e in events:
+        if e["event"] in ("client.assigned", "client.revoked", "client.lost"):
+            out[e["client"]] = [tuple(tp) for tp in e["owned"]]
+        elif e["event"] == "client.stopped":
+            out.pop(e["client"], None)
+    return out
+
+
+def check_all(events):
+    for e in events:
+        if e["event"].startswith("client."):
+            member_events.check_event(e)
+        else:
+            coordinator_events.check_event(e)
+
+
+def test_eager_range_crash():
+    # range over members sorted by id (g/m000-… < g/m001-… < g/m002-…): m000 {0,1}, m001 {2,3},
+    # m002 {4,5}. m001 crashes at 20 s: the coordinator expires it one session after its last
+    # heartbeat; both survivors revoke everything (eager) and range gives m000 {0,1,2}, m002 {3,4,5}:
+    # partitions 2 and 3 moved, 4 revoked, generation 2 after 2 rebalances.
+    ev = simulate.run(three("range", [{"at_s": 20, "action": "crash", "members": [1]}]), 1)
+    check_all(ev)
+    g = summarize(ev)["g"]
+    assert (g["rebalances"], g["generation"], g["state"], g["members"]) == (2, 2, "Stable", 2)
+    assert (g["moved_partitions"], g["revoked_partitions"], g["lost_partitions"]) == (2, 4, 0)
+    assert g["assigned_callbacks"] == 5 and g["stops"] == {"crash": 1} and g["ownership_violations"] == 0
+    first = {e["client"]: e["partitions"] for e in of(ev, "client.assigned", generation=1)}
+    assert first == {"g/m000": [["t", 0], ["t", 1]], "g/m001": [["t", 2], ["t", 3]], "g/m002": [["t", 4], ["t", 5]]}
+    assert owned_by(ev) == {"g/m000": [("t", 0), ("t", 1), ("t", 2)], "g/m002": [("t", 3), ("t", 4), ("t", 5)]}
+    (expired,) = of(ev, "member.expired")
+    (crash,) = of(ev, "client.stopped", reason="crash")
+    assert expired["member"] == crash["member"] and crash["ts_ms"] == 20000
+    assert 29000 <= expired["ts_ms"] <= 30000 + 10          # last heartbeat in (19 s, 20 s] + 10 s
+    assert of(ev, "rebalance.started")[-1]["reason"] == "member_expired"
+
+
+def test_eager_range_graceful_leave():
+    # the same with a graceful leave: LeaveGroup at once, and m001 revokes its own two partitions too
+    ev = simulate.run(three("range", [{"at_s": 20, "action": "leave", "members": [1]}]), 1)
+    g = summarize(ev)["g"]
+    assert (g["rebalances"], g["generation"], g["moved_partitions"], g["revoked_partitions"]) == (2, 2, 2, 6)
+    assert g["expired"] == 0 and g["stops"] == {"close": 1}
+    (left,) = of(ev, "member.left")
+    assert left["reason"] == "the consumer is being closed" and 20000 < left["ts_ms"] < 20100
+    assert of(ev, "rebalance.completed")[-1]["ts_ms"] < 20200
+
+
+def test_cooperative_sticky_leave_moves_only_the_orphans():
+    # cooperative-sticky: m000 {0,3}, m001 {1,4}, m002 {2,5}; m001 leaves; the survivors keep what
+    # they own (no revocation) and each gets one orphan: one rebalance, generation 2, 2 moved
+    ev = simulate.run(three("cooperative-sticky", [{"at_s": 20, "action": "leave", "members": [1]}]), 1)
+    check_all(ev)
+    g = summarize(ev)["g"]
+    assert (g["rebalances"], g["generation"], g["moved_partitions"], g["revoked_partitions"]) == (2, 2, 2, 2)
+    revoked = of(ev, "client.revoked")
+    assert [e["client"] for e in revoked] == ["g/m001"]
+    assert owned_by(ev) == {"g/m000": [("t", 0), ("t", 1), ("t", 3)], "g/m002": [("t", 2), ("t", 4), ("t", 5)]}
+    assert {e["protocol"] for e in of(ev, "client.started")} == {"cooperative"}
+
+
+def test_static_rolling_restart_within_the_session_needs_no_rebalance():
+    # static members back 2 s after their close (session 10 s): the coordinator replaces each
+    # member id under its instance id and hands back the same partitions; still generation 1
+    sc = three("range", [{"at_s": 20, "action": "restart", "interval_ms": 5000, "down_ms": 2000}], static=True)
+    ev = simulate.run(sc, 1)
+    g = summarize(ev)["g"]
+    assert (g["rebalances"], g["generation"], g["moved_partitions"], g["members"]) == (1, 1, 0, 3)
+    assert len(of(ev, "member.replaced")) == 3 and not of(ev, "member.left")
+    assert [e["ts_ms"] for e in of(ev, "client.started")][3:] == [22000, 27000, 32000]
+    assert {e["instance_id"] for e in of(ev, "client.started")} == {"g-m0", "g-m1", "g-m2"}
+
+
+def test_slow_members():
+    # m1 freezes 15 s (> its 10 s session): expired, and it finds its partitions lost when it thaws;
+    # m2 stops polling 30 s (> max.poll.interval.ms 20 s): it leaves the group and rejoins when it polls
+    sc = three("cooperative-sticky", [
+        {"at_s": 20, "action": "slow", "members": [1], "kind": "heartbeat", "duration_ms": 15000},
+        {"at_s": 60, "action": "slow", "members": [2], "kind": "poll", "duration_ms": 30000}],
+        max_poll_interval_ms=20000)
+    sc = scenario.apply_overrides(sc, {"duration_s": 120})
+    sim = simulate.Simulator(sc, 1)
+    ev = sim.run()
+    check_all(ev)
+    (expired,) = of(ev, "member.expired")
+    assert expired["member"].startswith("g/m001-") and 29000 < expired["ts_ms"] < 31000
+    (lost,) = of(ev, "client.lost", client="g/m001")
+    assert lost["ts_ms"] == 35000 and lost["owned"] == []
+    (left,) = of(ev, "member.left")
+    assert left["member"].startswith("g/m002-") and left["reason"] == "consumer poll timeout has expired"
+    assert 79900 <= left["ts_ms"] <= 80000     # last poll within processing_ms (100) before 60 s
+    rejoin = [e for e in of(ev, "member.joined") if e["client_id"] == "g/m002" and e["ts_ms"] > left["ts_ms"]]
+    assert rejoin and rejoin[0]["ts_ms"] >= 90000
+    assert sim.summary(ev)["groups"]["g"]["final"]["check"] == "ok"
+
+
+def test_subscription_change_and_partition_increase():
+    sc = scenario.from_dict({
+        "duration_s": 90, "topics": {"a": 4, "b": 2},
+        "coordinator": {"config": {"group.initial.rebalance.delay.ms": 0}},
+        "groups": [{"name": "g", "topics": ["a"], "members": 2, "strategy": "range",
+                    "config": {"metadata.max.age.ms": 5000}}],
+        "events": [{"at_s": 20, "action": "subscribe", "topics": ["a", "b"]},
+                   {"at_s": 50, "action": "add_partitions", "topic": "a", "partitions": 6}]})
+    sim = simulate.Simulator(sc, 4)
+    ev = sim.run()
+    after = [e for e in of(ev, "client.assigned") if e["ts_ms"] > 50000]
+    owned = sorted(tuple(tp) for tps in owned_by(ev).values() for tp in tps)
+    assert owned == [("a", p) for p in range(6)] + [("b", 0), ("b", 1)]
+    assert after and max(e["ts_ms"] for e in after) < 50000 + 5000 + 1000   # the next metadata refresh
+    assert of(ev, "rebalance.started")[-1]["client_reason"].startswith("cached metadata changed")
+    assert sim.summary(ev)["groups"]["g"]["final"]["check"] == "ok"
+
+
+def test_coordinator_move_node_failure_partition_and_loss():
+    sc = scenario.from_dict({
+        "duration_s": 120, "topics": {"t": 8},
+        "coordinator": {"nodes": 3, "config": {"group.initial.rebalance.delay.ms": 0}},
+        "network": {"latency": {"dist": "exponential", "mean_ms": 3}, "loss": 0.01},
+        "groups": [{"name": "g", "count": 3, "topics": ["t"], "members": 4, "strategy": "cooperative-sticky",
+                    "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000, "request_timeout_ms": 5000}],
+        "events": [{"at_s": 15, "action": "move_coordinator", "group": "g-0"},
+                   {"at_s": 30, "action": "node_down", "node": 1},
+                   {"at_s": 45, "action": "network_partition", "group": "g-2", "members": [0],
+                    "duration_ms": 15000},
+                   {"at_s": 80, "action": "node_up", "node": 1}]})
+    sim = simulate.Simulator(sc, 5)
+    ev = sim.run()
+    check_all(ev)
+    summary = sim.summary(ev)
+    assert sim.stats["lost"] > 0
+    assert all(g["final"]["check"] == "ok" for g in summary["groups"].values()), summary
+    assert sum(g["ownership_violations"] for g in summary["groups"].values()) == 0
+    cluster = sim.service.cluster
+    assert all(cluster.offsets_leaders[cluster.coordinator_partition(g)] != 1 for g in sc.group_ids())
+    cut = of(ev, "client.lost", client="g-2/m000")
+    # its session ends 10 s after its last successful heartbeat (at most 1 s before the cut)
+    assert cut and 54000 <= cut[0]["ts_ms"] <= 55000
+
+
+def test_outputs(tmp_path):
+    sc = three("range", [{"at_s": 20, "action": "crash", "members": [1]}])
+    ev = simulate.run(sc, 3, out_dir=tmp_path)
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == ev
+    ts = [e["ts_ms"] for e in ev]
+    assert ts == sorted(ts)
+    doc = json.loads((tmp_path / "scenario.json").read_text())
+    assert (doc["mode"], doc["seed"], doc["topics"], doc["groups"][0]["protocol"]) == ("simulate", 3, {"t": 6}, "eager")
+    assert doc["group_ids"] == ["g"] and scenario.from_dict(doc) == scenario.apply_overrides(sc, {"seed": 3})
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["groups"]["g"]["rebalances"] == 2 and summary["virtual_s"] == 60
+
+
+def test_codec_path_gives_the_same_log():
+    base = three("cooperative-sticky", [{"at_s": 20, "action": "crash", "count": 1}])
+    plain = simulate.run(base, 8)
+    coded = simulate.run(scenario.apply_overrides(base, {"network.codec": True}), 8)
+    assert plain == coded
+
+
+SCENARIO = """
+duration_s = 40
+[coordinator]
+nodes = 2
+config = { "group.initial.rebalance.delay.ms" = 0 }
+[network]
+latency = { dist = "uniform", min_ms = 1, max_ms = 6 }
+loss = 0.002
+[topics]
+t = 12
+[[groups]]
+name = "g"
+count = 3
+topics = ["t"]
+members = 5
+strategy = "cooperative-sticky"
+session_timeout_ms = 6000
+heartbeat_interval_ms = 500
+[[events]]
+at_s = 10
+action = "crash"
+count = 2
+restart_after_ms = 8000
+[[events]]
+at_s = 12
+action = "move_coordinator"
+group = "g-1"
+[[events]]
+at_s = 20
+action = "restart"
+group = "g-0"
+interval_ms = 300
+"""
+
+
+def _simulate_cli(path, out, seed, hashseed):
+    env = {**os.environ, "PYTHONHASHSEED": str(hashseed)}
+    subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "simulate", str(path), "--seed", str(seed),
+                    "--out", str(out), "--no-progress"], check=True, env=env, capture_output=True, timeout=120)
+    return (out / "events.jsonl").read_bytes()
+
+
+def test_same_seed_same_log_byte_for_byte(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(SCENARIO)
+    # two processes with different string hashing: nothing may depend on set or dict order
+    a = _simulate_cli(path, tmp_path / "a", 42, 1)
+    b = _simulate_cli(path, tmp_path / "b", 42, 2)
+    assert a == b and len(a.splitlines()) > 500
+    c = _simulate_cli(path, tmp_path / "c", 43, 1)
+    assert c != a                              # latencies, picks and ids all differ
+    kinds = Counter(json.loads(line)["event"] for line in a.splitlines())
+    assert kinds["client.stopped"] >= 2 + 5 and kinds["member.expired"] >= 2

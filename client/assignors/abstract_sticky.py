@@ -23,23 +23,24 @@ members of the same generation both lose it (and, in the constrained path, any l
 too), and it is treated as "transferring ownership" so the cooperative assignor does not hand
 it out before it is revoked.
 
-Implementation: partitions are dense ints (``PartitionLayout`` pids), owners live in an
-``array('i')`` indexed by pid, consumers are ints (their rank in member-id order, which is also
-Kafka's tie-break order); nothing is kept per (consumer, partition) pair.
+Implementation: partitions are dense ints (``PartitionLayout`` pids), owners live in a list
+indexed by pid, consumers are ints (their rank in member-id order, which is also Kafka's
+tie-break order); nothing is kept per (consumer, partition) pair. Small groups spend most of
+their time in fixed costs, so the hot loops are plain Python loops over lists (quicker on
+CPython 3.11 than ``map`` over bound methods for short runs) and work that cannot change the
+outcome (the balancer on an already balanced assignment) is skipped.
 """
 from __future__ import annotations
 
 import heapq
 import logging
-from collections import deque
 from abc import abstractmethod
-from array import array
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from typing import Iterable, NamedTuple
 
-from .base import (AbstractPartitionAssignor, ClusterMetadata, PartitionLayout, Subscription,
-                   TopicPartition, _make_tp, gc_paused, java_hashmap_order,
-                   java_sorted, java_string_hash)
+from .base import (AbstractPartitionAssignor, Assignment, ClusterMetadata, GroupAssignment,
+                   GroupSubscription, PartitionLayout, Subscription, TopicPartition, _make_tp,
+                   gc_paused, java_hashmap_order, java_sorted, java_string_hash)
 
 log = logging.getLogger(__name__)
 
@@ -61,15 +62,22 @@ class StickyAssignmentError(RuntimeError):
 class _Result:
     """The outcome of one run, in pids: ``lists[i]`` is member ``members[i]``'s partitions."""
 
-    __slots__ = ("layout", "members", "lists", "transferring", "constrained")
+    __slots__ = ("layout", "members", "lists", "transferring", "constrained", "sorted",
+                 "owned_pids", "owner")
 
-    def __init__(self, layout, members, lists, transferring, constrained):
+    def __init__(self, layout, members, lists, transferring, constrained, sorted_=False):
         self.layout: PartitionLayout = layout
         self.members: list[str] = members
         self.lists: list[list[int]] = lists
         # pid -> member index, or None when the general path ran (computed by the caller)
         self.transferring: dict[int, int] | None = transferring
         self.constrained: bool = constrained
+        #: every list is in ascending order
+        self.sorted: bool = sorted_
+        #: each member's subscription's owned partitions as pids, when already computed
+        self.owned_pids: list[list[int]] | None = None
+        #: pid -> member index or -1, matching ``lists`` (general path only)
+        self.owner: list[int] | None = None
 
 
 class AbstractStickyAssignor(AbstractPartitionAssignor):
@@ -93,6 +101,21 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
 
     # -- public entry points ------------------------------------------------------------------
 
+    def assign(self, cluster: ClusterMetadata, group_subscription: GroupSubscription) -> GroupAssignment:
+        """As AbstractPartitionAssignor.assign, without copying the lists once more."""
+        subscriptions = group_subscription.subscriptions
+        topics: set[str] = set()
+        for sub in subscriptions.values():
+            topics.update(sub.topics)
+        count = cluster.partition_count
+        partitions_per_topic = {}
+        for topic in topics:
+            n = count(topic)
+            if n:
+                partitions_per_topic[topic] = n
+        raw = self.assign_pairs(partitions_per_topic, subscriptions, cluster, _make_tp)
+        return GroupAssignment({member: Assignment(raw[member]) for member in subscriptions})
+
     def assign_partitions(self, partitions_per_topic, subscriptions, cluster=None):
         return self.assign_pairs(partitions_per_topic, subscriptions, cluster, _make_tp)
 
@@ -105,16 +128,37 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
 
         ``member_data`` overrides what ``member_data(subscription)`` would decode.
         """
-        if member_data is None:
-            member_data = {m: self.member_data(s) for m, s in subscriptions.items()}
         result = self._assign_ids(partitions_per_topic, subscriptions, member_data, cluster)
         self._adjust(result, subscriptions)
+        result.owned_pids = result.owner = None     # let them go before the conversion
+        lists = result.lists
+        if not result.sorted:
+            for pids in lists:
+                pids.sort()
         layout = result.layout
-        out = {}
-        for m, pids in zip(result.members, result.lists):
-            pids.sort()
-            out[m] = layout.to_pairs(pids, factory)
-        return out
+        if layout.total <= 4096:
+            # every pair built once, then picked (cheaper than one conversion per member)
+            pairs = zip(chain.from_iterable(map(repeat, layout.topics, layout.counts)),
+                        chain.from_iterable(map(range, layout.counts)))
+            pick = (list(pairs) if factory is None else list(map(factory, pairs))).__getitem__
+            out = {}
+            for m, pids in zip(result.members, lists):
+                out[m] = list(map(pick, pids))
+            return out
+        to_pairs = layout.to_pairs
+        return {m: to_pairs(pids, factory) for m, pids in zip(result.members, lists)}
+
+    def _previous(self, layout: PartitionLayout, members: list[str], subs: list[Subscription],
+                  member_data: dict[str, MemberData] | None) -> tuple[list[list[int]], list, bool]:
+        """Each member's claimed partitions (pids, in the order reported) and generation (or
+        None), from ``member_data`` or else from ``self.member_data``; and whether the claimed
+        partitions are exactly the subscriptions' owned partitions."""
+        if member_data is None:
+            mds = list(map(self.member_data, subs))
+        else:
+            mds = list(map(member_data.__getitem__, members))
+        pids = layout.pids
+        return [pids(md.partitions) for md in mds], [md.generation for md in mds], False
 
     def is_sticky(self) -> bool:
         """Kafka's ``isSticky``: no partition of a topic moved A->B while another moved B->A
@@ -130,46 +174,41 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
         layout = PartitionLayout(partitions_per_topic)
         # consumers are numbered in Java's String order (Kafka's TreeSet tie-break); maps keyed
         # by member id are iterated in java.util.HashMap order, as in Kafka
-        members = java_sorted(subscriptions)
-        nm = len(members)
-        index = {m: i for i, m in enumerate(members)}
         arrival = list(subscriptions)
-        iter_order = [index[arrival[i]] for i in java_hashmap_order(arrival)]
+        members = java_sorted(arrival)
+        nm = len(members)
+        if members == arrival:
+            iter_order = java_hashmap_order(arrival)
+        else:
+            index = dict(zip(members, range(nm)))
+            iter_order = [index[arrival[i]] for i in java_hashmap_order(arrival)]
+        subs = list(map(subscriptions.__getitem__, members))
         total = layout.total
 
-        # allSubscriptionsEqual, filling each member's owned partitions
+        claimed, generation, from_owned = self._previous(layout, members, subs, member_data)
+        sub_generation = [DEFAULT_GENERATION if g is None or g < 0 else g
+                          for g in [s.generation_id for s in subs]]
+        # allSubscriptionsEqual
         equal = True
-        first_topics = None
-        sub_generation = []
-        generation = []
-        for m in members:
-            sub = subscriptions[m]
-            sub_generation.append(sub.generation_id if sub.generation_id is not None and
-                                  sub.generation_id >= 0 else DEFAULT_GENERATION)
-            generation.append(member_data[m].generation)
-        for mi in iter_order:
-            topics = frozenset(subscriptions[members[mi]].topics)
-            if first_topics is None:
-                first_topics = topics
-            elif topics != first_topics:
-                equal = False
-                break
-        max_generation = max((DEFAULT_GENERATION if g is None else g for g in generation),
+        if subs:
+            first_list = subs[0].topics
+            first = frozenset(first_list)
+            for sub in subs:
+                topics = sub.topics
+                if topics is not first_list and topics != first_list and frozenset(topics) != first:
+                    equal = False
+                    break
+        max_generation = max([DEFAULT_GENERATION if g is None else g for g in generation],
                              default=DEFAULT_GENERATION)
         self.max_generation = max_generation
 
-        claimant = array("i", [-1]) * total     # allPreviousPartitionsToOwner
+        # allPreviousPartitionsToOwner: pid -> member index
+        claimant = [-1] * total
         owned: list[list[int]] = [[] for _ in range(nm)]
         multiple: set[int] = set()
         for mi in iter_order:
-            m = members[mi]
-            pids = layout.pids(member_data[m].partitions)
+            pids = claimed[mi]
             if not pids:
-                continue
-            if len(pids) > 16 and max(map(claimant.__getitem__, pids)) < 0 and len(set(pids)) == len(pids):
-                # nobody claimed any of them yet: take them all
-                deque(map(claimant.__setitem__, pids, repeat(mi)), maxlen=0)
-                owned[mi] = pids
                 continue
             gen = generation[mi]
             gen = DEFAULT_GENERATION if gen is None else gen
@@ -183,7 +222,8 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
                 other_gen = sub_generation[other]    # as Kafka: the other's *subscription* generation
                 if gen == other_gen:
                     log.error("partition %s claimed by %s and %s in the same generation %d; "
-                              "invalidating it", layout.to_pairs([pid])[0], m, members[other], gen)
+                              "invalidating it", layout.to_pairs([pid])[0], members[mi],
+                              members[other], gen)
                     multiple.add(pid)
                     _remove(owned[other], pid)
                     claimant[pid] = mi
@@ -197,12 +237,16 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
         if nm == 0:
             self.partitions_transferring_ownership = {}
             return _Result(layout, members, [], {}, True)
-        racks = _RackInfo(layout, members, subscriptions, cluster, self.prefer_rack_aware)
+        racks = _RackInfo(layout, members, subs, cluster, self.prefer_rack_aware)
         if equal:
             self._movements = None
-            return self._constrained(layout, members, iter_order, owned, multiple, racks)
-        return self._general(layout, members, iter_order, subscriptions, member_data, owned,
-                             max_generation, racks)
+            result = self._constrained(layout, members, iter_order, owned, multiple, racks)
+        else:
+            result = self._general(layout, members, iter_order, subs, claimed, generation,
+                                   owned, max_generation, racks)
+        if from_owned:
+            result.owned_pids = claimed
+        return result
 
     # -- constrained path (identical subscriptions) ----------------------------------------------
 
@@ -364,29 +408,36 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
 
     # -- general path -------------------------------------------------------------------------
 
-    def _general(self, layout, members, iter_order, subscriptions, member_data, owned,
+    def _general(self, layout, members, iter_order, subs, claimed, generation, owned,
                  max_generation, racks) -> _Result:
         nm = len(members)
         nt = len(layout.topics)
         total = layout.total
         counts = layout.counts
         starts = layout._starts
-        topic_of = layout.topic_of_array()
+        if total <= 4096:
+            topic_of = list(chain.from_iterable(map(repeat, range(nt), counts)))
+        else:
+            topic_of = layout.topic_of_array()
 
         potential: list[list[int]] = [[] for _ in range(nt)]
-        member_topics: list[frozenset[int]] = []
+        member_topics: list[set[int]] = []
         max_size = []
-        tindex = layout._topic_index.get
-        for mi, m in enumerate(members):
-            tis = set(map(tindex, subscriptions[m].topics))
-            tis.discard(None)
-            for ti in tis:
-                potential[ti].append(mi)
-            member_topics.append(frozenset(tis))
-            max_size.append(sum(map(counts.__getitem__, tis)))
+        tindex = layout._topic_index
+        for mi, sub in enumerate(subs):
+            tis = set()
+            size = 0
+            for t in sub.topics:
+                ti = tindex.get(t)
+                if ti is not None and ti not in tis:
+                    tis.add(ti)
+                    potential[ti].append(mi)
+                    size += counts[ti]
+            member_topics.append(tis)
+            max_size.append(size)
 
         # assignOwnedPartitions: drop partitions of topics the member no longer subscribes to
-        owner = array("i", [-1]) * total
+        owner = [-1] * total
         sizes = [0] * nm
         revocation_required = False
         rack_aware = racks.enabled
@@ -396,41 +447,58 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
                 continue
             subscribed = member_topics[mi]
             n = 0
-            for pid in mine:
-                if topic_of[pid] in subscribed and not (rack_aware and racks.mismatch(mi, pid)):
-                    owner[pid] = mi
-                    n += 1
-                else:
-                    revocation_required = True
+            if rack_aware:
+                for pid in mine:
+                    if topic_of[pid] in subscribed and not racks.mismatch(mi, pid):
+                        owner[pid] = mi
+                        n += 1
+                    else:
+                        revocation_required = True
+            else:
+                for pid in mine:
+                    if topic_of[pid] in subscribed:
+                        owner[pid] = mi
+                        n += 1
+                    else:
+                        revocation_required = True
             sizes[mi] = n
 
         # previous owners (members of older generations) for stickiness
         prev: dict[int, tuple[int, int]] = {}
         for mi in iter_order:
-            md = member_data[members[mi]]
-            if md.generation is not None and md.generation < max_generation:
-                gen = md.generation
-            elif md.generation is None and max_generation > DEFAULT_GENERATION:
+            gen = generation[mi]
+            if gen is not None and gen < max_generation:
+                pass
+            elif gen is None and max_generation > DEFAULT_GENERATION:
                 gen = DEFAULT_GENERATION
             else:
                 continue
-            for pid in layout.pids(md.partitions):
+            for pid in claimed[mi]:
                 old = prev.get(pid)
                 if old is None or gen > old[1]:
                     prev[pid] = (mi, gen)
 
         # topics by (number of potential consumers, name); partitions in that order
-        topic_order = sorted(range(nt), key=lambda ti: (len(potential[ti]), ti))
+        topic_order = sorted(range(nt), key=list(map(len, potential)).__getitem__)
         initializing = not any(sizes)
 
         # maybeAssign: each unassigned partition to the least loaded potential consumer (first
         # one on a rack with a replica of it, if rack-aware)
-        unassigned_runs: list[tuple[int, list[int]]] = []
-        for ti in topic_order:
-            lo, hi = starts[ti], starts[ti] + counts[ti]
-            run = [pid for pid in range(lo, hi) if owner[pid] < 0]
-            if run:
-                unassigned_runs.append((ti, run))
+        left = owner.count(-1)
+        if left == total:
+            unassigned_runs: list = [(ti, range(starts[ti], starts[ti] + counts[ti]))
+                                     for ti in topic_order]
+        else:
+            by_topic: dict[int, list[int]] = {}
+            pid = -1
+            for _ in range(left):
+                pid = owner.index(-1, pid + 1)
+                run = by_topic.get(topic_of[pid])
+                if run is None:
+                    by_topic[topic_of[pid]] = [pid]
+                else:
+                    run.append(pid)
+            unassigned_runs = [(ti, by_topic[ti]) for ti in topic_order if ti in by_topic]
         if racks.enabled:
             remaining = []
             for ti, run in unassigned_runs:
@@ -449,6 +517,13 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
                     owner[pid] = c
                 sizes[c] += len(run)
                 continue
+            if len(run) <= 2:
+                key = sizes.__getitem__
+                for pid in run:
+                    c = min(cands, key=key)     # the first of the least loaded
+                    owner[pid] = c
+                    sizes[c] += 1
+                continue
             heap = [sizes[c] * nm + c for c in cands]
             heapq.heapify(heap)
             replace = heapq.heapreplace
@@ -462,7 +537,7 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
                 sizes[c] = k // nm
 
         # narrow the reassignment scope
-        movable_topic = [len(potential[ti]) >= 2 for ti in range(nt)]
+        movable_topic = [len(c) >= 2 for c in potential]
         fixed = [False] * nm
         for mi in range(nm):
             if sizes[mi] < max_size[mi]:
@@ -472,35 +547,51 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
                           members[mi])
             if not any(movable_topic[ti] for ti in member_topics[mi]):
                 fixed[mi] = True
-        reassignable_all = [(ti, range(starts[ti], starts[ti] + counts[ti]))
-                            for ti in topic_order if movable_topic[ti]]
-        reassignable_new = [(ti, run) for ti, run in unassigned_runs if movable_topic[ti]]
 
-        topic_hash = [java_string_hash(t) for t in layout.topics]
+        # performReassignments moves nothing when the movable members' sizes differ by <= 1
+        movable_sizes = [n for n, f in zip(sizes, fixed) if not f]
+        if not movable_sizes or max(movable_sizes) - min(movable_sizes) <= 1:
+            self._movements = None
+        else:
+            topic_hash = [java_string_hash(t) for t in layout.topics]
 
-        def tp_hash(pid: int) -> int:     # Java's TopicPartition.hashCode
-            ti = topic_of[pid]
-            return ((31 + pid - starts[ti]) * 31 + topic_hash[ti]) & 0xFFFFFFFF
+            def tp_hash(pid: int) -> int:     # Java's TopicPartition.hashCode
+                ti = topic_of[pid]
+                return ((31 + pid - starts[ti]) * 31 + topic_hash[ti]) & 0xFFFFFFFF
 
-        potential_sets = [frozenset(c) for c in potential] if prev else None
-        balancer = _Balancer(nm, sizes, owner, topic_of, potential, potential_sets, fixed, prev,
-                             tp_hash)
-        pre_sizes = list(sizes)
-        if not revocation_required:
-            balancer.perform(reassignable_new)
-        performed = balancer.perform(reassignable_all)
-        if (not initializing and performed
-                and balancer.balance_score() >= balancer.balance_score(pre_sizes)):
-            balancer.revert()
-        self._movements = balancer.movements
+            potential_sets = [frozenset(c) for c in potential] if prev else None
+            balancer = _Balancer(nm, sizes, owner, topic_of, potential, potential_sets, fixed,
+                                 prev, tp_hash)
+            reassignable_all = [(ti, range(starts[ti], starts[ti] + counts[ti]))
+                                for ti in topic_order if movable_topic[ti]]
+            reassignable_new = [(ti, run) for ti, run in unassigned_runs if movable_topic[ti]]
+            pre_sizes = list(sizes)
+            if not revocation_required:
+                balancer.perform(reassignable_new)
+            performed = balancer.perform(reassignable_all)
+            if (not initializing and performed
+                    and balancer.balance_score() >= balancer.balance_score(pre_sizes)):
+                balancer.revert()
+            self._movements = balancer.movements
 
-        lists: list[list[int]] = [[] for _ in range(nm)]
-        appends = [lst.append for lst in lists]
-        for pid, o in enumerate(owner):
-            if o >= 0:
-                appends[o](pid)
         self.partitions_transferring_ownership = None
-        return _Result(layout, members, lists, None, False)
+        if total <= 4096:
+            # group the pids by owner (a stable sort: each member's in ascending order)
+            order = sorted(range(total), key=owner.__getitem__)
+            pos = total - sum(sizes)        # those owned by nobody (-1) come first
+            lists = []
+            for n in sizes:
+                lists.append(order[pos:pos + n])
+                pos += n
+        else:
+            lists = [[] for _ in range(nm)]
+            appends = [lst.append for lst in lists]
+            for pid, o in enumerate(owner):
+                if o >= 0:
+                    appends[o](pid)
+        result = _Result(layout, members, lists, None, False, True)
+        result.owner = owner
+        return result
 
 
 class _RackInfo:
@@ -511,11 +602,12 @@ class _RackInfo:
     of members are numbered; ``mask[pid]`` has the bits of the member racks holding a replica.
     """
 
-    def __init__(self, layout, members, subscriptions, cluster, prefer=False):
+    def __init__(self, layout, members, subs, cluster, prefer=False):
         self.enabled = False
-        rack_of = {mi: subscriptions[m].rack_id for mi, m in enumerate(members)
-                   if subscriptions[m].rack_id}
-        if not rack_of or cluster is None or not getattr(cluster, "has_racks", False):
+        if cluster is None or not getattr(cluster, "has_racks", False):
+            return
+        rack_of = {mi: s.rack_id for mi, s in enumerate(subs) if s.rack_id}
+        if not rack_of:
             return
         from .range import use_rack_aware_assignment
         bit = {r: i for i, r in enumerate(sorted(set(rack_of.values())))}
@@ -634,9 +726,6 @@ class _Balancer:
         self.hist = hist
         self.lo = min(hist) if hist else 0
         self.hi = max(hist) if hist else 0
-
-    def balanced(self) -> bool:
-        return self.hi - self.lo <= 1
 
     def balance_score(self, sizes=None) -> int:
         """Sum over pairs of movable consumers of |size difference| (Kafka's getBalanceScore)."""

@@ -44,6 +44,31 @@ class CooperativeStickyAssignor(AbstractStickyAssignor):
                 generation = self.DEFAULT_GENERATION
         return MemberData(owned, generation, subscription.rack_id)
 
+    def _previous(self, layout, members, subs, member_data):
+        """As the base class, without building ``MemberData`` objects (same values)."""
+        if member_data is not None or type(self).member_data is not CooperativeStickyAssignor.member_data:
+            return super()._previous(layout, members, subs, member_data)
+        pids = layout.pids
+        where = layout._where.get
+        claimed = []
+        generations = []
+        for sub in subs:
+            owned = sub.owned_partitions
+            if not owned:
+                claimed.append([])
+            elif type(owned) is list and len(owned) <= 32:
+                mine = []       # as PartitionLayout.pids, inline
+                for t, p in owned:
+                    w = where(t)
+                    if w is not None and type(p) is int and 0 <= p < w[1]:
+                        mine.append(w[0] + p)
+                claimed.append(mine)
+            else:
+                claimed.append(pids(owned))
+            g = sub.generation_id
+            generations.append(g if g is not None and g >= 0 else self.member_data(sub).generation)
+        return claimed, generations, True
+
     def _adjust(self, result: _Result, subscriptions: dict[str, Subscription]) -> None:
         """Kafka's adjustAssignment: drop the partitions that change owner."""
         transferring = result.transferring
@@ -63,9 +88,21 @@ class CooperativeStickyAssignor(AbstractStickyAssignor):
         """Partitions newly assigned to a member that another member owned and loses."""
         layout = result.layout
         new_owner: dict[int, int] = {}
-        owned_by: list[set[int]] = []
-        for mi, m in enumerate(result.members):
-            owned_by.append(set(layout.pids(subscriptions[m].owned_partitions or [])))
+        owner = result.owner
+        if result.owned_pids is not None and owner is not None:
+            # (a member's list holds exactly the pids whose owner it is)
+            revoked_pids = [pid for mi, mine in enumerate(result.owned_pids)
+                            for pid in mine if owner[pid] != mi]
+            if not revoked_pids:
+                return {}
+            owned_sets = list(map(set, result.owned_pids))
+            for pid in set(revoked_pids):
+                mi = owner[pid]
+                if mi >= 0 and pid not in owned_sets[mi]:
+                    new_owner[pid] = mi
+            return new_owner
+        owned_by = [set(layout.pids(subscriptions[m].owned_partitions or []))
+                    for m in result.members]
         revoked: set[int] = set()
         for mi, mine in enumerate(owned_by):
             if mine:

@@ -50,6 +50,33 @@ class StickyAssignor(AbstractStickyAssignor):
             generation = decoded["generation"]
         return MemberData(TopicPartitionGroups(groups), generation, subscription.rack_id)
 
+    def _previous(self, layout, members, subs, member_data):
+        """As the base class, reading V1 user data straight into pids (anything else, or
+        a partition not in ``layout``, goes through ``member_data``)."""
+        if member_data is not None or type(self).member_data is not StickyAssignor.member_data:
+            return super()._previous(layout, members, subs, member_data)
+        where = {}
+        for topic, w in layout._where.items():
+            try:
+                name = topic.encode()
+            except UnicodeEncodeError:      # (a lone surrogate) never matches valid UTF-8
+                continue
+            if len(name) <= 0x7FFF:         # a longer one has a negative int16 length
+                where[name] = w
+        claimed = []
+        generations = []
+        for sub in subs:
+            data = sub.user_data
+            fast = _v1_pids(data, where) if data else None
+            if fast is None:
+                md = self.member_data(sub)
+                claimed.append(layout.pids(md.partitions))
+                generations.append(md.generation)
+            else:
+                claimed.append(fast[0])
+                generations.append(fast[1])
+        return claimed, generations, False
+
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -96,4 +123,52 @@ def _decode_v1(data) -> tuple[list, int] | None:
             return None
         return groups, generation
     except (struct.error, UnicodeDecodeError):
+        return None
+
+
+_SMALL_ARRAYS = [struct.Struct(f">{k}i").unpack_from for k in range(64)]
+
+
+def _v1_pids(data, where) -> tuple[list[int], int] | None:
+    """User data of exactly the V1 layout whose partitions all exist -> (pids in the order
+    given, generation); None for anything else. ``where`` maps UTF-8 topic names to
+    (first pid, partition count)."""
+    buf = data if type(data) is bytes else bytes(data)
+    try:
+        (count,) = _I32.unpack_from(buf, 0)
+        if count < 0:
+            return None
+        ii = _II.unpack_from
+        get = where.get
+        out: list[int] = []
+        append = out.append
+        pos = 4
+        for _ in range(count):
+            end = pos + 2 + (buf[pos] << 8 | buf[pos + 1])
+            w = get(buf[pos + 2:end])
+            if w is None:
+                return None
+            off, n = w
+            k, first = ii(buf, end)
+            pos = end + 4
+            if k == 1:
+                if not 0 <= first < n:
+                    return None
+                append(off + first)
+                pos += 4
+            elif k > 1:
+                parts = (_SMALL_ARRAYS[k](buf, pos) if k < 64
+                         else struct.unpack_from(f">{k}i", buf, pos))
+                pos += 4 * k
+                for p in parts:
+                    if not 0 <= p < n:
+                        return None
+                    append(off + p)
+            elif k < 0:
+                return None
+        (generation,) = _I32.unpack_from(buf, pos)
+        if pos + 4 != len(buf):
+            return None
+        return out, generation
+    except (struct.error, IndexError):
         return None

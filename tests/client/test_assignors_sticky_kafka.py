@@ -817,3 +817,41 @@ def test_fast_user_data_reader_agrees_with_the_protocol_decoder():
         assert [tuple(x) for x in md.partitions] == [(e["topic"], p) for e in ref["previous_assignment"]
                                                      for p in e["partitions"]]
         assert md.generation == ref["generation"]
+
+
+def test_previous_assignment_readers_agree_with_member_data():
+    """Both assignors read the previous assignment of every member straight into partition
+    ids (StickyAssignor from V1 user data, falling back to ``member_data`` for anything else,
+    unknown topics and partitions included): the same ids and generations as
+    ``member_data`` followed by the layout's conversion."""
+    from groupcoord.client.assignors.abstract_sticky import AbstractStickyAssignor
+    from groupcoord.client.assignors.base import PartitionLayout
+    rnd = random.Random(11)
+    names = ["a", "bb", "é", "topic-x", "\U0001f600"]
+    for _ in range(400):
+        ppt = {t + str(i): rnd.randint(1, 70) for i in range(4) for t in names if rnd.random() < 0.6}
+        layout = PartitionLayout(ppt)
+        subs = []
+        for _ in range(rnd.randint(1, 4)):
+            entries = []
+            for _ in range(rnd.randint(0, 5)):
+                t = rnd.choice(list(ppt) or names) if rnd.random() < 0.9 else rnd.choice(names) + "9"
+                top = ppt.get(t, 10) - 1 if rnd.random() < 0.9 else 75    # mostly valid
+                entries.append({"topic": t, "partitions": [
+                    rnd.randint(0, top) for _ in range(rnd.choice([0, 1, 1, 2, 5, 70]))]})
+            data = encode_sticky_user_data(entries, rnd.choice([None, rnd.randint(-1, 9)]))
+            if rnd.random() < 0.2:      # damage it
+                cut = rnd.randrange(len(data) + 1)
+                data = data[:cut] + bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 3)))
+            if rnd.random() < 0.1:
+                data = rnd.choice([None, b"", bytearray(data), memoryview(data)])
+            owned = [tp(e["topic"], p) for e in entries for p in e["partitions"]]
+            subs.append(Subscription(["a0"], data, owned, rnd.choice([-1, 0, 3, None]),
+                                     group_instance_id=None))
+        members = [f"m{i}" for i in range(len(subs))]
+        for assignor in (StickyAssignor(), CooperativeStickyAssignor()):
+            claimed, generations, _ = assignor._previous(layout, members, subs, None)
+            ref_claimed, ref_generations, _ = AbstractStickyAssignor._previous(
+                assignor, layout, members, subs, None)
+            assert claimed == ref_claimed
+            assert generations == ref_generations

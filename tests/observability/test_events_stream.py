@@ -5,7 +5,11 @@ import asyncio
 import socket
 from collections import deque
 
+import contextlib
+import logging
+
 import aiohttp
+import structlog
 from structlog.testing import capture_logs
 
 from groupcoord.client import GroupConsumer
@@ -157,6 +161,18 @@ async def test_a_websocket_from_another_origin_is_refused():
             assert (await ws.receive_json(timeout=5))["event"]["event"] == "test.ping"
 
 
+@contextlib.contextmanager
+def all_logs():
+    """capture_logs, whatever level an earlier in-process CLI run configured structlog with."""
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.NOTSET))
+    try:
+        with capture_logs() as logs:
+            yield logs
+    finally:
+        structlog.configure(**saved)
+
+
 async def test_a_slow_client_is_dropped_and_nobody_waits_for_it():
     async with running(http=True) as gc, aiohttp.ClientSession() as http:
         hub = gc.admin.app["events"]
@@ -179,7 +195,7 @@ async def test_a_slow_client_is_dropped_and_nobody_waits_for_it():
             first = hub.seq + 1
             sent = 0
             group = "bulk-" + "x" * 4000        # 4 KB events fill the socket buffers sooner
-            with capture_logs() as logs:
+            with all_logs() as logs:
                 # real offset commits of a simple group, 3 per loop turn, until the slow client is gone
                 for batch in range(5000):
                     for _ in range(3):

@@ -6,12 +6,14 @@ time runs.
 (b) tcp: N members of one group (our client library, one asyncio loop in this process) against a
     `groupcoord serve` daemon in another process: seconds until every member is stable in one
     generation, then whether the group stays so for --hold seconds (no member lost).
+(d) analyze: events per second the analyzer (`groupcoord analyze`, Spark) processes, against one
+    Python process doing the same analysis (bench/analytics.py; a simulated log by default).
 (c) memory: the same group in real time without sockets: the simulator's member cores and
     coordinator core paced by the wall clock (the simulator's real-time mode); time to Stable and
     how far the loop ever fell behind the clock.
 
-    python bench/fleet.py [virtual] [tcp] [memory] [--members 1000 5000] [--partitions P]
-                          [--duration S] [--scenario PATH] [--hold 10] [--limit 300]
+    python bench/fleet.py [virtual] [tcp] [memory] [analyze] [--members 1000 5000] [--partitions P]
+                          [--duration S] [--scenario PATH] [--hold 10] [--limit 300] [--profile N]
 
 Goals (issue 6): 10,000 members in one group reach Stable in real time; a 1,000-member hour in
 virtual time in under 60 s. Numbers depend on the machine: the run prints its CPU count and load.
@@ -40,14 +42,23 @@ def one_group(members: int, *, duration: float, partitions: int, profile: str = 
                     "processing_ms": 1000, "records_per_poll": 0}]})
 
 
-def bench_virtual(path: Path, duration: float | None) -> None:
+def bench_virtual(path: Path, duration: float | None, profile: int = 0) -> None:
     sc = scenario.load(path)
     if duration:
         sc = scenario.apply_overrides(sc, {"duration_s": duration})
     sim = simulate.Simulator(sc, sc.seed)
+    prof = None
+    if profile:
+        import cProfile
+        prof = cProfile.Profile()
+        prof.enable()
     cpu0 = time.process_time()
     events = sim.run()
     cpu = time.process_time() - cpu0
+    if prof is not None:
+        import pstats
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(profile)
     summary = sim.summary(events)
     ok = sum(1 for g in summary["groups"].values() if g.get("final", {}).get("check") == "ok")
     print(f"virtual  {sc.name}: {sc.total_members()} members, {sc.duration_s:.0f} virtual s in "
@@ -113,7 +124,7 @@ def bench_memory(members: int, partitions: int, limit: float) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory"], default=[])
+    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory", "analyze"], default=[])
     ap.add_argument("--scenario", type=Path, default=ROOT / "examples" / "scenarios" / "hour-1000.toml")
     ap.add_argument("--duration", type=float, default=None, help="virtual: override the scenario's duration")
     ap.add_argument("--members", type=int, nargs="+", default=[1000, 2000, 5000, 10000])
@@ -122,18 +133,32 @@ def main() -> None:
                          "member reads the topic's whole metadata, so members x partitions is the cost")
     ap.add_argument("--hold", type=float, default=10.0, help="tcp: seconds to stay stable")
     ap.add_argument("--limit", type=float, default=300.0, help="real time: give up after this many seconds")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="virtual: run under cProfile and print its N costliest functions (slows the run)")
     args = ap.parse_args()
-    parts = args.parts or ["virtual", "tcp", "memory"]
+    parts = args.parts or ["virtual", "tcp", "memory", "analyze"]
     logging.disable(logging.WARNING)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     if "virtual" in parts:
-        bench_virtual(args.scenario, args.duration)
+        bench_virtual(args.scenario, args.duration, args.profile)
     for n in args.members:
         partitions = args.partitions or min(n, 1000)
         if "tcp" in parts:
             bench_tcp(n, partitions, args.hold, args.limit)
         if "memory" in parts:
             bench_memory(n, partitions, min(args.limit, 120.0))
+    if "analyze" in parts:
+        bench_analyze()
+
+
+def bench_analyze() -> None:
+    """The analyzer's events per second: bench/analytics.py (Spark against one Python process)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_analytics", Path(__file__).with_name("analytics.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    print("analyze:")
+    module.main([])
 
 
 if __name__ == "__main__":

@@ -83,7 +83,7 @@ import itertools
 import logging
 import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from groupcoord.protocol import records as records_codec
@@ -140,6 +140,10 @@ class MemberState(enum.Enum):
     PREPARING_REBALANCE = "PREPARING_REBALANCE"
     COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
     STABLE = "STABLE"
+
+
+_STABLE, _COMPLETING = MemberState.STABLE, MemberState.COMPLETING_REBALANCE
+_NEVER = float("inf")            # next_deadline: nothing scheduled
 
 
 # ================================================================================ errors
@@ -283,13 +287,14 @@ class _Conn:
     host: str | None
     port: int | None
     versions: dict | None = None    # None while connecting
+    picked: dict = field(default_factory=dict)   # api key -> version chosen (pick_version)
 
     @property
     def ready(self) -> bool:
         return self.versions is not None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Request:
     request_id: int
     conn_id: int
@@ -467,6 +472,8 @@ class Member:
         # assignment and offsets
         self.assignment: frozenset[TP] = frozenset()
         self.positions: dict[TP, int] = {}
+        self._sorted_assignment: tuple = (None, [])      # (assignment, sorted) for all_consumed
+        self._consumed_cache: dict[TP, OffsetAndMetadata] = {}
         self._need_committed: set[TP] = set()
         self._need_reset: set[TP] = set()
         self._committed_in_flight: set[TP] = set()
@@ -525,6 +532,7 @@ class Member:
         else:
             versions = {e["api_key"]: (e["min_version"], e["max_version"]) for e in api_versions}
         conn.versions = versions
+        conn.picked.clear()
         self._reconnect_failures.pop(conn.key, None)
 
     def on_connection_lost(self, conn_id: int, now: int) -> None:
@@ -598,8 +606,20 @@ class Member:
 
     def all_consumed(self) -> dict[TP, OffsetAndMetadata]:
         """SubscriptionState.allConsumed: the position of every assigned partition that has one."""
-        return {tp: OffsetAndMetadata(self.positions[tp]) for tp in _sorted(self.assignment)
-                if tp in self.positions}
+        assignment = self.assignment
+        if self._sorted_assignment[0] is not assignment:
+            self._sorted_assignment = (assignment, _sorted(assignment))
+        positions = self.positions
+        cache = self._consumed_cache        # OffsetAndMetadata is immutable: reuse unchanged ones
+        out = {}
+        for tp in self._sorted_assignment[1]:
+            if tp in positions:
+                offset = positions[tp]
+                om = cache.get(tp)
+                if om is None or om.offset != offset:
+                    om = cache[tp] = OffsetAndMetadata(offset)
+                out[tp] = om
+        return out
 
     def take_records(self, max_records: int | None = None) -> list[ConsumerRecord]:
         """Fetched records of assigned partitions, advancing their positions (fetch=True)."""
@@ -659,20 +679,30 @@ class Member:
         self._now = now
         if self.closed:
             return self._drain()
+        before = self._snapshot()
         for _ in range(8):
             if self.closed:
                 break
-            before = self._snapshot()
-            self._expire_requests(now)
+            quiet = not self._expire_requests(now)
             if self.fatal_error is not None and self._closing is not None and not self.closed:
                 self._finish_close(now)       # a failed member has nothing left to say to the group
             if self.fatal_error is None:
                 try:
-                    self._step(now)
+                    quiet = self._step(now) and quiet
                 except (FatalConsumerError, IllegalStateError) as e:
                     self._fail_fatally(e)
-            if self._snapshot() == before:
+                    quiet = False
+            else:
+                quiet = False
+            after = self._snapshot()
+            if after == before:
                 break
+            if (quiet and after[1:7] == before[1:7] and after[8:] == before[8:]
+                    and self.request_timeout_ms > 0 and self.auto_commit_interval_ms > 0):
+                # the pass only sent a heartbeat or ran the commits (auto-commit, sends, done
+                # ones dropped), which no other step reads: another pass would find nothing to do
+                break
+            before = after
         return self._drain()
 
     def _snapshot(self) -> tuple:
@@ -684,52 +714,121 @@ class Member:
     def next_deadline(self) -> int | None:
         """When poll() next has something to do without any input (None: nothing scheduled)."""
         now = self._now
-        candidates: list[int] = [r.deadline for r in self._inflight.values()]
+        best = _NEVER
+        for r in self._inflight.values():
+            d = r.deadline
+            if now < d < best:
+                best = d
         if self.fatal_error is None and not self.closed:
-            if self.state in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE):
-                if self._session_deadline is not None:
-                    candidates.append(self._session_deadline)
+            state = self.state
+            if state is _STABLE or state is _COMPLETING:
+                d = self._session_deadline
+                if d is not None and now < d < best:
+                    best = d
                 if not self._hb_in_flight:
-                    candidates.append(self._hb_next)
+                    d = self._hb_next
+                    if now < d < best:
+                        best = d
                 if self._closing is None:
-                    candidates.append(self._last_app_poll + self.max_poll_interval_ms)
-            if self.auto_commit and self.state == MemberState.STABLE:
-                candidates.append(self._next_auto_commit)
-            candidates += [self._find_retry_at, self._join_retry_at, self._reset_retry_at, self._metadata_next]
-            candidates += list(self._reconnect_at.values())
-            candidates += [op.next_try for op in self._commits if not op.in_flight]
-            candidates += [op.deadline for op in self._commits]
-            candidates += [op.next_try for op in self._offset_fetches if not op.in_flight]
-            candidates += [op.deadline for op in self._offset_fetches]
+                    d = self._last_app_poll + self.max_poll_interval_ms
+                    if now < d < best:
+                        best = d
+            if self.auto_commit and state is _STABLE:
+                d = self._next_auto_commit
+                if now < d < best:
+                    best = d
+            for d in (self._find_retry_at, self._join_retry_at, self._reset_retry_at, self._metadata_next):
+                if now < d < best:
+                    best = d
+            if self._reconnect_at:
+                for d in self._reconnect_at.values():
+                    if now < d < best:
+                        best = d
+            for op in self._commits:
+                if not op.in_flight:
+                    d = op.next_try
+                    if now < d < best:
+                        best = d
+                d = op.deadline
+                if now < d < best:
+                    best = d
+            for op in self._offset_fetches:
+                if not op.in_flight:
+                    d = op.next_try
+                    if now < d < best:
+                        best = d
+                d = op.deadline
+                if now < d < best:
+                    best = d
             if self._prepare is not None:
-                candidates.append(self._prepare["deadline"])
+                d = self._prepare["deadline"]
+                if now < d < best:
+                    best = d
             if self._completion is not None and "deadline" in self._completion:
-                candidates.append(self._completion["deadline"])
+                d = self._completion["deadline"]
+                if now < d < best:
+                    best = d
             if self._closing is not None:
-                candidates.append(self._closing["deadline"])
-        future = [c for c in candidates if c > now]
-        return min(future) if future else None
+                d = self._closing["deadline"]
+                if now < d < best:
+                    best = d
+        return None if best is _NEVER else best
 
     def _drain(self) -> list[Action]:
         out, self._actions = self._actions, []
         return out
 
-    def _step(self, now: int) -> None:
-        self._check_session(now)
-        self._check_poll_timeout(now)
-        self._step_metadata(now)
-        self._step_coordinator(now)
+    def _step(self, now: int) -> bool:
+        """One pass over the sub-steps. Each is entered only when it may have something to do
+        (the guards below are necessary conditions of its own checks, read afresh as earlier
+        sub-steps may change them). True if no sub-step ran but the heartbeat (when it sent
+        one), the auto-commit and the commits: what they change, no other sub-step reads, and
+        they have nothing left to do at ``now`` once they ran."""
+        other = False
+        state = self.state
+        if state is _STABLE or state is _COMPLETING:
+            d = self._session_deadline
+            if d is not None and now >= d:
+                other = True
+                self._check_session(now)
+        state = self.state
+        if ((state is _STABLE or state is _COMPLETING) and self._closing is None
+                and now - self._last_app_poll >= self.max_poll_interval_ms):
+            other = True
+            self._check_poll_timeout(now)
+        if not self._metadata_in_flight and (
+                (self._metadata_requested and now >= self._metadata_retry_at) or now >= self._metadata_next):
+            other = True
+            self._step_metadata(now)
+        if self.coordinator is None or COORDINATOR not in self._conn_by_key:
+            other = True
+            self._step_coordinator(now)
         if self._closing is not None:
+            other = True
             self._step_close(now)
         else:
-            self._step_group(now)
-            self._step_heartbeat(now)
-            self._step_auto_commit(now)
-        self._step_commits(now)
-        self._step_offset_fetches(now)
-        self._step_positions(now)
+            if (self._completion is not None or self.state is not _STABLE or self._rejoin_needed
+                    or self._joined_subscription != self.subscription):
+                other = True
+                self._step_group(now)
+            state = self.state
+            if (state is _STABLE or state is _COMPLETING) and not self._hb_in_flight and now >= self._hb_next:
+                if not self._step_heartbeat(now):
+                    other = True
+            if self.auto_commit and now >= self._next_auto_commit:
+                self._step_auto_commit(now)
+        if self._commits:
+            self._step_commits(now)
+        if self._need_committed or self._offset_fetches:
+            other = True
+            self._step_offset_fetches(now)
+        if self._need_reset:
+            other = True
+            self._step_positions(now)
         if self.fetch_enabled and self._closing is None:
+            other = True
             self._step_fetch(now)
+        return not other
 
     # ============================================================================ connections
     def _conn(self, key, now: int, node: tuple[int, str, int] | None = None) -> _Conn | None:
@@ -737,7 +836,7 @@ class Member:
         cid = self._conn_by_key.get(key)
         if cid is not None:
             conn = self._conns[cid]
-            return conn if conn.ready else None
+            return conn if conn.versions is not None else None
         if now < self._reconnect_at.get(key, 0):
             return None
         self._reconnect_at.pop(key, None)
@@ -784,7 +883,10 @@ class Member:
         conn = self._conn(key, now, node)
         if conn is None:
             return None
-        version = pick_version(api_key, conn.versions, self.max_versions)
+        picked = conn.picked
+        version = picked.get(api_key, -1)
+        if version == -1:
+            version = picked[api_key] = pick_version(api_key, conn.versions, self.max_versions)
         if version is None:
             broker = conn.versions.get(api_key)
             raise FatalConsumerError(_E.UNSUPPORTED_VERSION,
@@ -797,7 +899,13 @@ class Member:
         self._actions.append(SendRequest(rid, conn.conn_id, api_key, version, body, timeout))
         return rid
 
-    def _expire_requests(self, now: int) -> None:
+    def _expire_requests(self, now: int) -> bool:
+        """Time out requests past their deadline; True if there were any."""
+        for r in self._inflight.values():
+            if r.deadline <= now:
+                break
+        else:
+            return False               # nothing expired (the common case): no list built
         expired = [r for r in self._inflight.values() if r.deadline <= now]
         for r in expired:
             if r.request_id not in self._inflight:
@@ -809,6 +917,7 @@ class Member:
             else:
                 del self._inflight[r.request_id]
                 r.handler(None, r, now)
+        return True
 
     # ============================================================================ metadata
     def _wanted_topics(self) -> set[str]:
@@ -820,10 +929,10 @@ class Member:
     def _step_metadata(self, now: int) -> None:
         if self._metadata_in_flight:
             return
+        if not ((self._metadata_requested and now >= self._metadata_retry_at) or now >= self._metadata_next):
+            return
         topics = self._wanted_topics()
         if not topics:
-            return
-        if not ((self._metadata_requested and now >= self._metadata_retry_at) or now >= self._metadata_next):
             return
         allow = self.config["allow.auto.create.topics"]
         names = sorted(topics)
@@ -888,6 +997,9 @@ class Member:
     def _coordinator_ready(self, now: int) -> bool:
         if self.coordinator is None:
             return False
+        cid = self._conn_by_key.get(COORDINATOR)
+        if cid is not None:
+            return self._conns[cid].versions is not None
         return self._conn(COORDINATOR, now, self.coordinator) is not None
 
     def _step_coordinator(self, now: int) -> None:
@@ -964,11 +1076,12 @@ class Member:
         self._maybe_leave_group(now, "consumer poll timeout has expired")
         self._left_on_poll_timeout = True
 
-    def _step_heartbeat(self, now: int) -> None:
+    def _step_heartbeat(self, now: int) -> bool:
+        """True if a heartbeat went out."""
         if self.state not in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE):
-            return
+            return False
         if self._hb_in_flight or now < self._hb_next or not self._coordinator_ready(now):
-            return
+            return False
         gen = self.generation
         body = {"group_id": self.group_id, "generation_id": gen.generation_id, "member_id": gen.member_id,
                 "group_instance_id": self.group_instance_id}
@@ -976,6 +1089,8 @@ class Member:
                       ctx=(gen.generation_id, gen.member_id)) is not None:
             self._hb_in_flight = True
             self._hb_next = now + self.heartbeat_interval_ms
+            return True
+        return False
 
     def _on_heartbeat(self, resp: dict | None, req: _Request, now: int) -> None:
         self._hb_in_flight = False
@@ -1564,6 +1679,8 @@ class Member:
             self._start_commit(offsets, "auto", now, retry=False)
 
     def _step_commits(self, now: int) -> None:
+        if not self._commits:
+            return
         for op in list(self._commits):
             if op.done:
                 self._commits.remove(op)
@@ -1658,6 +1775,8 @@ class Member:
 
     # ============================================================================ committed offsets
     def _step_offset_fetches(self, now: int) -> None:
+        if not self._need_committed and not self._offset_fetches:
+            return
         # partitions newly assigned need their committed offsets (as one internal fetch)
         pending = frozenset(self._need_committed - self._committed_in_flight)
         if pending and self.group_id is not None and not any(op.internal for op in self._offset_fetches):
@@ -1747,6 +1866,8 @@ class Member:
 
     # ============================================================================ offset reset
     def _step_positions(self, now: int) -> None:
+        if not self._need_reset:
+            return
         pending = self._need_reset - self._reset_in_flight
         if not pending or now < self._reset_retry_at:
             return

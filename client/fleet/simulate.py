@@ -300,24 +300,33 @@ class Simulator(Driver):
         if r.dead:
             return
         m = r.member
-        self._app_polls(r)
-        for _ in range(1000):
-            actions = m.poll(self.now)
-            self.stats["member_polls"] += 1
-            if not actions:
-                break
-            again = False
-            for a in actions:
-                if self._execute(r, a):
-                    again = True
-                if r.dead:
-                    return
-            if not again:
-                break
+        now = self.now
+        if r.next_poll <= now and r.stall_until <= now:
+            self._app_polls(r)
+        polls = 0
+        try:
+            for _ in range(1000):
+                actions = m.poll(now)
+                polls += 1
+                if not actions:
+                    break
+                again = False
+                for a in actions:
+                    if a.__class__ is SendRequest:       # the common action, without the dispatch
+                        if self._send(r, a):
+                            again = True
+                    elif self._execute(r, a):
+                        again = True
+                    if r.dead:
+                        return
+                if not again:
+                    break
+        finally:
+            self.stats["member_polls"] += polls
         d = m.next_deadline()
-        if d is not None and (r.wake_at is None or d < r.wake_at or r.wake_at <= self.now):
+        if d is not None and (r.wake_at is None or d < r.wake_at or r.wake_at <= now):
             r.wake_at = d
-            self._push(d, self._wake, r)
+            heapq.heappush(self._heap, (d, next(self._seq), self._wake, r))
 
     def _wake(self, r: _Running) -> None:
         if r.dead or r.wake_at != self.now:
@@ -332,18 +341,7 @@ class Simulator(Driver):
         m = r.member
         c = r.client
         if isinstance(a, SendRequest):
-            conn = r.conns.get(a.conn_id)
-            if conn is None or not conn.alive:
-                m.on_connection_lost(a.conn_id, self.now)
-                return True
-            self.stats["requests"] += 1
-            if self.loss and self.net_rng.random() < self.loss:
-                self.stats["lost"] += 1
-                return False
-            t = max(self.now + self.latency(), conn.req_at)
-            conn.req_at = t
-            self._push(t, self._arrive, (r, conn, a))
-            return False
+            return self._send(r, a)
         if isinstance(a, RebalanceCallback):
             c.recorder.callback(a.kind, a.partitions)
             if c.spec.callback_ms:
@@ -371,6 +369,23 @@ class Simulator(Driver):
             self._kill(r, "close")
             return False
         return False                             # OffsetsFetched: nothing to do
+
+    def _send(self, r: _Running, a: SendRequest) -> bool:
+        """A SendRequest: on its way to the service (True if the member got an input instead)."""
+        conn = r.conns.get(a.conn_id)
+        if conn is None or not conn.alive:
+            r.member.on_connection_lost(a.conn_id, self.now)
+            return True
+        self.stats["requests"] += 1
+        if self.loss and self.net_rng.random() < self.loss:
+            self.stats["lost"] += 1
+            return False
+        t = self.now + self.latency()
+        if t < conn.req_at:
+            t = conn.req_at
+        conn.req_at = t
+        heapq.heappush(self._heap, (t, next(self._seq), self._arrive, (r, conn, a)))
+        return False
 
     def _callback_done(self, arg) -> None:
         r, token = arg
@@ -541,6 +556,17 @@ class Simulator(Driver):
             task = bar.add_task(f"simulate {self.scenario.name}", total=end, vt="")
             bar.start()
         n = 0
+        if not self.realtime and until is None and bar is None:
+            # the common case, without the per-event checks of the loop below
+            while heap and heap[0][0] <= end:
+                t, _, fn, arg = pop(heap)
+                self.now = t
+                fn(arg)
+                n += 1
+            self.now = end
+            self.stats["heap_events"] = n
+            self.wall_s = time.perf_counter() - wall0
+            return sorted_events(self.events)
         try:
             while heap and heap[0][0] <= end:
                 if self.realtime:

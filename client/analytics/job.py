@@ -91,7 +91,11 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
     more Spark settings. Workers run this interpreter unless
     PYSPARK_PYTHON says otherwise."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise LogError("the analysis runs on PySpark, which is not installed: "
+                       "pip install 'groupcoord[analytics]' (it needs Java 17 or newer)") from None
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
         return active

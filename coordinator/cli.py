@@ -107,7 +107,7 @@ async def serve(args) -> int:
     if store is not None:
         # listeners are open: groups of partitions not yet loaded answer COORDINATOR_LOAD_IN_PROGRESS
         await service.load_async()
-        server._rearm()
+        server.rearm()
     print(f"bootstrap servers: {server.bootstrap_servers}", flush=True)
     admin = None
     if args.http_port is not None:

@@ -776,7 +776,7 @@ class FaultEngine:
     def _changed(self) -> None:
         server = self.server
         if server is not None and getattr(server, "_loop", None) is not None:
-            server._rearm()
+            server.rearm()
 
     # ---- cluster faults -------------------------------------------------------------
     def _node(self, node_id: int):

@@ -60,7 +60,7 @@ class Server:
         self._loop = asyncio.get_running_loop()
         for node_id, port in zip(self.service.cluster.node_ids(), self.ports):
             await self.start_node(node_id, port)
-        self._rearm()
+        self.rearm()
         log.info("listening", bootstrap_servers=self.bootstrap_servers, nodes=len(self._servers))
         return self
 
@@ -130,7 +130,8 @@ class Server:
         return ",".join(f"{nodes[n].host}:{nodes[n].port}" for n in sorted(self._servers))
 
     # ---- timers -----------------------------------------------------------------------
-    def _rearm(self) -> None:
+    def rearm(self) -> None:
+        """Schedule the next timer of the service; call after changing the core outside a request."""
         deadline = self.service.timers.next_deadline()
         if deadline is None:
             return
@@ -149,7 +150,7 @@ class Server:
             self.service.advance()
         except Exception:  # a bug in a timer callback must not stop the service
             log.exception("timer_failed")
-        self._rearm()
+        self.rearm()
 
 
 class _Connection(asyncio.Protocol):
@@ -318,7 +319,7 @@ class _Connection(asyncio.Protocol):
                 self.close()
                 return
             finally:
-                self.server._rearm()
+                self.server.rearm()
         if state[0]:
             self._send(request, state[1])
         else:

@@ -235,7 +235,7 @@ def changed(request: web.Request) -> None:
     the server re-arms its timer for the coordinator's new deadlines."""
     server = request.app["server"]
     if server is not None and getattr(server, "_loop", None) is not None:
-        server._rearm()
+        server.rearm()
 
 
 class AdminListener:

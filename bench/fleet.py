@@ -79,12 +79,13 @@ def _daemon(partitions: int):
     raise RuntimeError("the daemon did not start")
 
 
-def bench_tcp(members: int, partitions: int, hold: float, limit: float) -> None:
+def bench_tcp(members: int, partitions: int, hold: float, limit: float, share: bool = True) -> None:
     proc, bootstrap = _daemon(partitions)
     try:
         sc = one_group(members, duration=limit, partitions=partitions)
         t0 = time.perf_counter()
-        runner = asyncio.run(fleet.run(sc, 1, bootstrap=bootstrap, until_stable=True, hold_s=hold))
+        runner = asyncio.run(fleet.run(sc, 1, bootstrap=bootstrap, until_stable=True, hold_s=hold,
+                                       share_connections=share))
         wall = time.perf_counter() - t0
         lost = sum(1 for e in runner.sorted_events if e["event"] == "client.lost")
         check = runner.final.get("big")
@@ -132,6 +133,9 @@ def main() -> None:
                     help="real time: partitions of the group's topic (default: min(members, 1000)); every "
                          "member reads the topic's whole metadata, so members x partitions is the cost")
     ap.add_argument("--hold", type=float, default=10.0, help="tcp: seconds to stay stable")
+    ap.add_argument("--separate-connections", action="store_true",
+                    help="tcp: one connection per member and role, as the Java client (3 per member: "
+                         "the fd limit caps a daemon near 6,600 members); default one per member")
     ap.add_argument("--limit", type=float, default=300.0, help="real time: give up after this many seconds")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="virtual: run under cProfile and print its N costliest functions (slows the run)")
@@ -144,7 +148,7 @@ def main() -> None:
     for n in args.members:
         partitions = args.partitions or min(n, 1000)
         if "tcp" in parts:
-            bench_tcp(n, partitions, args.hold, args.limit)
+            bench_tcp(n, partitions, args.hold, args.limit, share=not args.separate_connections)
         if "memory" in parts:
             bench_memory(n, partitions, min(args.limit, 120.0))
     if "analyze" in parts:

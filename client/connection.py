@@ -29,6 +29,7 @@ from groupcoord.protocol.messages import APIS
 log = logging.getLogger("groupcoord.client.connection")
 
 API_VERSIONS = 18
+METADATA = 3
 CLIENT_SOFTWARE_NAME = "groupcoord"
 CLIENT_SOFTWARE_VERSION = "0.1.0"
 _SIZE = struct.Struct(">i")
@@ -51,10 +52,37 @@ def decode_response(api_key: int, version: int, payload: bytes) -> dict:
     return api.response.codec(version).decode(payload, pos, allow_trailing=True)
 
 
+class ResponseCache:
+    """Decoded responses shared by many connections (a fleet's members): payloads of the cached
+    APIs that are identical but for the correlation id are decoded once. The bodies handed out
+    are shared between their receivers: read them, never change them."""
+
+    def __init__(self, api_keys: tuple[int, ...] = (API_VERSIONS, METADATA), size: int = 64):
+        self.api_keys = frozenset(api_keys)
+        self.size = size
+        self._bodies: dict[tuple, dict] = {}
+        self.hits = self.misses = 0
+
+    def decode(self, api_key: int, version: int, payload: bytes) -> dict:
+        key = (api_key, version, payload[4:])
+        body = self._bodies.get(key)
+        if body is not None:
+            self.hits += 1
+            return body
+        self.misses += 1
+        body = decode_response(api_key, version, payload)
+        if len(self._bodies) >= self.size:
+            del self._bodies[next(iter(self._bodies))]
+        self._bodies[key] = body
+        return body
+
+
 class BrokerConnection:
     def __init__(self, host: str, port: int, *, client_id: str | None = "groupcoord",
-                 on_close: Callable[["BrokerConnection", BaseException | None], None] | None = None):
+                 on_close: Callable[["BrokerConnection", BaseException | None], None] | None = None,
+                 response_cache: ResponseCache | None = None):
         self.host = host
+        self._cache = response_cache
         self.port = port
         self.client_id = client_id
         self.api_versions: dict[int, tuple[int, int]] = {}
@@ -153,6 +181,8 @@ class BrokerConnection:
                         _, body = frames.decode_response(api_key, 0, payload)
                     except DecodeError:
                         body = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": []}
+                elif self._cache is not None and api_key in self._cache.api_keys:
+                    body = self._cache.decode(api_key, version, payload)
                 else:
                     body = decode_response(api_key, version, payload)
                 self._pending.popleft()

@@ -35,7 +35,7 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping
 from groupcoord.protocol.errors import KafkaError
 
 from .assignors.base import TopicPartition
-from .connection import BrokerConnection
+from .connection import BrokerConnection, ResponseCache
 from .consumer_config import ConsumerConfig
 from .member import (
     BOOTSTRAP, Closed, CommitCompleted, Connect, ConsumerRecord, Disconnect, ErrorRaised, Member, OffsetAndMetadata,
@@ -78,6 +78,7 @@ class GroupConsumer:
     def __init__(self, *topics: str, config: Mapping[str, Any] | ConsumerConfig | None = None,
                  assignors: list | None = None, listener: Any = None, fetch: bool = True,
                  clock: Callable[[], int] = monotonic_ms, max_versions: Mapping[int, int] | None = None,
+                 share_connections: bool = False, response_cache: ResponseCache | None = None,
                  **configs: Any):
         if isinstance(config, ConsumerConfig):
             self.config = config.with_overrides({k.replace("_", "."): v for k, v in configs.items()}) \
@@ -94,6 +95,11 @@ class GroupConsumer:
                              max_versions=max_versions)
         self.listener = listener
         self._conns: dict[int, BrokerConnection] = {}
+        # share_connections: one TCP connection per address, whatever the member's role for it
+        # (bootstrap, broker, coordinator); a connection closes when no role uses it any more
+        self._share = share_connections
+        self._by_address: dict[str, asyncio.Future] = {}
+        self._response_cache = response_cache
         self._tasks: set[asyncio.Task] = set()
         self._wakeup: asyncio.Event | None = None
         self._records_ready: asyncio.Event | None = None
@@ -302,7 +308,7 @@ class GroupConsumer:
             self._spawn(self._connect(action))
         elif isinstance(action, Disconnect):
             conn = self._conns.pop(action.conn_id, None)
-            if conn is not None:
+            if conn is not None and conn not in self._conns.values():
                 conn.close()
         elif isinstance(action, RebalanceCallback):
             self._callbacks.put_nowait(action)
@@ -353,9 +359,7 @@ class GroupConsumer:
             self.member.on_response(action.request_id, fut.result(), self._clock())
         elif action.conn_id in self._conns:
             log.info("request %s failed: %s", action.request_id, exc)
-            conn = self._conns.pop(action.conn_id)
-            conn.close()
-            self.member.on_connection_lost(action.conn_id, self._clock())
+            self._conns[action.conn_id].close(notify=True)      # every role using it is told
         self._wake()
         if self.member._completed:
             self._records_ready.set()
@@ -368,18 +372,9 @@ class GroupConsumer:
             self._bootstrap_index += 1
         else:
             targets = [f"{action.host}:{action.port}"]
-        timeout = self.config["socket.connection.setup.timeout.ms"] / 1000
         for target in targets:
-            host, _, port = target.rpartition(":")
-            conn = BrokerConnection(host, int(port), client_id=self.config["client.id"] or None,
-                                    on_close=lambda c, exc, cid=action.conn_id: self._on_conn_closed(cid, c))
-            try:
-                await conn.connect(timeout)
-            except (OSError, asyncio.TimeoutError, ConnectionError, KafkaError) as e:
-                log.info("cannot connect to %s: %s", target, e)
-                conn.close()
-                continue
-            if conn.closed:
+            conn = await self._open(target)
+            if conn is None:
                 continue
             self._conns[action.conn_id] = conn
             self.member.on_connected(action.conn_id, conn.api_versions, self._clock())
@@ -388,10 +383,46 @@ class GroupConsumer:
         self.member.on_connection_lost(action.conn_id, self._clock())
         self._wake()
 
-    def _on_conn_closed(self, conn_id: int, conn: BrokerConnection) -> None:
-        if self._conns.get(conn_id) is conn:
-            del self._conns[conn_id]
-            self.member.on_connection_lost(conn_id, self._clock())
+    async def _open(self, target: str) -> BrokerConnection | None:
+        """A ready connection to target: a new one, or (share_connections) the open one."""
+        if self._share:
+            pending = self._by_address.get(target)
+            if pending is not None:
+                conn = await asyncio.shield(pending)
+                if conn is not None and not conn.closed:
+                    return conn
+            fut = self._by_address[target] = asyncio.get_running_loop().create_future()
+            conn = None
+            try:
+                conn = await self._dial(target)
+            finally:
+                fut.set_result(conn)
+                if conn is None and self._by_address.get(target) is fut:
+                    del self._by_address[target]
+            return conn
+        return await self._dial(target)
+
+    async def _dial(self, target: str) -> BrokerConnection | None:
+        host, _, port = target.rpartition(":")
+        conn = BrokerConnection(host, int(port), client_id=self.config["client.id"] or None,
+                                on_close=lambda c, exc: self._on_conn_closed(c),
+                                response_cache=self._response_cache)
+        try:
+            await conn.connect(self.config["socket.connection.setup.timeout.ms"] / 1000)
+        except (OSError, asyncio.TimeoutError, ConnectionError, KafkaError) as e:
+            log.info("cannot connect to %s: %s", target, e)
+            conn.close()
+            return None
+        return None if conn.closed else conn
+
+    def _on_conn_closed(self, conn: BrokerConnection) -> None:
+        """A connection ended: each of the member's connections on it is lost."""
+        lost = [cid for cid, c in self._conns.items() if c is conn]
+        for cid in lost:
+            del self._conns[cid]
+        for cid in lost:
+            self.member.on_connection_lost(cid, self._clock())
+        if lost:
             self._wake()
 
     async def _run_callbacks(self) -> None:

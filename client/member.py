@@ -354,6 +354,37 @@ def _error(code) -> ErrorCode | int:
     return ErrorCode.lookup(code)
 
 
+
+# Metadata answers are often one object handed to many members (a driver's decode cache, the
+# simulator's metadata cache): the tables built from a topic entry are then built once and
+# shared (read-only). Keyed by the entry's id, which stays valid while the entry is held here.
+_TOPIC_TABLES: dict[int, tuple] = {}
+_TOPIC_TABLES_MAX = 256
+
+
+def _topic_tables(t: dict) -> tuple[dict[int, int], dict[int, tuple], bool]:
+    """(partition -> leader (-1: none), partition -> replicas, whether any has no leader) of a
+    Metadata topic entry."""
+    parts = t["partitions"]
+    hit = _TOPIC_TABLES.get(id(t))
+    if hit is not None and hit[0] is t and hit[1] is parts and hit[2] == len(parts):
+        return hit[3]
+    leaders = {}
+    replicas = {}
+    for p in parts:
+        i = p["partition_index"]
+        leaders[i] = p["leader_id"] if p["error_code"] == 0 else -1
+        replicas[i] = tuple(p["replica_nodes"])
+    tables = (leaders, replicas, any(leader < 0 for leader in leaders.values()))
+    if len(_TOPIC_TABLES) >= _TOPIC_TABLES_MAX:
+        try:
+            _TOPIC_TABLES.pop(next(iter(_TOPIC_TABLES)))
+        except (RuntimeError, StopIteration, KeyError):     # members on other threads
+            pass
+    _TOPIC_TABLES[id(t)] = (t, parts, len(parts), tables)
+    return tables
+
+
 def choose_rebalance_protocol(assignors: list[ConsumerPartitionAssignor]) -> RebalanceProtocol:
     """ConsumerCoordinator's choice: the highest protocol every assignor supports."""
     if not assignors:
@@ -486,7 +517,7 @@ class Member:
 
         # metadata
         self._topics_meta: dict[str, dict[int, int]] = {}   # topic -> partition -> leader (-1: none)
-        self._partition_replicas: dict[TP, list[int]] = {}
+        self._partition_replicas: dict[str, dict[int, tuple]] = {}   # topic -> partition -> replicas
         self._brokers: dict[int, tuple[str, int, str | None]] = {}
         self._metadata_in_flight = False
         self._metadata_requested = True
@@ -957,14 +988,14 @@ class Member:
         for t in resp["topics"]:
             name, code = t["name"], t["error_code"]
             if code == 0 or (code == _E.LEADER_NOT_AVAILABLE and t["partitions"]):
-                self._topics_meta[name] = {p["partition_index"]: (p["leader_id"] if p["error_code"] == 0 else -1)
-                                           for p in t["partitions"]}
-                for p in t["partitions"]:
-                    self._partition_replicas[TP(name, p["partition_index"])] = list(p["replica_nodes"])
-                if any(leader < 0 for leader in self._topics_meta[name].values()):
+                leaders, replicas, unled = _topic_tables(t)
+                self._topics_meta[name] = leaders
+                self._partition_replicas[name] = replicas
+                if unled:
                     retry = True
             else:
                 self._topics_meta.pop(name, None)
+                self._partition_replicas.pop(name, None)
                 if code in (_E.LEADER_NOT_AVAILABLE,):
                     retry = True
         self._metadata_version += 1
@@ -1380,7 +1411,7 @@ class Member:
         racks = {}
         for t, n in counts.items():
             for p in range(n):
-                r = frozenset(self._brokers[node][2] for node in self._partition_replicas.get(TP(t, p), [])
+                r = frozenset(self._brokers[node][2] for node in self._partition_replicas.get(t, {}).get(p, ())
                               if node in self._brokers and self._brokers[node][2])
                 if r:
                     racks[TP(t, p)] = r

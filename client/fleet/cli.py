@@ -25,6 +25,9 @@ def register(subparsers) -> None:
                        help="override the scenario's duration_s")
     fleet.add_argument("--until-stable", action="store_true",
                        help="end early once the timeline is over and every group is stable")
+    fleet.add_argument("--share-connections", action="store_true",
+                       help="one TCP connection per member and address (bootstrap, broker and coordinator "
+                            "share it when they are one node) instead of one per role, as the Java client")
     fleet.add_argument("--no-progress", action="store_true", help="no progress bar")
     fleet.add_argument("--log-level", default="error", help="level of the log lines of the coordinator and members")
     fleet.set_defaults(func=_fleet)
@@ -112,7 +115,7 @@ def _fleet(args) -> int:
     try:
         runner = asyncio.run(run(sc, args.seed, args.out, bootstrap=args.bootstrap, admin=args.admin,
                                  admin_token=token, progress=not args.no_progress and sys.stderr.isatty(),
-                                 until_stable=args.until_stable))
+                                 until_stable=args.until_stable, share_connections=args.share_connections))
     except (OSError, ConnectionError) as e:
         print(f"groupcoord: cannot reach the coordinator: {e}", file=sys.stderr)
         return 1

@@ -14,6 +14,7 @@ import time
 from typing import Callable
 
 from groupcoord.client.assignors import RebalanceProtocol
+from groupcoord.client.connection import ResponseCache
 from groupcoord.client.consumer import GroupConsumer
 from groupcoord.client.member import Closed, CommitCompleted, ErrorRaised, RebalanceCallback
 
@@ -100,8 +101,12 @@ class FleetRunner(Driver):
 
     def __init__(self, scenario: Scenario, seed: int, *, bootstrap: str | None = None, admin: str | None = None,
                  admin_token: str | None = None, progress: bool = False, until_stable: bool = False,
-                 hold_s: float = 0.0):
+                 hold_s: float = 0.0, share_connections: bool = False):
         super().__init__(scenario, seed)
+        # share_connections: each member opens one TCP connection per address (bootstrap, broker
+        # and coordinator on one node share it) instead of one per role as Kafka's Java client
+        self.share_connections = share_connections
+        self.response_cache = ResponseCache()     # identical Metadata/ApiVersions answers decode once
         self.bootstrap = bootstrap
         self.admin = admin.rstrip("/") if admin else None
         self.admin_token = admin_token
@@ -147,7 +152,8 @@ class FleetRunner(Driver):
             prev.closing.add_done_callback(lambda _t: self._start_after_close(c, prev))
             return
         cfg = consumer_config(c, self.bootstrap)
-        consumer = FleetConsumer(c, *c.topics, config=cfg, listener=_Listener(c.spec.callback_ms), fetch=False)
+        consumer = FleetConsumer(c, *c.topics, config=cfg, listener=_Listener(c.spec.callback_ms), fetch=False,
+                                 share_connections=self.share_connections, response_cache=self.response_cache)
         if c.spec.protocol == "eager":
             consumer.member.protocol = RebalanceProtocol.EAGER
         h = _Handle(consumer)
@@ -414,11 +420,12 @@ def _member_side_check(members, topics: dict[str, int]) -> str:
 
 async def run(sc: Scenario, seed: int | None = None, out_dir=None, *, bootstrap: str | None = None,
               admin: str | None = None, admin_token: str | None = None, progress: bool = False,
-              until_stable: bool = False, hold_s: float = 0.0) -> FleetRunner:
+              until_stable: bool = False, hold_s: float = 0.0, share_connections: bool = False) -> FleetRunner:
     """Run a scenario in real time; returns the runner (``sorted_events``, ``final``, ``summary()``).
     ``until_stable``: end once the timeline is over and every group is stable (``hold_s`` later)."""
     runner = FleetRunner(sc, sc.seed if seed is None else seed, bootstrap=bootstrap, admin=admin,
-                         admin_token=admin_token, progress=progress, until_stable=until_stable, hold_s=hold_s)
+                         admin_token=admin_token, progress=progress, until_stable=until_stable, hold_s=hold_s,
+                         share_connections=share_connections)
     events = await runner.run()
     runner.sorted_events = events
     if out_dir is not None:

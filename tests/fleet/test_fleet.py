@@ -50,6 +50,20 @@ async def test_500_members_in_50_groups(tmp_path):
     assert doc["mode"] == "fleet" and len(doc["groups"]) == 1 and doc["groups"][0]["count"] == 50
 
 
+async def test_a_fleet_sharing_connections_opens_one_per_member_and_settles():
+    # 300 members of one group over TCP, each with one connection for bootstrap, broker and
+    # coordinator (the layout bench/fleet.py uses to reach 10,000 members under the fd limit)
+    sc = scenario.from_dict({
+        "name": "shared", "duration_s": 60, "topics": {"t": 64},
+        "coordinator": {"config": {"group.initial.rebalance.delay.ms": 500}},
+        "groups": [{"name": "big", "topics": ["t"], "members": 300, "processing_ms": 500}]})
+    runner = await fleet.run(sc, 3, until_stable=True, share_connections=True)
+    assert runner.final == {"big": "ok"}
+    assert runner.embedded.server.stats["connections"] == 300
+    # the members read one Metadata answer, decoded once (then served from the shared cache)
+    assert runner.response_cache.hits >= 299 * 2 and runner.response_cache.misses <= 4
+
+
 def test_cli_fleet_against_a_daemon_address(tmp_path, capsys):
     # `groupcoord fleet --bootstrap --admin`: topics created through CreateTopics, the coordinator's
     # events streamed from the admin API, a coordinator move through it

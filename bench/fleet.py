@@ -42,10 +42,20 @@ def one_group(members: int, *, duration: float, partitions: int, profile: str = 
                     "processing_ms": 1000, "records_per_poll": 0}]})
 
 
-def bench_virtual(path: Path, duration: float | None, profile: int = 0) -> None:
+def bench_virtual(path: Path, duration: float | None, profile: int = 0, workers: int = 1) -> None:
     sc = scenario.load(path)
     if duration:
         sc = scenario.apply_overrides(sc, {"duration_s": duration})
+    if workers > 1 and not profile:
+        t0 = time.perf_counter()
+        events, summary, _ = simulate.simulate(sc, sc.seed, workers=workers)
+        wall = time.perf_counter() - t0
+        ok = sum(1 for g in summary["groups"].values() if g.get("final", {}).get("check") == "ok")
+        print(f"virtual  {sc.name}: {sc.total_members()} members, {sc.duration_s:.0f} virtual s in {wall:.1f} s wall "
+              f"with {summary.get('workers', 1)} processes -> {sc.duration_s / wall:.1f} virtual s per wall s; "
+              f"{summary['stats']['requests']} requests, {len(events)} events, {ok}/{len(summary['groups'])} "
+              f"groups ok at the end")
+        return
     sim = simulate.Simulator(sc, sc.seed)
     prof = None
     if profile:
@@ -137,6 +147,8 @@ def main() -> None:
                     help="tcp: one connection per member and role, as the Java client (3 per member: "
                          "the fd limit caps a daemon near 6,600 members); default one per member")
     ap.add_argument("--limit", type=float, default=300.0, help="real time: give up after this many seconds")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, os.cpu_count() or 1],
+                    help="virtual: processes the groups are spread over (the same log; default 1 and one per CPU)")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="virtual: run under cProfile and print its N costliest functions (slows the run)")
     args = ap.parse_args()
@@ -144,7 +156,8 @@ def main() -> None:
     logging.disable(logging.WARNING)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     if "virtual" in parts:
-        bench_virtual(args.scenario, args.duration, args.profile)
+        for workers in args.workers:
+            bench_virtual(args.scenario, args.duration, args.profile, workers)
     for n in args.members:
         partitions = args.partitions or min(n, 1000)
         if "tcp" in parts:

@@ -3,8 +3,11 @@
 The core schedules callbacks by key at absolute deadlines (milliseconds of the
 injected clock); scheduling a key again replaces its timer, as Kafka's timer keys
 do. A driver asks :meth:`Timers.next_deadline` when to wake up and calls
-:meth:`Timers.advance` with the current time; due callbacks run in deadline order
-(ties in scheduling order).
+:meth:`Timers.advance` with the current time; due callbacks run in deadline order,
+ties in the order of their keys' last :meth:`Timers.schedule` calls. That order
+depends only on the calls made, not on when the heap was last tidied, so timers of
+unrelated keys (two groups) never change each other's order (the sharded simulator
+relies on it).
 
 Pushing a key further into the future (a heartbeat re-arming a session timer) costs
 an attribute update, not a heap push: the heap item stays where it is and is moved
@@ -18,13 +21,14 @@ from typing import Callable, Hashable
 
 
 class _Entry:
-    __slots__ = ("deadline", "seq", "callback", "queued_at")
+    __slots__ = ("deadline", "seq", "callback", "queued_at", "queued_seq")
 
     def __init__(self, deadline: int, seq: int, callback: Callable[[], None]):
         self.deadline = deadline
-        self.seq = seq
+        self.seq = seq                 # order among equal deadlines: the last schedule() call
         self.callback = callback
         self.queued_at = deadline      # the deadline of this entry's heap item
+        self.queued_seq = seq          # and its seq (identifies the live heap item)
 
 
 class Timers:
@@ -35,11 +39,12 @@ class Timers:
 
     def schedule(self, key: Hashable, deadline_ms: int, callback: Callable[[], None]) -> None:
         entry = self._live.get(key)
+        seq = next(self._seq)
         if entry is not None and deadline_ms >= entry.queued_at:
             entry.deadline = deadline_ms
+            entry.seq = seq
             entry.callback = callback
             return
-        seq = next(self._seq)
         self._live[key] = _Entry(deadline_ms, seq, callback)
         heapq.heappush(self._heap, (deadline_ms, seq, key))
 
@@ -62,11 +67,11 @@ class Timers:
         while heap:
             queued, seq, key = heap[0]
             entry = live.get(key)
-            if entry is None or entry.seq != seq:
+            if entry is None or entry.queued_seq != seq:
                 heapq.heappop(heap)
-            elif entry.deadline > queued:
-                entry.queued_at = entry.deadline
-                heapq.heapreplace(heap, (entry.deadline, seq, key))
+            elif entry.seq != seq:
+                entry.queued_at, entry.queued_seq = entry.deadline, entry.seq
+                heapq.heapreplace(heap, (entry.deadline, entry.seq, key))
             else:
                 return
 

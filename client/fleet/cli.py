@@ -44,6 +44,8 @@ def register(subparsers) -> None:
     sim.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                      help="override a scenario key, e.g. strategy=cooperative-sticky, members=50 (repeatable)")
     sim.add_argument("--codec", action="store_true", help="encode and decode every message (fidelity, slower)")
+    sim.add_argument("--workers", type=int, default=1, metavar="N",
+                     help="run the groups in N processes (the same log as one process; 0: one per CPU)")
     sim.add_argument("--no-progress", action="store_true", help="no progress bar")
     sim.add_argument("--log-level", default="error",
                      help="level of the coordinator's own log lines (default error: the event log has it all)")
@@ -91,16 +93,16 @@ def _logging(level: str) -> None:
 def _simulate(args) -> int:
     from .model import write_outputs
     _logging(args.log_level)
-    from .simulate import Simulator
+    from .simulate import simulate
     sc = _load(args)
     if sc is None:
         return 2
     seed = sc.seed if args.seed is None else args.seed
-    sim = Simulator(sc, seed, progress=not args.no_progress and sys.stderr.isatty())
-    events = sim.run()
-    summary = sim.summary(events)
+    workers = args.workers if args.workers > 0 else (os.cpu_count() or 1)
+    events, summary, resolved = simulate(sc, seed, workers=workers,
+                                         progress=not args.no_progress and sys.stderr.isatty())
     if args.out:
-        write_outputs(args.out, events, sim.resolved(), summary)
+        write_outputs(args.out, events, resolved, summary)
     print_summary(summary)
     return 0
 

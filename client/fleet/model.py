@@ -65,13 +65,14 @@ class Driver:
     def __init__(self, scenario: Scenario, seed: int):
         self.scenario = scenario
         self.seed = seed
-        self.picks = random.Random(f"{seed}/picks")
+        self._picks: dict[str, random.Random] = {}      # per group: a group's picks are its own
         self.events: list[dict] = []
         self.clients: dict[str, Client] = {}
         self.by_group: dict[str, list[Client]] = {}
         self.next_index: dict[str, int] = {}
         self.topics: dict[str, int] = dict(scenario.topics)
         self.notes: list[str] = []             # what could not be done (printed in the summary)
+        self.only: set[str] | None = None      # run only these groups (a shard of the scenario)
 
     # ---- to implement --------------------------------------------------------------
     def now_ms(self) -> int: raise NotImplementedError        # scenario time (ms since the start)
@@ -94,6 +95,8 @@ class Driver:
         """Schedule the initial members and the timeline."""
         for spec in self.scenario.groups:
             for group in spec.group_ids():
+                if self.only is not None and group not in self.only:
+                    continue
                 for i in range(spec.members):
                     c = self._new_client(group, spec)
                     self.at(i * spec.join_interval_ms, lambda c=c: self._start(c))
@@ -104,11 +107,10 @@ class Driver:
     def _groups_of(self, ev: Event) -> list[str]:
         name = ev.params.get("group")
         if name is None:
-            return self.scenario.group_ids()
-        for spec in self.scenario.groups:
-            if name == spec.name:
-                return spec.group_ids()
-        return [name]
+            groups = self.scenario.group_ids()
+        else:
+            groups = next((spec.group_ids() for spec in self.scenario.groups if name == spec.name), [name])
+        return groups if self.only is None else [g for g in groups if g in self.only]
 
     def _select(self, ev: Event, group: str) -> list[Client]:
         live = [c for c in self.by_group.get(group, []) if c.alive]
@@ -117,7 +119,10 @@ class Driver:
             return [c for c in live if c.index in wanted]
         if "count" in ev.params:
             n = min(ev.params["count"], len(live))
-            return sorted(self.picks.sample(live, n), key=lambda c: c.index)
+            rng = self._picks.get(group)
+            if rng is None:
+                rng = self._picks[group] = random.Random(f"{self.seed}/picks/{group}")
+            return sorted(rng.sample(live, n), key=lambda c: c.index)
         return live
 
     def apply(self, ev: Event) -> None:

@@ -35,7 +35,7 @@ from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.service import Service
 
 from .events import stop_reason
-from .model import Client, Driver, consumer_config, sorted_events, summarize, write_outputs
+from .model import Client, Driver, consumer_config, summarize, write_outputs
 from .scenario import Scenario
 
 __all__ = ["run", "Simulator"]
@@ -78,11 +78,13 @@ class _Conn:
 class _Running:
     """One running instance of a client (a new one per start)."""
     __slots__ = ("client", "member", "conns", "wake_at", "dead", "frozen_until", "deferred", "stall_until",
-                 "next_poll", "cut_until", "closing", "start_after_close")
+                 "next_poll", "cut_until", "closing", "start_after_close", "rng", "latency")
 
-    def __init__(self, client: Client, member: Member, now: int):
+    def __init__(self, client: Client, member: Member, now: int, rng: random.Random, latency: Callable[[], int]):
         self.client = client
         self.member = member
+        self.rng = rng                 # the client's network draws (its own stream: see Simulator)
+        self.latency = latency
         self.conns: dict[int, _Conn] = {}
         self.wake_at: int | None = None
         self.dead = False
@@ -98,24 +100,30 @@ class _Running:
 class Simulator(Driver):
     mode = "simulate"
 
-    def __init__(self, scenario: Scenario, seed: int, *, progress: bool = False, realtime: bool = False):
+    def __init__(self, scenario: Scenario, seed: int, *, progress: bool = False, realtime: bool = False,
+                 groups=None):
         super().__init__(scenario, seed)
+        if groups is not None:
+            self.only = set(groups)         # a shard: these groups' members only (see run(workers=))
         self.realtime = realtime            # pace virtual time by the wall clock (bench/fleet.py)
         self.max_lag_ms = 0
         self.now = 0
         self.end = scenario.duration_ms
         self._heap: list = []
         self._seq = itertools.count()
-        self.net_rng = random.Random(seed)
-        ids = random.Random(f"{seed}/ids")
-        self.latency = latency_sampler(scenario.network.latency, self.net_rng)
+        # every random stream belongs to one client, group or topic, so that what happens to a
+        # group depends only on the seed and on the group itself (and the cluster-wide events):
+        # a shard of the groups (see run(workers=)) replays exactly its part of the whole run
+        self._net_rngs: dict[str, random.Random] = {}
+        self._id_rngs: dict[str, random.Random] = {}
         self.loss = scenario.network.loss
         self.codec = scenario.network.codec
         self.connect_ms = scenario.network.connect_ms
         cfg = BrokerConfig(dict(scenario.coordinator.config), profile=scenario.coordinator.profile, environ={})
         self.service = Service(cfg, nodes=scenario.coordinator.nodes, clock=self.now_ms, emit=self.events.append,
-                               member_id_factory=lambda prefix: f"{prefix}-{uuid.UUID(int=ids.getrandbits(128), version=4)}",
-                               topic_id_factory=lambda name: uuid.UUID(int=ids.getrandbits(128), version=4))
+                               member_id_factory=self._member_id,
+                               topic_id_factory=lambda name: uuid.UUID(
+                                   int=random.Random(f"{seed}/topic/{name}").getrandbits(128), version=4))
         for node in self.service.cluster.nodes.values():
             self.service.set_node_address(node.node_id, f"node{node.node_id}.sim", 9092)
         for name, n in scenario.topics.items():
@@ -127,6 +135,12 @@ class Simulator(Driver):
         self.stats = {"requests": 0, "lost": 0, "member_polls": 0, "polls_skipped": 0, "heap_events": 0,
                       "metadata_cached": 0}
         self._metadata_cache: dict = {}
+
+    def _member_id(self, prefix: str) -> str:
+        rng = self._id_rngs.get(prefix)
+        if rng is None:
+            rng = self._id_rngs[prefix] = random.Random(f"{self.seed}/ids/{prefix}")
+        return f"{prefix}-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
 
     # ---- Driver primitives --------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -146,7 +160,11 @@ class Simulator(Driver):
         member = Member(consumer_config(c), topics=c.topics, now=self.now, rng=random.Random(f"{self.seed}/{c.name}"))
         if c.spec.protocol == "eager":
             member.protocol = RebalanceProtocol.EAGER
-        r = _Running(c, member, self.now + self.net_rng.randrange(max(1, c.spec.processing_ms)))
+        rng = self._net_rngs.get(c.name)
+        if rng is None:
+            rng = self._net_rngs[c.name] = random.Random(f"{self.seed}/net/{c.name}")
+        r = _Running(c, member, self.now + rng.randrange(max(1, c.spec.processing_ms)), rng,
+                     latency_sampler(self.scenario.network.latency, rng))
         c.handle = r
         c.recorder.member = member
         c.recorder.started()
@@ -377,10 +395,10 @@ class Simulator(Driver):
             r.member.on_connection_lost(a.conn_id, self.now)
             return True
         self.stats["requests"] += 1
-        if self.loss and self.net_rng.random() < self.loss:
+        if self.loss and r.rng.random() < self.loss:
             self.stats["lost"] += 1
             return False
-        t = self.now + self.latency()
+        t = self.now + r.latency()
         if t < conn.req_at:
             t = conn.req_at
         conn.req_at = t
@@ -404,12 +422,12 @@ class Simulator(Driver):
             node = next((n for n in cluster.node_ids() if cluster.nodes[n].up), None)
         if r.cut_until > self.now or node is None or node not in cluster.nodes or not cluster.nodes[node].up:
             delay = r.member.config["socket.connection.setup.timeout.ms"] if r.cut_until > self.now \
-                else 2 * self.latency() + self.connect_ms
+                else 2 * r.latency() + self.connect_ms
             self._push(self.now + delay, self._connect_failed, (r, a.conn_id))
             return
         conn = _Conn(a.conn_id, node)
         r.conns[a.conn_id] = conn
-        t = self.now + 2 * self.latency() + self.connect_ms    # TCP, then ApiVersions
+        t = self.now + 2 * r.latency() + self.connect_ms    # TCP, then ApiVersions
         conn.req_at = conn.resp_at = t
         self._push(t, self._connected, (r, conn))
 
@@ -495,10 +513,10 @@ class Simulator(Driver):
             from groupcoord.protocol import frames
             out = frames.encode_response(a.api_key, a.api_version, corr, resp, framed=False)
             resp = frames.decode_response(a.api_key, a.api_version, out)[1]
-        if self.loss and self.net_rng.random() < self.loss:
+        if self.loss and r.rng.random() < self.loss:
             self.stats["lost"] += 1
             return
-        t = max(self.now + self.latency(), conn.resp_at)
+        t = max(self.now + r.latency(), conn.resp_at)
         conn.resp_at = t
         self._push(t, self._deliver, (r, conn, a.request_id, a.api_key, resp))
 
@@ -530,7 +548,9 @@ class Simulator(Driver):
         d = self.service.timers.next_deadline()
         if d is not None and (self._service_wake is None or d < self._service_wake or self._service_wake < self.now):
             self._service_wake = d
-            self._push(d, self._service_timers, d)
+            # before anything else at that ms (seq -1): when the coordinator's timers fire must
+            # not depend on when another group's request happened to re-arm this wake-up
+            heapq.heappush(self._heap, (d, -1, self._service_timers, d))
 
     def _service_timers(self, d) -> None:
         if self._service_wake != d:
@@ -566,7 +586,7 @@ class Simulator(Driver):
             self.now = end
             self.stats["heap_events"] = n
             self.wall_s = time.perf_counter() - wall0
-            return sorted_events(self.events)
+            return canonical_order(self.events, self.scenario.group_ids())
         try:
             while heap and heap[0][0] <= end:
                 if self.realtime:
@@ -587,7 +607,7 @@ class Simulator(Driver):
         self.now = end
         self.stats["heap_events"] = n
         self.wall_s = time.perf_counter() - wall0
-        return sorted_events(self.events)
+        return canonical_order(self.events, self.scenario.group_ids())
 
     def _pace(self, t: int, wall0: float) -> None:
         """Real-time mode: wait until wall time catches up with t; note how far behind we run."""
@@ -602,6 +622,8 @@ class Simulator(Driver):
         gc = self.service.group_coordinator
         checks = {}
         for gid in self.scenario.group_ids():
+            if self.only is not None and gid not in self.only:
+                continue
             g = gc.group(gid)
             live = [c.handle for c in self.by_group.get(gid, []) if c.handle is not None and not c.handle.dead]
             entry = groups.setdefault(gid, {})
@@ -646,11 +668,84 @@ def _call(fn) -> None:
     fn()
 
 
-def run(sc: Scenario, seed: int | None = None, out_dir=None, *, progress: bool = False) -> list[dict]:
-    """Run a scenario in virtual time; returns the events (coordinator's and members', sorted),
-    also written with scenario.json and summary.json to out_dir when given."""
-    sim = Simulator(sc, sc.seed if seed is None else seed, progress=progress)
+def canonical_order(events: list[dict], group_ids: list[str]) -> list[dict]:
+    """The log's order: by ts_ms, then by group (in the scenario's order), then by occurrence.
+    Within one group that is the order things happened; between groups at one ms it is fixed,
+    so a run split into shards (run(workers=)) merges into the same log byte for byte."""
+    rank = {g: i for i, g in enumerate(group_ids)}
+    return sorted(events, key=lambda e: (e["ts_ms"], rank.get(e.get("group"), -1)))
+
+
+def shards(sc: Scenario, workers: int) -> list[list[str]]:
+    """The groups split into at most ``workers`` shards of about equal members (largest first)."""
+    sizes = sorted(((spec.members, gid) for spec in sc.groups for gid in spec.group_ids()),
+                   key=lambda x: -x[0])
+    bins: list[tuple[int, int, list[str]]] = [(0, i, []) for i in range(max(1, min(workers, len(sizes))))]
+    for n, gid in sizes:
+        load, i, groups = min(bins)
+        groups.append(gid)
+        bins[i] = (load + max(n, 1), i, groups)
+    return [b[2] for b in sorted(bins, key=lambda b: b[1]) if b[2]]
+
+
+def _run_shard(args) -> tuple[list[dict], dict]:
+    sc, seed, groups = args
+    sim = Simulator(sc, seed, groups=groups)
     events = sim.run()
+    return events, sim.summary(events)
+
+
+def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
+             progress: bool = False) -> tuple[list[dict], dict, dict]:
+    """Run a scenario in virtual time: (events, summary, resolved scenario).
+
+    ``workers`` > 1 runs shards of the groups in that many processes. Groups share nothing but
+    the cluster-wide timeline (node failures, coordinator moves, new partitions), which every
+    shard replays, and every random stream is a client's, a group's or a topic's own, so the
+    merged log is the one a single process writes (the summary's run statistics aside)."""
+    seed = sc.seed if seed is None else seed
+    parts = shards(sc, workers) if workers > 1 else []
+    if len(parts) < 2:
+        sim = Simulator(sc, seed, progress=progress)
+        events = sim.run()
+        return events, sim.summary(events), sim.resolved()
+    import heapq as _heapq
+    import multiprocessing
+    wall0 = time.perf_counter()
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with ctx.Pool(len(parts)) as pool:
+        results = pool.map(_run_shard, [(sc, seed, groups) for groups in parts], chunksize=1)
+    rank = {g: i for i, g in enumerate(sc.group_ids())}
+    events = list(_heapq.merge(*(r[0] for r in results),
+                               key=lambda e: (e["ts_ms"], rank.get(e.get("group"), -1))))
+    wall = time.perf_counter() - wall0
+    summary = dict(results[0][1])
+    groups: dict = {}
+    for gid in sc.group_ids():
+        for _, part in results:
+            if gid in part["groups"]:
+                groups[gid] = part["groups"][gid]
+    notes: list[str] = []
+    for _, part in results:
+        notes += [n for n in part["notes"] if n not in notes]
+    stats: dict = {}
+    for _, part in results:
+        for k, v in part["stats"].items():
+            stats[k] = stats.get(k, 0) + v
+    summary.update(groups=groups, notes=notes, stats=stats, events=len(events),
+                   clients=sum(part["clients"] for _, part in results), wall_s=round(wall, 3),
+                   virtual_s_per_wall_s=round(sc.duration_s / wall, 1) if wall else None,
+                   workers=len(parts))
+    resolved = Driver(sc, seed).resolved()
+    resolved["mode"] = Simulator.mode
+    return events, summary, resolved
+
+
+def run(sc: Scenario, seed: int | None = None, out_dir=None, *, progress: bool = False,
+        workers: int = 1) -> list[dict]:
+    """Run a scenario in virtual time; returns the events (coordinator's and members', in the
+    log's order), also written with scenario.json and summary.json to out_dir when given."""
+    events, summary, resolved = simulate(sc, seed, workers=workers, progress=progress)
     if out_dir is not None:
-        write_outputs(out_dir, events, sim.resolved(), sim.summary(events))
+        write_outputs(out_dir, events, resolved, summary)
     return events

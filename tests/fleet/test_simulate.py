@@ -147,11 +147,14 @@ def test_subscription_change_and_partition_increase():
 
 def test_coordinator_move_node_failure_partition_and_loss():
     sc = scenario.from_dict({
-        "duration_s": 120, "topics": {"t": 8},
+        # a lost JoinGroup answer costs its request timeout (rebalance timeout + 5 s): a short
+        # max.poll.interval.ms and a quiet end give the groups the time to settle again
+        "duration_s": 150, "topics": {"t": 8},
         "coordinator": {"nodes": 3, "config": {"group.initial.rebalance.delay.ms": 0}},
         "network": {"latency": {"dist": "exponential", "mean_ms": 3}, "loss": 0.01},
         "groups": [{"name": "g", "count": 3, "topics": ["t"], "members": 4, "strategy": "cooperative-sticky",
-                    "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000, "request_timeout_ms": 5000}],
+                    "session_timeout_ms": 10000, "heartbeat_interval_ms": 1000, "request_timeout_ms": 5000,
+                    "max_poll_interval_ms": 15000}],
         "events": [{"at_s": 15, "action": "move_coordinator", "group": "g-0"},
                    {"at_s": 30, "action": "node_down", "node": 1},
                    {"at_s": 45, "action": "network_partition", "group": "g-2", "members": [0],
@@ -245,3 +248,52 @@ def test_same_seed_same_log_byte_for_byte(tmp_path):
     assert c != a                              # latencies, picks and ids all differ
     kinds = Counter(json.loads(line)["event"] for line in a.splitlines())
     assert kinds["client.stopped"] >= 2 + 5 and kinds["member.expired"] >= 2
+
+
+def test_shards_in_several_processes_write_the_log_of_one(tmp_path):
+    # the groups split over 2 and 3 processes (each replaying the cluster-wide events) merge into
+    # the very log one process writes, with the same per-group summary
+    path = tmp_path / "s.toml"
+    path.write_text(SCENARIO + """
+[[events]]
+at_s = 25
+action = "node_down"
+node = 1
+[[events]]
+at_s = 30
+action = "slow"
+group = "g-2"
+members = [1]
+kind = "heartbeat"
+duration_ms = 7000
+[[events]]
+at_s = 32
+action = "node_up"
+node = 1
+""")
+    logs, summaries = {}, {}
+    for workers in (1, 2, 3):
+        out = tmp_path / f"w{workers}"
+        subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "simulate", str(path), "--seed", "7",
+                        "--out", str(out), "--no-progress", "--workers", str(workers)],
+                       check=True, capture_output=True, timeout=120)
+        logs[workers] = (out / "events.jsonl").read_bytes()
+        summaries[workers] = json.loads((out / "summary.json").read_text())
+    assert logs[1] == logs[2] == logs[3] and len(logs[1].splitlines()) > 500
+    assert summaries[1]["groups"] == summaries[2]["groups"] == summaries[3]["groups"]
+    assert summaries[3]["workers"] == 3 and "workers" not in summaries[1]
+    kinds = Counter(json.loads(line)["event"] for line in logs[1].splitlines())
+    assert kinds["member.expired"] >= 2 and kinds["client.stopped"] >= 7
+    groups = {json.loads(line)["group"] for line in logs[1].splitlines()}
+    assert groups == {"g-0", "g-1", "g-2"}
+
+
+def test_shards_balance_members():
+    sc = scenario.from_dict({"topics": {"t": 1}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 10, "count": 3},
+        {"name": "b", "topics": ["t"], "members": 25}]})
+    parts = simulate.shards(sc, 2)
+    sizes = sorted(sum(sc.spec_of(g).members for g in part) for part in parts)
+    assert sizes == [25, 30] and sorted(g for p in parts for g in p) == sorted(sc.group_ids())
+    assert len(simulate.shards(sc, 8)) == 4                  # no more shards than groups
+    assert simulate.shards(sc, 1) == [["b", "a-0", "a-1", "a-2"]]

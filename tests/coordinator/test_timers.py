@@ -1,0 +1,51 @@
+"""Keyed timers: deadline order, ties by the keys' last scheduling, independent of other keys."""
+from __future__ import annotations
+
+import random
+
+from groupcoord.coordinator.timer import Timers
+
+
+def _fire_order(ops, now):
+    timers = Timers()
+    fired = []
+    for op in ops:
+        if op[0] == "schedule":
+            _, key, deadline = op
+            timers.schedule(key, deadline, lambda key=key: fired.append(key))
+        elif op[0] == "cancel":
+            timers.cancel(op[1])
+        else:                                   # "tidy": what a driver's next_deadline() does
+            timers.next_deadline()
+    timers.advance(now)
+    return fired
+
+
+def test_ties_fire_in_the_order_of_the_last_scheduling():
+    ops = [("schedule", "a", 100), ("schedule", "b", 100), ("schedule", "a", 100)]
+    assert _fire_order(ops, 100) == ["b", "a"]
+    ops = [("schedule", "a", 50), ("schedule", "b", 100), ("tidy",), ("schedule", "a", 100)]
+    assert _fire_order(ops, 100) == ["b", "a"]
+    ops = [("schedule", "a", 200), ("schedule", "b", 100), ("schedule", "a", 100)]   # pulled earlier
+    assert _fire_order(ops, 150) == ["b", "a"]
+    assert _fire_order([("schedule", "a", 90), ("schedule", "b", 80), ("cancel", "b")], 100) == ["a"]
+
+
+def test_the_order_of_one_set_of_keys_does_not_depend_on_other_keys_or_on_tidying():
+    # the sharded simulator's premise: the timers of one group fire in the same order whether or
+    # not another group's timers (and the driver's tidying) are interleaved with them
+    rng = random.Random(7)
+    for _ in range(300):
+        mine = []
+        t = 0
+        for _ in range(rng.randrange(2, 12)):
+            t += rng.randrange(0, 3)
+            mine.append(("schedule", f"g:{rng.randrange(4)}", t + rng.randrange(0, 6)))
+        alone = _fire_order(mine, 10_000)
+        mixed = []
+        for op in mine:
+            for _ in range(rng.randrange(0, 3)):
+                mixed.append(rng.choice([("tidy",), ("schedule", f"h:{rng.randrange(4)}", rng.randrange(0, 20))]))
+            mixed.append(op)
+        got = [k for k in _fire_order(mixed, 10_000) if k.startswith("g:")]
+        assert got == alone, (mine, mixed)

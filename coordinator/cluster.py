@@ -164,6 +164,10 @@ class Cluster:
         self._waiters: list = []          # parked fetches: objects with .on_append(topic, partition)
         self._partition_cache: dict[str, int] = {}
         self.controller_id = ids[0]
+        # bumped by every change a Metadata answer shows (nodes, leaders, topics, partitions):
+        # answers built at one epoch are shared by every identical request of that epoch
+        self.epoch = 0
+        self.metadata_answers: dict = {}
 
     # ---- placement -----------------------------------------------------------
     def node_ids(self) -> list[int]:
@@ -208,6 +212,7 @@ class Cluster:
         leaders = self.offsets_leaders if topic is None else self.topics[topic].leaders
         old = leaders[partition]
         leaders[partition] = node_id
+        self.epoch += 1
         return old
 
     def node_down(self, node_id: int) -> list[tuple[str | None, int, int, int]]:
@@ -216,6 +221,7 @@ class Cluster:
         with no live replica left keep their (offline) leader."""
         node = self.nodes[node_id]
         node.up = False
+        self.epoch += 1
         moves = []
         for topic, p, leader in list(self._partitions_led()):
             if leader == node_id:
@@ -233,6 +239,7 @@ class Cluster:
         """Mark a node up. It leads nothing new, except partitions that had no live replica
         at all (offline: they come back with it, or go to the first live replica)."""
         self.nodes[node_id].up = True
+        self.epoch += 1
         moves = []
         for topic, p, leader in list(self._partitions_led()):
             if not self.nodes[leader].up:
@@ -277,12 +284,14 @@ class Cluster:
         topic.leaders = [self._initial_leader(p) for p in range(partitions)]
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
+        self.epoch += 1
         return topic
 
     def delete_topic(self, name: str) -> Topic | None:
         topic = self.topics.pop(name, None)
         if topic is not None:
             self.topics_by_id.pop(topic.topic_id, None)
+            self.epoch += 1
         return topic
 
     def add_partitions(self, name: str, total: int) -> None:
@@ -292,6 +301,7 @@ class Cluster:
         first = topic.partition_count
         topic.partitions.extend(PartitionLog() for _ in range(total - first))
         topic.leaders.extend(self._initial_leader(p) for p in range(first, total))
+        self.epoch += 1
 
     def _initial_leader(self, partition: int) -> int:
         preferred = self.preferred_leader(partition)

@@ -126,6 +126,7 @@ class Service:
     def set_node_address(self, node_id: int, host: str, port: int) -> None:
         node = self.cluster.nodes[node_id]
         node.host, node.port = host, port
+        self.cluster.epoch += 1
 
     def create_topic(self, name: str, partitions: int | None = None, replication_factor: int = 1):
         if partitions is None:

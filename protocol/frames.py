@@ -127,6 +127,16 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, body: di
     return frame(out) if framed else bytes(out)
 
 
+class SharedBody(dict):
+    """A response body answered to many requests (a Metadata answer of one cluster epoch). It
+    must not change once built; its encoding is kept per API version and reused."""
+    __slots__ = ("encoded",)
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.encoded: dict[tuple[int, int], bytes] = {}
+
+
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict,
                     *, framed: bool = True) -> bytes:
     cached = _RESPONSE_ENCODERS.get((api_key, api_version))
@@ -135,7 +145,12 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: d
         cached = _RESPONSE_ENCODERS[api_key, api_version] = (
             response_header_version(api_key, api_version) == 1, api.response.codec(api_version).encode_into)
     flexible_header, encode_body = cached
-    payload = encode_body(body)
+    if body.__class__ is SharedBody:
+        payload = body.encoded.get((api_key, api_version))
+        if payload is None:
+            payload = body.encoded[api_key, api_version] = bytes(encode_body(body))
+    else:
+        payload = encode_body(body)
     header = _SIZE.pack(correlation_id) + (b"\x00" if flexible_header else b"")
     if framed:
         return _SIZE.pack(len(header) + len(payload)) + header + payload

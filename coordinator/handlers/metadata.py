@@ -5,6 +5,7 @@ when a node goes down, see :mod:`..cluster`; leader epochs stay 0)."""
 from __future__ import annotations
 
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.frames import SharedBody
 
 from ..cluster import validate_topic_name
 
@@ -34,6 +35,9 @@ def _error_entry(name, code) -> dict:
             "topic_authorized_operations": INT32_MIN}
 
 
+_ANSWERS_KEPT = 64
+
+
 def handle(ctx, version, body, respond):
     service = ctx.service
     cluster = service.cluster
@@ -41,6 +45,34 @@ def handle(ctx, version, body, respond):
     if version == 0 and requested == []:
         requested = None  # v0: an empty list means every topic
     allow_auto = body.get("allow_auto_topic_creation", True) if version >= 4 else True
+    # identical requests of one cluster epoch get one shared answer, built and encoded once (a
+    # fleet of thousands of members asks for the same topics; each answer lists every partition)
+    key = None
+    if requested is None or all("topic_id" not in e or e.get("name") is not None for e in requested):
+        key = (version, None if requested is None else tuple(e.get("name") for e in requested), allow_auto,
+               bool(service.config["auto.create.topics.enable"]))
+        answers = cluster.metadata_answers
+        if answers.get("epoch") != cluster.epoch:
+            answers.clear()
+            answers["epoch"] = cluster.epoch
+        hit = answers.get(key)
+        if hit is not None:
+            respond(hit)
+            return
+    answer = _build(service, cluster, version, requested, allow_auto)
+    if key is not None:
+        answers = cluster.metadata_answers
+        if answers.get("epoch") != cluster.epoch:      # this request created a topic
+            answers.clear()
+            answers["epoch"] = cluster.epoch
+        if len(answers) > _ANSWERS_KEPT:
+            answers.clear()
+            answers["epoch"] = cluster.epoch
+        answers[key] = answer
+    respond(answer)
+
+
+def _build(service, cluster, version, requested, allow_auto) -> dict:
     topics = []
     if requested is None:
         topics = [_topic_entry(cluster, t, version) for t in cluster.topics.values() if not t.internal]
@@ -69,6 +101,6 @@ def handle(ctx, version, body, respond):
             topics.append(_topic_entry(cluster, topic, version))
     brokers = [{"node_id": n.node_id, "host": n.host, "port": n.port, "rack": n.rack}
                for n in cluster.nodes.values() if n.up]
-    respond({"throttle_time_ms": 0, "brokers": brokers, "cluster_id": cluster.cluster_id,
-             "controller_id": cluster.controller_id, "topics": topics,
-             "cluster_authorized_operations": INT32_MIN, "error_code": 0})
+    return SharedBody({"throttle_time_ms": 0, "brokers": brokers, "cluster_id": cluster.cluster_id,
+                       "controller_id": cluster.controller_id, "topics": topics,
+                       "cluster_authorized_operations": INT32_MIN, "error_code": 0})

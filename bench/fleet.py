@@ -2,10 +2,12 @@
 time runs.
 
 (a) virtual: a scenario in virtual time (default examples/scenarios/hour-1000.toml, a 1,000-member
-    hour): wall and CPU seconds, virtual seconds per wall second, requests per second.
+    hour): wall and CPU seconds, virtual seconds per wall second, requests per second; in one process
+    and with the groups sharded over --workers processes (the same log).
 (b) tcp: N members of one group (our client library, one asyncio loop in this process) against a
     `groupcoord serve` daemon in another process: seconds until every member is stable in one
-    generation, then whether the group stays so for --hold seconds (no member lost).
+    generation, then whether the group stays so for --hold seconds (no member lost). Each member has
+    one connection (share_connections; --separate-connections: three, as the Java client).
 (d) analyze: events per second the analyzer (`groupcoord analyze`, Spark) processes, against one
     Python process doing the same analysis (bench/analytics.py; a simulated log by default).
 (c) memory: the same group in real time without sockets: the simulator's member cores and
@@ -156,7 +158,7 @@ def main() -> None:
     logging.disable(logging.WARNING)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     if "virtual" in parts:
-        for workers in args.workers:
+        for workers in ([1] if args.profile else args.workers):
             bench_virtual(args.scenario, args.duration, args.profile, workers)
     for n in args.members:
         partitions = args.partitions or min(n, 1000)

@@ -47,6 +47,9 @@ log = logging.getLogger("groupcoord.client.consumer")
 TP = TopicPartition
 
 
+_PARKING = (11, 14)          # JoinGroup, SyncGroup: Kafka may hold their answers for long
+
+
 def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
@@ -96,9 +99,15 @@ class GroupConsumer:
         self.listener = listener
         self._conns: dict[int, BrokerConnection] = {}
         # share_connections: one TCP connection per address, whatever the member's role for it
-        # (bootstrap, broker, coordinator); a connection closes when no role uses it any more
+        # (bootstrap, broker, coordinator); see _execute_send and _disconnect
+        if share_connections and fetch:
+            raise ValueError("share_connections is for members that do not fetch (fetch=False): a parked "
+                             "Fetch would hold the coordinator's requests behind it")
         self._share = share_connections
         self._by_address: dict[str, asyncio.Future] = {}
+        self._on_wire: dict[int, int] = {}                 # member conn id -> requests written, unanswered
+        self._parked: dict[BrokerConnection, list] = {}    # JoinGroup/SyncGroup in flight: [conn id, count]
+        self._held: dict[BrokerConnection, list] = {}      # requests of other roles waiting for them
         self._response_cache = response_cache
         self._tasks: set[asyncio.Task] = set()
         self._wakeup: asyncio.Event | None = None
@@ -302,14 +311,11 @@ class GroupConsumer:
             if conn is None:
                 member.on_connection_lost(action.conn_id, self._clock())
                 return
-            fut = conn.send(action.api_key, action.api_version, action.body)
-            fut.add_done_callback(lambda f, a=action: self._on_response(a, f))
+            self._execute_send(conn, action)
         elif isinstance(action, Connect):
             self._spawn(self._connect(action))
         elif isinstance(action, Disconnect):
-            conn = self._conns.pop(action.conn_id, None)
-            if conn is not None and conn not in self._conns.values():
-                conn.close()
+            self._disconnect(action.conn_id)
         elif isinstance(action, RebalanceCallback):
             self._callbacks.put_nowait(action)
         elif isinstance(action, CommitCompleted):
@@ -351,15 +357,76 @@ class GroupConsumer:
         if self.member.fetch_enabled and self.member._completed:
             self._records_ready.set()
 
-    def _on_response(self, action: SendRequest, fut: asyncio.Future) -> None:
+    # ---- connections shared between roles (share_connections) --------------------------------
+    # Kafka answers a connection's requests one at a time, in order: a parked JoinGroup or
+    # SyncGroup holds everything behind it. Requests of the member's other roles are therefore
+    # held back here while one is in flight (and sent after it), so that they cannot time out
+    # behind it; a role whose own request is on the wire when the member gives up on it
+    # (timeout, coordinator lost) closes the connection, telling every role, as a request
+    # timeout closes a Java client's connection.
+    def _execute_send(self, conn: BrokerConnection, action: SendRequest) -> None:
+        if self._share:
+            parked = self._parked.get(conn)
+            if parked is not None and parked[0] != action.conn_id:
+                self._held.setdefault(conn, []).append(action)
+                return
+            self._on_wire[action.conn_id] = self._on_wire.get(action.conn_id, 0) + 1
+            if action.api_key in _PARKING:
+                if parked is None:
+                    self._parked[conn] = [action.conn_id, 1]
+                else:
+                    parked[1] += 1
+        fut = conn.send(action.api_key, action.api_version, action.body)
+        fut.add_done_callback(lambda f, a=action, c=conn: self._on_response(a, c, f))
+
+    def _answered(self, action: SendRequest, conn: BrokerConnection) -> None:
+        n = self._on_wire.get(action.conn_id, 0) - 1
+        if n > 0:
+            self._on_wire[action.conn_id] = n
+        else:
+            self._on_wire.pop(action.conn_id, None)
+        if action.api_key in _PARKING:
+            parked = self._parked.get(conn)
+            if parked is not None:
+                parked[1] -= 1
+                if parked[1] <= 0:
+                    del self._parked[conn]
+                    for held in self._held.pop(conn, ()):
+                        if self._conns.get(held.conn_id) is conn and not conn.closed:
+                            self._execute_send(conn, held)
+
+    def _disconnect(self, conn_id: int) -> None:
+        conn = self._conns.pop(conn_id, None)
+        if conn is None:
+            return
+        if not self._share:
+            conn.close()
+            return
+        held = self._held.get(conn)
+        if held:
+            held[:] = [a for a in held if a.conn_id != conn_id]
+        if self._on_wire.get(conn_id):
+            conn.close(notify=True)          # its unanswered request holds the connection
+        elif conn not in self._conns.values():
+            conn.close()
+
+    def _on_response(self, action: SendRequest, conn: BrokerConnection, fut: asyncio.Future) -> None:
+        if self._share:
+            self._answered(action, conn)
         if fut.cancelled():
             return
         exc = fut.exception()
         if exc is None:
             self.member.on_response(action.request_id, fut.result(), self._clock())
-        elif action.conn_id in self._conns:
+        elif self._conns.get(action.conn_id) is conn:
             log.info("request %s failed: %s", action.request_id, exc)
-            self._conns[action.conn_id].close(notify=True)      # every role using it is told
+            if self._share and not isinstance(exc, (ConnectionError, OSError)):
+                # not the connection's fault (e.g. the request could not be encoded): only this
+                # role's connection is lost
+                self._disconnect(action.conn_id)
+                self.member.on_connection_lost(action.conn_id, self._clock())
+            else:
+                conn.close(notify=True)      # every role using it is told
         self._wake()
         if self.member._completed:
             self._records_ready.set()
@@ -376,6 +443,10 @@ class GroupConsumer:
             conn = await self._open(target)
             if conn is None:
                 continue
+            if action.conn_id not in self.member._conns:     # the member gave up on it meanwhile
+                if not self._share or conn not in self._conns.values():
+                    conn.close()
+                return
             self._conns[action.conn_id] = conn
             self.member.on_connected(action.conn_id, conn.api_versions, self._clock())
             self._wake()
@@ -386,11 +457,17 @@ class GroupConsumer:
     async def _open(self, target: str) -> BrokerConnection | None:
         """A ready connection to target: a new one, or (share_connections) the open one."""
         if self._share:
-            pending = self._by_address.get(target)
-            if pending is not None:
+            while True:
+                pending = self._by_address.get(target)
+                if pending is None:
+                    break
                 conn = await asyncio.shield(pending)
-                if conn is not None and not conn.closed:
+                if conn is None:
+                    return None              # that dial failed: so does this one (the member backs off)
+                if not conn.closed:
                     return conn
+                if self._by_address.get(target) is pending:
+                    del self._by_address[target]
             fut = self._by_address[target] = asyncio.get_running_loop().create_future()
             conn = None
             try:
@@ -413,10 +490,15 @@ class GroupConsumer:
             log.info("cannot connect to %s: %s", target, e)
             conn.close()
             return None
+        except BaseException:                # cancelled (shutdown): no half-open connection left
+            conn.close()
+            raise
         return None if conn.closed else conn
 
     def _on_conn_closed(self, conn: BrokerConnection) -> None:
         """A connection ended: each of the member's connections on it is lost."""
+        self._held.pop(conn, None)
+        self._parked.pop(conn, None)
         lost = [cid for cid, c in self._conns.items() if c is conn]
         for cid in lost:
             del self._conns[cid]

@@ -359,7 +359,7 @@ def _error(code) -> ErrorCode | int:
 # simulator's metadata cache): the tables built from a topic entry are then built once and
 # shared (read-only). Keyed by the entry's id, which stays valid while the entry is held here.
 _TOPIC_TABLES: dict[int, tuple] = {}
-_TOPIC_TABLES_MAX = 256
+_TOPIC_TABLES_MAX = 8
 
 
 def _topic_tables(t: dict) -> tuple[dict[int, int], dict[int, tuple], bool]:

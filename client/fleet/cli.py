@@ -27,7 +27,8 @@ def register(subparsers) -> None:
                        help="end early once the timeline is over and every group is stable")
     fleet.add_argument("--share-connections", action="store_true",
                        help="one TCP connection per member and address (bootstrap, broker and coordinator "
-                            "share it when they are one node) instead of one per role, as the Java client")
+                            "share it when they are one node) instead of one per role as the Java client; "
+                            "the other roles' requests wait while a JoinGroup/SyncGroup is parked")
     fleet.add_argument("--no-progress", action="store_true", help="no progress bar")
     fleet.add_argument("--log-level", default="error", help="level of the log lines of the coordinator and members")
     fleet.set_defaults(func=_fleet)

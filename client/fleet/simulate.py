@@ -27,8 +27,7 @@ from typing import Callable
 
 from groupcoord.client.assignors import RebalanceProtocol
 from groupcoord.client.member import (
-    HEARTBEAT, METADATA,
-    Closed, CommitCompleted, Connect, Disconnect, ErrorRaised, Member, RebalanceCallback, SendRequest,
+    HEARTBEAT, Closed, CommitCompleted, Connect, Disconnect, ErrorRaised, Member, RebalanceCallback, SendRequest,
 )
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
@@ -132,9 +131,7 @@ class Simulator(Driver):
         self._service_wake: int | None = None
         self._corr = itertools.count(1)
         self.progress = progress
-        self.stats = {"requests": 0, "lost": 0, "member_polls": 0, "polls_skipped": 0, "heap_events": 0,
-                      "metadata_cached": 0}
-        self._metadata_cache: dict = {}
+        self.stats = {"requests": 0, "lost": 0, "member_polls": 0, "polls_skipped": 0, "heap_events": 0}
 
     def _member_id(self, prefix: str) -> str:
         rng = self._id_rngs.get(prefix)
@@ -472,34 +469,14 @@ class Simulator(Driver):
             from groupcoord.protocol import frames
             wire = frames.encode_request(a.api_key, a.api_version, corr, body, client_id, framed=False)
             body = frames.decode_request(wire).body
-        key = None
-        if a.api_key == METADATA:
-            key = self._metadata_key(a.api_version, body)
-            cached = self._metadata_cache.get(key) if key is not None else None
-            if cached is not None:
-                self.stats["metadata_cached"] += 1
-                self._respond(r, conn, a, corr, cached)
-                return
         ctx = RequestContext(self.service, conn.node, client_id, "/127.0.0.1", a.api_key, a.api_version, corr,
                              connection_id=conn.cid)
 
-        def respond(resp: dict | None, r=r, conn=conn, a=a, corr=corr, key=key) -> None:
-            if key is not None and resp is not None:
-                self._metadata_cache[key] = resp
+        def respond(resp: dict | None, r=r, conn=conn, a=a, corr=corr) -> None:
             self._respond(r, conn, a, corr, resp)
 
         self.service.handle(ctx, body, respond)
         self._arm_service()
-
-    def _metadata_key(self, version: int, body: dict):
-        """Metadata answers depend only on the topics asked for and the cluster's shape: identical
-        requests share one answer until a topic or a node changes (none is created here)."""
-        cluster = self.service.cluster
-        names = tuple(t["name"] for t in body.get("topics") or ())
-        counts = tuple(cluster.partition_count(n) for n in names)
-        if not names or None in counts:
-            return None
-        return (version, names, counts, tuple(n.up for n in cluster.nodes.values()))
 
     def _respond(self, r: _Running, conn: _Conn, a: SendRequest, corr: int, resp: dict | None) -> None:
         if not conn.alive:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from groupcoord.client import GroupConsumer
 from groupcoord.client.assignors import RangeAssignor
 from groupcoord.client.assignors.base import TopicPartition as TP
@@ -26,27 +28,18 @@ def _client_conns(gc, client_id):
     return [c for c in gc.server.connections.values() if c.client_id == client_id]
 
 
-async def _consume(consumer, want, timeout=15.0):
-    got = []
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while len(got) < want:
-        got += await consumer.poll(0.05)
-        assert loop.time() < deadline, f"only {len(got)} of {want} records"
-    return got
-
-
 async def _run_one(gc, *, share, client_id):
     c = GroupConsumer("t", config={"bootstrap.servers": gc.bootstrap_servers, "group.id": client_id,
                                    "client.id": client_id, **FAST},
-                      assignors=[RangeAssignor()], share_connections=share)
+                      assignors=[RangeAssignor()], fetch=False, share_connections=share)
     await c.start()
     try:
-        records = await _consume(c, 6)                  # Metadata, group, OffsetFetch, ListOffsets, Fetch
+        # Metadata, FindCoordinator, the group, OffsetFetch, then ListOffsets to the leader
+        await c.wait_for(lambda: c.member.stable and len(c.member.positions) == 2)
         await c.commit()
         conns = _client_conns(gc, client_id)
         committed = await c.committed([TP("t", 0), TP("t", 1)])
-        return c, records, conns, committed
+        return c, dict(c.member.positions), conns, committed
     except BaseException:
         await c.close(timeout=1)
         raise
@@ -56,41 +49,77 @@ async def test_a_shared_consumer_uses_one_connection_where_the_java_layout_uses_
     async with running(topics={"t": 2}) as gc:
         for p in (0, 1):
             _produce(gc, "t", p, 3)
-        shared, records, conns, committed = await _run_one(gc, share=True, client_id="shared")
-        assert len(records) == 6
+        shared, positions, conns, committed = await _run_one(gc, share=True, client_id="shared")
+        assert positions == {TP("t", 0): 0, TP("t", 1): 0}               # earliest, from ListOffsets
         assert len(conns) == 1                           # bootstrap, broker and coordinator on it
-        assert {tp: v.offset for tp, v in committed.items()} == {TP("t", 0): 3, TP("t", 1): 3}
+        assert {tp: v.offset for tp, v in committed.items()} == {TP("t", 0): 0, TP("t", 1): 0}
         await shared.close(timeout=2)
-        separate, records, conns, _ = await _run_one(gc, share=False, client_id="separate")
-        assert len(records) == 6
+        separate, positions, conns, _ = await _run_one(gc, share=False, client_id="separate")
+        assert positions == {TP("t", 0): 0, TP("t", 1): 0}
         assert len(conns) == 3                           # one per role, as Kafka's Java client
         await separate.close(timeout=2)
         # a closed shared consumer left its group (LeaveGroup went out on the shared connection)
         assert gc.service.group_coordinator.group("shared").state == "Empty"
 
 
-async def test_losing_the_shared_connection_tells_every_role_and_the_member_carries_on():
+def test_sharing_is_refused_to_a_fetching_consumer():
+    with pytest.raises(ValueError, match="fetch"):
+        GroupConsumer("t", config={"bootstrap.servers": "127.0.0.1:9", "group.id": "g"}, share_connections=True)
+
+
+async def test_a_request_stuck_on_the_shared_connection_closes_it_for_every_role():
+    # the coordinator holds one Heartbeat longer than request.timeout.ms: the member gives up on
+    # it, and since it holds the connection (answers come in order) the connection is closed,
+    # every role is told, and the member carries on over a new one without losing its membership
     async with running(topics={"t": 2}) as gc:
         c = GroupConsumer("t", config={"bootstrap.servers": gc.bootstrap_servers, "group.id": "g",
-                                       "client.id": "solo", **FAST},
-                          assignors=[RangeAssignor()], share_connections=True)
+                                       "client.id": "stuck", **FAST, "request.timeout.ms": 1000},
+                          assignors=[RangeAssignor()], fetch=False, share_connections=True)
         await c.start()
         try:
-            await c.wait_for(lambda: c.member.stable and len(c.assignment()) == 2)
-            [conn] = _client_conns(gc, "solo")
-            roles = set(c._conns)
-            assert len(roles) >= 2 and len({id(x) for x in c._conns.values()}) == 1
-            assert gc.server.drop_connections(client_id="solo") == 1
-            # every member connection on it is gone at once, then a new shared one carries on
-            await c.wait_for(lambda: not (roles & set(c._conns)), timeout=5, poll=False)
-            _produce(gc, "t", 0, 2)
-            await c.wait_for(lambda: (len(_client_conns(gc, "solo")) == 1
-                                      and _client_conns(gc, "solo")[0] is not conn), timeout=10)
-            await c.commit({TP("t", 0): 1})
-            assert (await c.committed([TP("t", 0)]))[TP("t", 0)].offset == 1
-            assert len(_client_conns(gc, "solo")) == 1
+            await c.wait_for(lambda: c.member.stable)
+            [first] = _client_conns(gc, "stuck")
+            generation = c.member.generation_id
+            gc.service.faults.add({"api": "Heartbeat", "latency_ms": 3000, "count": 1})
+            await c.wait_for(lambda: first.closed, timeout=10, poll=False)
+            await c.wait_for(lambda: (len(_client_conns(gc, "stuck")) == 1 and c.member.stable
+                                      and _client_conns(gc, "stuck")[0] is not first), timeout=10)
+            group = gc.service.group_coordinator.group("g")
+            assert group.state == "Stable" and c.member.member_id in group.members
+            assert c.member.generation_id == generation          # never left the group
         finally:
             await c.close(timeout=2)
+
+
+async def test_other_roles_wait_for_a_parked_join_instead_of_timing_out_behind_it():
+    # b joins a group whose other member (a) only learns of the rebalance at its next heartbeat,
+    # 2.5 s later: b's JoinGroup is parked that long. b refreshes its metadata every 300 ms with a
+    # 1 s request timeout: sent behind the parked JoinGroup those requests would time out and close
+    # the connection, JoinGroup included. Held back until the JoinGroup is answered, they don't.
+    events = []
+    async with running(topics={"t": 2}, config={"group.initial.rebalance.delay.ms": 0}, emit=events.append) as gc:
+        a = GroupConsumer("t", config={"bootstrap.servers": gc.bootstrap_servers, "group.id": "g",
+                                       "client.id": "a", **FAST, "heartbeat.interval.ms": 2500,
+                                       "session.timeout.ms": 10000},
+                          assignors=[RangeAssignor()], fetch=False)
+        b = GroupConsumer("t", config={"bootstrap.servers": gc.bootstrap_servers, "group.id": "g",
+                                       "client.id": "b", **FAST, "request.timeout.ms": 1000,
+                                       "metadata.max.age.ms": 300},
+                          assignors=[RangeAssignor()], fetch=False, share_connections=True)
+        await a.start()
+        try:
+            await a.wait_for(lambda: a.member.stable)
+            conns_seen = set()
+            gc.service.before_request.append(
+                lambda ctx, body: conns_seen.add(ctx.connection_id) if ctx.client_id == "b" else None)
+            await b.start()
+            await b.wait_for(lambda: b.member.stable and a.member.stable and len(b.assignment()) == 1
+                             and b.member.generation_id == a.member.generation_id, timeout=20)
+            joins = [e for e in events if e["event"] == "member.joined" and e["client_id"] == "b"]
+            assert len(conns_seen) == 1 and len(joins) == 1
+        finally:
+            await b.close(timeout=2)
+            await a.close(timeout=2)
 
 
 async def test_response_cache_decodes_identical_answers_once_and_only_those():

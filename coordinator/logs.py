@@ -7,8 +7,21 @@ import sys
 import structlog
 
 
+class _Stderr:
+    """Whatever sys.stderr is when a line is written (it may be replaced after configure(), as
+    pytest's capture does; a stream closed since must not make logging fail)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure(fmt: str = "console", level: str = "info", stream=None) -> None:
-    stream = stream or sys.stderr
+    """Console lines (or JSON lines with fmt="json") at level and above, to stream (default: the
+    current sys.stderr, looked up at each line)."""
+    stream = stream or _Stderr()
     renderer = (structlog.processors.JSONRenderer() if fmt == "json"
                 else structlog.dev.ConsoleRenderer(colors=False))
     structlog.configure(

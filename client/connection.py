@@ -82,9 +82,9 @@ class BrokerConnection:
                  on_close: Callable[["BrokerConnection", BaseException | None], None] | None = None,
                  response_cache: ResponseCache | None = None):
         self.host = host
-        self._cache = response_cache
         self.port = port
         self.client_id = client_id
+        self._cache = response_cache
         self.api_versions: dict[int, tuple[int, int]] = {}
         self._on_close = on_close
         self._reader: asyncio.StreamReader | None = None

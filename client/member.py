@@ -354,10 +354,9 @@ def _error(code) -> ErrorCode | int:
     return ErrorCode.lookup(code)
 
 
-
-# Metadata answers are often one object handed to many members (a driver's decode cache, the
-# simulator's metadata cache): the tables built from a topic entry are then built once and
-# shared (read-only). Keyed by the entry's id, which stays valid while the entry is held here.
+# Metadata answers are often one object handed to many members (a fleet's decode cache, the
+# coordinator's per-epoch answer in the simulator): the tables built from a topic entry are then
+# built once and shared (read-only). Keyed by the entry's id, which stays valid while the entry is held here.
 _TOPIC_TABLES: dict[int, tuple] = {}
 _TOPIC_TABLES_MAX = 8
 

@@ -167,7 +167,7 @@ class Cluster:
         # bumped by every change a Metadata answer shows (nodes, leaders, topics, partitions):
         # answers built at one epoch are shared by every identical request of that epoch
         self.epoch = 0
-        self.metadata_answers: dict = {}
+        self.metadata_answers: tuple[int, dict] = (0, {})    # (epoch, request key -> answer)
 
     # ---- placement -----------------------------------------------------------
     def node_ids(self) -> list[int]:

@@ -103,7 +103,7 @@ class Simulator(Driver):
                  groups=None):
         super().__init__(scenario, seed)
         if groups is not None:
-            self.only = set(groups)         # a shard: these groups' members only (see run(workers=))
+            self.only = set(groups)         # a shard: these groups' members only (see simulate())
         self.realtime = realtime            # pace virtual time by the wall clock (bench/fleet.py)
         self.max_lag_ms = 0
         self.now = 0
@@ -112,7 +112,7 @@ class Simulator(Driver):
         self._seq = itertools.count()
         # every random stream belongs to one client, group or topic, so that what happens to a
         # group depends only on the seed and on the group itself (and the cluster-wide events):
-        # a shard of the groups (see run(workers=)) replays exactly its part of the whole run
+        # a shard of the groups (see simulate()) replays exactly its part of the whole run
         self._net_rngs: dict[str, random.Random] = {}
         self._id_rngs: dict[str, random.Random] = {}
         self.loss = scenario.network.loss
@@ -645,12 +645,16 @@ def _call(fn) -> None:
     fn()
 
 
+def _log_key(group_ids: list[str]) -> Callable[[dict], tuple]:
+    rank = {g: i for i, g in enumerate(group_ids)}
+    return lambda e: (e["ts_ms"], rank.get(e.get("group"), -1))
+
+
 def canonical_order(events: list[dict], group_ids: list[str]) -> list[dict]:
     """The log's order: by ts_ms, then by group (in the scenario's order), then by occurrence.
     Within one group that is the order things happened; between groups at one ms it is fixed,
-    so a run split into shards (run(workers=)) merges into the same log byte for byte."""
-    rank = {g: i for i, g in enumerate(group_ids)}
-    return sorted(events, key=lambda e: (e["ts_ms"], rank.get(e.get("group"), -1)))
+    so a run split into shards (simulate(workers=)) merges into the same log byte for byte."""
+    return sorted(events, key=_log_key(group_ids))
 
 
 def shards(sc: Scenario, workers: int) -> list[list[str]]:
@@ -686,15 +690,12 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
         sim = Simulator(sc, seed, progress=progress)
         events = sim.run()
         return events, sim.summary(events), sim.resolved()
-    import heapq as _heapq
     import multiprocessing
     wall0 = time.perf_counter()
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ctx.Pool(len(parts)) as pool:
         results = pool.map(_run_shard, [(sc, seed, groups) for groups in parts], chunksize=1)
-    rank = {g: i for i, g in enumerate(sc.group_ids())}
-    events = list(_heapq.merge(*(r[0] for r in results),
-                               key=lambda e: (e["ts_ms"], rank.get(e.get("group"), -1))))
+    events = list(heapq.merge(*(r[0] for r in results), key=_log_key(sc.group_ids())))
     wall = time.perf_counter() - wall0
     summary = dict(results[0][1])
     groups: dict = {}

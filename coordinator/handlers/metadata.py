@@ -38,6 +38,15 @@ def _error_entry(name, code) -> dict:
 _ANSWERS_KEPT = 64
 
 
+def _answers(cluster) -> dict:
+    """The answers kept for the cluster's current epoch (request key -> answer)."""
+    epoch, answers = cluster.metadata_answers
+    if epoch != cluster.epoch or len(answers) >= _ANSWERS_KEPT:
+        answers = {}
+        cluster.metadata_answers = (cluster.epoch, answers)
+    return answers
+
+
 def handle(ctx, version, body, respond):
     service = ctx.service
     cluster = service.cluster
@@ -46,29 +55,19 @@ def handle(ctx, version, body, respond):
         requested = None  # v0: an empty list means every topic
     allow_auto = body.get("allow_auto_topic_creation", True) if version >= 4 else True
     # identical requests of one cluster epoch get one shared answer, built and encoded once (a
-    # fleet of thousands of members asks for the same topics; each answer lists every partition)
+    # fleet of thousands of members asks for the same topics; each answer lists every partition).
+    # Answers do not depend on the principal: topic ACLs are not applied to Metadata.
     key = None
-    if requested is None or all("topic_id" not in e or e.get("name") is not None for e in requested):
-        key = (version, None if requested is None else tuple(e.get("name") for e in requested), allow_auto,
+    if requested is None or all(e.get("name") is not None for e in requested):
+        key = (version, None if requested is None else tuple(e["name"] for e in requested), allow_auto,
                bool(service.config["auto.create.topics.enable"]))
-        answers = cluster.metadata_answers
-        if answers.get("epoch") != cluster.epoch:
-            answers.clear()
-            answers["epoch"] = cluster.epoch
-        hit = answers.get(key)
+        hit = _answers(cluster).get(key)
         if hit is not None:
             respond(hit)
             return
     answer = _build(service, cluster, version, requested, allow_auto)
     if key is not None:
-        answers = cluster.metadata_answers
-        if answers.get("epoch") != cluster.epoch:      # this request created a topic
-            answers.clear()
-            answers["epoch"] = cluster.epoch
-        if len(answers) > _ANSWERS_KEPT:
-            answers.clear()
-            answers["epoch"] = cluster.epoch
-        answers[key] = answer
+        _answers(cluster)[key] = answer          # at the epoch after any topic this request created
     respond(answer)
 
 

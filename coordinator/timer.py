@@ -11,7 +11,7 @@ relies on it).
 
 Pushing a key further into the future (a heartbeat re-arming a session timer) costs
 an attribute update, not a heap push: the heap item stays where it is and is moved
-to the real deadline only when it reaches the top.
+to the real deadline only when its old deadline comes (so next_deadline() may be early).
 """
 from __future__ import annotations
 
@@ -76,8 +76,18 @@ class Timers:
                 return
 
     def next_deadline(self) -> int | None:
-        self._settle()
-        return self._heap[0][0] if self._heap else None
+        """When to call :meth:`advance` next: no timer is due before it. It may come early: a
+        postponed timer is moved to its real deadline only when this time is reached (a session
+        timer that every heartbeat pushes on costs one heap move per session timeout, not one per
+        heartbeat), and that call of advance() then runs nothing."""
+        heap, live = self._heap, self._live
+        while heap:
+            _, seq, key = heap[0]
+            entry = live.get(key)
+            if entry is not None and entry.queued_seq == seq:
+                return heap[0][0]
+            heapq.heappop(heap)               # cancelled or replaced
+        return None
 
     def advance(self, now_ms: int) -> int:
         """Run every callback due at or before now_ms; returns how many ran."""

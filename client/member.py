@@ -350,8 +350,15 @@ def _sorted(tps) -> list:
     return sorted(tps)
 
 
+_ERROR_CODES = ErrorCode._value2member_map_
+
+
 def _error(code) -> ErrorCode | int:
-    return ErrorCode.lookup(code)
+    """ErrorCode.lookup without its call: the member for code, or code when Kafka has none."""
+    try:
+        return _ERROR_CODES[code]
+    except (KeyError, TypeError):
+        return code
 
 
 # Metadata answers are often one object handed to many members (a fleet's decode cache, the
@@ -724,13 +731,13 @@ class Member:
                     quiet = False
             else:
                 quiet = False
+            if quiet and self.request_timeout_ms > 0 and self.auto_commit_interval_ms > 0:
+                # the pass only sent a heartbeat or ran the commits (auto-commit, sends, done
+                # ones dropped): they change nothing another step reads (nor what the snapshot
+                # holds but the actions and the commits), so another pass would find nothing to do
+                break
             after = self._snapshot()
             if after == before:
-                break
-            if (quiet and after[1:7] == before[1:7] and after[8:] == before[8:]
-                    and self.request_timeout_ms > 0 and self.auto_commit_interval_ms > 0):
-                # the pass only sent a heartbeat or ran the commits (auto-commit, sends, done
-                # ones dropped), which no other step reads: another pass would find nothing to do
                 break
             before = after
         return self._drain()
@@ -1127,11 +1134,12 @@ class Member:
         if resp is None:
             self._hb_next = now + self.retry_backoff_ms
             return
-        code = _error(resp["error_code"])
-        unchanged = req.ctx == (self.generation.generation_id, self.generation.member_id)
-        if code == _E.NONE:
+        code = resp["error_code"]
+        if not code:
             self._session_deadline = now + self.session_timeout_ms
             return
+        code = _error(code)
+        unchanged = req.ctx == (self.generation.generation_id, self.generation.member_id)
         self._hb_next = now + self.retry_backoff_ms
         if code in _COORDINATOR_ERRORS:
             self._coordinator_unknown(now, f"heartbeat: {code.name}")
@@ -1763,13 +1771,13 @@ class Member:
         if resp is None:
             self._commit_retriable(op, KafkaError(_E.NETWORK_EXCEPTION, "no response to OffsetCommit"), now)
             return
-        first = _E.NONE
+        first = 0
         for t in resp["topics"]:
             for p in t["partitions"]:
-                code = _error(p["error_code"])
-                if code != _E.NONE and first == _E.NONE:
+                code = p["error_code"]
+                if code and not first:
                     first = code
-        code = first
+        code = _error(first)
         if code == _E.NONE:
             self._complete_commit(op, None)
             return

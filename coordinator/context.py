@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 Respond = Callable[[dict], None]
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestContext:
     service: "Service"
     node_id: int              # the emulated broker that received the request

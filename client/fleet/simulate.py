@@ -455,14 +455,20 @@ class Simulator(Driver):
         r, conn, a = arg
         if not conn.alive:
             return
-        conn.queue.append(a)
-        if not conn.busy:
+        if conn.busy:
+            conn.queue.append(a)
+        elif conn.queue:                          # the next is waiting for _serve_next
+            conn.queue.append(a)
             self._serve(r, conn)
+        else:
+            self._serve_one(r, conn, a)
 
     def _serve(self, r: _Running, conn: _Conn) -> None:
         if conn.busy or not conn.queue or not conn.alive:
             return
-        a: SendRequest = conn.queue.pop(0)
+        self._serve_one(r, conn, conn.queue.pop(0))
+
+    def _serve_one(self, r: _Running, conn: _Conn, a: SendRequest) -> None:
         conn.busy = True
         corr = next(self._corr)
         body = a.body

@@ -1,7 +1,8 @@
 """A scenario in virtual time: the coordinator core and the member cores on one simulated clock.
 
-No sockets, threads or sleeps: one integer clock (ms), one heap of ``(time, seq, fn, arg)``,
-the sans-I/O :class:`~groupcoord.coordinator.service.Service` and one sans-I/O
+No sockets, threads or sleeps: one integer clock (ms), one agenda of ``(fn, arg)`` items run
+in the order of their time, then of their scheduling (a timing wheel of ms slots, and a heap for
+what lies beyond it), the sans-I/O :class:`~groupcoord.coordinator.service.Service` and one sans-I/O
 :class:`~groupcoord.client.member.Member` per running member. A simulated network carries
 requests and responses as dicts (through the codec only with ``network.codec = true``):
 
@@ -98,6 +99,12 @@ class _Running:
         self.start_after_close = False
 
 
+#: The agenda's timing wheel: one slot per ms of the next 8.2 s (latencies, heartbeats and
+#: auto-commits fall within it); an item due later waits in a heap until the wheel reaches it.
+_WHEEL = 1 << 13
+_MASK = _WHEEL - 1
+
+
 class Simulator(Driver):
     mode = "simulate"
 
@@ -110,8 +117,12 @@ class Simulator(Driver):
         self.max_lag_ms = 0
         self.now = 0
         self.end = scenario.duration_ms
-        self._heap: list = []
+        # the agenda (see _push and _loop): slot ms & _MASK holds what is due at ms, for the
+        # _WHEEL ms from _cursor (the ms being run) on, in the order it was scheduled
+        self._wheel: list[list] = [[] for _ in range(_WHEEL)]
+        self._far: list = []               # (ms, seq, fn, arg): due beyond the wheel when scheduled
         self._seq = itertools.count()
+        self._cursor = 0
         # every random stream belongs to one client, group or topic, so that what happens to a
         # group depends only on the seed and on the group itself (and the cluster-wide events):
         # a shard of the groups (see simulate()) replays exactly its part of the whole run
@@ -146,10 +157,15 @@ class Simulator(Driver):
         return self.now
 
     def at(self, ms: int, fn: Callable[[], None]) -> None:
-        heapq.heappush(self._heap, (ms, next(self._seq), _call, fn))
+        self._push(ms, _call, fn)
 
     def _push(self, ms: int, fn, arg) -> None:
-        heapq.heappush(self._heap, (ms, next(self._seq), fn, arg))
+        """Schedule fn(arg) at ms (a time already past: now, after what is due now)."""
+        ahead = ms - self._cursor
+        if ahead < _WHEEL:
+            self._wheel[(ms if ahead >= 0 else self._cursor) & _MASK].append((fn, arg))
+        else:
+            heapq.heappush(self._far, (ms, next(self._seq), fn, arg))
 
     def start_member(self, c: Client) -> None:
         prev: _Running | None = c.handle
@@ -343,7 +359,7 @@ class Simulator(Driver):
         d = m.next_deadline()
         if d is not None and (r.wake_at is None or d < r.wake_at or r.wake_at <= now):
             r.wake_at = d
-            heapq.heappush(self._heap, (d, next(self._seq), self._wake, r))
+            self._push(d, self._wake, r)
 
     def _wake(self, r: _Running) -> None:
         if r.dead or r.wake_at != self.now:
@@ -401,7 +417,10 @@ class Simulator(Driver):
         if t < conn.req_at:
             t = conn.req_at
         conn.req_at = t
-        heapq.heappush(self._heap, (t, next(self._seq), self._arrive, (r, conn, a)))
+        if t - self._cursor < _WHEEL:
+            self._wheel[t & _MASK].append((self._arrive, (r, conn, a)))
+        else:
+            self._push(t, self._arrive, (r, conn, a))
         return False
 
     def _callback_done(self, arg) -> None:
@@ -501,9 +520,14 @@ class Simulator(Driver):
         if self.loss and r.rng.random() < self.loss:
             self.stats["lost"] += 1
             return
-        t = max(self.now + r.latency(), conn.resp_at)
+        t = self.now + r.latency()
+        if t < conn.resp_at:
+            t = conn.resp_at
         conn.resp_at = t
-        self._push(t, self._deliver, (r, conn, a.request_id, a.api_key, resp))
+        if t - self._cursor < _WHEEL:
+            self._wheel[t & _MASK].append((self._deliver, (r, conn, a.request_id, a.api_key, resp)))
+        else:
+            self._push(t, self._deliver, (r, conn, a.request_id, a.api_key, resp))
 
     def _serve_next(self, arg) -> None:
         r, conn = arg
@@ -532,10 +556,9 @@ class Simulator(Driver):
     def _arm_service(self) -> None:
         d = self.service.timers.next_deadline()
         if d is not None and (self._service_wake is None or d < self._service_wake or self._service_wake < self.now):
+            # _loop runs it before anything else due at that ms: when the coordinator's timers
+            # fire must not depend on when another group's request happened to re-arm this wake-up
             self._service_wake = d
-            # before anything else at that ms (seq -1): when the coordinator's timers fire must
-            # not depend on when another group's request happened to re-arm this wake-up
-            heapq.heappush(self._heap, (d, -1, self._service_timers, d))
 
     def _service_timers(self, d) -> None:
         if self._service_wake != d:
@@ -557,50 +580,71 @@ class Simulator(Driver):
 
     def _run(self, until: Callable[[], bool] | None) -> list[dict]:
         self.plan()
-        heap = self._heap
-        pop = heapq.heappop
         end = self.end
         wall0 = time.perf_counter()
-        bar = None
+        bar = task = None
         if self.progress:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
             bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[vt]}"),
                            TimeElapsedColumn(), transient=False)
             task = bar.add_task(f"simulate {self.scenario.name}", total=end, vt="")
             bar.start()
-        n = 0
-        if not self.realtime and until is None and bar is None:
-            # the common case, without the per-event checks of the loop below
-            while heap and heap[0][0] <= end:
-                t, _, fn, arg = pop(heap)
-                self.now = t
-                fn(arg)
-                n += 1
-            self.now = end
-            self.stats["heap_events"] = n
-            self.wall_s = time.perf_counter() - wall0
-            return canonical_order(self.events, self.scenario.group_ids())
         try:
-            while heap and heap[0][0] <= end:
-                if self.realtime:
-                    self._pace(heap[0][0], wall0)
-                t, _, fn, arg = pop(heap)
-                self.now = t
-                fn(arg)
-                n += 1
-                if until is not None and not n & 0x3FF and until():
-                    end = self.end = t
-                    break
-                if bar is not None and not n & 0x3FFF:
-                    bar.update(task, completed=t, vt=f"{t / 1000:.0f}/{end / 1000:.0f} virtual s")
+            self.stats["heap_events"] = self._loop(until, bar, task, wall0)
         finally:
             if bar is not None:
-                bar.update(task, completed=end, vt=f"{end / 1000:.0f}/{end / 1000:.0f} virtual s")
+                bar.update(task, completed=self.end, vt=f"{self.end / 1000:.0f}/{self.end / 1000:.0f} virtual s")
                 bar.stop()
-        self.now = end
-        self.stats["heap_events"] = n
+        self.now = self.end
         self.wall_s = time.perf_counter() - wall0
         return canonical_order(self.events, self.scenario.group_ids())
+
+    def _loop(self, until, bar, task, wall0: float) -> int:
+        """Run the agenda ms by ms up to self.end; returns how many items ran. At each ms the
+        coordinator's timer wake-up (_service_wake) goes first, then the slot's items in the
+        order they were scheduled, those scheduled meanwhile for this ms included. Every 1024
+        items ``until()`` may end the run there; every 16384 the progress bar is updated."""
+        wheel, far = self._wheel, self._far
+        pop = heapq.heappop
+        end = self.end
+        realtime = self.realtime
+        checks = until is not None or bar is not None
+        now = self._cursor
+        n = 0
+        while now <= end:
+            while far and far[0][0] - now < _WHEEL:           # it enters the wheel: its slot
+                ms, _, fn, arg = pop(far)                      # has nothing scheduled later yet
+                wheel[ms & _MASK].append((fn, arg))
+            slot = wheel[now & _MASK]
+            wake = self._service_wake
+            if slot or (wake is not None and wake <= now):
+                if realtime:
+                    self._pace(now, wall0)
+                self.now = now
+                i = 0
+                while True:
+                    wake = self._service_wake
+                    if wake is not None and wake <= now:
+                        self._service_timers(wake)
+                        n += 1
+                        continue
+                    if i == len(slot):
+                        break
+                    fn, arg = slot[i]
+                    i += 1
+                    fn(arg)
+                    if checks:
+                        k = n + i
+                        if until is not None and not k & 0x3FF and until():
+                            self.end = now
+                            return k
+                        if bar is not None and not k & 0x3FFF:
+                            bar.update(task, completed=now, vt=f"{now / 1000:.0f}/{end / 1000:.0f} virtual s")
+                n += i
+                slot.clear()
+            now += 1
+            self._cursor = now
+        return n
 
     def _pace(self, t: int, wall0: float) -> None:
         """Real-time mode: wait until wall time catches up with t; note how far behind we run."""

@@ -121,6 +121,7 @@ class Simulator(Driver):
         # _WHEEL ms from _cursor (the ms being run) on, in the order it was scheduled
         self._wheel: list[list] = [[] for _ in range(_WHEEL)]
         self._far: list = []               # (ms, seq, fn, arg): due beyond the wheel when scheduled
+        self._far_enters = math.inf        # the ms the first of them enters the wheel
         self._seq = itertools.count()
         self._cursor = 0
         # every random stream belongs to one client, group or topic, so that what happens to a
@@ -131,6 +132,9 @@ class Simulator(Driver):
         self.loss = scenario.network.loss
         self.codec = scenario.network.codec
         self.connect_ms = scenario.network.connect_ms
+        lat = scenario.network.latency
+        # the default distribution, drawn inline on the hot path (as latency_sampler draws it)
+        self._uniform = (lat["min_ms"], lat["max_ms"] - lat["min_ms"]) if lat["dist"] == "uniform" else None
         cfg = BrokerConfig(dict(scenario.coordinator.config), profile=scenario.coordinator.profile, environ={})
         self.service = Service(cfg, nodes=scenario.coordinator.nodes, clock=self.now_ms, emit=self.events.append,
                                member_id_factory=self._member_id,
@@ -166,6 +170,8 @@ class Simulator(Driver):
             self._wheel[(ms if ahead >= 0 else self._cursor) & _MASK].append((fn, arg))
         else:
             heapq.heappush(self._far, (ms, next(self._seq), fn, arg))
+            if ms - _MASK < self._far_enters:
+                self._far_enters = ms - _MASK
 
     def start_member(self, c: Client) -> None:
         prev: _Running | None = c.handle
@@ -413,7 +419,8 @@ class Simulator(Driver):
         if self.loss and r.rng.random() < self.loss:
             self.stats["lost"] += 1
             return False
-        t = self.now + r.latency()
+        u = self._uniform
+        t = self.now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
         if t < conn.req_at:
             t = conn.req_at
         conn.req_at = t
@@ -520,7 +527,8 @@ class Simulator(Driver):
         if self.loss and r.rng.random() < self.loss:
             self.stats["lost"] += 1
             return
-        t = self.now + r.latency()
+        u = self._uniform
+        t = self.now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
         if t < conn.resp_at:
             t = conn.resp_at
         conn.resp_at = t
@@ -612,9 +620,11 @@ class Simulator(Driver):
         now = self._cursor
         n = 0
         while now <= end:
-            while far and far[0][0] - now < _WHEEL:           # it enters the wheel: its slot
-                ms, _, fn, arg = pop(far)                      # has nothing scheduled later yet
-                wheel[ms & _MASK].append((fn, arg))
+            if now >= self._far_enters:
+                while far and far[0][0] - now < _WHEEL:       # it enters the wheel: its slot
+                    ms, _, fn, arg = pop(far)                  # has nothing scheduled later yet
+                    wheel[ms & _MASK].append((fn, arg))
+                self._far_enters = far[0][0] - _MASK if far else math.inf
             slot = wheel[now & _MASK]
             wake = self._service_wake
             if slot or (wake is not None and wake <= now):
@@ -766,8 +776,11 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
     wall0 = time.perf_counter()
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with _no_cyclic_gc():       # the shards' logs arrive as millions of new objects
-        with ctx.Pool(len(parts)) as pool:
-            results = pool.map(_run_shard, [(sc, seed, groups) for groups in parts], chunksize=1)
+        # this process runs the first shard itself: one process fewer to start, one log fewer
+        # to carry over
+        with ctx.Pool(len(parts) - 1) as pool:
+            others = pool.map_async(_run_shard, [(sc, seed, groups) for groups in parts[1:]], chunksize=1)
+            results = [_run_shard((sc, seed, parts[0]))] + others.get()
         events = list(heapq.merge(*(r[0] for r in results), key=_log_key(sc.group_ids())))
     wall = time.perf_counter() - wall0
     summary = dict(results[0][1])

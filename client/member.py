@@ -774,9 +774,18 @@ class Member:
                 d = self._next_auto_commit
                 if now < d < best:
                     best = d
-            for d in (self._find_retry_at, self._join_retry_at, self._reset_retry_at, self._metadata_next):
-                if now < d < best:
-                    best = d
+            d = self._find_retry_at
+            if now < d < best:
+                best = d
+            d = self._join_retry_at
+            if now < d < best:
+                best = d
+            d = self._reset_retry_at
+            if now < d < best:
+                best = d
+            d = self._metadata_next
+            if now < d < best:
+                best = d
             if self._reconnect_at:
                 for d in self._reconnect_at.values():
                     if now < d < best:

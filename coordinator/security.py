@@ -547,7 +547,10 @@ def authorizer_of(ctx) -> Authorizer | None:
 
 def authorize(ctx, operation: str, resource_type: str, name, *, log_denied: bool = True) -> bool:
     """May the request's principal do ``operation`` on the resource? Always, without an authorizer."""
-    authorizer = authorizer_of(ctx)
+    security = getattr(ctx.service, "security", None)
+    if security is None:
+        return True
+    authorizer = security.authorizer
     if authorizer is None:
         return True
     return authorizer.authorize(ctx.principal, _host(ctx), operation, resource_type, name or "",

@@ -26,6 +26,7 @@ import math
 import random
 import time
 import uuid
+from functools import partial
 from typing import Callable
 
 from groupcoord.client.assignors import RebalanceProtocol
@@ -504,12 +505,8 @@ class Simulator(Driver):
             wire = frames.encode_request(a.api_key, a.api_version, corr, body, client_id, framed=False)
             body = frames.decode_request(wire).body
         ctx = RequestContext(self.service, conn.node, client_id, "/127.0.0.1", a.api_key, a.api_version, corr,
-                             connection_id=conn.cid)
-
-        def respond(resp: dict | None, r=r, conn=conn, a=a, corr=corr) -> None:
-            self._respond(r, conn, a, corr, resp)
-
-        self.service.handle(ctx, body, respond)
+                             conn.cid)
+        self.service.handle(ctx, body, partial(self._respond, r, conn, a, corr))
         self._arm_service()
 
     def _respond(self, r: _Running, conn: _Conn, a: SendRequest, corr: int, resp: dict | None) -> None:

@@ -86,17 +86,16 @@ def handle(ctx, version, body, respond):
     def reply(resp: dict) -> None:
         respond({"throttle_time_ms": 0, "topics": builder.merge(resp["topics"])})
 
-    def group_error(error: int) -> None:
+    group_id = body["group_id"]
+    error = None
+    if group_id is None:
+        error = ErrorCode.INVALID_GROUP_ID
+    elif not service.is_coordinator(group_id, ctx.node_id):
+        error = ErrorCode.NOT_COORDINATOR
+    if error is not None:
         reply({"topics": [{"name": t["name"], "partitions": [
             {"partition_index": p["partition_index"], "error_code": int(error)} for p in t["partitions"]]}
             for t in valid]})
-
-    group_id = body["group_id"]
-    if group_id is None:
-        group_error(ErrorCode.INVALID_GROUP_ID)
-        return
-    if not service.is_coordinator(group_id, ctx.node_id):
-        group_error(ErrorCode.NOT_COORDINATOR)
         return
     service.group_coordinator.offset_commit(
         reply,

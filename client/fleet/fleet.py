@@ -119,6 +119,8 @@ class FleetRunner(Driver):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task] = set()
         self._stopping = False
+        self._timeline_left = 0              # timeline actions scheduled that have not run yet
+        self._admin_calls = 0                # fault and admin API calls of the timeline under way
         self.final: dict[str, str] = {}
         self.final_running: dict[str, int] = {}
 
@@ -130,15 +132,22 @@ class FleetRunner(Driver):
         return wall_ms()
 
     def at(self, ms: int, fn: Callable[[], None]) -> None:
+        self._timeline_left += 1
         self._loop.call_at(self._t0 + ms / 1000, self._guard, fn)
 
     def _guard(self, fn) -> None:
+        self._timeline_left -= 1
         if self._stopping:
             return
         try:
             fn()
         except Exception:
             log.exception("timeline action failed")
+
+    def _timeline_over(self) -> bool:
+        """Every timeline action ran, and every fault or admin API call one made has returned
+        (--until-stable: a coordinator move at the timeline's last moment is not cut off)."""
+        return self._timeline_left == 0 and self._admin_calls == 0
 
     def _spawn(self, coro) -> asyncio.Task:
         task = asyncio.ensure_future(coro)
@@ -224,7 +233,7 @@ class FleetRunner(Driver):
         if self.embedded is not None:
             self.embedded.service.cluster.add_partitions(topic, n)
         else:
-            self._spawn(self._admin_post(f"/api/topics/{topic}/partitions", {"count": n}))
+            self._admin(f"/api/topics/{topic}/partitions", {"count": n})
 
     def _fault(self, what: str, fn) -> None:
         from groupcoord.coordinator.faults import FaultError
@@ -234,44 +243,57 @@ class FleetRunner(Driver):
             self.notes.append(f"{what}: {e}")
             return
         if asyncio.iscoroutine(result):
-            self._spawn(result)
+            self._admin_calls += 1
+            self._spawn(self._counted(result))
+
+    async def _counted(self, coro) -> None:
+        try:
+            await coro
+        finally:
+            self._admin_calls -= 1
 
     def move_coordinator(self, group: str, node: int | None) -> None:
         if self.embedded is not None:
             self._fault(f"move_coordinator {group}", lambda: self.embedded.service.faults.move_group(group, node))
         else:
-            self._spawn(self._admin_post(f"/api/groups/{group}/coordinator/move",
-                                         {} if node is None else {"node": node}))
+            self._admin(f"/api/groups/{group}/coordinator/move", {} if node is None else {"node": node})
 
     def node_down(self, node: int) -> None:
         if self.embedded is not None:
             self._fault(f"node_down {node}", lambda: self.embedded.service.faults.node_down(node))
         else:
-            self._spawn(self._admin_post(f"/api/nodes/{node}/down", {}))
+            self._admin(f"/api/nodes/{node}/down", {})
 
     def node_up(self, node: int) -> None:
         if self.embedded is not None:
             self._fault(f"node_up {node}", lambda: self.embedded.service.faults.node_up(node))
         else:
-            self._spawn(self._admin_post(f"/api/nodes/{node}/up", {}))
+            self._admin(f"/api/nodes/{node}/up", {})
 
     def net_partition(self, c: Client, ms: int) -> None:
         self.notes.append("network_partition is only simulated (groupcoord simulate); skipped")
 
     # ---- the admin API of a daemon --------------------------------------------------------------
+    def _admin(self, path: str, body: dict) -> None:
+        """POST to the daemon's admin API in the background (counted until it returns)."""
+        self._admin_calls += 1
+        self._spawn(self._admin_post(path, body))
+
     async def _admin_post(self, path: str, body: dict) -> None:
-        if self.admin is None:
-            self.notes.append(f"POST {path}: needs --admin URL of the daemon; skipped")
-            return
-        import aiohttp
-        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
         try:
+            if self.admin is None:
+                self.notes.append(f"POST {path}: needs --admin URL of the daemon; skipped")
+                return
+            import aiohttp
+            headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
             async with aiohttp.ClientSession() as s:
                 async with s.post(self.admin + path, json=body, headers=headers) as resp:
                     if resp.status >= 300:
                         self.notes.append(f"POST {path}: HTTP {resp.status} {await resp.text()}")
         except aiohttp.ClientError as e:
             self.notes.append(f"POST {path}: {e}")
+        finally:
+            self._admin_calls -= 1
 
     async def _stream_events(self) -> None:
         """Coordinator events of a daemon, from its admin API's server-sent events."""
@@ -327,7 +349,6 @@ class FleetRunner(Driver):
         self._t0 = self._loop.time()
         self.plan()
         duration = self.scenario.duration_s
-        last_event = max((e.at_ms for e in self.scenario.events), default=0) / 1000
         bar = task = None
         if self.progress:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -340,7 +361,7 @@ class FleetRunner(Driver):
                 elapsed = self._loop.time() - self._t0
                 if elapsed >= duration:
                     break
-                if self.until_stable and elapsed > last_event and elapsed > 1:
+                if self.until_stable and elapsed > 1 and self._timeline_over():
                     if self.stable_at is None and self.all_stable():
                         self.stable_at = elapsed
                     if self.stable_at is not None and elapsed >= self.stable_at + self.hold_s:

@@ -22,6 +22,7 @@ import contextlib
 import gc
 import heapq
 import itertools
+import marshal
 import math
 import random
 import time
@@ -724,9 +725,11 @@ def _no_cyclic_gc():
             gc.enable()
 
 
-def _log_key(group_ids: list[str]) -> Callable[[dict], tuple]:
-    rank = {g: i for i, g in enumerate(group_ids)}
-    return lambda e: (e["ts_ms"], rank.get(e.get("group"), -1))
+def _log_key(group_ids: list[str]) -> Callable[[dict], int]:
+    """(ts_ms, rank of the group, -1 for none) as one int: ints compare faster than tuples."""
+    rank = {g: i + 1 for i, g in enumerate(group_ids)}
+    n = len(group_ids) + 1
+    return lambda e: e["ts_ms"] * n + rank.get(e.get("group"), 0)
 
 
 def canonical_order(events: list[dict], group_ids: list[str]) -> list[dict]:
@@ -755,6 +758,16 @@ def _run_shard(args) -> tuple[list[dict], dict]:
     return events, sim.summary(events)
 
 
+def _run_shard_elsewhere(args) -> tuple[bytes | list[dict], dict]:
+    """_run_shard in a worker process: the log goes back marshalled when it can be (plain data,
+    as the JSON log is), which loads in the caller in about two thirds of pickle's time."""
+    events, summary = _run_shard(args)
+    try:
+        return marshal.dumps(events), summary
+    except ValueError:
+        return events, summary
+
+
 def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
              progress: bool = False) -> tuple[list[dict], dict, dict]:
     """Run a scenario in virtual time: (events, summary, resolved scenario).
@@ -776,8 +789,9 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
         # this process runs the first shard itself: one process fewer to start, one log fewer
         # to carry over
         with ctx.Pool(len(parts) - 1) as pool:
-            others = pool.map_async(_run_shard, [(sc, seed, groups) for groups in parts[1:]], chunksize=1)
-            results = [_run_shard((sc, seed, parts[0]))] + others.get()
+            others = pool.map_async(_run_shard_elsewhere, [(sc, seed, groups) for groups in parts[1:]], chunksize=1)
+            results = [_run_shard((sc, seed, parts[0]))]
+            results += [(marshal.loads(log) if isinstance(log, bytes) else log, part) for log, part in others.get()]
         events = list(heapq.merge(*(r[0] for r in results), key=_log_key(sc.group_ids())))
     wall = time.perf_counter() - wall0
     summary = dict(results[0][1])

@@ -49,3 +49,25 @@ def test_the_order_of_one_set_of_keys_does_not_depend_on_other_keys_or_on_tidyin
             mixed.append(op)
         got = [k for k in _fire_order(mixed, 10_000) if k.startswith("g:")]
         assert got == alone, (mine, mixed)
+
+
+def test_next_deadline_is_never_after_a_due_timer_and_a_postponed_one_fires_at_its_new_deadline():
+    # a session timer pushed on by every heartbeat: next_deadline() may name its old deadline
+    # (the driver then wakes for nothing), never a time after a timer is due
+    timers = Timers()
+    fired = []
+    timers.schedule("hb", 45_000, lambda: fired.append(("hb", now)))
+    timers.schedule("other", 70_000, lambda: fired.append(("other", now)))
+    now = 0
+    for now in range(3_000, 60_000, 3_000):       # heartbeats until 57 s: the session ends at 102 s
+        timers.schedule("hb", now + 45_000, lambda: fired.append(("hb", now)))
+        d = timers.next_deadline()
+        assert d <= now + 45_000 and d <= 70_000
+    wakes = 0
+    while len(fired) < 2:
+        now = timers.next_deadline()
+        wakes += 1
+        timers.advance(now)
+        assert wakes < 10
+    assert fired == [("other", 70_000), ("hb", 102_000)]
+    assert timers.next_deadline() is None

@@ -297,3 +297,40 @@ def test_shards_balance_members():
     assert sizes == [25, 30] and sorted(g for p in parts for g in p) == sorted(sc.group_ids())
     assert len(simulate.shards(sc, 8)) == 4                  # no more shards than groups
     assert simulate.shards(sc, 1) == [["b", "a-0", "a-1", "a-2"]]
+
+
+def test_the_agenda_runs_each_ms_in_the_order_things_were_scheduled_for_it():
+    # the timing wheel spans 8.2 s: an item scheduled further ahead waits in a heap and must still
+    # run before what is scheduled later for the same ms; what an item schedules for its own ms
+    # runs in that ms, after what was already due
+    sim = simulate.Simulator(three("range", []), 1)
+    ran = []
+
+    def note(what):
+        ran.append((sim.now, what))
+
+    def at_15s(_):
+        sim._push(20_000, note, "at 15 s for 20 s")
+        sim._push(15_000, note, "at 15 s for now")
+
+    sim._push(20_000, note, "at 0 for 20 s")
+    sim._push(15_000, at_15s, None)
+    sim._push(15_000, note, "at 0 for 15 s")
+    sim.run()
+    assert ran == [(15_000, "at 0 for 15 s"), (15_000, "at 15 s for now"),
+                   (20_000, "at 0 for 20 s"), (20_000, "at 15 s for 20 s")]
+
+
+def test_a_run_turns_the_cyclic_gc_off_and_back_as_it_was():
+    import gc
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            gc.enable() if state else gc.disable()
+            seen = []
+            sim = simulate.Simulator(three("range", []), 1)
+            sim._push(1_000, lambda _: seen.append(gc.isenabled()), None)
+            sim.run()
+            assert seen == [False] and gc.isenabled() is state
+    finally:
+        gc.enable() if was else gc.disable()

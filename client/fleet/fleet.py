@@ -132,11 +132,14 @@ class FleetRunner(Driver):
         return wall_ms()
 
     def at(self, ms: int, fn: Callable[[], None]) -> None:
-        self._timeline_left += 1
-        self._loop.call_at(self._t0 + ms / 1000, self._guard, fn)
+        counted = ms <= self.scenario.duration_ms    # (later ones never run)
+        if counted:
+            self._timeline_left += 1
+        self._loop.call_at(self._t0 + ms / 1000, self._guard, fn, counted)
 
-    def _guard(self, fn) -> None:
-        self._timeline_left -= 1
+    def _guard(self, fn, counted: bool = False) -> None:
+        if counted:
+            self._timeline_left -= 1
         if self._stopping:
             return
         try:
@@ -244,11 +247,14 @@ class FleetRunner(Driver):
             return
         if asyncio.iscoroutine(result):
             self._admin_calls += 1
-            self._spawn(self._counted(result))
+            self._spawn(self._counted(what, result))
 
-    async def _counted(self, coro) -> None:
+    async def _counted(self, what: str, coro) -> None:
+        from groupcoord.coordinator.faults import FaultError
         try:
             await coro
+        except FaultError as e:            # raised once started (an asynchronous fault): a note too
+            self.notes.append(f"{what}: {e}")
         finally:
             self._admin_calls -= 1
 
@@ -281,19 +287,23 @@ class FleetRunner(Driver):
 
     async def _admin_post(self, path: str, body: dict) -> None:
         try:
-            if self.admin is None:
-                self.notes.append(f"POST {path}: needs --admin URL of the daemon; skipped")
-                return
-            import aiohttp
-            headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+            await self._post(path, body)
+        finally:
+            self._admin_calls -= 1
+
+    async def _post(self, path: str, body: dict) -> None:
+        if self.admin is None:
+            self.notes.append(f"POST {path}: needs --admin URL of the daemon; skipped")
+            return
+        import aiohttp
+        headers = {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
+        try:
             async with aiohttp.ClientSession() as s:
                 async with s.post(self.admin + path, json=body, headers=headers) as resp:
                     if resp.status >= 300:
                         self.notes.append(f"POST {path}: HTTP {resp.status} {await resp.text()}")
         except aiohttp.ClientError as e:
             self.notes.append(f"POST {path}: {e}")
-        finally:
-            self._admin_calls -= 1
 
     async def _stream_events(self) -> None:
         """Coordinator events of a daemon, from its admin API's server-sent events."""

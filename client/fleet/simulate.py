@@ -126,6 +126,7 @@ class Simulator(Driver):
         self._far_enters = math.inf        # the ms the first of them enters the wheel
         self._seq = itertools.count()
         self._cursor = 0
+        self._queued = 0                   # items in the wheel (none: _loop skips ahead)
         # every random stream belongs to one client, group or topic, so that what happens to a
         # group depends only on the seed and on the group itself (and the cluster-wide events):
         # a shard of the groups (see simulate()) replays exactly its part of the whole run
@@ -170,6 +171,7 @@ class Simulator(Driver):
         ahead = ms - self._cursor
         if ahead < _WHEEL:
             self._wheel[(ms if ahead >= 0 else self._cursor) & _MASK].append((fn, arg))
+            self._queued += 1
         else:
             heapq.heappush(self._far, (ms, next(self._seq), fn, arg))
             if ms - _MASK < self._far_enters:
@@ -426,8 +428,9 @@ class Simulator(Driver):
         if t < conn.req_at:
             t = conn.req_at
         conn.req_at = t
-        if t - self._cursor < _WHEEL:
+        if t - self._cursor < _WHEEL:              # (t is not before now: the wheel's slot)
             self._wheel[t & _MASK].append((self._arrive, (r, conn, a)))
+            self._queued += 1
         else:
             self._push(t, self._arrive, (r, conn, a))
         return False
@@ -532,6 +535,7 @@ class Simulator(Driver):
         conn.resp_at = t
         if t - self._cursor < _WHEEL:
             self._wheel[t & _MASK].append((self._deliver, (r, conn, a.request_id, a.api_key, resp)))
+            self._queued += 1
         else:
             self._push(t, self._deliver, (r, conn, a.request_id, a.api_key, resp))
 
@@ -622,6 +626,7 @@ class Simulator(Driver):
                 while far and far[0][0] - now < _WHEEL:       # it enters the wheel: its slot
                     ms, _, fn, arg = pop(far)                  # has nothing scheduled later yet
                     wheel[ms & _MASK].append((fn, arg))
+                    self._queued += 1
                 self._far_enters = far[0][0] - _MASK if far else math.inf
             slot = wheel[now & _MASK]
             wake = self._service_wake
@@ -649,8 +654,25 @@ class Simulator(Driver):
                         if bar is not None and not k & 0x3FFF:
                             bar.update(task, completed=now, vt=f"{now / 1000:.0f}/{end / 1000:.0f} virtual s")
                 n += i
+                self._queued -= i
                 slot.clear()
             now += 1
+            if self._queued < 64:
+                # a sparse wheel (a quiet run): on to what comes next, its next item found in C
+                # rather than ms by ms
+                nxt = self._far_enters
+                wake = self._service_wake
+                if wake is not None and wake < nxt:
+                    nxt = wake
+                if self._queued:
+                    i = now & _MASK
+                    hit = next(itertools.compress(range(i, _WHEEL), wheel[i:]), None)
+                    if hit is None:
+                        hit = next(itertools.compress(range(i), wheel[:i]), -_WHEEL) + _WHEEL
+                    if now + hit - i < nxt:
+                        nxt = now + hit - i
+                if nxt > now:
+                    now = end + 1 if nxt > end else int(nxt)
             self._cursor = now
         return n
 

@@ -108,3 +108,16 @@ node = 1
     assert len({e["client"] for e in events if e["event"].startswith("client.")}) == 3
     for e in events:
         (member_events if e["event"].startswith("client.") else coordinator_events).check_event(e)
+
+
+async def test_an_asynchronous_fault_that_fails_is_a_note_and_until_stable_still_ends(tmp_path):
+    # node_up of a node that is up fails only once its coroutine runs (in-process coordinator):
+    # the failure is a note of the run, and the run still ends early once the group is stable
+    sc = scenario.from_dict({
+        "duration_s": 30, "coordinator": {"nodes": 2}, "topics": {"t": 2},
+        "groups": [{"name": "g", "topics": ["t"], "members": 1, "strategy": "range",
+                    "session_timeout_ms": 6000, "heartbeat_interval_ms": 500}],
+        "events": [{"at_ms": 300, "action": "node_up", "node": 1}]})
+    runner = await fleet.run(sc, 1, tmp_path, until_stable=True)
+    assert any(n.startswith("node_up 1:") and "up already" in n for n in runner.notes), runner.notes
+    assert runner.final == {"g": "ok"} and runner.wall_s < 20

@@ -350,15 +350,7 @@ def _sorted(tps) -> list:
     return sorted(tps)
 
 
-_ERROR_CODES = ErrorCode._value2member_map_
-
-
-def _error(code) -> ErrorCode | int:
-    """ErrorCode.lookup without its call: the member for code, or code when Kafka has none."""
-    try:
-        return _ERROR_CODES[code]
-    except (KeyError, TypeError):
-        return code
+_error = ErrorCode.lookup      # the member for code, or code itself when Kafka has none
 
 
 # Metadata answers are often one object handed to many members (a fleet's decode cache, the

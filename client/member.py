@@ -812,6 +812,10 @@ class Member:
                     best = d
         return None if best is _NEVER else best
 
+    def time_to_next_heartbeat(self, now: int) -> int:
+        """Kafka's ``Heartbeat.timeToNextHeartbeat``: ms until the next heartbeat is due (0: due now)."""
+        return max(0, self._hb_next - now)
+
     def _drain(self) -> list[Action]:
         out, self._actions = self._actions, []
         return out

@@ -552,9 +552,10 @@ class Simulator(Driver):
             return
         m = r.member
         m.on_response(rid, resp, self.now)
-        if api_key == HEARTBEAT and not resp["error_code"]:
+        if api_key == HEARTBEAT and not resp["error_code"] and m.time_to_next_heartbeat(self.now):
             # a successful heartbeat only moves the member's session deadline: nothing for poll()
-            # to hand out, so only its next deadline is refreshed (a third of all polls saved)
+            # to hand out, so only its next deadline is refreshed (a third of all polls saved);
+            # unless the next heartbeat is due already (a round trip longer than the interval)
             self.stats["polls_skipped"] += 1
             d = m.next_deadline()
             if d is not None and (r.wake_at is None or d < r.wake_at or r.wake_at <= self.now):

@@ -334,3 +334,30 @@ def test_a_run_turns_the_cyclic_gc_off_and_back_as_it_was():
             assert seen == [False] and gc.isenabled() is state
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_a_round_trip_longer_than_the_heartbeat_interval_sends_the_next_heartbeat_at_once():
+    """Kafka's heartbeat timer runs from the send: with 2 s each way and heartbeats every 3 s, each
+    heartbeat is due when the previous one's response arrives, so they go out every 4 s (the
+    simulator's shortcut after a successful heartbeat must not wait for the 5 s auto-commit)."""
+    sc = scenario.from_dict({
+        "duration_s": 120, "topics": {"t": 4}, "network": {"latency": {"dist": "fixed", "ms": 2000}},
+        "coordinator": {"config": {"group.initial.rebalance.delay.ms": 0}},
+        "groups": [{"name": "g", "topics": ["t"], "members": 2, "session_timeout_ms": 45000,
+                    "heartbeat_interval_ms": 3000}]})
+    sim = simulate.Simulator(sc, 1)
+    arrivals: dict[str, list[int]] = {}
+    handle = sim.service.handle
+
+    def spy(ctx, body, respond):
+        if ctx.api_key == 12:
+            arrivals.setdefault(body["member_id"], []).append(sim.now)
+        handle(ctx, body, respond)
+    sim.service.handle = spy
+    events = sim.run()
+    assert len(of(events, "group.state_change", state_to="Stable")) >= 1
+    assert len(arrivals) == 2
+    for times in arrivals.values():
+        gaps = Counter(b - a for a, b in zip(times, times[1:]))
+        assert gaps.most_common(1)[0][0] == 4000, gaps
+        assert sum(n for gap, n in gaps.items() if gap > 4000) <= 1, gaps    # the rebalance's

@@ -575,15 +575,20 @@ class Member:
         except (FatalConsumerError, IllegalStateError) as e:
             self._fail_fatally(e)
 
-    def on_response(self, request_id: int, body: dict, now: int) -> None:
+    def on_response(self, request_id: int, body: dict | None, now: int) -> bool:
+        """The response to request_id. Returns False when it settled all it touched: a successful
+        heartbeat before the next one is due, a successful commit that nothing of a rebalance or
+        of close() waits for. Then poll() has nothing to do because of it (only its actions, a
+        CommitCompleted, to hand out: :meth:`take_actions`) and a driver may skip the poll."""
         req = self._inflight.pop(request_id, None)
         if req is None:
-            return
+            return True
         self._now = now
         try:
-            req.handler(body, req, now)
+            return not req.handler(body, req, now)
         except (FatalConsumerError, IllegalStateError) as e:
             self._fail_fatally(e)
+            return True
 
     def callback_done(self, token: int, now: int) -> None:
         """The rebalance listener ran the callback of the action with this token."""
@@ -707,7 +712,7 @@ class Member:
         """Run everything due at ``now``; returns the actions to execute, in order."""
         self._now = now
         if self.closed:
-            return self._drain()
+            return self.take_actions()
         before = self._snapshot()
         for _ in range(8):
             if self.closed:
@@ -732,7 +737,7 @@ class Member:
             if after == before:
                 break
             before = after
-        return self._drain()
+        return self.take_actions()
 
     def _snapshot(self) -> tuple:
         """What a step may change that lets another step go on at once."""
@@ -783,6 +788,8 @@ class Member:
                     if now < d < best:
                         best = d
             for op in self._commits:
+                if op.done:
+                    continue                   # settled by a response since the last poll
                 if not op.in_flight:
                     d = op.next_try
                     if now < d < best:
@@ -812,11 +819,8 @@ class Member:
                     best = d
         return None if best is _NEVER else best
 
-    def time_to_next_heartbeat(self, now: int) -> int:
-        """Kafka's ``Heartbeat.timeToNextHeartbeat``: ms until the next heartbeat is due (0: due now)."""
-        return max(0, self._hb_next - now)
-
-    def _drain(self) -> list[Action]:
+    def take_actions(self) -> list[Action]:
+        """The actions inputs queued since the last poll (after on_response returned False)."""
         out, self._actions = self._actions, []
         return out
 
@@ -1134,15 +1138,15 @@ class Member:
             return True
         return False
 
-    def _on_heartbeat(self, resp: dict | None, req: _Request, now: int) -> None:
+    def _on_heartbeat(self, resp: dict | None, req: _Request, now: int) -> bool | None:
         self._hb_in_flight = False
         if resp is None:
             self._hb_next = now + self.retry_backoff_ms
-            return
+            return None
         code = resp["error_code"]
         if not code:
             self._session_deadline = now + self.session_timeout_ms
-            return
+            return now < self._hb_next        # settled, unless the next heartbeat is due already
         code = _error(code)
         unchanged = req.ctx == (self.generation.generation_id, self.generation.member_id)
         self._hb_next = now + self.retry_backoff_ms
@@ -1768,14 +1772,14 @@ class Member:
             if rid is not None:
                 op.in_flight = True
 
-    def _on_commit(self, resp: dict | None, req: _Request, now: int) -> None:
+    def _on_commit(self, resp: dict | None, req: _Request, now: int) -> bool | None:
         op, sent_generation, sent_member, sent_state = req.ctx
         op.in_flight = False
         if op.done:
-            return
+            return None
         if resp is None:
             self._commit_retriable(op, KafkaError(_E.NETWORK_EXCEPTION, "no response to OffsetCommit"), now)
-            return
+            return None
         first = 0
         for t in resp["topics"]:
             for p in t["partitions"]:
@@ -1785,7 +1789,9 @@ class Member:
         code = _error(first)
         if code == _E.NONE:
             self._complete_commit(op, None)
-            return
+            # settled when no rebalance step and no close() waits for a commit (the done op
+            # leaves _commits at the next poll)
+            return self._prepare is None and self._completion is None and self._closing is None
         if code in (_E.COORDINATOR_LOAD_IN_PROGRESS, _E.UNKNOWN_TOPIC_OR_PARTITION):
             self._commit_retriable(op, KafkaError(code), now)
         elif code in _COORDINATOR_ERRORS or code == _E.REQUEST_TIMED_OUT:

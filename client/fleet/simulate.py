@@ -32,7 +32,7 @@ from typing import Callable
 
 from groupcoord.client.assignors import RebalanceProtocol
 from groupcoord.client.member import (
-    HEARTBEAT, Closed, CommitCompleted, Connect, Disconnect, ErrorRaised, Member, RebalanceCallback, SendRequest,
+    Closed, CommitCompleted, Connect, Disconnect, ErrorRaised, Member, RebalanceCallback, SendRequest,
 )
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
@@ -339,18 +339,21 @@ class Simulator(Driver):
             for tp in pos:
                 pos[tp] += step
 
-    def _drive(self, r: _Running) -> None:
+    def _drive(self, r: _Running, actions: list | None = None) -> None:
+        """Poll the member until it has nothing more to do now, carrying out its actions; then
+        wake it at its next deadline. ``actions``: taken from it already (no first poll)."""
         if r.dead:
             return
         m = r.member
         now = self.now
-        if r.next_poll <= now and r.stall_until <= now:
+        if actions is None and r.next_poll <= now and r.stall_until <= now:
             self._app_polls(r)
         polls = 0
         try:
             for _ in range(1000):
-                actions = m.poll(now)
-                polls += 1
+                if actions is None:
+                    actions = m.poll(now)
+                    polls += 1
                 if not actions:
                     break
                 again = False
@@ -364,6 +367,7 @@ class Simulator(Driver):
                         return
                 if not again:
                     break
+                actions = None
         finally:
             self.stats["member_polls"] += polls
         d = m.next_deadline()
@@ -550,19 +554,13 @@ class Simulator(Driver):
         if r.frozen_until > self.now:
             r.deferred.append((self._deliver, arg))
             return
-        m = r.member
-        m.on_response(rid, resp, self.now)
-        if api_key == HEARTBEAT and not resp["error_code"] and m.time_to_next_heartbeat(self.now):
-            # a successful heartbeat only moves the member's session deadline: nothing for poll()
-            # to hand out, so only its next deadline is refreshed (a third of all polls saved);
-            # unless the next heartbeat is due already (a round trip longer than the interval)
+        if r.member.on_response(rid, resp, self.now):
+            self._drive(r)
+        else:
+            # a response that settled all it touched (most heartbeats and auto-commits): no poll,
+            # only its actions (a CommitCompleted) carried out and the next deadline refreshed
             self.stats["polls_skipped"] += 1
-            d = m.next_deadline()
-            if d is not None and (r.wake_at is None or d < r.wake_at or r.wake_at <= self.now):
-                r.wake_at = d
-                self._push(d, self._wake, r)
-            return
-        self._drive(r)
+            self._drive(r, r.member.take_actions())
 
     def _arm_service(self) -> None:
         d = self.service.timers.next_deadline()

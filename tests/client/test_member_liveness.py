@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from groupcoord.client.member import (
-    FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, OFFSET_FETCH, SYNC_GROUP, FatalConsumerError,
-    MemberState,
+    FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP,
+    FatalConsumerError, MemberState,
 )
 from groupcoord.protocol.errors import ErrorCode as E
 
@@ -258,3 +258,48 @@ def test_offset_fetch_coordinator_error_is_retried():
     sim.run_until_stable()
     sim.run(lambda: len(a.member.positions) == 2, max_ms=5000)
     assert a.member.positions == {tp: 0 for tp in all_tps(sim, "t")}
+
+
+def test_responses_that_settle_all_they_touch_need_no_poll():
+    """on_response is False for a successful heartbeat before the next is due and for a successful
+    commit that no rebalance step or close() waits for (a driver may skip poll() then); True for an
+    error, and for the commit close() waits on."""
+    sim = Sim({"t": 2})
+    a = sim.add("a", config={"enable.auto.commit": True, "auto.commit.interval.ms": 500})
+    sim.run_until_stable()
+    m = a.member
+    seen = []
+    original = m.on_response
+    kinds = {}
+
+    def spy(request_id, body, now):
+        api_key = kinds.get(request_id)
+        out = original(request_id, body, now)
+        seen.append((api_key, body is not None and _first_error(body), out))
+        return out
+    m.on_response = spy
+    original_send = m._send
+
+    def send(key, api_key, *args, **kw):
+        rid = original_send(key, api_key, *args, **kw)
+        kinds[rid] = api_key
+        return rid
+    m._send = send
+    sim.advance(3000)
+    assert (HEARTBEAT, 0, False) in seen and (OFFSET_COMMIT, 0, False) in seen
+    assert all(out is False for key, error, out in seen if key in (HEARTBEAT, OFFSET_COMMIT) and error == 0)
+    seen.clear()
+    sim.fail_next(HEARTBEAT, E.REBALANCE_IN_PROGRESS, member="a")
+    sim.advance(1500)
+    assert (HEARTBEAT, int(E.REBALANCE_IN_PROGRESS), True) in seen
+    sim.run_until_stable()
+    seen.clear()
+    m.close(sim.now)
+    sim.run(lambda: m.closed, max_ms=10000)
+    assert (OFFSET_COMMIT, 0, True) in seen          # close() went on to revoke and leave after it
+
+
+def _first_error(body: dict) -> int:
+    if "error_code" in body:
+        return body["error_code"]
+    return next((p["error_code"] for t in body.get("topics", []) for p in t["partitions"] if p["error_code"]), 0)

@@ -664,12 +664,9 @@ class Simulator(Driver):
                 if wake is not None and wake < nxt:
                     nxt = wake
                 if self._queued:
-                    i = now & _MASK
-                    hit = next(itertools.compress(range(i, _WHEEL), wheel[i:]), None)
-                    if hit is None:
-                        hit = next(itertools.compress(range(i), wheel[:i]), -_WHEEL) + _WHEEL
-                    if now + hit - i < nxt:
-                        nxt = now + hit - i
+                    ahead = _next_slot(wheel, now & _MASK)
+                    if now + ahead < nxt:
+                        nxt = now + ahead
                 if nxt > now:
                     now = end + 1 if nxt > end else int(nxt)
             self._cursor = now
@@ -732,6 +729,25 @@ def ownership_check(service: Service, group, members: list[Member]) -> str:
 
 def _call(fn) -> None:
     fn()
+
+
+def _next_slot(wheel: list[list], i: int) -> int:
+    """How many slots after slot i (0: i itself) the first non-empty one of the wheel comes,
+    around its end (the wheel holds at least one item). Looked for in C: first in the next 256
+    slots (where a sparse run's next item usually is), then in the rest; each slice copies
+    only what it looks at."""
+    compress = itertools.compress
+    j = i + 256
+    if j < _WHEEL:
+        hit = next(compress(range(i, j), wheel[i:j]), None)
+        if hit is not None:
+            return hit - i
+    else:
+        j = i
+    hit = next(compress(range(j, _WHEEL), wheel[j:]), None)
+    if hit is None:
+        hit = next(compress(range(i), wheel[:i])) + _WHEEL
+    return hit - i
 
 
 @contextlib.contextmanager

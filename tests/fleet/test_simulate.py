@@ -361,3 +361,18 @@ def test_a_round_trip_longer_than_the_heartbeat_interval_sends_the_next_heartbea
         gaps = Counter(b - a for a, b in zip(times, times[1:]))
         assert gaps.most_common(1)[0][0] == 4000, gaps
         assert sum(n for gap, n in gaps.items() if gap > 4000) <= 1, gaps    # the rebalance's
+
+
+def test_the_next_occupied_slot_is_found_around_the_wheel():
+    """_next_slot (the sparse agenda's skip-ahead) against a plain scan, near, far and wrapped."""
+    import random
+
+    rng = random.Random(7)
+    size = simulate._WHEEL
+    for _ in range(500):
+        wheel = [[] for _ in range(size)]
+        for _ in range(rng.choice([1, 2, 5, 50])):
+            wheel[rng.randrange(size)].append(None)
+        i = rng.choice([rng.randrange(size), size - 1, size - 200, 0])
+        expect = next(k for k in range(size) if wheel[(i + k) % size])
+        assert simulate._next_slot(wheel, i) == expect

@@ -82,13 +82,15 @@ class _Conn:
 class _Running:
     """One running instance of a client (a new one per start)."""
     __slots__ = ("client", "member", "conns", "wake_at", "dead", "frozen_until", "deferred", "stall_until",
-                 "next_poll", "cut_until", "closing", "start_after_close", "rng", "latency")
+                 "next_poll", "cut_until", "closing", "start_after_close", "rng", "latency", "period", "records")
 
     def __init__(self, client: Client, member: Member, now: int, rng: random.Random, latency: Callable[[], int]):
         self.client = client
         self.member = member
         self.rng = rng                 # the client's network draws (its own stream: see Simulator)
         self.latency = latency
+        self.period = client.spec.processing_ms      # the application's polls (see _app_polls)
+        self.records = client.spec.records_per_poll
         self.conns: dict[int, _Conn] = {}
         self.wake_at: int | None = None
         self.dead = False
@@ -156,7 +158,13 @@ class Simulator(Driver):
         self._service_wake: int | None = None
         self._corr = itertools.count(1)
         self.progress = progress
-        self.stats = {"requests": 0, "lost": 0, "member_polls": 0, "polls_skipped": 0, "heap_events": 0}
+        # run statistics (see stats): plain counters on the hot path
+        self._n_requests = self._n_lost = self._n_polls = self._n_polls_skipped = self._n_items = 0
+
+    @property
+    def stats(self) -> dict:
+        return {"requests": self._n_requests, "lost": self._n_lost, "member_polls": self._n_polls,
+                "polls_skipped": self._n_polls_skipped, "heap_events": self._n_items}
 
     def _member_id(self, prefix: str) -> str:
         rng = self._id_rngs.get(prefix)
@@ -332,13 +340,13 @@ class Simulator(Driver):
         now = self.now
         if r.next_poll > now or r.stall_until > now:
             return
-        period = r.client.spec.processing_ms
+        period = r.period
         k = (now - r.next_poll) // period + 1
         last = r.next_poll + (k - 1) * period
         r.next_poll = last + period
         m = r.member
         m.application_poll(last)
-        step = k * r.client.spec.records_per_poll
+        step = k * r.records
         if step and m.positions:
             pos = m.positions
             for tp in pos:
@@ -353,28 +361,24 @@ class Simulator(Driver):
         now = self.now
         if actions is None and r.next_poll <= now and r.stall_until <= now:
             self._app_polls(r)
-        polls = 0
-        try:
-            for _ in range(1000):
-                if actions is None:
-                    actions = m.poll(now)
-                    polls += 1
-                if not actions:
-                    break
-                again = False
-                for a in actions:
-                    if a.__class__ is SendRequest:       # the common action, without the dispatch
-                        if self._send(r, a):
-                            again = True
-                    elif self._execute(r, a):
+        for _ in range(1000):
+            if actions is None:
+                actions = m.poll(now)
+                self._n_polls += 1
+            if not actions:
+                break
+            again = False
+            for a in actions:
+                if a.__class__ is SendRequest:       # the common action, without the dispatch
+                    if self._send(r, a):
                         again = True
-                    if r.dead:
-                        return
-                if not again:
-                    break
-                actions = None
-        finally:
-            self.stats["member_polls"] += polls
+                elif self._execute(r, a):
+                    again = True
+                if r.dead:
+                    return
+            if not again:
+                break
+            actions = None
         d = m.next_deadline()
         if d is not None and (r.wake_at is None or d < r.wake_at or r.wake_at <= now):
             r.wake_at = d
@@ -428,9 +432,9 @@ class Simulator(Driver):
         if conn is None or not conn.alive:
             r.member.on_connection_lost(a.conn_id, self.now)
             return True
-        self.stats["requests"] += 1
+        self._n_requests += 1
         if self.loss and r.rng.random() < self.loss:
-            self.stats["lost"] += 1
+            self._n_lost += 1
             return False
         u = self._uniform
         t = self.now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
@@ -535,7 +539,7 @@ class Simulator(Driver):
             out = frames.encode_response(a.api_key, a.api_version, corr, resp, framed=False)
             resp = frames.decode_response(a.api_key, a.api_version, out)[1]
         if self.loss and r.rng.random() < self.loss:
-            self.stats["lost"] += 1
+            self._n_lost += 1
             return
         u = self._uniform
         t = self.now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
@@ -564,7 +568,7 @@ class Simulator(Driver):
         else:
             # a response that settled all it touched (most heartbeats and auto-commits): no poll,
             # only its actions (a CommitCompleted) carried out and the next deadline refreshed
-            self.stats["polls_skipped"] += 1
+            self._n_polls_skipped += 1
             self._drive(r, r.member.take_actions())
 
     def _arm_service(self) -> None:
@@ -604,7 +608,7 @@ class Simulator(Driver):
             task = bar.add_task(f"simulate {self.scenario.name}", total=end, vt="")
             bar.start()
         try:
-            self.stats["heap_events"] = self._loop(until, bar, task, wall0)
+            self._n_items = self._loop(until, bar, task, wall0)
         finally:
             if bar is not None:
                 bar.update(task, completed=self.end, vt=f"{self.end / 1000:.0f}/{self.end / 1000:.0f} virtual s")

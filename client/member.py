@@ -1124,7 +1124,8 @@ class Member:
 
     def _step_heartbeat(self, now: int) -> bool:
         """True if a heartbeat went out."""
-        if self.state not in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE):
+        state = self.state
+        if state is not _STABLE and state is not _COMPLETING:
             return False
         if self._hb_in_flight or now < self._hb_next or not self._coordinator_ready(now):
             return False
@@ -1715,7 +1716,7 @@ class Member:
     def _step_auto_commit(self, now: int) -> None:
         if not self.auto_commit or now < self._next_auto_commit:
             return
-        if self.state != MemberState.STABLE or self._completion is not None:
+        if self.state is not _STABLE or self._completion is not None:
             return
         if self.coordinator is None:
             self._next_auto_commit = now + self.retry_backoff_ms
@@ -1743,7 +1744,7 @@ class Member:
                 continue
             gen = self.generation
             if self.subscription:
-                if self.state != MemberState.STABLE or gen.generation_id < 0:
+                if self.state is not _STABLE or gen.generation_id < 0:
                     self._commits.remove(op)
                     if self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE) \
                             or self._rejoin_needed:
@@ -1786,12 +1787,12 @@ class Member:
                 code = p["error_code"]
                 if code and not first:
                     first = code
-        code = _error(first)
-        if code == _E.NONE:
+        if not first:
             self._complete_commit(op, None)
             # settled when no rebalance step and no close() waits for a commit (the done op
             # leaves _commits at the next poll)
             return self._prepare is None and self._completion is None and self._closing is None
+        code = _error(first)
         if code in (_E.COORDINATOR_LOAD_IN_PROGRESS, _E.UNKNOWN_TOPIC_OR_PARTITION):
             self._commit_retriable(op, KafkaError(code), now)
         elif code in _COORDINATOR_ERRORS or code == _E.REQUEST_TIMED_OUT:

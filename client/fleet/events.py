@@ -106,9 +106,12 @@ class MemberEvents:
 
     def _base(self, kind: str) -> dict:
         m = self.member
+        if m is None:
+            return {"v": SCHEMA_VERSION, "event": kind, "ts_ms": self.clock(), "group": self.group,
+                    "client": self.client, "member": "", "generation": -1}
+        g = m.generation               # (its fields, not the member's properties: a hot path)
         return {"v": SCHEMA_VERSION, "event": kind, "ts_ms": self.clock(), "group": self.group,
-                "client": self.client, "member": m.member_id if m is not None else "",
-                "generation": m.generation_id if m is not None else -1}
+                "client": self.client, "member": g.member_id, "generation": g.generation_id}
 
     def started(self) -> None:
         e = self._base("client.started")

@@ -158,6 +158,10 @@ class Simulator(Driver):
         self._service_wake: int | None = None
         self._corr = itertools.count(1)
         self.progress = progress
+        # what every request schedules, its methods bound once (a method read from the instance
+        # is a new bound-method object each time, and CPython 3.11 does not specialize that load)
+        self._arrive_cb, self._respond_cb, self._deliver_cb, self._wake_cb = (
+            self._arrive, self._respond, self._deliver, self._wake)
         # run statistics (see stats): plain counters on the hot path
         self._n_requests = self._n_lost = self._n_polls = self._n_polls_skipped = self._n_items = 0
 
@@ -174,6 +178,9 @@ class Simulator(Driver):
 
     # ---- Driver primitives --------------------------------------------------------------------
     def now_ms(self) -> int:
+        return self.now
+
+    def ts_ms(self) -> int:            # the events' clock is the scenario's (one call, not two)
         return self.now
 
     def at(self, ms: int, fn: Callable[[], None]) -> None:
@@ -369,7 +376,7 @@ class Simulator(Driver):
                 break
             again = False
             for a in actions:
-                if a.__class__ is SendRequest:       # the common action, without the dispatch
+                if type(a) is SendRequest:           # the common action, without the dispatch
                     if self._send(r, a):
                         again = True
                 elif self._execute(r, a):
@@ -382,7 +389,7 @@ class Simulator(Driver):
         d = m.next_deadline()
         if d is not None and (r.wake_at is None or d < r.wake_at or r.wake_at <= now):
             r.wake_at = d
-            self._push(d, self._wake, r)
+            self._push(d, self._wake_cb, r)
 
     def _wake(self, r: _Running) -> None:
         if r.dead or r.wake_at != self.now:
@@ -442,10 +449,10 @@ class Simulator(Driver):
             t = conn.req_at
         conn.req_at = t
         if t - self._cursor < _WHEEL:              # (t is not before now: the wheel's slot)
-            self._wheel[t & _MASK].append((self._arrive, (r, conn, a)))
+            self._wheel[t & _MASK].append((self._arrive_cb, (r, conn, a)))
             self._queued += 1
         else:
-            self._push(t, self._arrive, (r, conn, a))
+            self._push(t, self._arrive_cb, (r, conn, a))
         return False
 
     def _callback_done(self, arg) -> None:
@@ -523,7 +530,7 @@ class Simulator(Driver):
             body = frames.decode_request(wire).body
         ctx = RequestContext(self.service, conn.node, client_id, "/127.0.0.1", a.api_key, a.api_version, corr,
                              conn.cid)
-        self.service.handle(ctx, body, partial(self._respond, r, conn, a, corr))
+        self.service.handle(ctx, body, partial(self._respond_cb, r, conn, a, corr))
         self._arm_service()
 
     def _respond(self, r: _Running, conn: _Conn, a: SendRequest, corr: int, resp: dict | None) -> None:
@@ -547,10 +554,10 @@ class Simulator(Driver):
             t = conn.resp_at
         conn.resp_at = t
         if t - self._cursor < _WHEEL:
-            self._wheel[t & _MASK].append((self._deliver, (r, conn, a.request_id, a.api_key, resp)))
+            self._wheel[t & _MASK].append((self._deliver_cb, (r, conn, a.request_id, a.api_key, resp)))
             self._queued += 1
         else:
-            self._push(t, self._deliver, (r, conn, a.request_id, a.api_key, resp))
+            self._push(t, self._deliver_cb, (r, conn, a.request_id, a.api_key, resp))
 
     def _serve_next(self, arg) -> None:
         r, conn = arg
@@ -561,7 +568,7 @@ class Simulator(Driver):
         if r.dead or not conn.alive:
             return
         if r.frozen_until > self.now:
-            r.deferred.append((self._deliver, arg))
+            r.deferred.append((self._deliver_cb, arg))
             return
         if r.member.on_response(rid, resp, self.now):
             self._drive(r)

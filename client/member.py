@@ -771,15 +771,11 @@ class Member:
                 d = self._next_auto_commit
                 if now < d < best:
                     best = d
-            d = self._find_retry_at
-            if now < d < best:
-                best = d
-            d = self._join_retry_at
-            if now < d < best:
-                best = d
-            d = self._reset_retry_at
-            if now < d < best:
-                best = d
+            if self._find_retry_at > now or self._join_retry_at > now or self._reset_retry_at > now:
+                # back-offs (in the past unless a retry waits: one look at each then)
+                for d in (self._find_retry_at, self._join_retry_at, self._reset_retry_at):
+                    if now < d < best:
+                        best = d
             d = self._metadata_next
             if now < d < best:
                 best = d

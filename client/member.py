@@ -490,6 +490,7 @@ class Member:
         # liveness
         self._hb_in_flight = False
         self._hb_next = 0
+        self.settled_deadline: int | None = None     # see on_response
         self._session_deadline: int | None = None
         self._last_app_poll = now
 
@@ -579,7 +580,10 @@ class Member:
         """The response to request_id. Returns False when it settled all it touched: a successful
         heartbeat before the next one is due, a successful commit that nothing of a rebalance or
         of close() waits for. Then poll() has nothing to do because of it (only its actions, a
-        CommitCompleted, to hand out: :meth:`take_actions`) and a driver may skip the poll."""
+        CommitCompleted, to hand out: :meth:`take_actions`) and a driver may skip the poll; such a
+        response moved no deadline earlier but :attr:`settled_deadline` (the next heartbeat's),
+        so a driver that knows the member's last next_deadline() need not ask again."""
+        self.settled_deadline = None
         req = self._inflight.pop(request_id, None)
         if req is None:
             return True
@@ -1143,7 +1147,12 @@ class Member:
         code = resp["error_code"]
         if not code:
             self._session_deadline = now + self.session_timeout_ms
-            return now < self._hb_next        # settled, unless the next heartbeat is due already
+            if now < self._hb_next:           # settled, unless the next heartbeat is due already
+                state = self.state
+                if state is _STABLE or state is _COMPLETING:
+                    self.settled_deadline = self._hb_next
+                return True
+            return False
         code = _error(code)
         unchanged = req.ctx == (self.generation.generation_id, self.generation.member_id)
         self._hb_next = now + self.retry_backoff_ms

@@ -554,29 +554,48 @@ class Simulator(Driver):
             t = conn.resp_at
         conn.resp_at = t
         if t - self._cursor < _WHEEL:
-            self._wheel[t & _MASK].append((self._deliver_cb, (r, conn, a.request_id, a.api_key, resp)))
+            self._wheel[t & _MASK].append((self._deliver_cb, (r, conn, a.request_id, resp)))
             self._queued += 1
         else:
-            self._push(t, self._deliver_cb, (r, conn, a.request_id, a.api_key, resp))
+            self._push(t, self._deliver_cb, (r, conn, a.request_id, resp))
 
     def _serve_next(self, arg) -> None:
         r, conn = arg
         self._serve(r, conn)
 
     def _deliver(self, arg) -> None:
-        r, conn, rid, api_key, resp = arg
+        r, conn, rid, resp = arg
         if r.dead or not conn.alive:
             return
         if r.frozen_until > self.now:
             r.deferred.append((self._deliver_cb, arg))
             return
-        if r.member.on_response(rid, resp, self.now):
+        m = r.member
+        if m.on_response(rid, resp, self.now):
             self._drive(r)
-        else:
-            # a response that settled all it touched (most heartbeats and auto-commits): no poll,
-            # only its actions (a CommitCompleted) carried out and the next deadline refreshed
-            self._n_polls_skipped += 1
-            self._drive(r, r.member.take_actions())
+            return
+        # a response that settled all it touched (most heartbeats and auto-commits): no poll, only
+        # its actions (a CommitCompleted) carried out; and while the wake-up of the member's last
+        # next_deadline() stands, only the deadline the response added can come before it
+        self._n_polls_skipped += 1
+        actions = m.take_actions()
+        w = r.wake_at
+        if w is None or w <= self.now:
+            self._drive(r, actions)
+            return
+        again = False
+        for a in actions:
+            if self._execute(r, a):                    # an input after all (none so far)
+                again = True
+            if r.dead:
+                return
+        if again:
+            self._drive(r)
+            return
+        d = m.settled_deadline
+        if d is not None and d < w:
+            r.wake_at = d
+            self._push(d, self._wake_cb, r)
 
     def _arm_service(self) -> None:
         d = self.service.timers.next_deadline()

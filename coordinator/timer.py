@@ -36,6 +36,9 @@ class Timers:
         self._heap: list[tuple[int, int, Hashable]] = []
         self._live: dict[Hashable, _Entry] = {}
         self._seq = itertools.count()
+        #: bumped whenever next_deadline() may answer otherwise (a driver that saw the same
+        #: number need not ask again); a timer pushed further on leaves it as it is
+        self.changes = 0
 
     def schedule(self, key: Hashable, deadline_ms: int, callback: Callable[[], None]) -> None:
         entry = self._live.get(key)
@@ -47,9 +50,13 @@ class Timers:
             return
         self._live[key] = _Entry(deadline_ms, seq, callback)
         heapq.heappush(self._heap, (deadline_ms, seq, key))
+        self.changes += 1
 
     def cancel(self, key: Hashable) -> bool:
-        return self._live.pop(key, None) is not None
+        if self._live.pop(key, None) is None:
+            return False
+        self.changes += 1
+        return True
 
     def is_scheduled(self, key: Hashable) -> bool:
         return key in self._live
@@ -93,6 +100,7 @@ class Timers:
         """Run every callback due at or before now_ms; returns how many ran."""
         fired = 0
         heap, live = self._heap, self._live
+        self.changes += 1
         while True:
             self._settle()
             if not heap or heap[0][0] > now_ms:

@@ -156,6 +156,7 @@ class Simulator(Driver):
             self.service.create_topic(name, n)
         self.versions = self.service.supported_versions()
         self._service_wake: int | None = None
+        self._timers_seen = -1                 # Timers.changes when _arm_service last asked
         self._corr = itertools.count(1)
         self.progress = progress
         # what every request schedules, its methods bound once (a method read from the instance
@@ -598,7 +599,13 @@ class Simulator(Driver):
             self._push(d, self._wake_cb, r)
 
     def _arm_service(self) -> None:
-        d = self.service.timers.next_deadline()
+        timers = self.service.timers
+        if timers.changes == self._timers_seen:
+            wake = self._service_wake
+            if wake is None or wake >= self.now:
+                return                        # the same next deadline, and its wake-up stands
+        self._timers_seen = timers.changes
+        d = timers.next_deadline()
         if d is not None and (self._service_wake is None or d < self._service_wake or self._service_wake < self.now):
             # _loop runs it before anything else due at that ms: when the coordinator's timers
             # fire must not depend on when another group's request happened to re-arm this wake-up

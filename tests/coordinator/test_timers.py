@@ -71,3 +71,31 @@ def test_next_deadline_is_never_after_a_due_timer_and_a_postponed_one_fires_at_i
         assert wakes < 10
     assert fired == [("other", 70_000), ("hb", 102_000)]
     assert timers.next_deadline() is None
+
+
+def test_next_deadline_answers_the_same_while_changes_stays_the_same():
+    """Timers.changes: a driver that saw the same number may keep the answer it had (the
+    simulator's coordinator wake-up relies on it); postponing a timer leaves it as it is."""
+    rng = random.Random(3)
+    for _ in range(200):
+        timers = Timers()
+        now = 0
+        seen, answer = timers.changes, timers.next_deadline()
+        bumped = kept = 0
+        for _ in range(60):
+            op = rng.random()
+            key = rng.randrange(6)
+            if op < 0.5:
+                timers.schedule(key, now + rng.randrange(1, 200), lambda: None)
+            elif op < 0.65:
+                timers.cancel(key)
+            elif op < 0.8:
+                now += rng.randrange(0, 80)
+                timers.advance(now)
+            if timers.changes == seen:
+                assert timers.next_deadline() == answer
+                kept += 1
+            else:
+                bumped += 1
+            seen, answer = timers.changes, timers.next_deadline()
+        assert bumped and kept

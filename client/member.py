@@ -31,7 +31,9 @@ Driving it (h11 style)::
         member.callback_done(token, clock())           # after running a rebalance callback
         member.application_poll(clock())               # each time the application polls
 
-Call :meth:`Member.poll` after every input. The application side: :meth:`Member.commit`
+Call :meth:`Member.poll` after every input (a driver may skip it after a response for which
+:meth:`Member.on_response` returned False, taking the actions with :meth:`Member.take_actions`:
+the virtual-time simulator does). The application side: :meth:`Member.commit`
 (sync/async), :meth:`Member.fetch_committed`, :meth:`Member.seek` / :meth:`Member.position`,
 :meth:`Member.take_records` (with ``fetch=True``), :meth:`Member.subscribe`,
 :meth:`Member.close`; state: ``assignment``, ``generation_id``, ``member_id``, ``is_leader``,
@@ -296,6 +298,8 @@ class _Conn:
 
 @dataclass(slots=True)
 class _Request:
+    """A request awaiting its response. ``handler(body or None, request, now)`` returns True when
+    the response settled all it touched (see Member.on_response), a falsy value otherwise."""
     request_id: int
     conn_id: int
     api_key: int
@@ -544,12 +548,15 @@ class Member:
         self._metadata_requested = True
         self._request_rejoin("subscription changed")
 
-    def application_poll(self, now: int) -> None:
-        """The application polled: resets the max.poll.interval.ms timer (Kafka's pollTimer)."""
+    def application_poll(self, now: int) -> bool:
+        """The application polled: resets the max.poll.interval.ms timer (Kafka's pollTimer).
+        True if that asks for a rejoin (the first poll after leaving on the poll timeout)."""
         self._last_app_poll = now
         if self._left_on_poll_timeout:
             self._left_on_poll_timeout = False
             self._request_rejoin("rejoining after the poll timeout")
+            return True
+        return False
 
     def on_connected(self, conn_id: int, api_versions, now: int) -> None:
         """Connection conn_id is up; api_versions: the broker's ApiVersions ``api_keys``

@@ -343,36 +343,37 @@ class Simulator(Driver):
         if r.frozen_until <= self.now and not r.dead:
             self._drive(r)
 
-    def _app_polls(self, r: _Running) -> None:
-        """The application's polls since the last look: positions advance, the poll timer resets."""
+    def _app_polls(self, r: _Running) -> bool:
+        """The application's polls since the last look: positions advance, the poll timer resets.
+        True if that asked the member to rejoin (the first poll after a poll timeout)."""
         now = self.now
         if r.next_poll > now or r.stall_until > now:
-            return
+            return False
         period = r.period
         k = (now - r.next_poll) // period + 1
         last = r.next_poll + (k - 1) * period
         r.next_poll = last + period
         m = r.member
-        m.application_poll(last)
+        rejoin = m.application_poll(last)
         step = k * r.records
         if step and m.positions:
             pos = m.positions
             for tp in pos:
                 pos[tp] += step
+        return rejoin
 
-    def _drive(self, r: _Running, actions: list | None = None) -> None:
+    def _drive(self, r: _Running) -> None:
         """Poll the member until it has nothing more to do now, carrying out its actions; then
-        wake it at its next deadline. ``actions``: taken from it already (no first poll)."""
+        wake it at its next deadline."""
         if r.dead:
             return
         m = r.member
         now = self.now
-        if actions is None and r.next_poll <= now and r.stall_until <= now:
+        if r.next_poll <= now and r.stall_until <= now:
             self._app_polls(r)
         for _ in range(1000):
-            if actions is None:
-                actions = m.poll(now)
-                self._n_polls += 1
+            actions = m.poll(now)
+            self._n_polls += 1
             if not actions:
                 break
             again = False
@@ -386,7 +387,6 @@ class Simulator(Driver):
                     return
             if not again:
                 break
-            actions = None
         d = m.next_deadline()
         if d is not None and (r.wake_at is None or d < r.wake_at or r.wake_at <= now):
             r.wake_at = d
@@ -572,20 +572,21 @@ class Simulator(Driver):
             r.deferred.append((self._deliver_cb, arg))
             return
         m = r.member
-        if m.on_response(rid, resp, self.now):
+        now = self.now
+        w = r.wake_at
+        if (m.on_response(rid, resp, now) or w is None or w <= now
+                or (r.next_poll <= now and r.stall_until <= now and self._app_polls(r))):
+            # poll: the response left work, or no wake-up of the member's last next_deadline()
+            # stands (one due now waits in this ms: it must not be taken for the next), or the
+            # application's polls since (_app_polls) asked for a rejoin
             self._drive(r)
             return
         # a response that settled all it touched (most heartbeats and auto-commits): no poll, only
-        # its actions (a CommitCompleted) carried out; and while the wake-up of the member's last
-        # next_deadline() stands, only the deadline the response added can come before it
+        # its actions (a CommitCompleted) carried out; the wake-up standing comes first but for the
+        # deadline the response added
         self._n_polls_skipped += 1
-        actions = m.take_actions()
-        w = r.wake_at
-        if w is None or w <= self.now:
-            self._drive(r, actions)
-            return
         again = False
-        for a in actions:
+        for a in m.take_actions():
             if self._execute(r, a):                    # an input after all (none so far)
                 again = True
             if r.dead:
@@ -788,7 +789,7 @@ def _next_slot(wheel: list[list], i: int) -> int:
         j = i
     hit = next(compress(range(j, _WHEEL), wheel[j:]), None)
     if hit is None:
-        hit = next(compress(range(i), wheel[:i])) + _WHEEL
+        hit = next(compress(range(i), wheel[:i]), 0) + _WHEEL     # (0: none, a whole turn)
     return hit - i
 
 

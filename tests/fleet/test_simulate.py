@@ -376,3 +376,20 @@ def test_the_next_occupied_slot_is_found_around_the_wheel():
         i = rng.choice([rng.randrange(size), size - 1, size - 200, 0])
         expect = next(k for k in range(size) if wheel[(i + k) % size])
         assert simulate._next_slot(wheel, i) == expect
+
+
+def test_a_commit_acknowledged_when_the_next_is_due_does_not_cancel_that_wake_up():
+    """700 ms each way and auto-commits every 1.4 s: each commit's response arrives in the very ms
+    the next auto-commit is due, while the member's wake-up for it still waits in that ms. The
+    simulator must poll then (a settled response keeps only a wake-up still ahead), so the member
+    commits every 1.4 s rather than once the next heartbeat's response wakes it."""
+    sc = scenario.from_dict({
+        "duration_s": 60, "topics": {"t": 4}, "network": {"latency": {"dist": "fixed", "ms": 700}},
+        "coordinator": {"config": {"group.initial.rebalance.delay.ms": 0}},
+        "groups": [{"name": "g", "topics": ["t"], "members": 2, "session_timeout_ms": 45000,
+                    "heartbeat_interval_ms": 3000, "auto_commit_interval_ms": 1400}]})
+    events = simulate.Simulator(sc, 1).run()
+    for client in ("g/m000", "g/m001"):
+        times = [e["ts_ms"] for e in of(events, "client.committed", client=client) if e["ts_ms"] > 15000]
+        assert len(times) > 20
+        assert {b - a for a, b in zip(times, times[1:])} == {1400}, times

@@ -13,8 +13,12 @@ time runs.
 (c) memory: the same group in real time without sockets: the simulator's member cores and
     coordinator core paced by the wall clock (the simulator's real-time mode); time to Stable and
     how far the loop ever fell behind the clock.
+(e) instructions: machine instructions per request of the virtual-time scenario's steady state,
+    counted by valgrind's callgrind (apt-get install valgrind): the difference of two runs, to
+    virtual second 61 and to 64, over the difference of their requests, so set-up cancels. Wall
+    times on a shared machine drift by 15%; this count does not (it is the one to compare changes by).
 
-    python bench/fleet.py [virtual] [tcp] [memory] [analyze] [--members 1000 5000] [--partitions P]
+    python bench/fleet.py [virtual] [tcp] [memory] [analyze] [instructions] [--members 1000 5000] [--partitions P]
                           [--duration S] [--scenario PATH] [--hold 10] [--limit 300] [--profile N]
 
 Goals (issue 6): 10,000 members in one group reach Stable in real time; a 1,000-member hour in
@@ -137,7 +141,7 @@ def bench_memory(members: int, partitions: int, limit: float) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory", "analyze"], default=[])
+    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory", "analyze", "instructions"], default=[])
     ap.add_argument("--scenario", type=Path, default=ROOT / "examples" / "scenarios" / "hour-1000.toml")
     ap.add_argument("--duration", type=float, default=None, help="virtual: override the scenario's duration")
     ap.add_argument("--members", type=int, nargs="+", default=[1000, 2000, 5000, 10000])
@@ -168,6 +172,35 @@ def main() -> None:
             bench_memory(n, partitions, min(args.limit, 120.0))
     if "analyze" in parts:
         bench_analyze()
+    if "instructions" in parts:
+        bench_instructions(args.scenario)
+
+
+def bench_instructions(path: Path, spans=(61, 64)) -> None:
+    """(e): callgrind's instruction count per request between two virtual times (both runs at once)."""
+    import shutil
+    import tempfile
+    if shutil.which("valgrind") is None:
+        print("instructions: valgrind is not installed (apt-get install valgrind)")
+        return
+    code = ("import sys, logging; logging.disable(logging.WARNING); "
+            "from groupcoord.client.fleet import scenario, simulate; "
+            "sc = scenario.apply_overrides(scenario.load(sys.argv[1]), {'duration_s': float(sys.argv[2])}); "
+            "s = simulate.Simulator(sc, sc.seed); s.run(); print('requests', s.stats['requests'])")
+    with tempfile.TemporaryDirectory() as tmp:
+        procs = [subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg.{d}",
+                                   sys.executable, "-c", code, str(path), str(d)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env={**os.environ, "PYTHONHASHSEED": "0"}) for d in spans]
+        counts = []
+        for p in procs:
+            out, err = p.communicate()
+            requests = int(out.split()[-1])
+            collected = next(int(line.split()[-1]) for line in err.splitlines() if "Collected" in line)
+            counts.append((requests, collected))
+    (r0, i0), (r1, i1) = counts
+    print(f"instructions  {path.stem}, virtual s {spans[0]} to {spans[1]}: {(i1 - i0) / (r1 - r0):,.0f} "
+          f"instructions per request ({r1 - r0} requests)")
 
 
 def bench_analyze() -> None:

@@ -724,7 +724,7 @@ class Member:
         self._now = now
         if self.closed:
             return self.take_actions()
-        before = self._snapshot()
+        before = None       # (taken after a pass, not before the first: most polls stop after one)
         for _ in range(8):
             if self.closed:
                 break

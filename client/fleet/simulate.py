@@ -24,7 +24,9 @@ import heapq
 import itertools
 import marshal
 import math
+import os
 import random
+import tempfile
 import time
 import uuid
 from functools import partial
@@ -838,14 +840,34 @@ def _run_shard(args) -> tuple[list[dict], dict]:
     return events, sim.summary(events)
 
 
-def _run_shard_elsewhere(args) -> tuple[bytes | list[dict], dict]:
-    """_run_shard in a worker process: the log goes back marshalled when it can be (plain data,
-    as the JSON log is), which loads in the caller in about two thirds of pickle's time."""
+def _run_shard_elsewhere(args) -> tuple[str | list[dict], dict]:
+    """_run_shard in a worker process. The log goes back marshalled when it can be (plain data, as
+    the JSON log is: it loads in about two thirds of pickle's time), in a file in memory when
+    there is such a place (80 MB of an hour-1000 shard come through it in 0.1 s, through the
+    pool's pipe in 0.45 s): the file's path, read and removed by _shard_log."""
     events, summary = _run_shard(args)
     try:
-        return marshal.dumps(events), summary
+        data = marshal.dumps(events)
     except ValueError:
         return events, summary
+    fd, path = tempfile.mkstemp(prefix="groupcoord-shard-", suffix=".marshal",
+                                dir=_SHM if os.path.isdir(_SHM) and os.access(_SHM, os.W_OK) else None)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path, summary
+
+
+_SHM = "/dev/shm"           # Linux's files in memory
+
+
+def _shard_log(log: str | list[dict]) -> list[dict]:
+    if not isinstance(log, str):
+        return log
+    try:
+        with open(log, "rb") as f:
+            return marshal.loads(f.read())
+    finally:
+        os.unlink(log)
 
 
 def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
@@ -870,9 +892,21 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
         # to carry over
         with ctx.Pool(len(parts) - 1) as pool:
             others = pool.map_async(_run_shard_elsewhere, [(sc, seed, groups) for groups in parts[1:]], chunksize=1)
-            results = [_run_shard((sc, seed, parts[0]))]
-            results += [(marshal.loads(log) if isinstance(log, bytes) else log, part) for log, part in others.get()]
-        events = list(heapq.merge(*(r[0] for r in results), key=_log_key(sc.group_ids())))
+            try:
+                results = [_run_shard((sc, seed, parts[0]))]
+            except BaseException:
+                if others.ready() and others.successful():     # no shard's file left behind
+                    for log, _ in others.get():
+                        _shard_log(log)
+                raise
+            results += [(_shard_log(log), part) for log, part in others.get()]
+        # each shard's log is in the log's order, and a group's events are all in one shard: a
+        # stable sort of the shards one after the other merges them (in about two thirds of
+        # heapq.merge's time: Timsort finds the runs)
+        events = results[0][0]
+        for r in results[1:]:
+            events += r[0]
+        events.sort(key=_log_key(sc.group_ids()))
     wall = time.perf_counter() - wall0
     summary = dict(results[0][1])
     groups: dict = {}

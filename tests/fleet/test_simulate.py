@@ -288,6 +288,16 @@ node = 1
     assert groups == {"g-0", "g-1", "g-2"}
 
 
+def test_a_worker_hands_its_shard_log_over_in_a_file_read_once(tmp_path):
+    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 2, "count": 2}]})
+    events, _ = simulate._run_shard((sc, 3, ["a-1"]))
+    path, summary = simulate._run_shard_elsewhere((sc, 3, ["a-1"]))
+    assert isinstance(path, str) and os.path.exists(path) and summary["groups"].keys() == {"a-1"}
+    assert simulate._shard_log(path) == events and len(events) > 10
+    assert not os.path.exists(path)
+
+
 def test_shards_balance_members():
     sc = scenario.from_dict({"topics": {"t": 1}, "groups": [
         {"name": "a", "topics": ["t"], "members": 10, "count": 3},

@@ -929,13 +929,16 @@ class Member:
         for r in failed:
             r.handler(None, r, now)
 
-    def _send(self, key, api_key: int, build: Callable[[int], dict], handler: Callable, now: int, *,
+    def _send(self, key, api_key: int, build: Callable[[int], dict] | dict, handler: Callable, now: int, *,
               node: tuple[int, str, int] | None = None, timeout_ms: int | None = None,
-              ctx: Any = None) -> int | None:
-        """Send a request on the connection for key once it is ready; None if it is not yet."""
-        conn = self._conn(key, now, node)
+              ctx: Any = None, conn: _Conn | None = None) -> int | None:
+        """Send a request on the connection for key once it is ready; None if it is not yet.
+        ``build``: the body, or a function of the version that gives it; ``conn``: the ready
+        connection for key when the caller has it at hand."""
         if conn is None:
-            return None
+            conn = self._conn(key, now, node)
+            if conn is None:
+                return None
         picked = conn.picked
         version = picked.get(api_key, -1)
         if version == -1:
@@ -945,7 +948,7 @@ class Member:
             raise FatalConsumerError(_E.UNSUPPORTED_VERSION,
                                      f"the broker speaks API {api_key} versions {broker}, this client "
                                      f"{CLIENT_VERSIONS[api_key]}")
-        body = build(version)
+        body = build if type(build) is dict else build(version)
         rid = next(self._ids)
         timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
         self._inflight[rid] = _Request(rid, conn.conn_id, api_key, version, handler, now + timeout, ctx)
@@ -1048,12 +1051,17 @@ class Member:
         return bool(self.subscription or self._commits or self._offset_fetches)
 
     def _coordinator_ready(self, now: int) -> bool:
+        return self._coordinator_conn(now) is not None
+
+    def _coordinator_conn(self, now: int) -> _Conn | None:
+        """The ready connection to the coordinator, or None (a Connect goes out if there is none)."""
         if self.coordinator is None:
-            return False
+            return None
         cid = self._conn_by_key.get(COORDINATOR)
         if cid is not None:
-            return self._conns[cid].versions is not None
-        return self._conn(COORDINATOR, now, self.coordinator) is not None
+            conn = self._conns[cid]
+            return conn if conn.versions is not None else None
+        return self._conn(COORDINATOR, now, self.coordinator)
 
     def _step_coordinator(self, now: int) -> None:
         if self.coordinator is not None:
@@ -1130,17 +1138,16 @@ class Member:
         self._left_on_poll_timeout = True
 
     def _step_heartbeat(self, now: int) -> bool:
-        """True if a heartbeat went out."""
-        state = self.state
-        if state is not _STABLE and state is not _COMPLETING:
-            return False
-        if self._hb_in_flight or now < self._hb_next or not self._coordinator_ready(now):
+        """A heartbeat is due (_step's guard: in a generation, none in flight, its time come);
+        True if it went out."""
+        conn = self._coordinator_conn(now)
+        if conn is None:
             return False
         gen = self.generation
         body = {"group_id": self.group_id, "generation_id": gen.generation_id, "member_id": gen.member_id,
                 "group_instance_id": self.group_instance_id}
-        if self._send(COORDINATOR, HEARTBEAT, lambda v: body, self._on_heartbeat, now,
-                      ctx=(gen.generation_id, gen.member_id)) is not None:
+        if self._send(COORDINATOR, HEARTBEAT, body, self._on_heartbeat, now,
+                      ctx=(gen.generation_id, gen.member_id), conn=conn) is not None:
             self._hb_in_flight = True
             self._hb_next = now + self.heartbeat_interval_ms
             return True
@@ -1479,7 +1486,7 @@ class Member:
         body = {"group_id": self.group_id, "generation_id": gen.generation_id, "member_id": gen.member_id,
                 "group_instance_id": self.group_instance_id, "protocol_type": PROTOCOL_TYPE,
                 "protocol_name": gen.protocol_name, "assignments": assignments}
-        rid = self._send(COORDINATOR, SYNC_GROUP, lambda v: body, self._on_sync, now,
+        rid = self._send(COORDINATOR, SYNC_GROUP, body, self._on_sync, now,
                          ctx=(gen.generation_id, gen.member_id))
         if rid is None:
             # the coordinator connection went away between JoinGroup and SyncGroup
@@ -1726,8 +1733,7 @@ class Member:
         self._actions.append(CommitCompleted(op.handle, op.kind, op.offsets, error))
 
     def _step_auto_commit(self, now: int) -> None:
-        if not self.auto_commit or now < self._next_auto_commit:
-            return
+        """An auto-commit is due (_step's guard: auto-commit on, its time come)."""
         if self.state is not _STABLE or self._completion is not None:
             return
         if self.coordinator is None:
@@ -1739,8 +1745,7 @@ class Member:
             self._start_commit(offsets, "auto", now, retry=False)
 
     def _step_commits(self, now: int) -> None:
-        if not self._commits:
-            return
+        """Commits wait (_step's guard)."""
         for op in list(self._commits):
             if op.done:
                 self._commits.remove(op)
@@ -1768,7 +1773,8 @@ class Member:
                 generation_id, member_id = gen.generation_id, gen.member_id
             else:
                 generation_id, member_id = -1, ""
-            if not self._coordinator_ready(now):
+            conn = self._coordinator_conn(now)
+            if conn is None:
                 continue
             by_topic: dict[str, list] = {}
             for tp, om in sorted(op.offsets.items()):
@@ -1780,8 +1786,8 @@ class Member:
                     "member_id": member_id, "group_instance_id": self.group_instance_id,
                     "retention_time_ms": -1,
                     "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
-            rid = self._send(COORDINATOR, OFFSET_COMMIT, lambda v, b=body: b, self._on_commit, now,
-                             ctx=(op, generation_id, member_id, self.state))
+            rid = self._send(COORDINATOR, OFFSET_COMMIT, body, self._on_commit, now,
+                             ctx=(op, generation_id, member_id, self.state), conn=conn)
             if rid is not None:
                 op.in_flight = True
 
@@ -1958,7 +1964,7 @@ class Member:
             if broker is None:
                 self._metadata_requested = True
                 continue
-            rid = self._send((BROKER, leader), LIST_OFFSETS, lambda v, b=body: b, self._on_list_offsets, now,
+            rid = self._send((BROKER, leader), LIST_OFFSETS, body, self._on_list_offsets, now,
                              node=(leader, broker[0], broker[1]), ctx=frozenset(tps))
             if rid is not None:
                 self._reset_in_flight |= set(tps)
@@ -2022,7 +2028,7 @@ class Member:
             if broker is None:
                 self._metadata_requested = True
                 continue
-            rid = self._send((BROKER, leader), FETCH, lambda v, b=body: b, self._on_fetch, now,
+            rid = self._send((BROKER, leader), FETCH, body, self._on_fetch, now,
                              node=(leader, broker[0], broker[1]),
                              timeout_ms=self.request_timeout_ms + cfg["fetch.max.wait.ms"],
                              ctx=(leader, offsets))

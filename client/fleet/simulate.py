@@ -348,9 +348,13 @@ class Simulator(Driver):
     def _app_polls(self, r: _Running) -> bool:
         """The application's polls since the last look: positions advance, the poll timer resets.
         True if that asked the member to rejoin (the first poll after a poll timeout)."""
-        now = self.now
-        if r.next_poll > now or r.stall_until > now:
+        if r.next_poll > self.now or r.stall_until > self.now:
             return False
+        return self._app_polls_due(r)
+
+    def _app_polls_due(self, r: _Running) -> bool:
+        """_app_polls once a poll is known to be due (not stalled, r.next_poll come)."""
+        now = self.now
         period = r.period
         k = (now - r.next_poll) // period + 1
         last = r.next_poll + (k - 1) * period
@@ -372,7 +376,7 @@ class Simulator(Driver):
         m = r.member
         now = self.now
         if r.next_poll <= now and r.stall_until <= now:
-            self._app_polls(r)
+            self._app_polls_due(r)
         for _ in range(1000):
             actions = m.poll(now)
             self._n_polls += 1
@@ -577,7 +581,7 @@ class Simulator(Driver):
         now = self.now
         w = r.wake_at
         if (m.on_response(rid, resp, now) or w is None or w <= now
-                or (r.next_poll <= now and r.stall_until <= now and self._app_polls(r))):
+                or (r.next_poll <= now and r.stall_until <= now and self._app_polls_due(r))):
             # poll: the response left work, or no wake-up of the member's last next_deadline()
             # stands (one due now waits in this ms: it must not be taken for the next), or the
             # application's polls since (_app_polls) asked for a rejoin

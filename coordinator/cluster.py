@@ -272,7 +272,8 @@ class Cluster:
         return p
 
     def coordinator_for(self, key: str) -> int:
-        return self.offsets_leaders[self.coordinator_partition(key)]
+        p = self._partition_cache.get(key)           # (every request asks: the cache looked at here)
+        return self.offsets_leaders[self.coordinator_partition(key) if p is None else p]
 
     # ---- topics ----------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, replication_factor: int = 1,

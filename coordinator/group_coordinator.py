@@ -815,10 +815,12 @@ class GroupCoordinator:
     def heartbeat(self, respond: Callable[[dict], None], *, group_id: str, generation_id: int, member_id: str,
                   group_instance_id: str | None = None) -> None:
         """Heartbeat (hot path: no events, no queued responses)."""
-        error = self._heartbeat(group_id, generation_id, member_id, group_instance_id)
+        error = self.heartbeat_error(group_id, generation_id, member_id, group_instance_id)
         respond({"throttle_time_ms": 0, "error_code": error})
 
-    def _heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None) -> int:
+    def heartbeat_error(self, group_id: str, generation_id: int, member_id: str,
+                        group_instance_id: str | None) -> int:
+        """A heartbeat, answered at once: its error code (what :meth:`heartbeat` responds)."""
         if not group_id:
             return int(_E.INVALID_GROUP_ID)
         if self._loading and self._is_loading(group_id):

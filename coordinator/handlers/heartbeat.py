@@ -21,10 +21,6 @@ def handle(ctx, version, body, respond):
     if not service.is_coordinator(group_id, ctx.node_id):
         respond({"throttle_time_ms": 0, "error_code": int(ErrorCode.NOT_COORDINATOR)})
         return
-    service.group_coordinator.heartbeat(
-        respond,
-        group_id=group_id,
-        generation_id=body["generation_id"],
-        member_id=body["member_id"],
-        group_instance_id=body.get("group_instance_id") if version >= 3 else None,
-    )
+    respond({"throttle_time_ms": 0, "error_code": service.group_coordinator.heartbeat_error(
+        group_id, body["generation_id"], body["member_id"],
+        body.get("group_instance_id") if version >= 3 else None)})

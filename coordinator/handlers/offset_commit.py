@@ -83,8 +83,11 @@ def handle(ctx, version, body, respond):
         respond({"throttle_time_ms": 0, "topics": builder.topics})
         return
 
-    def reply(resp: dict) -> None:
-        respond({"throttle_time_ms": 0, "topics": builder.merge(resp["topics"])})
+    if builder.topics:
+        def reply(resp: dict) -> None:
+            respond({"throttle_time_ms": 0, "topics": builder.merge(resp["topics"])})
+    else:
+        reply = respond         # nothing to merge in front: the coordinator's response as it is
 
     group_id = body["group_id"]
     error = None
@@ -93,7 +96,7 @@ def handle(ctx, version, body, respond):
     elif not service.is_coordinator(group_id, ctx.node_id):
         error = ErrorCode.NOT_COORDINATOR
     if error is not None:
-        reply({"topics": [{"name": t["name"], "partitions": [
+        reply({"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
             {"partition_index": p["partition_index"], "error_code": int(error)} for p in t["partitions"]]}
             for t in valid]})
         return

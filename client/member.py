@@ -428,6 +428,30 @@ class Member:
                    brokers that advertise versions they do not parse correctly).
     """
 
+    # Attributes in slots: CPython 3.11 specializes attribute and method access on them, while an
+    # instance dict of more than 30 keys is not shared, and every method call on it (self._step,
+    # m.poll) then takes the slow generic lookup. A new attribute goes here (the test of the
+    # simulator's hot path checks that the instance dict, kept for tests' spies, stays empty).
+    __slots__ = (
+        "__dict__",
+        "api_timeout_ms", "assignment", "assignors", "auto_commit", "auto_commit_interval_ms", "client_id",
+        "closed", "committed_offsets", "config", "coordinator", "fatal_error", "fetch_enabled",
+        "generation", "group_id", "group_instance_id", "heartbeat_interval_ms", "is_leader", "leader_id",
+        "max_poll_interval_ms", "max_versions", "positions", "protocol", "rebalance_timeout_ms",
+        "rebalances", "request_timeout_ms", "retry_backoff_ms", "session_timeout_ms", "settled_deadline",
+        "state", "subscription",
+        "_actions", "_assignment_snapshot", "_brokers", "_callbacks_pending", "_closing", "_commits",
+        "_committed_in_flight", "_completed", "_completion", "_conn_by_key", "_conns", "_consumed_cache",
+        "_fetches_in_flight", "_find_in_flight", "_find_retry_at", "_group_topics", "_hb_in_flight",
+        "_hb_next", "_ids", "_inflight", "_join_retry_at", "_joined_subscription", "_last_app_poll",
+        "_leader_task", "_left_on_poll_timeout", "_metadata_in_flight", "_metadata_next",
+        "_metadata_requested", "_metadata_retry_at", "_metadata_topics", "_metadata_version",
+        "_need_committed", "_need_reset", "_needs_prepare", "_next_auto_commit", "_now", "_offset_fetches",
+        "_partition_replicas", "_pending_revocation", "_prepare", "_reconnect_at", "_reconnect_failures",
+        "_rejoin_needed", "_rejoin_reason", "_reset_in_flight", "_reset_retry_at", "_rng",
+        "_session_deadline", "_sorted_assignment", "_topics_meta",
+    )
+
     def __init__(self, config: ConsumerConfig | Mapping[str, Any], assignors: list | None = None, *,
                  topics: Iterable[str] = (), now: int = 0, fetch: bool = False,
                  rng: random.Random | None = None, max_versions: Mapping[int, int] | None = None):

@@ -61,6 +61,9 @@ class Driver:
     """
 
     mode = ""
+    # slots, for the simulator's sake (see Simulator.__slots__); a subclass may have a __dict__
+    __slots__ = ("scenario", "seed", "_picks", "events", "clients", "by_group", "next_index", "topics", "notes",
+                 "only")
 
     def __init__(self, scenario: Scenario, seed: int):
         self.scenario = scenario

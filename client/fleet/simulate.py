@@ -118,6 +118,14 @@ _SPARSE = 512
 
 class Simulator(Driver):
     mode = "simulate"
+    # No instance __dict__ (nor the Driver's): CPython 3.11 specializes attribute and method access
+    # on slots, while an instance dict of more than 30 keys is not shared, and every method call on
+    # it (self._drive, self._push) then takes the slow generic lookup. A new attribute goes here.
+    __slots__ = ("realtime", "max_lag_ms", "progress", "codec", "connect_ms", "end", "loss", "versions",
+                 "service", "now", "wall_s", "_corr", "_cursor", "_far", "_far_enters", "_id_rngs", "_net_rngs",
+                 "_queued", "_seq", "_service_wake", "_timers_seen", "_uniform", "_wheel",
+                 "_n_items", "_n_lost", "_n_polls", "_n_polls_skipped", "_n_requests",
+                 "_arrive_cb", "_respond_cb", "_deliver_cb", "_wake_cb")
 
     def __init__(self, scenario: Scenario, seed: int, *, progress: bool = False, realtime: bool = False,
                  groups=None):

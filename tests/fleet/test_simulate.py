@@ -403,3 +403,15 @@ def test_a_commit_acknowledged_when_the_next_is_due_does_not_cancel_that_wake_up
         times = [e["ts_ms"] for e in of(events, "client.committed", client=client) if e["ts_ms"] > 15000]
         assert len(times) > 20
         assert {b - a for a, b in zip(times, times[1:])} == {1400}, times
+
+
+def test_the_hot_objects_keep_their_attributes_in_slots():
+    # CPython 3.11 specializes method calls and attribute access on slots but not on an instance
+    # dict of more than 30 keys (Member has 80 attributes): an attribute added without its slot
+    # lands in the member's dict (kept for tests' spies), or fails on the simulator
+    sim = simulate.Simulator(three("cooperative-sticky", [{"at_s": 20, "action": "restart", "group": "g",
+                                                            "members": [0]}]), 1)
+    sim.run()
+    members = [c.handle.member for c in sim.clients.values()]
+    assert len(members) == 3 and all(vars(m) == {} for m in members)
+    assert not hasattr(sim, "__dict__")

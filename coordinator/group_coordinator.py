@@ -279,7 +279,8 @@ class GroupCoordinator:
         event = {"v": SCHEMA_VERSION, "event": kind, "ts_ms": now, "group": group.group_id,
                  "generation": group.generation_id, "state": group.state, "members": len(group.members)}
         event.update(fields)
-        self._emit(event)
+        emit = self._emit             # (see heartbeat_error)
+        emit(event)
 
     def _transition(self, group: ClassicGroup, target: str, now: int, reason: str | None) -> str:
         since = group.current_state_timestamp
@@ -844,7 +845,8 @@ class GroupCoordinator:
             return int(_E.ILLEGAL_GENERATION)
         if state == EMPTY:
             return int(_E.UNKNOWN_MEMBER_ID)
-        self._rearm_session(group_id, member, self._clock())
+        clock = self._clock           # (through a local: 3.11 specializes the call, not self._clock())
+        self._rearm_session(group_id, member, clock())
         return int(_E.REBALANCE_IN_PROGRESS) if state == PREPARING_REBALANCE else _NONE
 
     def _rearm_session(self, group_id: str, member: Member, now: int) -> None:
@@ -949,7 +951,8 @@ class GroupCoordinator:
         missing group with generation >= 0 (request version >= 9).
         ``retention_time_ms``: v2-4 RetentionTimeMs (-1: none).
         """
-        now = self._clock()
+        clock = self._clock           # (see heartbeat_error)
+        now = clock()
         error = None
         group = None
         if group_id is None:

@@ -106,11 +106,12 @@ class MemberEvents:
 
     def _base(self, kind: str) -> dict:
         m = self.member
+        clock = self.clock             # (a call through a local: 3.11 specializes it, not self.clock())
         if m is None:
-            return {"v": SCHEMA_VERSION, "event": kind, "ts_ms": self.clock(), "group": self.group,
+            return {"v": SCHEMA_VERSION, "event": kind, "ts_ms": clock(), "group": self.group,
                     "client": self.client, "member": "", "generation": -1}
         g = m.generation               # (its fields, not the member's properties: a hot path)
-        return {"v": SCHEMA_VERSION, "event": kind, "ts_ms": self.clock(), "group": self.group,
+        return {"v": SCHEMA_VERSION, "event": kind, "ts_ms": clock(), "group": self.group,
                 "client": self.client, "member": g.member_id, "generation": g.generation_id}
 
     def started(self) -> None:
@@ -133,7 +134,8 @@ class MemberEvents:
             return
         e = self._base("client.committed")
         e["offsets"] = [[tp[0], tp[1], om.offset] for tp, om in sorted(offsets.items())]
-        self.emit(e)
+        emit = self.emit
+        emit(e)
 
     def stopped(self, reason: str) -> None:
         e = self._base("client.stopped")

@@ -77,7 +77,9 @@ def handle(ctx, version, body, respond):
                 ok.append(p)
             else:
                 builder.add(name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        if ok:
+        if ok and len(ok) == len(topic["partitions"]):
+            valid.append(topic)             # all of it (the coordinator only reads it)
+        elif ok:
             valid.append({"name": name, "partitions": ok})
     if not valid:
         respond({"throttle_time_ms": 0, "topics": builder.topics})

@@ -749,7 +749,7 @@ class Member:
         self._now = now
         if self.closed:
             return self.take_actions()
-        before = None       # (taken after a pass, not before the first: most polls stop after one)
+        before = self._snapshot()
         for _ in range(8):
             if self.closed:
                 break

@@ -251,3 +251,28 @@ def test_fetching_records_advances_positions_and_commits_them():
     a.member.commit(None, sim.now)
     sim.advance(50)
     assert stored(sim) == {TP("t", 0): 4, TP("t", 1): 2}
+
+
+def test_a_poll_that_changes_nothing_makes_one_pass():
+    # a pass that changed nothing another step reads is not repeated: while the leader's connection
+    # opens again, each poll looks at the fetch once (one shuffle of its partitions' order)
+    import random
+
+    class Counting(random.Random):
+        shuffles = 0
+
+        def shuffle(self, x):
+            self.shuffles += 1
+            super().shuffle(x)
+
+    sim = Sim({"t": 2})
+    produce(sim, "t", 0, 3)
+    a = sim.add("a", fetch=True)
+    got = []
+    sim.run(lambda: got.extend(a.member.take_records()) or len(got) == 3, max_ms=5000)
+    m = a.member
+    m._rng = Counting(1)
+    sim.disconnect("a")
+    m.poll(sim.now)                       # the connections go out again
+    before = m._rng.shuffles
+    assert m.poll(sim.now) == [] and m._rng.shuffles - before == 1

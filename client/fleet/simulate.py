@@ -810,9 +810,11 @@ def _next_slot(wheel: list[list], i: int) -> int:
 @contextlib.contextmanager
 def _no_cyclic_gc():
     """Python's cyclic garbage collector off for a while (as it was before, after). What was made
-    meanwhile is frozen (gc.freeze) before the collector is on again: its first collections would
-    walk the millions of objects a run keeps (0.3 s each after 10 virtual minutes of hour-1000),
-    while the few cycles a run makes are not worth collecting. Refcounting frees all of it as usual."""
+    meanwhile goes to the oldest generation before the collector is on again (gc.freeze and
+    unfreeze move it there without a walk): the young generations' next collections would walk
+    the millions of objects a run keeps (0.3 s each after 10 virtual minutes of hour-1000). A full
+    collection still looks at them, and frees a finished run's cycles (the simulator's bound
+    methods refer to it)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -820,6 +822,7 @@ def _no_cyclic_gc():
     finally:
         if enabled:
             gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 

@@ -859,34 +859,31 @@ def _run_shard(args) -> tuple[list[dict], dict]:
     return events, sim.summary(events)
 
 
-def _run_shard_elsewhere(args) -> tuple[str | list[dict], dict]:
+def _run_shard_elsewhere(args) -> tuple[bytes | list[dict] | None, dict]:
     """_run_shard in a worker process. The log goes back marshalled when it can be (plain data, as
-    the JSON log is: it loads in about two thirds of pickle's time), in a file in memory when
-    there is such a place (80 MB of an hour-1000 shard come through it in 0.1 s, through the
-    pool's pipe in 0.45 s): the file's path, read and removed by _shard_log."""
-    events, summary = _run_shard(args)
+    the JSON log is: it loads in about two thirds of pickle's time), written to the file at
+    ``path`` (the caller made it and removes it; 80 MB of an hour-1000 shard come through a file
+    in about 0.1 s, through the pool's pipe in 0.45 s): then None comes back for the log. When
+    the file cannot be written (no space left), the log comes through the pipe."""
+    sc, seed, groups, path = args
+    events, summary = _run_shard((sc, seed, groups))
     try:
         data = marshal.dumps(events)
     except ValueError:
         return events, summary
-    fd, path = tempfile.mkstemp(prefix="groupcoord-shard-", suffix=".marshal",
-                                dir=_SHM if os.path.isdir(_SHM) and os.access(_SHM, os.W_OK) else None)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return path, summary
-
-
-_SHM = "/dev/shm"           # Linux's files in memory
-
-
-def _shard_log(log: str | list[dict]) -> list[dict]:
-    if not isinstance(log, str):
-        return log
     try:
-        with open(log, "rb") as f:
-            return marshal.loads(f.read())
-    finally:
-        os.unlink(log)
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError:
+        return data, summary
+    return None, summary
+
+
+def _shard_log(log: bytes | list[dict] | None, path: str) -> list[dict]:
+    if log is None:
+        with open(path, "rb") as f:
+            log = f.read()
+    return marshal.loads(log) if isinstance(log, bytes) else log
 
 
 def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
@@ -909,16 +906,23 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
     with _no_cyclic_gc():       # the shards' logs arrive as millions of new objects
         # this process runs the first shard itself: one process fewer to start, one log fewer
         # to carry over
-        with ctx.Pool(len(parts) - 1) as pool:
-            others = pool.map_async(_run_shard_elsewhere, [(sc, seed, groups) for groups in parts[1:]], chunksize=1)
-            try:
+        paths = []
+        try:
+            for _ in parts[1:]:
+                fd, path = tempfile.mkstemp(prefix="groupcoord-shard-", suffix=".marshal")
+                os.close(fd)
+                paths.append(path)
+            with ctx.Pool(len(parts) - 1) as pool:
+                others = pool.map_async(_run_shard_elsewhere,
+                                        [(sc, seed, groups, path) for groups, path in zip(parts[1:], paths)],
+                                        chunksize=1)
                 results = [_run_shard((sc, seed, parts[0]))]
-            except BaseException:
-                if others.ready() and others.successful():     # no shard's file left behind
-                    for log, _ in others.get():
-                        _shard_log(log)
-                raise
-            results += [(_shard_log(log), part) for log, part in others.get()]
+                results += [(_shard_log(log, path), part) for (log, part), path in zip(others.get(), paths)]
+        finally:
+            # (after the pool's end: no worker writes any more) no shard's file left behind
+            for path in paths:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
         # each shard's log is in the log's order, and a group's events are all in one shard: a
         # stable sort of the shards one after the other merges them (in about two thirds of
         # heapq.merge's time: Timsort finds the runs)

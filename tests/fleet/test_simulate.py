@@ -7,6 +7,8 @@ import subprocess
 import sys
 from collections import Counter
 
+import pytest
+
 from groupcoord.client.fleet import events as member_events
 from groupcoord.client.fleet import scenario, simulate
 from groupcoord.client.fleet.model import summarize
@@ -288,14 +290,34 @@ node = 1
     assert groups == {"g-0", "g-1", "g-2"}
 
 
-def test_a_worker_hands_its_shard_log_over_in_a_file_read_once(tmp_path):
+def test_a_worker_hands_its_shard_log_over_in_a_file_or_through_the_pipe(tmp_path):
     sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
         {"name": "a", "topics": ["t"], "members": 2, "count": 2}]})
     events, _ = simulate._run_shard((sc, 3, ["a-1"]))
-    path, summary = simulate._run_shard_elsewhere((sc, 3, ["a-1"]))
-    assert isinstance(path, str) and os.path.exists(path) and summary["groups"].keys() == {"a-1"}
-    assert simulate._shard_log(path) == events and len(events) > 10
-    assert not os.path.exists(path)
+    assert len(events) > 10
+    path = tmp_path / "shard"
+    log, summary = simulate._run_shard_elsewhere((sc, 3, ["a-1"], str(path)))
+    assert log is None and summary["groups"].keys() == {"a-1"}
+    assert simulate._shard_log(log, str(path)) == events
+    # a file that cannot be written (here: a directory in its place): the log comes in the answer
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    log, _ = simulate._run_shard_elsewhere((sc, 3, ["a-1"], str(blocked)))
+    assert isinstance(log, bytes) and simulate._shard_log(log, str(blocked)) == events
+
+
+def test_a_sharded_run_leaves_no_file_behind(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)         # TMPDIR is read again
+    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})
+    events, summary, _ = simulate.simulate(sc, 3, workers=3)
+    assert summary["workers"] == 3 and len(events) > 30 and list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(simulate, "_run_shard", lambda args: 1 / 0)    # the caller's own shard fails
+    with pytest.raises(ZeroDivisionError):
+        simulate.simulate(sc, 3, workers=2)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_shards_balance_members():

@@ -863,7 +863,7 @@ def _run_shard_elsewhere(args) -> tuple[bytes | list[dict] | None, dict]:
     """_run_shard in a worker process. The log goes back marshalled when it can be (plain data, as
     the JSON log is: it loads in about two thirds of pickle's time), written to the file at
     ``path`` (the caller made it and removes it; 80 MB of an hour-1000 shard come through a file
-    in about 0.1 s, through the pool's pipe in 0.45 s): then None comes back for the log. When
+    in 0.1 to 0.35 s, through the pool's pipe in 0.45 s): then None comes back for the log. When
     the file cannot be written (no space left), the log comes through the pipe."""
     sc, seed, groups, path = args
     events, summary = _run_shard((sc, seed, groups))

@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--set", action="append", type=_setting, default=[], metavar="KEY=VALUE",
                        help="a broker config by Kafka's name, e.g. group.initial.rebalance.delay.ms=0")
     serve.add_argument("--config", metavar="FILE", help="a properties file of broker configs")
+    serve.add_argument("--kafka-version", choices=SETTINGS["groupcoord.kafka.version"].choices, default=None,
+                       help="the Kafka release emulated: the API versions served (default 4.1; 3.9 keeps "
+                            "the versions Kafka 4.0 removed, for old clients)")
     serve.add_argument("--log-format", choices=("console", "json"), default="console")
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--events", metavar="FILE",
@@ -82,7 +85,10 @@ async def serve(args) -> int:
     if args.http_port is not None:
         from .admin.app import check_exposure
         check_exposure(args.http_host, token)   # refuse to start exposed without a token
-    config = BrokerConfig(dict(args.set), profile=args.profile, properties_file=args.config)
+    values = dict(args.set)
+    if args.kafka_version is not None:
+        values["groupcoord.kafka.version"] = args.kafka_version
+    config = BrokerConfig(values, profile=args.profile, properties_file=args.config)
     ports = [args.port + i if args.port else 0 for i in range(args.nodes)]
     emit = None
     events_file = None

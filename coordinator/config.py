@@ -19,6 +19,7 @@ class Setting:
     default: Any
     doc: str
     kind: type = int
+    choices: tuple = ()
 
 
 SETTINGS: dict[str, Setting] = {s.key: s for s in [
@@ -35,6 +36,8 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("default.replication.factor", 1, "Replication factor reported for topics (no replication is emulated)."),
     Setting("message.max.bytes", 1048588, "Largest record batch a Produce may carry."),
     Setting("cluster.id", "groupcoord-cluster", "Cluster id reported by Metadata.", str),
+    Setting("groupcoord.kafka.version", "4.1", "The Kafka release emulated: the API versions served and advertised (4.1 or 3.9).",
+            str, ("4.1", "3.9")),
     # security (coordinator/security.py)
     Setting("sasl.enabled.mechanisms", "", "SASL mechanisms of the listeners: PLAIN, or empty for PLAINTEXT listeners.", str),
     Setting("listener.name.sasl_plaintext.plain.sasl.jaas.config", "", "Kafka's PlainLoginModule JAAS line; its user_<name>=\"<password>\" options are the users.", str),
@@ -66,6 +69,11 @@ def _convert(key: str, value: Any) -> Any:
     setting = SETTINGS.get(key)
     if setting is None:
         raise ConfigError(f"unknown config {key!r}; known: {', '.join(sorted(SETTINGS))}")
+    if setting.choices:
+        text = str(value).strip()
+        if text not in setting.choices:
+            raise ConfigError(f"config {key!r} must be one of {', '.join(setting.choices)}, got {value!r}")
+        return text
     if isinstance(value, setting.kind) and not (setting.kind is int and isinstance(value, bool)):
         return value
     text = str(value).strip()

@@ -3,9 +3,10 @@
 Per connection, requests are handled one at a time and answered in order, as Kafka
 does (it mutes a channel until its response is sent): while a JoinGroup or SyncGroup
 is parked, the frames behind it on the same connection wait, and nothing else does.
-A malformed frame, or a request of an API version we do not speak (except
-ApiVersions, which gets Kafka's v0 error body), closes that connection with a log
-line; the service and every other client go on.
+A malformed frame, or a request of an API version the emulated Kafka release does not
+serve (except ApiVersions, which gets Kafka's v0 error body), closes that connection
+with a log line; the service and every other client go on. Bytes after a request's
+body are ignored, as Kafka ignores them.
 
 Connections are asyncio protocols rather than stream tasks: a burst of pipelined
 requests is decoded, handled and answered within one ``data_received`` call.
@@ -22,6 +23,7 @@ import structlog
 
 from groupcoord.protocol import frames
 from groupcoord.protocol.errors import DecodeError, EncodeError, UnsupportedVersionError
+from groupcoord.protocol.messages import APIS
 
 from .context import RequestContext, Verdict
 from .handlers import api_versions
@@ -31,6 +33,7 @@ log = structlog.get_logger("groupcoord.server")
 
 MAX_REQUEST_BYTES = 104857600   # Kafka's socket.request.max.bytes
 _SIZE = struct.Struct(">i")
+_PEEK = struct.Struct(">hhi")       # api key, api version, correlation id
 _READ_HIGH_WATER = 1 << 20      # stop reading a connection with this much unhandled input
 
 
@@ -222,19 +225,22 @@ class _Connection(asyncio.Protocol):
 
     def _handle(self, frame: bytes) -> None:
         service = self.service
-        try:
-            request = frames.decode_request(frame)
-        except UnsupportedVersionError as exc:
-            api_key, _, correlation_id = frames.peek_header(frame)
-            if api_key == api_versions.API_KEY:
+        api_key, api_version, correlation_id = _PEEK.unpack_from(frame, 0)
+        if not service.serves(api_key, api_version):
+            if api_key == api_versions.API_KEY:    # Kafka answers it with a v0 error body
                 self._write(frames.encode_response(
                     api_key, 0, correlation_id, api_versions.unsupported_version_response(service)))
                 return
+            self._unsupported(api_key, api_version)
+            return
+        try:
+            request = frames.decode_request(frame)
+        except (DecodeError, UnsupportedVersionError) as exc:
             self._malformed(str(exc))
             return
-        except DecodeError as exc:
-            self._malformed(str(exc))
-            return
+        if request.trailing:
+            log.debug("ignoring_trailing_bytes", api=request.api_name, version=api_version,
+                      trailing=request.trailing, connection=self.conn_id)
         self.server.stats["requests"] += 1
         self.client_id = request.client_id
         ctx = RequestContext(service, self.node_id, request.client_id, self.client_host, request.api_key,
@@ -353,6 +359,16 @@ class _Connection(asyncio.Protocol):
         if not self.reading and not self.closed:
             self.reading = True
             self.transport.resume_reading()
+
+    def _unsupported(self, api_key: int, api_version: int) -> None:
+        # Kafka's SocketServer closes the connection on a request of a version it does not serve
+        api = APIS.get(api_key)
+        served = self.service.served_versions.get(api_key)
+        release = self.service.config["groupcoord.kafka.version"]
+        reason = (f"unsupported version: {api.name} v{api_version} (Kafka {release} serves "
+                  f"v{served[0]}-{served[1]})" if api is not None and served is not None
+                  else f"unsupported API key {api_key} (v{api_version})")
+        self._malformed(reason)
 
     def _malformed(self, reason: str) -> None:
         self.server.stats["closed_malformed"] += 1

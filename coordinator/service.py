@@ -13,8 +13,6 @@ from typing import Callable, Iterable
 
 import structlog
 
-from groupcoord.protocol.messages import APIS
-
 from .bus import EventBus
 from .cluster import Cluster, Node
 from .config import BrokerConfig
@@ -22,7 +20,7 @@ from .context import RequestContext, Respond
 from .events import default_emit
 from .faults import FaultEngine
 from .group_coordinator import GroupCoordinator
-from .handlers import HANDLERS
+from .handlers import HANDLERS, advertised_versions, served_versions
 from .security import Security
 from .timer import Timers
 
@@ -62,6 +60,10 @@ class Service:
         self.group_coordinator = GroupCoordinator(self.config, self.timers, clock, emit=self.bus.publish,
                                                   member_id_factory=member_id_factory, store=store)
         self.store = self.group_coordinator.store
+        # the API versions of the Kafka release emulated: answered, and listed by ApiVersions
+        release = self.config["groupcoord.kafka.version"]
+        self.served_versions = served_versions(release)
+        self._advertised = advertised_versions(release)
         self._next_producer_id = 1000
         # fault injection (faults.py): hooks itself into before_request / the bus only when used
         self.faults = FaultEngine(self)
@@ -135,7 +137,13 @@ class Service:
 
     # ---- dispatch -------------------------------------------------------------
     def supported_versions(self) -> dict[int, tuple[int, int]]:
-        return {key: (APIS[key].request.valid[0], APIS[key].request.valid[1]) for key in HANDLERS}
+        """The versions ApiVersions lists, per API key (what a client negotiates against)."""
+        return dict(self._advertised)
+
+    def serves(self, api_key: int, api_version: int) -> bool:
+        """Whether a request of this API and version is answered (else its connection closes)."""
+        rng = self.served_versions.get(api_key)
+        return rng is not None and rng[0] <= api_version <= rng[1]
 
     def handle(self, ctx: RequestContext, body: dict, respond: Respond) -> None:
         """Dispatch one decoded request; respond(body) is called now or later.

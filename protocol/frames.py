@@ -73,6 +73,7 @@ class Request:
     client_id: str
     body: dict
     header: dict = field(repr=False, default_factory=dict)
+    trailing: int = 0       # bytes after the body, which Kafka ignores (librdkafka sends some)
 
     @property
     def api_name(self) -> str:
@@ -88,18 +89,21 @@ def decode_request(data: bytes) -> Request:
     """Decode a request frame (without its size prefix): header and body.
 
     An API or version we do not speak raises UnsupportedVersionError; anything
-    malformed raises DecodeError with the API, the version and the offset.
+    malformed raises DecodeError with the API, the version and the offset. Bytes after the
+    body are ignored and counted in ``trailing``, as Kafka reads the fields it knows and no more
+    (librdkafka's all-topics Metadata request carries three).
     """
     if not isinstance(data, bytes):
         data = bytes(data)
     api_key, api_version, _ = peek_header(data)
     cached = _REQUEST_DECODERS.get((api_key, api_version))
     if cached is not None:
-        header_decode, body_codec = cached
+        header_decode, body_decode = cached
         header, pos = header_decode(data, 0)
+        body, end = body_decode(data, pos)
         client_id = header["client_id"]
         return Request(api_key, api_version, header["correlation_id"],
-                       "" if client_id is None else client_id, body_codec.decode(data, pos), header)
+                       "" if client_id is None else client_id, body, header, len(data) - end)
     api = APIS.get(api_key)
     if api is None:
         raise UnsupportedVersionError(f"ApiKey{api_key}", api_version, 0, f"unknown API key {api_key}")
@@ -107,12 +111,9 @@ def decode_request(data: bytes) -> Request:
         raise UnsupportedVersionError(api.request.name, api_version, 2,
                                       f"supported versions are {api.request.valid[0]}-{api.request.valid[1]}")
     hv = 2 if api.request.is_flexible(api_version) else 1
-    _REQUEST_DECODERS[api_key, api_version] = (REQUEST_HEADER.codec(hv).decode_from, api.request.codec(api_version))
-    header, pos = REQUEST_HEADER.codec(hv).decode_from(data, 0)
-    body = api.request.codec(api_version).decode(data, pos)
-    client_id = header["client_id"]
-    return Request(api_key, api_version, header["correlation_id"],
-                   "" if client_id is None else client_id, body, header)
+    _REQUEST_DECODERS[api_key, api_version] = (REQUEST_HEADER.codec(hv).decode_from,
+                                               api.request.codec(api_version).decode_from)
+    return decode_request(data)
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, body: dict,

@@ -2,10 +2,18 @@
 
 Each module has ``API_KEY`` and ``handle(ctx, version, body, respond)``; ``HANDLERS``
 maps API keys to the modules. ApiVersions advertises exactly these APIs.
+
+The versions served depend on the Kafka release emulated (``groupcoord.kafka.version``): a
+module whose range differs from what we declare has ``VERSIONS = {release: (lo, hi)}``, and
+``ADVERTISED`` where Kafka advertises other versions than it serves (Produce).
 """
 from __future__ import annotations
 
 import importlib
+
+from groupcoord.protocol.messages import APIS
+
+from ..config import SETTINGS
 
 _MODULES = (
     "produce", "fetch", "list_offsets", "metadata", "offset_commit", "offset_fetch",
@@ -19,4 +27,27 @@ for _name in _MODULES:
     _module = importlib.import_module(f"{__name__}.{_name}")
     HANDLERS[_module.API_KEY] = _module
 
-__all__ = ["HANDLERS"]
+# the Kafka releases a broker can be emulated as (the first is the default)
+KAFKA_RELEASES = SETTINGS["groupcoord.kafka.version"].choices
+
+
+def served_versions(release: str) -> dict[int, tuple[int, int]]:
+    """Per API key, the versions a broker of that Kafka release answers; any other version of
+    a request closes the connection (ApiVersions excepted), as Kafka's SocketServer does."""
+    return {key: _range(module, "VERSIONS", release) for key, module in sorted(HANDLERS.items())}
+
+
+def advertised_versions(release: str) -> dict[int, tuple[int, int]]:
+    """Per API key, the versions ApiVersions lists for that release."""
+    return {key: getattr(module, "ADVERTISED", {}).get(release) or _range(module, "VERSIONS", release)
+            for key, module in sorted(HANDLERS.items())}
+
+
+def _range(module, attr: str, release: str) -> tuple[int, int]:
+    if release not in KAFKA_RELEASES:
+        raise ValueError(f"unknown Kafka release {release!r}; emulated: {', '.join(KAFKA_RELEASES)}")
+    declared = APIS[module.API_KEY].request.valid
+    return getattr(module, attr, {}).get(release) or (declared[0], declared[1])
+
+
+__all__ = ["HANDLERS", "KAFKA_RELEASES", "advertised_versions", "served_versions"]

@@ -6,6 +6,7 @@ from groupcoord.protocol.errors import ErrorCode
 from ..cluster import validate_topic_name
 
 API_KEY = 19
+VERSIONS = {"4.1": (2, 7)}      # Kafka 4.0 removed v0-1 (KIP-896)
 
 
 def handle(ctx, version, body, respond):

@@ -5,6 +5,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.types import ZERO_UUID
 
 API_KEY = 20
+VERSIONS = {"4.1": (1, 6)}      # Kafka 4.0 removed v0 (KIP-896)
 
 
 def handle(ctx, version, body, respond):

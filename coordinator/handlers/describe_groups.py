@@ -14,6 +14,7 @@ from ..group_coordinator import AUTHORIZED_OPERATIONS_OMITTED, GROUP_AUTHORIZED_
 from ..security import DESCRIBE, GROUP, authorize, authorized_operations
 
 API_KEY = 15
+VERSIONS = {"3.9": (0, 5)}      # v6 (ErrorMessage, GROUP_ID_NOT_FOUND) came with Kafka 4.0
 
 
 def handle(ctx, version, body, respond):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from groupcoord.protocol.errors import ErrorCode
 
 API_KEY = 1
+VERSIONS = {"4.1": (4, 12)}     # Kafka 4.0 removed v0-3 (KIP-896)
 
 
 def _collect(ctx, version, body):

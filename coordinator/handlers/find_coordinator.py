@@ -41,8 +41,11 @@ def handle(ctx, version, body, respond):
     key_type = body.get("key_type", GROUP)
     if version < 4:
         res = _lookup(ctx, body["key"], key_type, version)
-        if res["error_code"] and version >= 1 and res["error_message"] is None:
-            res["error_message"] = ErrorCode(res["error_code"]).message
+        if res["error_message"] is None:
+            # Errors.message(): the exception's message, or the name for NONE (KafkaApis sets it
+            # on v0-3 answers only; v4+ coordinators carry no message on success)
+            error = ErrorCode(res["error_code"])
+            res["error_message"] = error.message if error else error.name
         respond({"throttle_time_ms": 0, **res})
         return
     coordinators = [{"key": key, **_lookup(ctx, key, key_type, version)} for key in body["coordinator_keys"]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 from groupcoord.protocol.errors import ErrorCode
 
 API_KEY = 2
+VERSIONS = {"4.1": (1, 7)}      # Kafka 4.0 removed v0 (KIP-896)
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
 

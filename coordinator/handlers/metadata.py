@@ -10,6 +10,7 @@ from groupcoord.protocol.frames import SharedBody
 from ..cluster import validate_topic_name
 
 API_KEY = 3
+VERSIONS = {"3.9": (0, 12)}     # v13 (top-level ErrorCode) came with Kafka 4.0
 INT32_MIN = -(2**31)
 
 

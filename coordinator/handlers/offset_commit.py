@@ -21,6 +21,7 @@ from groupcoord.protocol.errors import ErrorCode
 from ..security import GROUP, READ, TOPIC, authorize
 
 API_KEY = 8
+VERSIONS = {"4.1": (2, 9)}      # Kafka 4.0 removed v0-1 (KIP-896); v10 (topic ids) came after 4.1
 
 
 class _Builder:

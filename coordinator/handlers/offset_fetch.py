@@ -22,6 +22,7 @@ from groupcoord.protocol.errors import ErrorCode
 from ..security import DESCRIBE, GROUP, TOPIC, authorize
 
 API_KEY = 9
+VERSIONS = {"4.1": (1, 9)}      # Kafka 4.0 removed v0 (KIP-896); v10 (topic ids) came after 4.1
 
 
 def _fetch_group(ctx, group_id, topics, require_stable, member_id, member_epoch) -> dict:

@@ -8,6 +8,9 @@ from __future__ import annotations
 from groupcoord.protocol.errors import ErrorCode
 
 API_KEY = 0
+# Kafka 4.0 removed v0-2 (KIP-896) but still lists them in ApiVersions, for librdkafka (KAFKA-18659)
+VERSIONS = {"4.1": (3, 9)}
+ADVERTISED = {"4.1": (0, 9)}
 
 
 def handle(ctx, version, body, respond):

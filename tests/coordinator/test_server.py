@@ -66,17 +66,90 @@ def join_body(group: str, member_id: str = "", session: int = 10000) -> dict:
             "protocols": [{"name": "range", "metadata": SUB}]}
 
 
-async def test_api_versions_advertises_every_handler_with_generous_lower_bounds():
+async def advertised(gc) -> dict[int, tuple[int, int]]:
+    c = await Client.connect(gc.bootstrap_servers)
+    resp = await c.call(18, 3, {"client_software_name": "test", "client_software_version": "1.0"})
+    c.close()
+    assert resp["error_code"] == 0
+    return {k["api_key"]: (k["min_version"], k["max_version"]) for k in resp["api_keys"]}
+
+
+async def test_api_versions_of_kafka_4_1_by_default():
+    async with running() as gc:
+        keys = await advertised(gc)
+    # the group APIs: every version Kafka 4.1 serves (JoinGroup 0-1 were restored in 4.0.1)
+    assert keys[11] == (0, 9) and keys[14] == (0, 5) and keys[12] == (0, 4) and keys[13] == (0, 5)
+    assert keys[10] == (0, 6) and keys[18] == (0, 4) and keys[15] == (0, 6) and keys[16] == (0, 5)
+    # KIP-896 floors; Produce still lists v0 (KAFKA-18659) though it serves 3+
+    assert keys[8] == (2, 9) and keys[9] == (1, 9) and keys[1] == (4, 12) and keys[2] == (1, 7)
+    assert keys[19] == (2, 7) and keys[20] == (1, 6) and keys[0] == (0, 9)
+    assert 68 not in keys  # KIP-848 is not spoken, so it must not be advertised
+
+
+async def test_api_versions_of_kafka_3_9_keep_the_old_versions():
+    async with running(config={"groupcoord.kafka.version": "3.9"}) as gc:
+        keys = await advertised(gc)
+    assert keys[8] == (0, 9) and keys[9] == (0, 9) and keys[1] == (0, 12) and keys[2] == (0, 7)
+    assert keys[0] == (0, 9) and keys[19] == (0, 7) and keys[20] == (0, 6)
+    assert keys[3] == (0, 12) and keys[15] == (0, 5)      # Metadata v13, DescribeGroups v6 came with 4.0
+
+
+def test_unknown_kafka_version_is_refused():
+    from groupcoord.coordinator.config import BrokerConfig, ConfigError
+    with pytest.raises(ConfigError, match="groupcoord.kafka.version.*4.1, 3.9"):
+        BrokerConfig({"groupcoord.kafka.version": "2.8"})
+
+
+COMMIT_V1 = {"group_id": "g", "generation_id": -1, "member_id": "",
+             "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                      "commit_timestamp": -1, "committed_metadata": None}]}]}
+
+
+@pytest.mark.parametrize("release,served", [("4.1", False), ("3.9", True)])
+async def test_a_version_the_release_does_not_serve_closes_the_connection(release, served):
+    async with running(topics={"t": 1}, config={"groupcoord.kafka.version": release}) as gc:
+        c, other = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+        if served:
+            resp = await c.call(8, 1, COMMIT_V1)
+            assert resp["topics"][0]["partitions"][0]["error_code"] == 0
+        else:
+            c.send(8, 1, COMMIT_V1)     # OffsetCommit v1: removed in Kafka 4.0 (KIP-896)
+            assert await c.closed()
+            # Produce v2 is listed by ApiVersions but not served either
+            p = await Client.connect(gc.bootstrap_servers)
+            p.send(0, 2, {"acks": 1, "timeout_ms": 1000, "topic_data": []})
+            assert await p.closed()
+        assert (await other.call(18, 0, {}))["error_code"] == 0     # the others go on
+        other.close()
+
+
+async def test_bytes_after_a_request_body_are_ignored():
+    # librdkafka's all-topics Metadata request leaves a 4-byte placeholder for the null topic
+    # array: three zero bytes follow the body, which Kafka ignores
+    async with running(topics={"t": 2}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        c.corr += 1
+        payload = frames.encode_request(3, 13, c.corr, {"topics": None, "allow_auto_topic_creation": True,
+                                                        "include_topic_authorized_operations": False},
+                                        framed=False) + b"\x00\x00\x00"
+        c.writer.write(struct.pack(">i", len(payload)) + payload)
+        corr, resp = await c.read(3, 13)
+        assert corr == c.corr and [t["name"] for t in resp["topics"]] == ["t"]
+        assert (await c.call(18, 0, {}))["error_code"] == 0     # the connection stays open
+        c.close()
+
+
+@pytest.mark.parametrize("version,message", [(1, "NONE"), (2, "NONE"), (3, "NONE"), (4, None)])
+async def test_find_coordinator_success_message(version, message):
+    # Errors.NONE.message() is "NONE" on v1-3 answers; v4+ coordinators carry no message
     async with running() as gc:
         c = await Client.connect(gc.bootstrap_servers)
-        resp = await c.call(18, 3, {"client_software_name": "test", "client_software_version": "1.0"})
-        assert resp["error_code"] == 0
-        keys = {k["api_key"]: (k["min_version"], k["max_version"]) for k in resp["api_keys"]}
-        assert keys[11] == (0, 9) and keys[14] == (0, 5) and keys[12] == (0, 4) and keys[13] == (0, 5)
-        assert keys[10] == (0, 6) and keys[8] == (0, 9) and keys[9] == (0, 9) and keys[18] == (0, 4)
-        assert keys[0][0] == 0 and keys[1] == (0, 12) and keys[2][0] == 0
-        assert 68 not in keys  # KIP-848 is not spoken, so it must not be advertised
+        if version < 4:
+            resp = await c.call(10, version, {"key": "g", "key_type": 0})
+        else:
+            resp = (await c.call(10, version, {"key_type": 0, "coordinator_keys": ["g"]}))["coordinators"][0]
         c.close()
+    assert resp["error_code"] == 0 and resp["error_message"] == message
 
 
 async def test_api_versions_too_new_gets_v0_error_body_and_the_connection_stays_open():
@@ -377,6 +450,27 @@ def test_cli_serve_prints_bootstrap_servers_and_stops_on_sigterm(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.mark.parametrize("flags,offset_commit", [([], (2, 9)), (["--kafka-version", "3.9"], (0, 9)),
+                                                  (["--set", "groupcoord.kafka.version=3.9"], (0, 9))])
+def test_cli_serve_emulates_the_kafka_release_asked_for(flags, offset_commit):
+    proc = subprocess.Popen([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
+                             *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("bootstrap servers: "), proc.stderr.read() if proc.poll() is not None else line
+
+        async def offset_commit_range():
+            c = await Client.connect(line.split(": ", 1)[1].strip())
+            resp = await c.call(18, 0, {})
+            c.close()
+            return next((k["min_version"], k["max_version"]) for k in resp["api_keys"] if k["api_key"] == 8)
+        assert asyncio.run(offset_commit_range()) == offset_commit
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)
 
 
 def test_cli_rejects_bad_config():

@@ -192,6 +192,14 @@ class RequestSpy:
 
 
 # ============================================================================ members
+def subscription_pattern(topics: list[str]) -> str | None:
+    """The regular expression of a pattern subscription: topics given as ["^regex"], as
+    librdkafka takes them (confluent-kafka and KafkaJS members pass it on as it is)."""
+    if len(topics) == 1 and topics[0].startswith("^"):
+        return topics[0]
+    return None
+
+
 class Member:
     """One consumer of a group, seen through its own client's callbacks."""
 
@@ -484,6 +492,10 @@ class KafkaPythonMember(ThreadMember):
         return consumer
 
     def _subscribe(self, consumer, topics) -> None:
+        pattern = subscription_pattern(topics)
+        if pattern is not None:
+            consumer.subscribe(pattern=pattern, listener=self._listener)
+            return
         consumer.subscribe(list(topics), listener=self._listener)
         # kafka-python 3.0.12 bug: ensure_active_group() awaits its in-flight join only while
         # need_rejoin() is true. For a rejoin not requested through request_rejoin() (a
@@ -608,7 +620,11 @@ class AioKafkaMember(Member):
         overrides.update(self.extra)
         self.consumer = AIOKafkaConsumer(**aiokafka_config(self.bootstrap, **overrides))
         self._listener = Listener()
-        self.consumer.subscribe(self.topics, listener=self._listener)
+        pattern = subscription_pattern(self.topics)
+        if pattern is not None:
+            self.consumer.subscribe(pattern=pattern, listener=self._listener)
+        else:
+            self.consumer.subscribe(self.topics, listener=self._listener)
         await self.consumer.start()
 
     def resubscribe(self, topics: list[str]) -> None:

@@ -8,7 +8,8 @@
 // ops: init {brokers}, consumer.start {name, groupId, topics, sessionTimeout, heartbeatInterval,
 //      rebalanceTimeout, maxWaitTimeInMs}, consumer.stop {name}, produce {messages: [{topic, partition, value}]},
 //      fetchOffsets {groupId, topics}, setOffsets {groupId, topic, partitions: [{partition, offset}]},
-//      describeGroups {groupIds}, listGroups, deleteGroups {groupIds}, shutdown
+//      describeGroups {groupIds}, listGroups, deleteGroups {groupIds}, listTopics, shutdown
+//      (a consumer topic starting with ^ is a regular expression, as in librdkafka)
 // events: group_join {name, memberId, leaderId, isLeader, groupProtocol, assignment: {topic: [partitions]}},
 //         message {name, topic, partition, offset, value} (sent after its offset was committed),
 //         crash {name, error}, stopped {name}
@@ -70,7 +71,8 @@ const ops = {
     })
     consumer.on(CRASH, ({ payload }) => out({ event: 'crash', name, error: String(payload.error) }))
     await consumer.connect()
-    await consumer.subscribe({ topics, fromBeginning: true })
+    const subscribed = topics.map(t => (t.startsWith('^') ? new RegExp(t) : t))
+    await consumer.subscribe({ topics: subscribed, fromBeginning: true })
     await consumer.run({
       autoCommit: false,
       eachMessage: async ({ topic, partition, message }) => {
@@ -115,6 +117,10 @@ const ops = {
       return [m.topic, m.partition, base.get(key) + i]
     })
     return { offsets }
+  },
+
+  async listTopics () {
+    return { topics: await (await getAdmin()).listTopics() }
   },
 
   async fetchOffsets ({ groupId, topics }) {

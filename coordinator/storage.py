@@ -1,11 +1,14 @@
-"""Durable coordinator state: one append-only log per offsets-topic partition ("state as a log").
+"""Durable coordinator state: one append-only log per offsets-topic partition ("state as a log"),
+and one for the cluster's topics.
 
 As Kafka's group coordinator, every change to committed offsets and group metadata is a
 record appended to the log of the group's ``__consumer_offsets`` partition
 (``abs(javaHash(group_id)) % offsets.topic.num.partitions``); at start the logs are replayed
 to rebuild groups and offsets. The core (:mod:`.group_coordinator`) only sees the
 :class:`Store` interface (``append(partition, records)``); :class:`MemoryStore` (the default)
-drops everything, :class:`LogStore` writes files.
+drops everything, :class:`LogStore` writes files. The cluster (:mod:`.cluster`) writes its topic
+changes and end offsets to a :class:`LogStore`'s ``put_topic``, ``delete_topic`` and
+``put_end_offset`` when it has one.
 
 File layout: ``DIR/__consumer_offsets-<partition>.log``, a sequence of frames::
 
@@ -28,6 +31,21 @@ All integers are big-endian; ``string`` is int16 length + UTF-8 (length -1 = nul
 ``has_value`` 0 is a tombstone: an offset deleted or expired, a group deleted. A group
 metadata value with members is a Stable group; without members, an Empty one.
 
+Topics: ``DIR/__cluster_metadata.log`` holds the cluster's topics in the same frames, with key
+versions of its own (a small cousin of KRaft's ``__cluster_metadata`` log); ``uuid`` is 16 bytes:
+
+* 1 - topic. key: name string. value: version int16 (=0), topic_id uuid,
+  partitions int32, replication_factor int16, configs int32 count, each: name string, value string?.
+  A tombstone: the topic was deleted.
+* 2 - partition end offset. key: topic_id uuid, partition int32. value: version int16 (=0),
+  end_offset int64. Written at each produce before it is acknowledged; a deleted topic's
+  partitions get tombstones. fsynced by :meth:`LogStore.sync`, and with ``fsync="always"`` also
+  before any offset commit is written (so an end offset on disk is never below a commit on
+  disk), not at each produce.
+
+Records of the data plane stay in memory: after a restart each partition is empty and starts at
+its kept end offset (log start = log end, as after retention), so new records continue its offsets.
+
 Recovery: frames are read in order. A frame is good when its length is plausible (4 to
 ``MAX_FRAME``), it lies whole within the file, its CRC matches and its payload decodes. At a bad
 frame the reader resyncs: it scans forward byte by byte for the next position that holds a good
@@ -38,7 +56,7 @@ frame, and goes on from there. So damage in the middle of a log costs only the b
   warning, as a crash is expected to leave it;
 * any other damage (bytes skipped before a good frame, or a complete but bad last frame) keeps
   the file as it was beside the log, under a new name that never replaces an earlier one
-  (``__consumer_offsets-<p>.log.damaged-<n>``), logs every skipped byte range at warning level,
+  (``<log>.damaged-<n>``), logs every skipped byte range at warning level,
   and rewrites the log with its good frames only (temporary file, fsync, rename), so the next
   start is clean.
 
@@ -51,6 +69,7 @@ from __future__ import annotations
 import os
 import struct
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Protocol
 
@@ -117,6 +136,30 @@ class GroupMetadataValue:
     members: tuple[MemberMetadata, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True, slots=True)
+class TopicKey:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicValue:
+    topic_id: uuid.UUID
+    partitions: int
+    replication_factor: int
+    configs: tuple[tuple[str, str | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EndOffsetKey:
+    topic_id: uuid.UUID
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class EndOffsetValue:
+    end_offset: int
+
+
 Key = OffsetCommitKey | GroupMetadataKey
 Value = OffsetCommitValue | GroupMetadataValue | None
 Record = tuple  # (Key, Value | None)
@@ -162,6 +205,14 @@ class _Reader:
         s = bytes(self.buf[self.pos:end]).decode("utf-8")
         self.pos = end
         return s
+
+    def uuid(self) -> uuid.UUID:
+        end = self.pos + 16
+        if end > len(self.buf):
+            raise ValueError("uuid past the end")
+        u = uuid.UUID(bytes=bytes(self.buf[self.pos:end]))
+        self.pos = end
+        return u
 
     def bytes(self) -> bytes | None:
         (n,) = self.take(_I32)
@@ -257,6 +308,89 @@ def decode_payload(payload) -> tuple[Key, Value, int]:
                 rebalance, session = r.take(_MEMBER_TIMEOUTS)
                 members.append(MemberMetadata(mid, iid, cid, host, rebalance, session, r.bytes(), r.bytes()))
             value = GroupMetadataValue(protocol_type, generation, protocol_name, leader, ts, tuple(members))
+    if r.pos != len(payload):
+        raise ValueError("trailing bytes in record")
+    return key, value, key_len
+
+
+TOPIC_KEY = 1
+END_OFFSET_KEY = 2
+
+
+def encode_metadata_key(key: TopicKey | EndOffsetKey) -> bytes:
+    out = bytearray()
+    if isinstance(key, TopicKey):
+        out += _I16.pack(TOPIC_KEY)
+        _w_str(out, key.name)
+    elif isinstance(key, EndOffsetKey):
+        out += _I16.pack(END_OFFSET_KEY)
+        out += key.topic_id.bytes
+        out += _I32.pack(key.partition)
+    else:
+        raise TypeError(f"not a metadata record key: {key!r}")
+    return bytes(out)
+
+
+def encode_metadata_payload(key: TopicKey | EndOffsetKey, value: TopicValue | EndOffsetValue | None) -> bytes:
+    """A record of the cluster metadata log (topics and end offsets)."""
+    out = bytearray(encode_metadata_key(key))
+    if value is None:
+        out += _I8.pack(0)
+        return bytes(out)
+    out += _I8.pack(1)
+    out += _I16.pack(0)
+    if isinstance(value, TopicValue):
+        out += value.topic_id.bytes
+        out += _I32.pack(value.partitions)
+        out += _I16.pack(value.replication_factor)
+        out += _I32.pack(len(value.configs))
+        for name, config in value.configs:
+            _w_str(out, name)
+            _w_str(out, config)
+    elif isinstance(value, EndOffsetValue):
+        out += _I64.pack(value.end_offset)
+    else:
+        raise TypeError(f"not a metadata record value: {value!r}")
+    return bytes(out)
+
+
+def decode_metadata_payload(payload) -> tuple:
+    """(key, value, length of the key's bytes) of a cluster metadata record. Raises
+    ValueError/struct.error when malformed."""
+    r = _Reader(payload)
+    (kind,) = r.take(_I16)
+    if kind == TOPIC_KEY:
+        key = TopicKey(r.str())
+        if key.name is None:
+            raise ValueError("null topic name")
+    elif kind == END_OFFSET_KEY:
+        topic_id = r.uuid()
+        (partition,) = r.take(_I32)
+        key = EndOffsetKey(topic_id, partition)
+    else:
+        raise ValueError(f"unknown metadata key version {kind}")
+    key_len = r.pos
+    (has_value,) = r.take(_I8)
+    value = None
+    if has_value:
+        r.take(_I16)
+        if kind == TOPIC_KEY:
+            topic_id = r.uuid()
+            (partitions,) = r.take(_I32)
+            (replication_factor,) = r.take(_I16)
+            (count,) = r.take(_I32)
+            if count < 0:
+                raise ValueError("negative config count")
+            configs = []
+            for _ in range(count):
+                name = r.str()
+                if name is None:
+                    raise ValueError("null config name")
+                configs.append((name, r.str()))
+            value = TopicValue(topic_id, partitions, replication_factor, tuple(configs))
+        else:
+            (end_offset,) = r.take(_I64)
+            value = EndOffsetValue(end_offset)
     if r.pos != len(payload):
         raise ValueError("trailing bytes in record")
     return key, value, key_len
@@ -512,10 +646,11 @@ class _LogFile:
 
 
 class LogStore:
-    """One log file per offsets-topic partition in ``directory``.
+    """One log file per offsets-topic partition in ``directory``, and the cluster metadata log.
 
     ``fsync``: "always" (fsync before acknowledging), "interval" (at most every
-    ``fsync_interval_ms``; the driver also calls :meth:`sync` on a timer), "never".
+    ``fsync_interval_ms``; the driver also calls :meth:`sync` on a timer), "never". Topic changes
+    are fsynced at once unless "never"; end offsets, see the module's "Topics".
     """
 
     def __init__(self, directory: str, *, fsync: str = "interval", fsync_interval_ms: int = 1000,
@@ -529,6 +664,8 @@ class LogStore:
         self.compact_min_bytes = compact_min_bytes
         self._logs: dict[int, _LogFile] = {}
         self._dirty: set[int] = set()
+        self._meta: _LogFile | None = None      # the cluster metadata log, opened on first use
+        self._meta_dirty = False
         self._last_sync = time.monotonic()
         self.compactions = 0
         os.makedirs(directory, exist_ok=True)
@@ -573,6 +710,10 @@ class LogStore:
 
     # ---- writing -------------------------------------------------------------
     def append(self, partition: int, records: Iterable[Record]) -> None:
+        if self.fsync == "always" and self._meta_dirty:
+            # an offset committed here may point at records whose produce moved an end offset:
+            # that end offset is on disk before the commit can be (so no end comes back below it)
+            self._sync_meta()
         plog = self._open(partition)
         buf = bytearray()
         for key, value in records:
@@ -593,8 +734,10 @@ class LogStore:
             self._compact(plog)
 
     def sync(self) -> None:
-        """fsync every log written since the last sync."""
+        """fsync every log written since the last sync (the cluster metadata log first)."""
         self._last_sync = time.monotonic()
+        if self._meta_dirty:
+            self._sync_meta()
         dirty, self._dirty = self._dirty, set()
         for partition in dirty:
             plog = self._logs.get(partition)
@@ -615,12 +758,72 @@ class LogStore:
         log.info("compacted log", path=plog.path, bytes_before=before, bytes_after=plog.size,
                  records=len(plog.live))
 
+    # ---- topics: the cluster metadata log -------------------------------------
+    def metadata_path(self) -> str:
+        return os.path.join(self.directory, "__cluster_metadata.log")
+
+    def load_topics(self) -> "TopicState":
+        """Read (and repair) the cluster metadata log: the live topics and their end offsets."""
+        if self._meta is not None:
+            self._meta.close()
+        self._meta = _LogFile(self.metadata_path(), decode_metadata_payload)
+        frames = self._meta.open()
+        if self._should_compact(self._meta):
+            self._compact(self._meta)
+        return replay_topics((k, v) for k, v, _, _ in frames)
+
+    def put_topic(self, name: str, topic_id: uuid.UUID, partitions: int, replication_factor: int,
+                  configs: dict[str, str | None]) -> None:
+        """A topic was created or got partitions: written and (unless fsync is "never") fsynced."""
+        value = TopicValue(topic_id, partitions, replication_factor, tuple(configs.items()))
+        self._append_meta([(TopicKey(name), value)], fsync_now=self.fsync != "never")
+
+    def delete_topic(self, name: str, topic_id: uuid.UUID, partitions: int) -> None:
+        """A topic was deleted: tombstones for it and its end offsets, fsynced as by put_topic."""
+        records = [(TopicKey(name), None)] + [(EndOffsetKey(topic_id, p), None) for p in range(partitions)]
+        self._append_meta(records, fsync_now=self.fsync != "never")
+
+    def put_end_offset(self, topic_id: uuid.UUID, partition: int, end_offset: int) -> None:
+        """A produce moved a partition's end offset: written (os.write) before the produce is
+        acknowledged, so a kill -9 loses none; fsynced by the periodic sync, and under "always"
+        before any offset commit is written, not at each produce."""
+        self._append_meta([(EndOffsetKey(topic_id, partition), EndOffsetValue(end_offset))], fsync_now=False)
+
+    def _append_meta(self, records, fsync_now: bool) -> None:
+        meta = self._meta
+        if meta is None:
+            self.load_topics()
+            meta = self._meta
+        buf = bytearray()
+        for key, value in records:
+            payload = encode_metadata_payload(key, value)
+            frame = _HDR.pack(len(payload) + 4, _crc32c.crc32c(payload)) + payload
+            buf += frame
+            meta.track(encode_metadata_key(key), frame, value is None)
+        meta.write(buf)
+        if fsync_now:
+            self._sync_meta()
+        elif self.fsync != "never":
+            self._meta_dirty = True
+            if (time.monotonic() - self._last_sync) * 1000 >= self.fsync_interval_ms:
+                self.sync()
+        if self._should_compact(meta):
+            self._compact(meta)
+
+    def _sync_meta(self) -> None:
+        self._meta_dirty = False
+        if self._meta is not None:
+            self._meta.fsync()
+
     def close(self) -> None:
         if self.fsync != "never":
             self.sync()
         for plog in self._logs.values():
             plog.close()
         self._logs.clear()
+        if self._meta is not None:
+            self._meta.close()
+            self._meta = None
 
 
 # ============================================================================ replay
@@ -650,6 +853,31 @@ class ReplayState:
 
 def replay(records: Iterable[Record]) -> ReplayState:
     return ReplayState().apply(records)
+
+
+@dataclass
+class TopicState:
+    """The live state of the cluster metadata log."""
+
+    topics: dict[str, TopicValue] = field(default_factory=dict)
+    end_offsets: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)   # (topic id, partition)
+
+
+def replay_topics(records: Iterable[tuple]) -> TopicState:
+    state = TopicState()
+    for key, value in records:
+        if isinstance(key, TopicKey):
+            if value is None:
+                state.topics.pop(key.name, None)
+            else:
+                state.topics[key.name] = value
+        elif value is None:
+            state.end_offsets.pop((key.topic_id, key.partition), None)
+        else:
+            state.end_offsets[(key.topic_id, key.partition)] = value.end_offset
+    live = {t.topic_id for t in state.topics.values()}
+    state.end_offsets = {k: v for k, v in state.end_offsets.items() if k[0] in live}
+    return state
 
 
 def iter_all(store: LogStore) -> Iterator[tuple[int, list[Record]]]:

@@ -107,7 +107,7 @@ async def serve(args) -> int:
         store = LogStore(args.data_dir, fsync=args.fsync)
     service = Service(config, nodes=args.nodes, host=args.host, ports=ports, emit=emit, store=store)
     for name, partitions in args.topic:
-        service.create_topic(name, partitions)
+        service.create_topic(name, partitions, exist_ok=True)    # may be kept from a previous run
     server = Server(service, args.host, ports)
     await server.start()
     if store is not None:
@@ -125,7 +125,7 @@ async def serve(args) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     syncer = None
-    if store is not None and args.fsync == "interval":
+    if store is not None and args.fsync != "never":      # "always" too: end offsets are fsynced here
         async def sync_every_interval():
             while True:
                 await asyncio.sleep(store.fsync_interval_ms / 1000)

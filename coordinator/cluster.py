@@ -13,6 +13,12 @@ positions with OffsetForLeaderEpoch, which groupcoord does not speak (kafka-pyth
 fetching), and the logs, all in one process, need no truncation anyway. A node that comes back leads nothing
 until a preferred-leader election (:meth:`Cluster.elect_preferred_leaders`) gives it back the
 partitions it prefers, as Kafka's ``auto.leader.rebalance.enable`` does eventually.
+
+Durable topics: with a ``store`` (a :class:`~.storage.LogStore`; set by the service), every
+change of the topics (created, deleted, partitions added) is written to it before it is made,
+and so is the end offset a produce moves a partition to, before the produce is acknowledged.
+:meth:`Cluster.restore_topics` brings them back at start; the records themselves stay in memory,
+so a restored partition is empty, starting at its kept end offset.
 """
 from __future__ import annotations
 
@@ -76,11 +82,11 @@ class PartitionLog:
 
     __slots__ = ("batches", "bases", "log_start_offset", "log_end_offset", "size_bytes")
 
-    def __init__(self) -> None:
+    def __init__(self, start_offset: int = 0) -> None:
         self.batches: list[bytes] = []
         self.bases: list[int] = []
-        self.log_start_offset = 0
-        self.log_end_offset = 0
+        self.log_start_offset = start_offset
+        self.log_end_offset = start_offset
         self.size_bytes = 0
 
     def append(self, batch: bytes, header: records.BatchHeader) -> int:
@@ -156,6 +162,7 @@ class Cluster:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self._topic_id_factory = topic_id_factory or (lambda name: uuid.uuid4())
+        self.store = None       # durable topics and end offsets (a storage.LogStore), or None
         ids = sorted(self.nodes)
         self._ids = ids
         # offsets-topic partition -> node leading it (its groups' coordinator); moved by
@@ -282,23 +289,41 @@ class Cluster:
             raise KeyError(name)
         topic = Topic(name, self._topic_id_factory(name), [PartitionLog() for _ in range(partitions)],
                       replication_factor, dict(configs or {}))
-        topic.leaders = [self._initial_leader(p) for p in range(partitions)]
-        self.topics[name] = topic
-        self.topics_by_id[topic.topic_id] = topic
-        self.epoch += 1
+        if self.store is not None:
+            self.store.put_topic(name, topic.topic_id, partitions, replication_factor, topic.configs)
+        self._add_topic(topic)
         return topic
 
+    def restore_topics(self, topics: dict, end_offsets: dict[tuple[uuid.UUID, int], int]) -> None:
+        """Topics read back from the store (a storage.TopicValue by name), each partition empty at
+        its kept end offset (log start = log end, as after retention). Nothing is written."""
+        for name, t in topics.items():
+            parts = [PartitionLog(end_offsets.get((t.topic_id, p), 0)) for p in range(t.partitions)]
+            self._add_topic(Topic(name, t.topic_id, parts, t.replication_factor, dict(t.configs)))
+
+    def _add_topic(self, topic: Topic) -> None:
+        topic.leaders = [self._initial_leader(p) for p in range(topic.partition_count)]
+        self.topics[topic.name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+        self.epoch += 1
+
     def delete_topic(self, name: str) -> Topic | None:
-        topic = self.topics.pop(name, None)
-        if topic is not None:
-            self.topics_by_id.pop(topic.topic_id, None)
-            self.epoch += 1
+        topic = self.topics.get(name)
+        if topic is None:
+            return None
+        if self.store is not None:
+            self.store.delete_topic(name, topic.topic_id, topic.partition_count)
+        del self.topics[name]
+        self.topics_by_id.pop(topic.topic_id, None)
+        self.epoch += 1
         return topic
 
     def add_partitions(self, name: str, total: int) -> None:
         topic = self.topics[name]
         if total <= topic.partition_count:
             raise ValueError(f"topic {name} already has {topic.partition_count} partitions")
+        if self.store is not None:
+            self.store.put_topic(name, topic.topic_id, total, topic.replication_factor, topic.configs)
         first = topic.partition_count
         topic.partitions.extend(PartitionLog() for _ in range(total - first))
         topic.leaders.extend(self._initial_leader(p) for p in range(first, total))
@@ -343,6 +368,10 @@ class Cluster:
             pos += header.size
         if not staged:
             return ErrorCode.CORRUPT_MESSAGE, -1
+        store = self.store
+        if store is not None:       # the new end offset is kept before the batches are taken
+            end = log.log_end_offset + sum(header.last_offset_delta + 1 for _, header in staged)
+            store.put_end_offset(self.topics[topic].topic_id, partition, end)
         first = -1
         for batch, header in staged:
             base = log.append(batch, header)

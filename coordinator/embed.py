@@ -52,7 +52,7 @@ def _build(nodes, topics, profile, config, emit, host, data_dir=None, fsync="int
     if store is not None:
         service.load()
     for name, partitions in (topics or {}).items():
-        service.create_topic(name, partitions)
+        service.create_topic(name, partitions, exist_ok=True)    # may be kept in data_dir
     return service, Server(service, host)
 
 

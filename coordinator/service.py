@@ -64,9 +64,21 @@ class Service:
         release = self.config["groupcoord.kafka.version"]
         self.served_versions = served_versions(release)
         self._advertised = advertised_versions(release)
+        if hasattr(self.store, "load_topics"):
+            self._restore_topics()
         self._next_producer_id = 1000
         # fault injection (faults.py): hooks itself into before_request / the bus only when used
         self.faults = FaultEngine(self)
+
+    def _restore_topics(self) -> None:
+        """Bring back the store's topics (before any listener opens: a Metadata request would
+        auto-create them), then keep every topic change and end offset in it."""
+        state = self.store.load_topics()
+        self.cluster.restore_topics(state.topics, state.end_offsets)
+        self.cluster.store = self.store
+        if state.topics:
+            log.info("loaded topics", topics=len(state.topics),
+                     partitions=sum(t.partitions for t in state.topics.values()))
 
     def load(self) -> dict:
         """Replay the store's logs into the coordinator, synchronously (for drivers that load
@@ -130,7 +142,16 @@ class Service:
         node.host, node.port = host, port
         self.cluster.epoch += 1
 
-    def create_topic(self, name: str, partitions: int | None = None, replication_factor: int = 1):
+    def create_topic(self, name: str, partitions: int | None = None, replication_factor: int = 1, *,
+                     exist_ok: bool = False):
+        """Create a topic. ``exist_ok``: a topic of that name (say, kept in the data dir from an
+        earlier run) is returned as it is, as ``kafka-topics --create --if-not-exists`` leaves it."""
+        existing = self.cluster.topics.get(name)
+        if existing is not None and exist_ok:
+            if partitions is not None and partitions != existing.partition_count:
+                log.warning("topic exists with other partitions: kept as it is", topic=name,
+                            partitions=existing.partition_count, requested=partitions)
+            return existing
         if partitions is None:
             partitions = self.config["num.partitions"]
         return self.cluster.create_topic(name, partitions, replication_factor)

@@ -1,11 +1,14 @@
-"""Durable coordinator state: one append-only log per offsets-topic partition ("state as a log").
+"""Durable coordinator state: one append-only log per offsets-topic partition ("state as a log"),
+and one for the cluster's topics.
 
 As Kafka's group coordinator, every change to committed offsets and group metadata is a
 record appended to the log of the group's ``__consumer_offsets`` partition
 (``abs(javaHash(group_id)) % offsets.topic.num.partitions``); at start the logs are replayed
 to rebuild groups and offsets. The core (:mod:`.group_coordinator`) only sees the
 :class:`Store` interface (``append(partition, records)``); :class:`MemoryStore` (the default)
-drops everything, :class:`LogStore` writes files.
+drops everything, :class:`LogStore` writes files. The cluster (:mod:`.cluster`) writes its topic
+changes and end offsets to a :class:`LogStore`'s ``put_topic``, ``delete_topic`` and
+``put_end_offset`` when it has one.
 
 File layout: ``DIR/__consumer_offsets-<partition>.log``, a sequence of frames::
 
@@ -28,9 +31,34 @@ All integers are big-endian; ``string`` is int16 length + UTF-8 (length -1 = nul
 ``has_value`` 0 is a tombstone: an offset deleted or expired, a group deleted. A group
 metadata value with members is a Stable group; without members, an Empty one.
 
-Recovery: frames are read in order; a frame whose length runs past the end of the file, whose
-CRC does not match or whose payload does not decode ends the log: the file is truncated there
-(a torn write of a crash) with a warning, and loading goes on.
+Topics: ``DIR/__cluster_metadata.log`` holds the cluster's topics in the same frames, with key
+versions of its own (a small cousin of KRaft's ``__cluster_metadata`` log); ``uuid`` is 16 bytes:
+
+* 1 - topic. key: name string. value: version int16 (=0), topic_id uuid,
+  partitions int32, replication_factor int16, configs int32 count, each: name string, value string?.
+  A tombstone: the topic was deleted.
+* 2 - partition end offset. key: topic_id uuid, partition int32. value: version int16 (=0),
+  end_offset int64. Written at each produce before it is acknowledged; a deleted topic's
+  partitions get tombstones. fsynced by :meth:`LogStore.sync`, and with ``fsync="always"`` also
+  before any offset commit is written (so an end offset on disk is never below a commit on
+  disk), not at each produce.
+
+Records of the data plane stay in memory: after a restart each partition is empty and starts at
+its kept end offset (log start = log end, as after retention), so new records continue its offsets.
+
+Recovery: frames are read in order. A frame is good when its length is plausible (4 to
+``MAX_FRAME``), it lies whole within the file, its CRC matches and its payload decodes. At a bad
+frame the reader resyncs: it scans forward byte by byte for the next position that holds a good
+frame, and goes on from there. So damage in the middle of a log costs only the bytes it hit:
+
+* a torn tail (the last frame is incomplete: its header is cut, or its length runs past the end
+  of the file, and no good frame follows; what a crash mid-write leaves) is truncated with a
+  warning, as a crash is expected to leave it;
+* any other damage (bytes skipped before a good frame, or a complete but bad last frame) keeps
+  the file as it was beside the log, under a new name that never replaces an earlier one
+  (``<log>.damaged-<n>``), logs every skipped byte range at warning level,
+  and rewrites the log with its good frames only (temporary file, fsync, rename), so the next
+  start is clean.
 
 Compaction: a :class:`LogStore` keeps the latest frame of every live key; when a log grows past
 ``compact_ratio`` times its live bytes (and at least ``compact_min_bytes``), it is rewritten with
@@ -41,6 +69,7 @@ from __future__ import annotations
 import os
 import struct
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Protocol
 
@@ -107,6 +136,30 @@ class GroupMetadataValue:
     members: tuple[MemberMetadata, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True, slots=True)
+class TopicKey:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicValue:
+    topic_id: uuid.UUID
+    partitions: int
+    replication_factor: int
+    configs: tuple[tuple[str, str | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EndOffsetKey:
+    topic_id: uuid.UUID
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class EndOffsetValue:
+    end_offset: int
+
+
 Key = OffsetCommitKey | GroupMetadataKey
 Value = OffsetCommitValue | GroupMetadataValue | None
 Record = tuple  # (Key, Value | None)
@@ -152,6 +205,14 @@ class _Reader:
         s = bytes(self.buf[self.pos:end]).decode("utf-8")
         self.pos = end
         return s
+
+    def uuid(self) -> uuid.UUID:
+        end = self.pos + 16
+        if end > len(self.buf):
+            raise ValueError("uuid past the end")
+        u = uuid.UUID(bytes=bytes(self.buf[self.pos:end]))
+        self.pos = end
+        return u
 
     def bytes(self) -> bytes | None:
         (n,) = self.take(_I32)
@@ -252,37 +313,183 @@ def decode_payload(payload) -> tuple[Key, Value, int]:
     return key, value, key_len
 
 
+TOPIC_KEY = 1
+END_OFFSET_KEY = 2
+
+
+def encode_metadata_key(key: TopicKey | EndOffsetKey) -> bytes:
+    out = bytearray()
+    if isinstance(key, TopicKey):
+        out += _I16.pack(TOPIC_KEY)
+        _w_str(out, key.name)
+    elif isinstance(key, EndOffsetKey):
+        out += _I16.pack(END_OFFSET_KEY)
+        out += key.topic_id.bytes
+        out += _I32.pack(key.partition)
+    else:
+        raise TypeError(f"not a metadata record key: {key!r}")
+    return bytes(out)
+
+
+def encode_metadata_payload(key: TopicKey | EndOffsetKey, value: TopicValue | EndOffsetValue | None) -> bytes:
+    """A record of the cluster metadata log (topics and end offsets)."""
+    out = bytearray(encode_metadata_key(key))
+    if value is None:
+        out += _I8.pack(0)
+        return bytes(out)
+    out += _I8.pack(1)
+    out += _I16.pack(0)
+    if isinstance(value, TopicValue):
+        out += value.topic_id.bytes
+        out += _I32.pack(value.partitions)
+        out += _I16.pack(value.replication_factor)
+        out += _I32.pack(len(value.configs))
+        for name, config in value.configs:
+            _w_str(out, name)
+            _w_str(out, config)
+    elif isinstance(value, EndOffsetValue):
+        out += _I64.pack(value.end_offset)
+    else:
+        raise TypeError(f"not a metadata record value: {value!r}")
+    return bytes(out)
+
+
+def decode_metadata_payload(payload) -> tuple:
+    """(key, value, length of the key's bytes) of a cluster metadata record. Raises
+    ValueError/struct.error when malformed."""
+    r = _Reader(payload)
+    (kind,) = r.take(_I16)
+    if kind == TOPIC_KEY:
+        key = TopicKey(r.str())
+        if key.name is None:
+            raise ValueError("null topic name")
+    elif kind == END_OFFSET_KEY:
+        topic_id = r.uuid()
+        (partition,) = r.take(_I32)
+        key = EndOffsetKey(topic_id, partition)
+    else:
+        raise ValueError(f"unknown metadata key version {kind}")
+    key_len = r.pos
+    (has_value,) = r.take(_I8)
+    value = None
+    if has_value:
+        r.take(_I16)
+        if kind == TOPIC_KEY:
+            topic_id = r.uuid()
+            (partitions,) = r.take(_I32)
+            (replication_factor,) = r.take(_I16)
+            (count,) = r.take(_I32)
+            if count < 0:
+                raise ValueError("negative config count")
+            configs = []
+            for _ in range(count):
+                name = r.str()
+                if name is None:
+                    raise ValueError("null config name")
+                configs.append((name, r.str()))
+            value = TopicValue(topic_id, partitions, replication_factor, tuple(configs))
+        else:
+            (end_offset,) = r.take(_I64)
+            value = EndOffsetValue(end_offset)
+    if r.pos != len(payload):
+        raise ValueError("trailing bytes in record")
+    return key, value, key_len
+
+
 def encode_frame(key: Key, value: Value) -> bytes:
     payload = encode_payload(key, value)
     return _HDR.pack(len(payload) + 4, _crc32c.crc32c(payload)) + payload
 
 
-def read_frames(data) -> tuple[list[tuple[Key, Value, bytes, bytes]], int, str | None]:
-    """Decode frames from the start of ``data``: ([(key, value, key_bytes, frame)], valid length,
-    why reading stopped before the end or None)."""
-    mv = memoryview(data)
+TORN_HEADER = "torn frame header"      # why-nots of an incomplete frame: a torn write if nothing follows
+TORN_FRAME = "torn frame"
+
+
+def _frame_at(mv: memoryview, pos: int, decode) -> tuple[tuple | None, str | None]:
+    """The good frame at ``pos`` as ((key, value, key bytes, frame bytes), None), or (None, why not)."""
     n = len(mv)
+    if pos + 8 > n:
+        return None, TORN_HEADER
+    length, crc = _HDR.unpack_from(mv, pos)
+    if length < 4 or length > MAX_FRAME:
+        return None, f"bad frame length {length}"
+    end = pos + 4 + length
+    if end > n:
+        return None, TORN_FRAME
+    payload = mv[pos + 8:end]
+    if _crc32c.crc32c(payload) != crc:
+        return None, "CRC mismatch"
+    try:
+        key, value, key_len = decode(payload)
+    except (ValueError, struct.error, UnicodeDecodeError) as e:
+        return None, f"undecodable record: {e}"
+    return (key, value, bytes(payload[:key_len]), bytes(mv[pos:end])), None
+
+
+def read_frames(data, decode=None) -> tuple[list[tuple[Key, Value, bytes, bytes]], int, str | None]:
+    """Decode frames from the start of ``data`` up to the first bad one: ([(key, value, key_bytes,
+    frame)], valid length, why reading stopped before the end or None). No resync: see
+    :func:`scan_frames`."""
+    decode = decode or decode_payload
+    mv = memoryview(data)
     pos = 0
     out = []
-    while pos < n:
-        if pos + 8 > n:
-            return out, pos, "torn frame header"
-        length, crc = _HDR.unpack_from(mv, pos)
-        if length < 4 or length > MAX_FRAME:
-            return out, pos, f"bad frame length {length}"
-        end = pos + 4 + length
-        if end > n:
-            return out, pos, "torn frame"
-        payload = mv[pos + 8:end]
-        if _crc32c.crc32c(payload) != crc:
-            return out, pos, "CRC mismatch"
-        try:
-            key, value, key_len = decode_payload(payload)
-        except (ValueError, struct.error, UnicodeDecodeError) as e:
-            return out, pos, f"undecodable record: {e}"
-        out.append((key, value, bytes(payload[:key_len]), bytes(mv[pos:end])))
-        pos = end
+    while pos < len(mv):
+        frame, why = _frame_at(mv, pos, decode)
+        if frame is None:
+            return out, pos, why
+        out.append(frame)
+        pos += len(frame[3])
     return out, pos, None
+
+
+@dataclass
+class Scan:
+    """What :func:`scan_frames` found in a log file."""
+
+    frames: list[tuple[Key, Value, bytes, bytes]]   # every good frame, in order
+    skipped: list[tuple[int, int, str]]             # damaged byte ranges [start, end), why start was bad
+    torn_at: int | None = None                      # an incomplete last frame starts here
+    torn_reason: str | None = None
+
+    @property
+    def good_bytes(self) -> int:
+        return sum(len(f[3]) for f in self.frames)
+
+
+def _resync(mv: memoryview, start: int, decode) -> int | None:
+    """The first position from ``start`` on where a good frame begins, or None."""
+    n = len(mv)
+    unpack = _I32.unpack_from
+    for pos in range(start, n - 8):       # a good frame has at least one payload byte
+        (length,) = unpack(mv, pos)
+        if 4 < length <= MAX_FRAME and pos + 4 + length <= n and _frame_at(mv, pos, decode)[0] is not None:
+            return pos
+    return None
+
+
+def scan_frames(data, decode=None) -> Scan:
+    """Every good frame of ``data``, resyncing past damage (see the module's "Recovery")."""
+    decode = decode or decode_payload
+    mv = memoryview(data)
+    n = len(mv)
+    scan = Scan([], [])
+    pos = 0
+    while pos < n:
+        frame, why = _frame_at(mv, pos, decode)
+        if frame is not None:
+            scan.frames.append(frame)
+            pos += len(frame[3])
+            continue
+        resume = _resync(mv, pos + 1, decode)
+        if resume is None and why in (TORN_HEADER, TORN_FRAME):
+            scan.torn_at, scan.torn_reason = pos, why
+            break
+        scan.skipped.append((pos, n if resume is None else resume, why))
+        if resume is None:
+            break
+        pos = resume
+    return scan
 
 
 # ============================================================================ stores
@@ -314,11 +521,49 @@ class RecordingStore:
 FSYNC_POLICIES = ("always", "interval", "never")
 
 
-class _PartitionLog:
-    __slots__ = ("path", "fd", "size", "live", "live_bytes")
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
-    def __init__(self, path: str) -> None:
+
+def _write_file(path: str, data: bytes) -> None:
+    """Write ``data`` to a new file at ``path`` (never replacing one) and fsync it."""
+    with open(path, "xb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _keep_aside(path: str, data: bytes) -> str:
+    """Keep ``data`` (a damaged log's bytes) beside ``path`` under the first free name
+    ``<path>.damaged-<n>``; returns that name."""
+    n = 1
+    while True:
+        aside = f"{path}.damaged-{n}"
+        try:
+            _write_file(aside, data)
+        except FileExistsError:
+            n += 1
+            continue
+        return aside
+
+
+class _LogFile:
+    """One append-only log of frames, and the latest frame of each live key (for compaction)."""
+
+    __slots__ = ("path", "decode", "fd", "size", "live", "live_bytes")
+
+    def __init__(self, path: str, decode) -> None:
         self.path = path
+        self.decode = decode
         self.fd: int | None = None
         self.size = 0
         self.live: dict[bytes, bytes] = {}   # key bytes -> latest frame
@@ -332,12 +577,80 @@ class _PartitionLog:
             self.live[key_bytes] = frame
             self.live_bytes += len(frame)
 
+    def open(self) -> list[tuple[Key, Value, bytes, bytes]]:
+        """Read the file (recovering it, see the module's "Recovery"; creating it when missing),
+        open it for appending and return its good frames."""
+        self.close()
+        frames = []
+        if os.path.exists(self.path):
+            frames = self._recover()
+        else:
+            open(self.path, "ab").close()
+            _fsync_dir(os.path.dirname(self.path))
+        self.size = sum(len(f[3]) for f in frames)
+        self.live.clear()
+        self.live_bytes = 0
+        for key, value, key_bytes, frame in frames:
+            self.track(key_bytes, frame, value is None)
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        return frames
+
+    def _recover(self) -> list[tuple[Key, Value, bytes, bytes]]:
+        with open(self.path, "rb") as f:
+            data = f.read()
+        scan = scan_frames(data, self.decode)
+        if scan.skipped:
+            aside = _keep_aside(self.path, data)
+            for start, end, why in scan.skipped:
+                log.warning("skipped damaged bytes", path=self.path, start=start, end=end, bytes=end - start,
+                            reason=why)
+            log.warning("recovered damaged log", path=self.path, damaged_copy=aside, records=len(scan.frames),
+                        good_bytes=scan.good_bytes, damaged_ranges=len(scan.skipped),
+                        damaged_bytes=sum(end - start for start, end, _ in scan.skipped),
+                        torn_tail_bytes=0 if scan.torn_at is None else len(data) - scan.torn_at)
+            self.rewrite(b"".join(f[3] for f in scan.frames))
+        elif scan.torn_at is not None:
+            log.warning("truncating log tail", path=self.path, at=scan.torn_at,
+                        dropped_bytes=len(data) - scan.torn_at, reason=scan.torn_reason, records=len(scan.frames))
+            os.truncate(self.path, scan.torn_at)
+        return scan.frames
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+        self.size += len(data)
+
+    def rewrite(self, data: bytes) -> None:
+        """Replace the file's content by ``data``: temporary file, fsync, rename."""
+        tmp = self.path + ".rewriting"
+        if os.path.exists(tmp):
+            os.unlink(tmp)              # left by a crash during an earlier rewrite
+        _write_file(tmp, data)
+        os.replace(tmp, self.path)
+        _fsync_dir(os.path.dirname(self.path))
+        self.size = len(data)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+
+    def fsync(self) -> None:
+        if self.fd is not None:
+            os.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
 
 class LogStore:
-    """One log file per offsets-topic partition in ``directory``.
+    """One log file per offsets-topic partition in ``directory``, and the cluster metadata log.
 
     ``fsync``: "always" (fsync before acknowledging), "interval" (at most every
-    ``fsync_interval_ms``; the driver also calls :meth:`sync` on a timer), "never".
+    ``fsync_interval_ms``; the driver also calls :meth:`sync` on a timer), "never". Topic changes
+    are fsynced at once unless "never"; end offsets, see the module's "Topics".
     """
 
     def __init__(self, directory: str, *, fsync: str = "interval", fsync_interval_ms: int = 1000,
@@ -349,8 +662,10 @@ class LogStore:
         self.fsync_interval_ms = fsync_interval_ms
         self.compact_ratio = compact_ratio
         self.compact_min_bytes = compact_min_bytes
-        self._logs: dict[int, _PartitionLog] = {}
+        self._logs: dict[int, _LogFile] = {}
         self._dirty: set[int] = set()
+        self._meta: _LogFile | None = None      # the cluster metadata log, opened on first use
+        self._meta_dirty = False
         self._last_sync = time.monotonic()
         self.compactions = 0
         os.makedirs(directory, exist_ok=True)
@@ -373,48 +688,32 @@ class LogStore:
     def load(self, partition: int) -> list[Record]:
         """Read (and repair) one partition's log; returns its records in order. Compacts the
         file first if it is mostly dead records."""
-        plog = self._logs.get(partition)
-        if plog is not None and plog.fd is not None:
-            os.close(plog.fd)
-        plog = self._logs[partition] = _PartitionLog(self.path(partition))
-        frames = self._read(plog) if os.path.exists(plog.path) else []
-        if not frames and not os.path.exists(plog.path):
-            open(plog.path, "ab").close()
-        plog.fd = os.open(plog.path, os.O_WRONLY | os.O_APPEND)
+        old = self._logs.pop(partition, None)
+        if old is not None:
+            old.close()
+        _, frames = self._open_new(partition)
         return [(k, v) for k, v, _, _ in frames]
 
-    def _read(self, plog: _PartitionLog):
-        with open(plog.path, "rb") as f:
-            data = f.read()
-        frames, valid, why = read_frames(data)
-        if why is not None:
-            log.warning("truncating log tail", path=plog.path, at=valid, dropped_bytes=len(data) - valid,
-                        reason=why, records=len(frames))
-            os.truncate(plog.path, valid)
-        plog.size = valid
-        plog.live.clear()
-        plog.live_bytes = 0
-        for key, value, key_bytes, frame in frames:
-            plog.track(key_bytes, frame, value is None)
-        if self._should_compact(plog):
-            self._compact(plog)
-        return frames
-
-    def _open(self, partition: int) -> _PartitionLog:
+    def _open(self, partition: int) -> _LogFile:
+        """The partition's log, opened (and recovered) on first use."""
         plog = self._logs.get(partition)
         if plog is None:
-            plog = self._logs[partition] = _PartitionLog(self.path(partition))
-            if not os.path.exists(plog.path):
-                open(plog.path, "ab").close()
-                self._fsync_dir()
-                plog.size = 0
-            else:
-                self._read(plog)
-            plog.fd = os.open(plog.path, os.O_WRONLY | os.O_APPEND)
+            plog, _ = self._open_new(partition)
         return plog
+
+    def _open_new(self, partition: int) -> tuple[_LogFile, list]:
+        plog = self._logs[partition] = _LogFile(self.path(partition), decode_payload)
+        frames = plog.open()
+        if self._should_compact(plog):
+            self._compact(plog)
+        return plog, frames
 
     # ---- writing -------------------------------------------------------------
     def append(self, partition: int, records: Iterable[Record]) -> None:
+        if self.fsync == "always" and self._meta_dirty:
+            # an offset committed here may point at records whose produce moved an end offset:
+            # that end offset is on disk before the commit can be (so no end comes back below it)
+            self._sync_meta()
         plog = self._open(partition)
         buf = bytearray()
         for key, value in records:
@@ -424,13 +723,9 @@ class LogStore:
             plog.track(encode_key(key), frame, value is None)
         if not buf:
             return
-        view = memoryview(buf)
-        while view:
-            written = os.write(plog.fd, view)
-            view = view[written:]
-        plog.size += len(buf)
+        plog.write(buf)
         if self.fsync == "always":
-            os.fsync(plog.fd)
+            plog.fsync()
         elif self.fsync == "interval":
             self._dirty.add(partition)
             if (time.monotonic() - self._last_sync) * 1000 >= self.fsync_interval_ms:
@@ -439,58 +734,96 @@ class LogStore:
             self._compact(plog)
 
     def sync(self) -> None:
-        """fsync every log written since the last sync."""
+        """fsync every log written since the last sync (the cluster metadata log first)."""
         self._last_sync = time.monotonic()
+        if self._meta_dirty:
+            self._sync_meta()
         dirty, self._dirty = self._dirty, set()
         for partition in dirty:
             plog = self._logs.get(partition)
-            if plog is not None and plog.fd is not None:
-                os.fsync(plog.fd)
+            if plog is not None:
+                plog.fsync()
 
-    def _should_compact(self, plog: _PartitionLog) -> bool:
+    def _should_compact(self, plog: _LogFile) -> bool:
         return plog.size >= self.compact_min_bytes and plog.size > self.compact_ratio * plog.live_bytes
 
     def compact(self, partition: int) -> None:
         self._compact(self._open(partition))
 
-    def _compact(self, plog: _PartitionLog) -> None:
+    def _compact(self, plog: _LogFile) -> None:
         """Rewrite the log with only the latest frame of each live key: temp file, fsync, rename."""
-        tmp = plog.path + ".compacting"
         before = plog.size
-        with open(tmp, "wb") as f:
-            f.write(b"".join(plog.live.values()))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, plog.path)
-        self._fsync_dir()
-        if plog.fd is not None:
-            os.close(plog.fd)
-            plog.fd = os.open(plog.path, os.O_WRONLY | os.O_APPEND)
-        plog.size = plog.live_bytes
+        plog.rewrite(b"".join(plog.live.values()))
         self.compactions += 1
         log.info("compacted log", path=plog.path, bytes_before=before, bytes_after=plog.size,
                  records=len(plog.live))
 
-    def _fsync_dir(self) -> None:
-        try:
-            fd = os.open(self.directory, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
+    # ---- topics: the cluster metadata log -------------------------------------
+    def metadata_path(self) -> str:
+        return os.path.join(self.directory, "__cluster_metadata.log")
+
+    def load_topics(self) -> "TopicState":
+        """Read (and repair) the cluster metadata log: the live topics and their end offsets."""
+        if self._meta is not None:
+            self._meta.close()
+        self._meta = _LogFile(self.metadata_path(), decode_metadata_payload)
+        frames = self._meta.open()
+        if self._should_compact(self._meta):
+            self._compact(self._meta)
+        return replay_topics((k, v) for k, v, _, _ in frames)
+
+    def put_topic(self, name: str, topic_id: uuid.UUID, partitions: int, replication_factor: int,
+                  configs: dict[str, str | None]) -> None:
+        """A topic was created or got partitions: written and (unless fsync is "never") fsynced."""
+        value = TopicValue(topic_id, partitions, replication_factor, tuple(configs.items()))
+        self._append_meta([(TopicKey(name), value)], fsync_now=self.fsync != "never")
+
+    def delete_topic(self, name: str, topic_id: uuid.UUID, partitions: int) -> None:
+        """A topic was deleted: tombstones for it and its end offsets, fsynced as by put_topic."""
+        records = [(TopicKey(name), None)] + [(EndOffsetKey(topic_id, p), None) for p in range(partitions)]
+        self._append_meta(records, fsync_now=self.fsync != "never")
+
+    def put_end_offset(self, topic_id: uuid.UUID, partition: int, end_offset: int) -> None:
+        """A produce moved a partition's end offset: written (os.write) before the produce is
+        acknowledged, so a kill -9 loses none; fsynced by the periodic sync, and under "always"
+        before any offset commit is written, not at each produce."""
+        self._append_meta([(EndOffsetKey(topic_id, partition), EndOffsetValue(end_offset))], fsync_now=False)
+
+    def _append_meta(self, records, fsync_now: bool) -> None:
+        meta = self._meta
+        if meta is None:
+            self.load_topics()
+            meta = self._meta
+        buf = bytearray()
+        for key, value in records:
+            payload = encode_metadata_payload(key, value)
+            frame = _HDR.pack(len(payload) + 4, _crc32c.crc32c(payload)) + payload
+            buf += frame
+            meta.track(encode_metadata_key(key), frame, value is None)
+        meta.write(buf)
+        if fsync_now:
+            self._sync_meta()
+        elif self.fsync != "never":
+            self._meta_dirty = True
+            if (time.monotonic() - self._last_sync) * 1000 >= self.fsync_interval_ms:
+                self.sync()
+        if self._should_compact(meta):
+            self._compact(meta)
+
+    def _sync_meta(self) -> None:
+        self._meta_dirty = False
+        if self._meta is not None:
+            self._meta.fsync()
 
     def close(self) -> None:
         if self.fsync != "never":
             self.sync()
         for plog in self._logs.values():
-            if plog.fd is not None:
-                os.close(plog.fd)
-                plog.fd = None
+            plog.close()
         self._logs.clear()
+        if self._meta is not None:
+            self._meta.close()
+            self._meta = None
 
 
 # ============================================================================ replay
@@ -520,6 +853,31 @@ class ReplayState:
 
 def replay(records: Iterable[Record]) -> ReplayState:
     return ReplayState().apply(records)
+
+
+@dataclass
+class TopicState:
+    """The live state of the cluster metadata log."""
+
+    topics: dict[str, TopicValue] = field(default_factory=dict)
+    end_offsets: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)   # (topic id, partition)
+
+
+def replay_topics(records: Iterable[tuple]) -> TopicState:
+    state = TopicState()
+    for key, value in records:
+        if isinstance(key, TopicKey):
+            if value is None:
+                state.topics.pop(key.name, None)
+            else:
+                state.topics[key.name] = value
+        elif value is None:
+            state.end_offsets.pop((key.topic_id, key.partition), None)
+        else:
+            state.end_offsets[(key.topic_id, key.partition)] = value.end_offset
+    live = {t.topic_id for t in state.topics.values()}
+    state.end_offsets = {k: v for k, v in state.end_offsets.items() if k[0] in live}
+    return state
 
 
 def iter_all(store: LogStore) -> Iterator[tuple[int, list[Record]]]:

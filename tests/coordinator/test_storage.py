@@ -1,9 +1,12 @@
-"""State as a log (coordinator/storage.py): record codec, replay, tombstones, compaction, torn tails."""
+"""State as a log (coordinator/storage.py): record codec, replay, tombstones, compaction, torn tails,
+recovery from damage."""
 from __future__ import annotations
 
 import os
 import shutil
+import struct
 
+import crc32c
 import pytest
 from structlog.testing import capture_logs
 
@@ -259,6 +262,7 @@ def test_torn_tail_at_every_byte_of_the_last_record_still_loads(tmp_path):
         assert os.path.getsize(d / os.path.basename(path)) == start, cut
         if cut > start:
             assert any(e["event"] == "truncating log tail" for e in logs), cut
+        assert _damaged_copies(d) == [], cut          # a torn tail is not damage: nothing kept aside
         # the repaired log takes appends again
         store.append(0, [records[-1]])
         store.close()
@@ -307,3 +311,197 @@ def test_fsync_policies_accept_appends(tmp_path, policy):
     store.sync()
     store.close()
     assert st.LogStore(str(tmp_path)).load(1) == RECORDS[:2]
+
+
+# ============================================================================ damage recovery
+def _varied_records(n: int) -> list:
+    """n records of every kind and many sizes, each with its own key (none supersedes another)."""
+    out = []
+    for i in range(n):
+        kind = i % 4
+        if kind == 0:
+            out.append((st.OffsetCommitKey(f"g{i}", "orders", i), st.OffsetCommitValue(i * 1000, i, "m" * (i % 9), i, -1)))
+        elif kind == 1:
+            out.append((st.OffsetCommitKey(f"g{i}", "t", 0), None))
+        elif kind == 2:
+            out.append((st.GroupMetadataKey(f"g{i}"), st.GroupMetadataValue("consumer", i, "range", "m-1", i, tuple(
+                st.MemberMetadata(f"m-{j}", None, "c", "/127.0.0.1", 30000, 10000, bytes(range(j * 7 % 40)),
+                                  b"\x00\x01" * j) for j in range(1 + i % 3)))))
+        else:
+            out.append((st.GroupMetadataKey(f"g{i}"), None))
+    return out
+
+
+def _damaged_copies(directory) -> list[str]:
+    return sorted(name for name in os.listdir(directory) if ".damaged-" in name)
+
+
+def _flip(path: str, pos: int, mask: int = 0x01) -> bytes:
+    with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        data[pos] ^= mask
+        f.seek(0)
+        f.write(data)
+    return bytes(data)
+
+
+def test_one_damaged_byte_early_in_a_large_log_costs_one_record(tmp_path):
+    """Issue #14's measurement: byte 20 of a 1,020-record log flipped used to truncate the log at 0."""
+    records = [(st.OffsetCommitKey(f"group-{i % 17}", "orders", i % 8),
+                st.OffsetCommitValue(i, -1, "", 1_700_000_000_000 + i, -1)) for i in range(1020)]
+    store = st.LogStore(str(tmp_path))
+    for record in records:
+        store.append(0, [record])
+    store.close()
+    path = store.path(0)
+    first = len(st.encode_frame(*records[0]))
+    damaged = _flip(path, 20)
+    with capture_logs() as logs:
+        loaded = st.LogStore(str(tmp_path)).load(0)
+    assert loaded == records[1:]
+    skipped = [e for e in logs if e["event"] == "skipped damaged bytes"]
+    assert [(e["start"], e["end"], e["bytes"], e["reason"], e["log_level"]) for e in skipped] == [
+        (0, first, first, "CRC mismatch", "warning")]
+    [summary] = [e for e in logs if e["event"] == "recovered damaged log"]
+    assert summary["records"] == 1019 and summary["damaged_bytes"] == first and summary["damaged_ranges"] == 1
+    assert not any(e["event"] == "truncating log tail" for e in logs)
+    # the damaged file is kept as it was; the live log holds exactly the good frames
+    assert _damaged_copies(tmp_path) == ["__consumer_offsets-0.log.damaged-1"]
+    assert (tmp_path / "__consumer_offsets-0.log.damaged-1").read_bytes() == damaged
+    assert (tmp_path / "__consumer_offsets-0.log").read_bytes() == damaged[first:]
+    # the next start is clean
+    with capture_logs() as logs:
+        assert st.LogStore(str(tmp_path)).load(0) == records[1:]
+    assert [e for e in logs if e["log_level"] == "warning"] == []
+
+
+def _frame_bounds(records) -> list[tuple[int, int]]:
+    bounds, pos = [], 0
+    for record in records:
+        size = len(st.encode_frame(*record))
+        bounds.append((pos, pos + size))
+        pos += size
+    return bounds
+
+
+def test_a_flipped_byte_anywhere_costs_only_its_own_record(tmp_path):
+    """Bytes flipped in every frame's length, CRC and payload (first, middle, last byte) and in a
+    sample across the file: every other record survives, the damaged file is kept aside, the
+    skipped range is exactly the damaged frame, and the rewritten log loads clean."""
+    records = _varied_records(24)
+    src, _, _ = _write_log(tmp_path / "src", records)
+    with open(src, "rb") as f:
+        original = f.read()
+    bounds = _frame_bounds(records)
+    positions = set(range(0, len(original), 13))
+    for start, end in bounds:
+        positions.update(range(start, start + 8))                       # length and CRC
+        positions.update((start + 8, (start + 8 + end) // 2, end - 1))  # payload
+    cases = 0
+    for pos in sorted(positions):
+        for mask in (0x01, 0x80, 0xFF):
+            index = next(i for i, (s, e) in enumerate(bounds) if s <= pos < e)
+            start, end = bounds[index]
+            d = tmp_path / f"d{pos}-{mask}"
+            d.mkdir()
+            path = str(d / os.path.basename(src))
+            with open(path, "wb") as f:
+                f.write(original)
+            damaged = _flip(path, pos, mask)
+            length = int.from_bytes(damaged[start:start + 4], "big", signed=True)
+            torn = index == len(records) - 1 and end - start - 4 < length <= st.MAX_FRAME
+            with capture_logs() as logs:
+                store = st.LogStore(str(d))
+                loaded = store.load(0)
+                store.close()
+            case = (pos, mask)
+            assert loaded == records[:index] + records[index + 1:], case
+            assert (d / os.path.basename(src)).read_bytes() == original[:start] + original[end:], case
+            if torn:     # the last frame's length now runs past the end: as a torn write
+                assert _damaged_copies(d) == [], case
+                assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["truncating log tail"], case
+            else:
+                assert _damaged_copies(d) == [os.path.basename(src) + ".damaged-1"], case
+                assert (d / _damaged_copies(d)[0]).read_bytes() == damaged, case
+                assert [(e["start"], e["end"]) for e in logs if e["event"] == "skipped damaged bytes"] == [
+                    (start, end)], case
+            with capture_logs() as logs:
+                assert st.LogStore(str(d)).load(0) == loaded, case
+            assert [e for e in logs if e["log_level"] == "warning"] == [], case
+            shutil.rmtree(d)
+            cases += 1
+    assert cases > 3 * 24 * 11
+
+
+def test_an_oversized_length_field_does_not_end_the_log(tmp_path):
+    """A frame whose length claims more than MAX_FRAME (or is negative) is skipped, and the good
+    frames after it are read."""
+    records = _varied_records(6)
+    frames = [st.encode_frame(*r) for r in records]
+    for length in (st.MAX_FRAME + 1, 2**31 - 1, -1):
+        d = tmp_path / f"len{length}"
+        d.mkdir()
+        bogus = struct.pack(">iI", length, 0) + b"\x00\x01junk"
+        (d / "__consumer_offsets-0.log").write_bytes(b"".join(frames[:2]) + bogus + b"".join(frames[2:]))
+        with capture_logs() as logs:
+            assert st.LogStore(str(d)).load(0) == records, length
+        start = len(frames[0]) + len(frames[1])
+        assert [(e["start"], e["end"], e["reason"]) for e in logs if e["event"] == "skipped damaged bytes"] == [
+            (start, start + len(bogus), f"bad frame length {length}")]
+        assert (d / "__consumer_offsets-0.log").read_bytes() == b"".join(frames)
+
+
+def test_several_damaged_ranges_and_a_torn_tail_in_one_log(tmp_path):
+    records = _varied_records(40)
+    path, _, _ = _write_log(tmp_path, records)
+    bounds = _frame_bounds(records)
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    # a zeroed stretch over frames 5..7 (from inside 5 to inside 7), a flipped byte in frame 20,
+    # and the last frame torn
+    zero_from, zero_to = bounds[5][0] + 3, bounds[7][0] + 9
+    data[zero_from:zero_to] = bytes(zero_to - zero_from)
+    data[bounds[20][0] + 5] ^= 0x10
+    data = data[:bounds[-1][0] + 11]
+    with open(path, "wb") as f:
+        f.write(data)
+    with capture_logs() as logs:
+        loaded = st.LogStore(str(tmp_path)).load(0)
+    lost = {5, 6, 7, 20, len(records) - 1}
+    assert loaded == [r for i, r in enumerate(records) if i not in lost]
+    assert [(e["start"], e["end"]) for e in logs if e["event"] == "skipped damaged bytes"] == [
+        (bounds[5][0], bounds[8][0]), (bounds[20][0], bounds[21][0])]
+    [summary] = [e for e in logs if e["event"] == "recovered damaged log"]
+    assert summary["torn_tail_bytes"] == 11 and summary["damaged_ranges"] == 2
+    assert summary["damaged_bytes"] == bounds[8][0] - bounds[5][0] + bounds[21][0] - bounds[20][0]
+    assert (tmp_path / _damaged_copies(tmp_path)[0]).read_bytes() == bytes(data)
+
+
+def test_a_second_damage_keeps_the_first_damaged_copy(tmp_path):
+    records = _varied_records(10)
+    path, _, _ = _write_log(tmp_path, records)
+    first = _flip(path, 30)
+    st.LogStore(str(tmp_path)).load(0)
+    second = _flip(path, os.path.getsize(path) - 3)
+    loaded = st.LogStore(str(tmp_path)).load(0)
+    assert loaded == records[1:-1]
+    name = os.path.basename(path)
+    assert _damaged_copies(tmp_path) == [name + ".damaged-1", name + ".damaged-2"]
+    assert (tmp_path / (name + ".damaged-1")).read_bytes() == first
+    assert (tmp_path / (name + ".damaged-2")).read_bytes() == second
+
+
+def test_resync_accepts_no_false_frame_inside_the_damage(tmp_path):
+    """Inside a damaged stretch: a whole frame whose CRC matches an undecodable payload, and a
+    decodable payload under a wrong CRC. Neither is taken for a record."""
+    records = _varied_records(4)
+    frames = [st.encode_frame(*r) for r in records]
+    undecodable = b"\x00\x07unknown key version"
+    good_payload = st.encode_payload(st.OffsetCommitKey("false", "t", 0), st.OffsetCommitValue(1))
+    garbage = (b"\xff\xff" + struct.pack(">iI", len(undecodable) + 4, crc32c.crc32c(undecodable)) + undecodable
+               + struct.pack(">iI", len(good_payload) + 4, crc32c.crc32c(good_payload) ^ 1) + good_payload)
+    (tmp_path / "__consumer_offsets-0.log").write_bytes(frames[0] + garbage + b"".join(frames[1:]))
+    with capture_logs() as logs:
+        assert st.LogStore(str(tmp_path)).load(0) == records
+    assert [(e["start"], e["end"]) for e in logs if e["event"] == "skipped damaged bytes"] == [
+        (len(frames[0]), len(frames[0]) + len(garbage))]

@@ -9,7 +9,6 @@ options that do not go together are refused with Kafka's message and exit code 2
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import datetime as dt
 import re
@@ -403,7 +402,7 @@ def assignment_string(partitions: Iterable[TP]) -> str:
 def _print_members(d: GroupDescription, verbose: bool) -> None:
     show = _member_notice(d, len(d.members))
     members = d.members if show else ()
-    w_group = max([15] + [len(d.group_id) for _ in members])
+    w_group = max(15, len(d.group_id)) if members else 15
     w_id = max([15] + [len(m.member_id) for m in members])
     w_instance = max([17] + [len(m.group_instance_id or "") for m in members])
     w_host = max([15] + [len(m.host) for m in members])
@@ -551,8 +550,8 @@ def parse_datetime(text: str) -> int:
     return int(when.timestamp() * 1000)
 
 
-_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?",
-                       re.IGNORECASE)
+_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?\d+)D)?(T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?", re.IGNORECASE)
 
 
 def parse_duration_ms(text: str) -> int:

@@ -12,6 +12,8 @@ group's coordinator through the Kafka protocol, as it would on a Kafka cluster.
    consumers; --reset-offsets plans (dry run: nothing changes) and executes (the coordinator and a
    client's committed() see the new offsets) with each scenario; --export feeds --from-file;
    --delete-offsets and --delete remove what they say. Once as a real subprocess.
+3. a static member gets the GROUP-INSTANCE-ID column; a group held in PreparingRebalance (a fault
+   delays a member's JoinGroup) is described with Kafka's warning, and a reset is refused.
 """
 from __future__ import annotations
 
@@ -272,3 +274,35 @@ def test_reset_offsets_and_delete_an_inactive_group(coord, driver_for, closing, 
     assert run(*groups, "--list").out == ""
     r = run_subprocess(*groups, "--describe", "--group", group)
     assert (r.code, r.out, r.err) == (1, "", f"Error: Consumer group '{group}' does not exist.\n")
+
+
+# ================================================================================ 3. static members, a rebalance
+def test_a_static_member_and_a_group_caught_rebalancing(coord, driver_for, closing):
+    c = coord(nodes=1)
+    groups = ("groups", "--bootstrap-server", c.bootstrap)
+    driver = driver_for("confluent-kafka", c.bootstrap)
+    group = "cli-static"
+    static = closing(driver.member("cli-static-1", group, sorted(TOPICS), "range", instance_id="static-1").start())
+    wait_covered(c, group, [static])
+
+    # a group with a static member gets Kafka's GROUP-INSTANCE-ID column
+    r = run(*groups, "--describe", "--group", group, "--members")
+    assert table(r.out) == (["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"],
+                            [[group, static.member_id(), "static-1", "/127.0.0.1", "cli-static-1",
+                              str(len(all_partitions()))]])
+
+    # a second member joins; the first member's JoinGroup is held for a while: the group stays in
+    # PreparingRebalance until it arrives
+    c.gc.call(c.gc.service.faults.add, {"api": "JoinGroup", "client_id": "cli-static-1", "latency_ms": 5000,
+                                        "count": 1})
+    joiner = closing(driver.member("cli-joiner", group, sorted(TOPICS), "range").start())
+    wait_until(lambda: c.group(group).state == "PreparingRebalance", message="the group rebalancing")
+    r = run(*groups, "--describe", "--group", group, "--state")
+    assert (r.code, r.err) == (0, f"Warning: Consumer group '{group}' is rebalancing.\n")
+    header, rows = table(r.out)
+    assert rows[0][3:] == ["-", "PreparingRebalance", "2"]      # the joiner is a member already
+    r = run(*groups, "--reset-offsets", "--group", group, "--all-topics", "--to-latest", "--execute")
+    assert r.code == 1
+    assert (f"Error: Assignments can only be reset if the group '{group}' is inactive, but the current state is "
+            "PreparingRebalance.") in r.err.splitlines()
+    wait_covered(c, group, [static, joiner])

@@ -173,8 +173,10 @@ def _reason(exc: BaseException) -> str:
     """An exception in a few words: "Connection refused" rather than "[Errno 111] Connect call failed ..."."""
     if isinstance(exc, TimeoutError):
         return "timed out"
-    if isinstance(exc, OSError) and exc.errno:
+    if isinstance(exc, OSError) and exc.errno and exc.errno > 0:
         return os.strerror(exc.errno)           # "Connection refused"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror                     # a name that does not resolve: "Name or service not known"
     return str(exc) or type(exc).__name__
 
 

@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--http-token", default=None, metavar="TOKEN",
                        help="bearer token for mutating admin endpoints (default: $GROUPCOORD_HTTP_TOKEN)")
     sub.add_parser("configs", help="list the broker configs and their defaults")
-    # fleets, simulation and analytics add their own subcommands: each module has
+    # fleets, simulation, analytics and the groups/topics tools add their own subcommands: each module has
     # register(subparsers), and sets ``func`` (args -> exit code) on its parsers
     import importlib
     for module in _COMMAND_MODULES:
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_COMMAND_MODULES = ("groupcoord.client.fleet.cli", "groupcoord.client.analytics.cli")
+_COMMAND_MODULES = ("groupcoord.client.fleet.cli", "groupcoord.client.analytics.cli", "groupcoord.client.admin_cli")
 
 
 async def serve(args) -> int:

@@ -1,0 +1,580 @@
+"""An admin client over our codec and connections: what ``groupcoord groups`` and ``groupcoord
+topics`` (Kafka's kafka-consumer-groups.sh and kafka-topics.sh) ask of a cluster.
+
+    admin = AdminClient("127.0.0.1:9092")
+    try:
+        listings = await admin.list_groups()
+        description = (await admin.describe_groups(["billing"]))["billing"]
+    finally:
+        admin.close()
+
+It talks to any Kafka broker the way Kafka's Admin client does: every connection negotiates
+versions with ApiVersions (:class:`~.connection.BrokerConnection`) and each request goes out at
+the highest version both sides speak (:data:`ADMIN_VERSIONS`, within what our codec declares);
+Metadata gives the brokers and partition leaders; FindCoordinator gives each group's
+coordinator, which gets the group's requests (found again after NOT_COORDINATOR or
+COORDINATOR_NOT_AVAILABLE, retried after COORDINATOR_LOAD_IN_PROGRESS); ListGroups goes to every
+broker and ListOffsets to each partition's leader.
+
+Every call must finish within ``timeout_ms`` (Kafka's ``default.api.timeout.ms``), retrying
+retriable errors until then. Failures raise :class:`AdminError` (a bootstrap server that cannot
+be reached, a time-out) or :class:`~groupcoord.protocol.errors.KafkaError` (an error code).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+from groupcoord.protocol.consumer import decode_assignment, flatten_partitions
+from groupcoord.protocol.errors import DecodeError, ErrorCode, KafkaError
+from groupcoord.protocol.messages import APIS
+
+from .assignors.base import TopicPartition as TP
+from .connection import BrokerConnection
+from .member import (
+    CLIENT_VERSIONS, EARLIEST, FIND_COORDINATOR, LATEST, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH,
+)
+
+DESCRIBE_GROUPS, LIST_GROUPS, CREATE_TOPICS, DELETE_TOPICS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 19, 20, 42, 47
+
+#: The versions whose request bodies this client builds, per API key (inclusive ranges); the
+#: member's own where it sends the same requests. OffsetFetch starts at v2, the first that
+#: fetches every committed offset of a group (Topics null).
+ADMIN_VERSIONS: dict[int, tuple[int, int]] = {
+    METADATA: CLIENT_VERSIONS[METADATA],
+    FIND_COORDINATOR: CLIENT_VERSIONS[FIND_COORDINATOR],
+    LIST_OFFSETS: CLIENT_VERSIONS[LIST_OFFSETS],
+    OFFSET_COMMIT: CLIENT_VERSIONS[OFFSET_COMMIT],
+    OFFSET_FETCH: (2, CLIENT_VERSIONS[OFFSET_FETCH][1]),
+    DESCRIBE_GROUPS: (0, 6),
+    LIST_GROUPS: (0, 5),
+    DELETE_GROUPS: (0, 2),
+    OFFSET_DELETE: (0, 0),
+    CREATE_TOPICS: (2, 7),
+    DELETE_TOPICS: (1, 6),
+}
+
+CONSUMER_PROTOCOL = "consumer"
+RETRY_BACKOFF_S = 0.1
+_E = ErrorCode
+_FIND_AGAIN = (_E.NOT_COORDINATOR, _E.COORDINATOR_NOT_AVAILABLE)
+_LEADER_MOVED = (_E.NOT_LEADER_OR_FOLLOWER, _E.LEADER_NOT_AVAILABLE, _E.UNKNOWN_LEADER_EPOCH,
+                 _E.FENCED_LEADER_EPOCH, _E.REPLICA_NOT_AVAILABLE)
+
+
+class AdminError(Exception):
+    """A failure that is not a Kafka error code: no bootstrap server reachable, a time-out."""
+
+
+class _Retry(Exception):
+    """Raised inside a retried attempt: try again after the back-off (the reason is kept)."""
+
+
+# ---------------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str | None          # ListGroups v4+
+    type: str | None           # ListGroups v5+ ("classic", "consumer", ...)
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: tuple[TP, ...]   # decoded from the consumer protocol's assignment bytes
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A consumer group as DescribeGroups tells it; a group that does not exist is "Dead" (the
+    broker's GROUP_ID_NOT_FOUND of v6 and the bare "Dead" entry of older versions alike)."""
+    group_id: str
+    state: str
+    protocol_type: str
+    assignor: str               # ProtocolData: the assignor chosen, "" unless Stable
+    members: tuple[MemberDescription, ...]
+    coordinator: Node
+
+
+@dataclass(frozen=True)
+class Committed:
+    offset: int
+    leader_epoch: int | None
+    metadata: str
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: uuid.UUID
+    internal: bool
+    partitions: tuple[PartitionInfo, ...]
+
+
+def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
+    """"host:port,host2:port2" -> [(host, port), ...] (IPv6 literals in brackets)."""
+    out = []
+    for item in servers.split(","):
+        item = item.strip()
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise AdminError(f"Invalid url in bootstrap.servers: {item}")
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise AdminError("No resolvable bootstrap urls given in bootstrap.servers")
+    return out
+
+
+def pick_version(api_key: int, broker: Mapping[int, tuple[int, int]]) -> int:
+    """The highest version of api_key that we build, our codec declares and the broker speaks."""
+    lo, hi = ADMIN_VERSIONS[api_key]
+    codec = APIS[api_key].versions
+    lo, hi = max(lo, codec.start), min(hi, codec.stop - 1)
+    theirs = broker.get(api_key)
+    if theirs is not None:
+        lo, hi = max(lo, theirs[0]), min(hi, theirs[1])
+    if theirs is None or lo > hi:
+        raise KafkaError(_E.UNSUPPORTED_VERSION, f"The broker does not support {APIS[api_key].name} "
+                                                 f"versions {ADMIN_VERSIONS[api_key][0]}-{ADMIN_VERSIONS[api_key][1]}")
+    return hi
+
+
+def _code(value: int) -> ErrorCode | int:
+    return ErrorCode.lookup(value)
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception in a few words: "Connection refused" rather than "[Errno 111] Connect call failed ..."."""
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, OSError) and exc.errno and exc.errno > 0:
+        return os.strerror(exc.errno)           # "Connection refused"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror                     # a name that does not resolve: "Name or service not known"
+    return str(exc) or type(exc).__name__
+
+
+# ---------------------------------------------------------------------------------- the client
+class AdminClient:
+    def __init__(self, bootstrap_servers: str, *, client_id: str = "groupcoord-admin", timeout_ms: int = 30_000):
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.client_id = client_id
+        self.timeout_ms = timeout_ms
+        self._deadline = 0.0
+        self._conns: dict[tuple[str, int], BrokerConnection] = {}
+        self._coordinators: dict[str, Node] = {}
+
+    # ---- time -----------------------------------------------------------------------------
+    def _start(self) -> None:
+        """Each public call has timeout_ms from its start."""
+        self._deadline = time.monotonic() + self.timeout_ms / 1000
+
+    def _remaining(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
+
+    async def _retrying(self, what: str, attempt: Callable):
+        """Run attempt() until it returns; a _Retry, a lost connection or a request time-out
+        means: wait the back-off and try again, until the call's deadline."""
+        while True:
+            try:
+                return await attempt()
+            except (_Retry, ConnectionError, OSError, TimeoutError) as exc:
+                reason = _reason(exc)
+            if self._remaining() <= RETRY_BACKOFF_S:
+                raise AdminError(f"Timed out after {self.timeout_ms} ms waiting for {what} (last: {reason})")
+            await asyncio.sleep(RETRY_BACKOFF_S)
+
+    # ---- connections ----------------------------------------------------------------------
+    async def _connect(self, host: str, port: int) -> BrokerConnection:
+        conn = self._conns.get((host, port))
+        if conn is not None and not conn.closed:
+            return conn
+        conn = BrokerConnection(host, port, client_id=self.client_id)
+        try:
+            await conn.connect(timeout=max(self._remaining(), 0.001))
+        except BaseException:
+            conn.close()
+            raise
+        self._conns[(host, port)] = conn
+        return conn
+
+    async def _any_broker(self) -> BrokerConnection:
+        """A connection to a bootstrap server (the first that answers)."""
+        for host, port in self.bootstrap:
+            conn = self._conns.get((host, port))
+            if conn is not None and not conn.closed:
+                return conn
+        problems = []
+        for host, port in self.bootstrap:
+            try:
+                return await self._connect(host, port)
+            except (OSError, ConnectionError, TimeoutError, DecodeError) as exc:
+                problems.append(f"{host}:{port} ({_reason(exc)})")
+        raise AdminError("Cannot connect to the bootstrap server " + ", ".join(problems))
+
+    async def _send(self, conn: BrokerConnection, api_key: int, build) -> tuple[int, dict]:
+        """One request at the negotiated version; build: a body, or a function of the version."""
+        version = pick_version(api_key, conn.api_versions)
+        body = build(version) if callable(build) else build
+        try:
+            async with asyncio.timeout(max(self._remaining(), 0.001)):
+                return version, await conn.request(api_key, version, body)
+        except TimeoutError:
+            conn.close()
+            raise
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+
+    async def __aenter__(self) -> "AdminClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.close()
+
+    # ---- metadata -------------------------------------------------------------------------
+    async def _metadata(self, topics: list[str] | None) -> tuple[dict[int, Node], dict]:
+        async def attempt():
+            conn = await self._any_broker()
+            _, resp = await self._send(conn, METADATA, {
+                "topics": None if topics is None else [{"name": t} for t in topics],
+                "allow_auto_topic_creation": False, "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False})
+            return resp
+        resp = await self._retrying("Metadata", attempt)
+        brokers = {b["node_id"]: Node(b["node_id"], b["host"], b["port"]) for b in resp["brokers"]}
+        return brokers, {t["name"]: t for t in resp["topics"]}
+
+    async def brokers(self) -> dict[int, Node]:
+        self._start()
+        brokers, _ = await self._metadata([])
+        return brokers
+
+    async def describe_topics(self, names: Iterable[str] | None = None) -> dict[str, TopicDescription | KafkaError]:
+        """The topics named (every topic when None): a description, or the topic's error."""
+        self._start()
+        _, topics = await self._metadata(None if names is None else list(names))
+        out: dict[str, TopicDescription | KafkaError] = {}
+        for name, t in topics.items():
+            code = t["error_code"]
+            if code and not (code == _E.LEADER_NOT_AVAILABLE and t["partitions"]):
+                out[name] = KafkaError(code)
+                continue
+            parts = tuple(sorted((
+                PartitionInfo(p["partition_index"], p["leader_id"] if p["leader_id"] >= 0 else None,
+                              tuple(p["replica_nodes"]), tuple(p["isr_nodes"]))
+                for p in t["partitions"]), key=lambda p: p.partition))
+            out[name] = TopicDescription(name, t.get("topic_id") or uuid.UUID(int=0), bool(t.get("is_internal")),
+                                         parts)
+        return out
+
+    # ---- topics ---------------------------------------------------------------------------
+    async def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
+                           configs: Mapping[str, str] | None = None) -> None:
+        """CreateTopics for one topic; the broker's error as a KafkaError with its message."""
+        self._start()
+
+        def build(v: int) -> dict:
+            return {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": replication_factor,
+                                "assignments": [],
+                                "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}],
+                    "timeout_ms": int(self._remaining() * 1000), "validate_only": False}
+
+        async def attempt():
+            conn = await self._any_broker()
+            _, resp = await self._send(conn, CREATE_TOPICS, build)
+            return resp["topics"][0]
+        result = await self._retrying("CreateTopics", attempt)
+        if result["error_code"]:
+            raise KafkaError(result["error_code"], result.get("error_message"))
+
+    async def delete_topics(self, names: list[str]) -> dict[str, KafkaError | None]:
+        self._start()
+
+        def build(v: int) -> dict:
+            timeout = int(self._remaining() * 1000)
+            if v >= 6:
+                return {"topics": [{"name": n, "topic_id": uuid.UUID(int=0)} for n in names], "timeout_ms": timeout}
+            return {"topic_names": names, "timeout_ms": timeout}
+
+        async def attempt():
+            conn = await self._any_broker()
+            _, resp = await self._send(conn, DELETE_TOPICS, build)
+            return resp["responses"]
+        out = {}
+        for r in await self._retrying("DeleteTopics", attempt):
+            out[r["name"]] = KafkaError(r["error_code"], r.get("error_message")) if r["error_code"] else None
+        return out
+
+    # ---- log offsets ----------------------------------------------------------------------
+    async def list_offsets(self, partitions: Iterable[TP], spec: int) -> dict[TP, int]:
+        """ListOffsets of each partition at its leader: spec EARLIEST, LATEST or a timestamp (ms).
+        The offset per partition (-1: no record at or after the timestamp); partitions that
+        do not exist, or have no leader, are left out (Kafka's tool shows them as unknown)."""
+        self._start()
+        wanted = set(partitions)
+        found: dict[TP, int] = {}
+
+        async def attempt():
+            pending = wanted - set(found)
+            brokers, topics = await self._metadata(sorted({tp.topic for tp in pending}))
+            by_leader: dict[int, list[TP]] = {}
+            for tp in pending:
+                t = topics.get(tp.topic)
+                leader = None
+                if t is not None and not (t["error_code"] and not t["partitions"]):
+                    leader = next((p["leader_id"] for p in t["partitions"] if p["partition_index"] == tp.partition),
+                                  None)
+                if leader is None or leader < 0 or leader not in brokers:
+                    found.setdefault(tp, None)       # unknown partition, or no leader
+                    continue
+                by_leader.setdefault(leader, []).append(tp)
+            moved = False
+            for leader, tps in by_leader.items():
+                by_topic: dict[str, list] = {}
+                for tp in sorted(tps):
+                    by_topic.setdefault(tp.topic, []).append(
+                        {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": spec,
+                         "max_num_offsets": 1})
+                node = brokers[leader]
+                conn = await self._connect(node.host, node.port)
+                _, resp = await self._send(conn, LIST_OFFSETS, {
+                    "replica_id": -1, "isolation_level": 0, "timeout_ms": int(self._remaining() * 1000),
+                    "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]})
+                for t in resp["topics"]:
+                    for p in t["partitions"]:
+                        tp = TP(t["name"], p["partition_index"])
+                        code = _code(p["error_code"])
+                        if code == _E.NONE:
+                            offset = p.get("offset", -1)
+                            if offset is None or offset < 0:
+                                olds = p.get("old_style_offsets") or []
+                                offset = olds[0] if olds else -1
+                            found[tp] = offset
+                        elif code in _LEADER_MOVED:
+                            moved = True
+                        else:
+                            found[tp] = None
+            if moved:
+                raise _Retry("a partition's leader moved")
+        await self._retrying("ListOffsets", attempt)
+        return {tp: offset for tp, offset in found.items() if offset is not None}
+
+    # ---- groups: coordinators ---------------------------------------------------------------
+    async def find_coordinator(self, group_id: str) -> Node:
+        node = self._coordinators.get(group_id)
+        if node is not None:
+            return node
+
+        def build(v: int) -> dict:
+            if v >= 4:
+                return {"key_type": 0, "coordinator_keys": [group_id]}
+            return {"key": group_id, "key_type": 0}
+        conn = await self._any_broker()
+        version, resp = await self._send(conn, FIND_COORDINATOR, build)
+        entry = resp["coordinators"][0] if version >= 4 else resp
+        code = _code(entry["error_code"])
+        if code != _E.NONE:
+            if isinstance(code, ErrorCode) and code.retriable:
+                raise _Retry(f"FindCoordinator: {code.name}")
+            raise KafkaError(code, entry.get("error_message") or None)
+        node = self._coordinators[group_id] = Node(entry["node_id"], entry["host"], entry["port"])
+        return node
+
+    async def _group_request(self, group_id: str, api_key: int, build, error_of) -> tuple[int, dict, Node]:
+        """One request to the group's coordinator, again at the (new) coordinator while the
+        answer (error_of(resp, version)) says it moved or is loading."""
+        async def attempt():
+            node = await self.find_coordinator(group_id)
+            try:
+                conn = await self._connect(node.host, node.port)
+                version, resp = await self._send(conn, api_key, build)
+            except (ConnectionError, OSError, TimeoutError):
+                self._coordinators.pop(group_id, None)
+                raise
+            code = _code(error_of(resp, version))
+            if code in _FIND_AGAIN:
+                self._coordinators.pop(group_id, None)
+                raise _Retry(f"{APIS[api_key].name}: {code.name}")
+            if code == _E.COORDINATOR_LOAD_IN_PROGRESS:
+                raise _Retry(f"{APIS[api_key].name}: {code.name}")
+            return version, resp, node
+        return await self._retrying(f"{APIS[api_key].name} of group {group_id}", attempt)
+
+    # ---- groups -----------------------------------------------------------------------------
+    async def list_groups(self, states: Iterable[str] | None = None, types: Iterable[str] | None = None,
+                          protocol_types: Iterable[str] | None = ("", CONSUMER_PROTOCOL)) -> list[GroupListing]:
+        """ListGroups at every broker, merged (a broker lists the groups it coordinates). As
+        ``ListGroupsOptions.forConsumerGroups()``: only protocol types "" and "consumer" (None:
+        every group); states and types filter at the brokers (ListGroups v4+ and v5+)."""
+        self._start()
+        states = sorted(states or ())
+        types = sorted(types or ())
+        brokers, _ = await self._metadata([])
+        out: dict[str, GroupListing] = {}
+        for node in sorted(brokers.values(), key=lambda n: n.node_id):
+            async def attempt(node=node):
+                conn = await self._connect(node.host, node.port)
+
+                def build(v: int) -> dict:
+                    if states and v < 4:
+                        raise KafkaError(_E.UNSUPPORTED_VERSION,
+                                         "The broker does not support listing groups by state (ListGroups v4)")
+                    return {"states_filter": states, "types_filter": types}
+                version, resp = await self._send(conn, LIST_GROUPS, build)
+                code = _code(resp["error_code"])
+                if code == _E.COORDINATOR_LOAD_IN_PROGRESS or code == _E.COORDINATOR_NOT_AVAILABLE:
+                    raise _Retry(f"ListGroups at node {node.node_id}: {code.name}")
+                if code != _E.NONE:
+                    raise KafkaError(code)
+                return version, resp["groups"]
+            version, groups = await self._retrying(f"ListGroups at node {node.node_id}", attempt)
+            for g in groups:
+                if protocol_types is not None and g["protocol_type"] not in protocol_types:
+                    continue
+                out[g["group_id"]] = GroupListing(g["group_id"], g["protocol_type"],
+                                                  g.get("group_state") if version >= 4 else None,
+                                                  g.get("group_type") if version >= 5 else None)
+        return sorted(out.values(), key=lambda g: g.group_id)
+
+    async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        """DescribeGroups at each group's coordinator, assignments decoded. A group of another
+        protocol type than "consumer" raises AdminError, as Kafka's describeConsumerGroups fails."""
+        self._start()
+        out = {}
+        for group_id in group_ids:
+            def error_of(resp, version, group_id=group_id):
+                return resp["groups"][0]["error_code"]
+            _, resp, node = await self._group_request(
+                group_id, DESCRIBE_GROUPS, {"groups": [group_id], "include_authorized_operations": False}, error_of)
+            g = resp["groups"][0]
+            code = _code(g["error_code"])
+            if code == _E.GROUP_ID_NOT_FOUND:
+                out[group_id] = GroupDescription(group_id, "Dead", "", "", (), node)
+                continue
+            if code != _E.NONE:
+                raise KafkaError(code, g.get("error_message") or None)
+            protocol_type = g["protocol_type"]
+            if protocol_type not in ("", CONSUMER_PROTOCOL):
+                raise AdminError(f"GroupId {group_id} is not a consumer group ({protocol_type}).")
+            members = []
+            for m in g["members"]:
+                assignment: tuple[TP, ...] = ()
+                if m["member_assignment"]:
+                    decoded = decode_assignment(m["member_assignment"])
+                    assignment = tuple(TP(t, p) for t, p in flatten_partitions(decoded["assigned_partitions"]))
+                members.append(MemberDescription(m["member_id"], m.get("group_instance_id"), m["client_id"],
+                                                 m["client_host"], assignment))
+            out[group_id] = GroupDescription(group_id, g["group_state"], protocol_type, g["protocol_data"],
+                                             tuple(members), node)
+        return out
+
+    async def committed_offsets(self, group_id: str) -> dict[TP, Committed]:
+        """Every offset the group has committed (OffsetFetch with every topic)."""
+        self._start()
+
+        def build(v: int) -> dict:
+            if v >= 8:
+                return {"groups": [{"group_id": group_id, "member_id": None, "member_epoch": -1, "topics": None}],
+                        "require_stable": False}
+            return {"group_id": group_id, "topics": None, "require_stable": False}
+
+        def error_of(resp, v):
+            if v >= 8:
+                return resp["groups"][0]["error_code"]
+            return resp.get("error_code", 0)
+        version, resp, _ = await self._group_request(group_id, OFFSET_FETCH, build, error_of)
+        if version >= 8:
+            code, topics = resp["groups"][0]["error_code"], resp["groups"][0]["topics"]
+        else:
+            code, topics = resp.get("error_code", 0), resp["topics"]
+        if code and code != _E.GROUP_ID_NOT_FOUND:
+            raise KafkaError(code)
+        out = {}
+        for t in topics or ():
+            for p in t["partitions"]:
+                if p["error_code"]:
+                    raise KafkaError(p["error_code"], f"{t['name']}-{p['partition_index']}: "
+                                                      f"{ErrorCode.lookup(p['error_code'])!s}")
+                if p["committed_offset"] >= 0:
+                    epoch = p.get("committed_leader_epoch", -1)
+                    out[TP(t["name"], p["partition_index"])] = Committed(
+                        p["committed_offset"], epoch if epoch is not None and epoch >= 0 else None,
+                        p.get("metadata") or "")
+        return out
+
+    async def alter_offsets(self, group_id: str, offsets: Mapping[TP, int]) -> dict[TP, ErrorCode | int]:
+        """OffsetCommit outside any generation (as Kafka's alterConsumerGroupOffsets): the
+        coordinator takes it only while the group is Empty (or unknown). Error per partition."""
+        self._start()
+        by_topic: dict[str, list] = {}
+        for tp, offset in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append({
+                "partition_index": tp.partition, "committed_offset": offset, "committed_leader_epoch": -1,
+                "commit_timestamp": -1, "committed_metadata": ""})
+        body = {"group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
+                "group_instance_id": None, "retention_time_ms": -1,
+                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+        def error_of(resp, v):
+            return next((p["error_code"] for t in resp["topics"] for p in t["partitions"] if p["error_code"]), 0)
+        _, resp, _ = await self._group_request(group_id, OFFSET_COMMIT, body, error_of)
+        return {TP(t["name"], p["partition_index"]): _code(p["error_code"])
+                for t in resp["topics"] for p in t["partitions"]}
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode | int]:
+        """DeleteGroups at each group's coordinator: the error code per group (NONE: deleted)."""
+        self._start()
+        out = {}
+        for group_id in group_ids:
+            def error_of(resp, v):
+                return resp["results"][0]["error_code"]
+            _, resp, _ = await self._group_request(group_id, DELETE_GROUPS, {"groups_names": [group_id]}, error_of)
+            out[group_id] = _code(resp["results"][0]["error_code"])
+        return out
+
+    async def delete_offsets(self, group_id: str, partitions: Iterable[TP]
+                             ) -> tuple[ErrorCode | int, dict[TP, ErrorCode | int]]:
+        """OffsetDelete: the top-level error code and one per partition."""
+        self._start()
+        by_topic: dict[str, list] = {}
+        for tp in sorted(set(partitions)):
+            by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition})
+        body = {"group_id": group_id, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        _, resp, _ = await self._group_request(group_id, OFFSET_DELETE, body, lambda resp, v: resp["error_code"])
+        return _code(resp["error_code"]), {TP(t["name"], p["partition_index"]): _code(p["error_code"])
+                                           for t in resp["topics"] for p in t["partitions"]}
+
+
+__all__ = [
+    "ADMIN_VERSIONS", "AdminClient", "AdminError", "Committed", "EARLIEST", "GroupDescription", "GroupListing",
+    "LATEST", "MemberDescription", "Node", "PartitionInfo", "TopicDescription", "parse_bootstrap", "pick_version",
+]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import struct
 import time
 from typing import Iterable
@@ -32,6 +33,13 @@ log = structlog.get_logger("groupcoord.server")
 MAX_REQUEST_BYTES = 104857600   # Kafka's socket.request.max.bytes
 _SIZE = struct.Struct(">i")
 _READ_HIGH_WATER = 1 << 20      # stop reading a connection with this much unhandled input
+
+
+class ListenError(OSError):
+    """A node's listener could not be opened; the message names the node and its address."""
+
+    def __str__(self) -> str:
+        return self.strerror
 
 
 class Server:
@@ -72,7 +80,11 @@ class Server:
         cluster = self.service.cluster
         if port is None:
             port = cluster.nodes[node_id].port
-        server = await self._loop.create_server(lambda: _Connection(self, node_id), self.host, port)
+        try:
+            server = await self._loop.create_server(lambda: _Connection(self, node_id), self.host, port)
+        except OSError as exc:
+            reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+            raise ListenError(exc.errno, f"cannot listen on {self.host}:{port} for node {node_id}: {reason}") from None
         actual = server.sockets[0].getsockname()[1]
         self._servers[node_id] = server
         self.service.set_node_address(node_id, self.host, actual)

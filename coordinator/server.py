@@ -26,6 +26,7 @@ from groupcoord.protocol.errors import DecodeError, EncodeError, UnsupportedVers
 
 from .context import RequestContext, Verdict
 from .handlers import api_versions
+from .listeners import WILDCARDS, advertised_address, parse_advertised
 from .service import Service
 
 log = structlog.get_logger("groupcoord.server")
@@ -43,7 +44,9 @@ class ListenError(OSError):
 
 
 class Server:
-    """Listens for every node of a Service; drives its timers from the event loop."""
+    """Listens for every node of a Service on host (node i on ports[i]; 0: any free port);
+    drives its timers from the event loop. Each node tells clients its advertised address
+    (``advertised.listeners``, see :mod:`.listeners`), by default the one it listens on."""
 
     def __init__(self, service: Service, host: str = "127.0.0.1", ports: Iterable[int] | None = None):
         self.service = service
@@ -52,6 +55,8 @@ class Server:
         self.ports = list(ports) if ports is not None else [0] * len(node_ids)
         if len(self.ports) != len(node_ids):
             raise ValueError("one port per node")
+        self.advertised = parse_advertised(service.config.get("advertised.listeners", ""))
+        self.listening: dict[int, int] = {}     # node id -> the port it listens (listened) on
         self._servers: dict[int, asyncio.base_events.Server] = {}
         self._conn_ids = itertools.count(1)
         self.connections: dict[int, _Connection] = {}
@@ -69,7 +74,13 @@ class Server:
         for node_id, port in zip(self.service.cluster.node_ids(), self.ports):
             await self.start_node(node_id, port)
         self.rearm()
-        log.info("listening", bootstrap_servers=self.bootstrap_servers, nodes=len(self._servers))
+        log.info("listening", host=self.host, ports=",".join(str(self.listening[n]) for n in sorted(self._servers)),
+                 bootstrap_servers=self.bootstrap_servers, nodes=len(self._servers))
+        if self.advertised is None and self.host in WILDCARDS:
+            log.warning("advertising_host_name", bootstrap_servers=self.bootstrap_servers,
+                        hint=f"listening on {self.host or 'every interface'} with no advertised.listeners: clients "
+                             "are told this host's name; set advertised.listeners=PLAINTEXT://HOST:PORT to the "
+                             "address they reach")
         return self
 
     async def start_node(self, node_id: int, port: int | None = None) -> list:
@@ -78,8 +89,9 @@ class Server:
         if node_id in self._servers:
             return []
         cluster = self.service.cluster
+        index = cluster.node_ids().index(node_id)
         if port is None:
-            port = cluster.nodes[node_id].port
+            port = self.listening.get(node_id, self.ports[index])
         try:
             server = await self._loop.create_server(lambda: _Connection(self, node_id), self.host, port)
         except OSError as exc:
@@ -87,7 +99,8 @@ class Server:
             raise ListenError(exc.errno, f"cannot listen on {self.host}:{port} for node {node_id}: {reason}") from None
         actual = server.sockets[0].getsockname()[1]
         self._servers[node_id] = server
-        self.service.set_node_address(node_id, self.host, actual)
+        self.listening[node_id] = actual
+        self.service.set_node_address(node_id, *advertised_address(self.advertised, index, self.host, actual))
         if not cluster.nodes[node_id].up:
             return cluster.node_up(node_id)
         return []

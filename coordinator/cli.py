@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import signal
 import sys
@@ -135,60 +134,63 @@ async def serve(args) -> int:
         check_exposure(args.http_host, token)   # refuse to start exposed without a token
     config = _broker_config(args)
     ports = [args.port + i if args.port else 0 for i in range(args.nodes)]
-    async with contextlib.AsyncExitStack() as resources:   # closed in reverse order, also on failure
-        emit = None
-        if args.events:
-            import json
+    emit = None
+    events_file = None
+    if args.events:
+        import json
 
-            from .events import default_emit
-            events_file = resources.enter_context(_open_events(args.events))
+        from .events import default_emit
+        events_file = _open_events(args.events)
 
-            def emit(event: dict) -> None:
-                events_file.write(json.dumps(event, default=str) + "\n")
-                default_emit(event)
-        store = None
-        if args.data_dir is not None:
-            store = _open_store(args.data_dir, args.fsync)
-            resources.callback(store.close)
-        service = Service(config, nodes=args.nodes, host=args.host, ports=ports, emit=emit, store=store)
-        for name, partitions in topics.items():
-            service.create_topic(name, partitions)
-        server = Server(service, args.host, ports)
-        resources.push_async_callback(server.stop)
-        await server.start()
-        if store is not None:
-            # listeners are open: groups of partitions not yet loaded answer COORDINATOR_LOAD_IN_PROGRESS
-            try:
-                await service.load_async()
-            except OSError as exc:
-                raise CommandError(f"--data-dir {args.data_dir}: cannot read its logs: {exc}", 1) from None
-            server.rearm()
-        admin = None
-        if args.http_port is not None:
-            from .admin.app import AdminListener
-            admin = AdminListener(service, server, args.http_host, args.http_port, token)
-            try:
-                await admin.start()
-            except OSError as exc:
-                raise CommandError(f"cannot listen on {args.http_host}:{args.http_port} for the admin "
-                                   f"listener: {_reason(exc)}", 1) from None
-            resources.push_async_callback(admin.stop)
-        # announced once everything listens: a failure above is the only thing printed
-        print(f"bootstrap servers: {server.bootstrap_servers}", flush=True)
-        if admin is not None:
-            print(f"admin: {admin.url}", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        if store is not None and args.fsync == "interval":
-            async def sync_every_interval():
-                while True:
-                    await asyncio.sleep(store.fsync_interval_ms / 1000)
-                    store.sync()
-            syncer = asyncio.create_task(sync_every_interval())
-            resources.callback(syncer.cancel)
-        await stop.wait()
+        def emit(event: dict) -> None:
+            events_file.write(json.dumps(event, default=str) + "\n")
+            default_emit(event)
+    store = None
+    if args.data_dir is not None:
+        store = _open_store(args.data_dir, args.fsync)
+    service = Service(config, nodes=args.nodes, host=args.host, ports=ports, emit=emit, store=store)
+    for name, partitions in topics.items():
+        service.create_topic(name, partitions)
+    server = Server(service, args.host, ports)
+    await server.start()
+    if store is not None:
+        # listeners are open: groups of partitions not yet loaded answer COORDINATOR_LOAD_IN_PROGRESS
+        await service.load_async()
+        server.rearm()
+    admin = None
+    if args.http_port is not None:
+        from .admin.app import AdminListener
+        try:
+            admin = await AdminListener(service, server, args.http_host, args.http_port, token).start()
+        except OSError as exc:
+            await server.stop()
+            raise CommandError(f"cannot listen on {args.http_host}:{args.http_port} for the admin listener: "
+                               f"{_reason(exc)}", 1) from None
+    # announced once everything listens: a listener that cannot open is the only thing printed
+    print(f"bootstrap servers: {server.bootstrap_servers}", flush=True)
+    if admin is not None:
+        print(f"admin: {admin.url}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    syncer = None
+    if store is not None and args.fsync == "interval":
+        async def sync_every_interval():
+            while True:
+                await asyncio.sleep(store.fsync_interval_ms / 1000)
+                store.sync()
+        syncer = asyncio.create_task(sync_every_interval())
+    await stop.wait()
+    if syncer is not None:
+        syncer.cancel()
+    if admin is not None:
+        await admin.stop()
+    await server.stop()
+    if store is not None:
+        store.close()
+    if events_file is not None:
+        events_file.close()
     print("stopped", flush=True)
     return 0
 

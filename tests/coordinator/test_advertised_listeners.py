@@ -3,7 +3,6 @@ FindCoordinator) the advertised host and port; by default the address it listens
 host's name instead of 0.0.0.0."""
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket

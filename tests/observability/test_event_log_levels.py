@@ -2,10 +2,8 @@
 there, its heartbeats and offset commits are not (they are at debug)."""
 from __future__ import annotations
 
-import asyncio
 import io
 
-import pytest
 
 from groupcoord.client.connection import BrokerConnection
 from groupcoord.coordinator.embed import running

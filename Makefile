@@ -1,43 +1,60 @@
-# make run   - set up (idempotent) and run the service on an embedded default
-# make test  - set up (idempotent) and run the whole test suite
-PYTHON ?= python3
-VENV   := .venv
-BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
-JS     := tests/interop/js
+# make run   - set up .venv with what running needs, and run the service with its admin listener
+#              (web page at http://127.0.0.1:8080/)
+# make test  - set up .venv with the dev extra and the test clients, and run the whole test suite
+PYTHON    ?= python3
+VENV      := .venv
+BIN       := $(VENV)/bin
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+JS        := tests/interop/js
+# the admin listener of `make run` (empty: none); ARGS may override it (`--http-port 9000`: the last
+# one given wins)
+HTTP_PORT ?= 8080
 
-.PHONY: install run test bench js browser clean
+.PHONY: install install-dev run test bench js browser clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+
+# what `groupcoord serve`, fleet and simulate need (no PySpark, browser driver or test clients)
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
 	touch $@
+
+# the dev extra: analytics (PySpark), Playwright, pytest and the Kafka clients of the tests
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@ $(RUN_STAMP)
 
 $(JS)/node_modules/.installed: $(JS)/package.json $(JS)/package-lock.json
 	cd $(JS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-install: $(STAMP)
+install: $(RUN_STAMP)
+
+install-dev: $(DEV_STAMP)
 
 # Debian's chromium for the web page's browser test (Playwright drives it; no browser download)
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get install -y -q chromium >/dev/null 2>&1 || \
-	     (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1)) || \
+	    echo "installing Debian's chromium (apt-get install --no-install-recommends chromium) for the browser test"; \
+	    (apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 || \
+	     (apt-get update -q >/dev/null 2>&1 && \
+	      apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1)) || \
 	    echo "could not install chromium: the browser test will be skipped"; \
 	  else echo "chromium missing and not root: the browser test will be skipped"; fi; }
 
 js: $(JS)/node_modules/.installed
 
-run: install
-	$(BIN)/groupcoord serve $(ARGS)
+run: $(RUN_STAMP)
+	$(BIN)/groupcoord serve $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(ARGS)
 
-test: install js browser
+test: $(DEV_STAMP) js browser
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-bench: install
+bench: $(DEV_STAMP)
 	$(BIN)/python bench/codec.py
 
 clean:

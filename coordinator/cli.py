@@ -10,6 +10,19 @@ import sys
 from .config import PROFILES, SETTINGS, BrokerConfig, ConfigError
 
 
+class CommandError(Exception):
+    """A problem reported in one line, ``groupcoord: <message>``, with exit status ``status``."""
+
+    def __init__(self, message: str, status: int = 2):
+        super().__init__(message)
+        self.status = status
+
+
+def _reason(exc: OSError) -> str:
+    """The operating system's words for an OSError, without the errno and the path."""
+    return os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+
+
 def _topic(spec: str) -> tuple[str, int]:
     name, sep, count = spec.rpartition(":")
     if not sep or not name:
@@ -48,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the Kafka release emulated: the API versions served (default 4.1; 3.9 keeps "
                             "the versions Kafka 4.0 removed, for old clients)")
     serve.add_argument("--log-format", choices=("console", "json"), default="console")
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--log-level", default="info", help="debug, info (default), warning or error")
     serve.add_argument("--events", metavar="FILE",
                        help="also write the coordinator's structured events to FILE as JSON lines")
     serve.add_argument("--data-dir", default="groupcoord-data", metavar="DIR",
@@ -75,20 +88,57 @@ def build_parser() -> argparse.ArgumentParser:
 _COMMAND_MODULES = ("groupcoord.client.fleet.cli", "groupcoord.client.analytics.cli", "groupcoord.client.admin_cli")
 
 
+def _topics(specs: list[tuple[str, int]]) -> dict[str, int]:
+    """--topic NAME:PARTITIONS given once per name (an identical repeat is accepted)."""
+    topics: dict[str, int] = {}
+    for name, partitions in specs:
+        if topics.setdefault(name, partitions) != partitions:
+            raise CommandError(f"--topic {name} is given twice with different partition counts "
+                               f"({topics[name]} and {partitions})")
+    return topics
+
+
+def _broker_config(args) -> BrokerConfig:
+    try:
+        values = dict(args.set)
+        if args.kafka_version is not None:
+            values["groupcoord.kafka.version"] = args.kafka_version
+        return BrokerConfig(values, profile=args.profile, properties_file=args.config)
+    except OSError as exc:
+        raise CommandError(f"--config {args.config}: cannot read it: {_reason(exc)}") from None
+
+
+def _open_events(path: str):
+    try:
+        return open(path, "a", encoding="utf-8", buffering=1)
+    except IsADirectoryError:
+        raise CommandError(f"--events {path}: is a directory; give the file to append the events to") from None
+    except OSError as exc:
+        raise CommandError(f"--events {path}: cannot write to it: {_reason(exc)}") from None
+
+
+def _open_store(path: str, fsync: str):
+    from .storage import LogStore
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise CommandError(f"--data-dir {path}: is a file; give a directory for the offsets logs")
+    try:
+        return LogStore(path, fsync=fsync)
+    except OSError as exc:
+        raise CommandError(f"--data-dir {path}: cannot use it: {_reason(exc)}") from None
+
+
 async def serve(args) -> int:
     from .logs import configure
     from .server import Server
     from .service import Service
 
     configure(args.log_format, args.log_level)
+    topics = _topics(args.topic)
     token = args.http_token or os.environ.get("GROUPCOORD_HTTP_TOKEN") or None
     if args.http_port is not None:
         from .admin.app import check_exposure
         check_exposure(args.http_host, token)   # refuse to start exposed without a token
-    values = dict(args.set)
-    if args.kafka_version is not None:
-        values["groupcoord.kafka.version"] = args.kafka_version
-    config = BrokerConfig(values, profile=args.profile, properties_file=args.config)
+    config = _broker_config(args)
     ports = [args.port + i if args.port else 0 for i in range(args.nodes)]
     emit = None
     events_file = None
@@ -96,17 +146,16 @@ async def serve(args) -> int:
         import json
 
         from .events import default_emit
-        events_file = open(args.events, "a", encoding="utf-8", buffering=1)
+        events_file = _open_events(args.events)
 
         def emit(event: dict) -> None:
             events_file.write(json.dumps(event, default=str) + "\n")
             default_emit(event)
     store = None
     if args.data_dir is not None:
-        from .storage import LogStore
-        store = LogStore(args.data_dir, fsync=args.fsync)
+        store = _open_store(args.data_dir, args.fsync)
     service = Service(config, nodes=args.nodes, host=args.host, ports=ports, emit=emit, store=store)
-    for name, partitions in args.topic:
+    for name, partitions in topics.items():
         service.create_topic(name, partitions, exist_ok=True)    # may be kept from a previous run
     server = Server(service, args.host, ports)
     await server.start()
@@ -114,11 +163,18 @@ async def serve(args) -> int:
         # listeners are open: groups of partitions not yet loaded answer COORDINATOR_LOAD_IN_PROGRESS
         await service.load_async()
         server.rearm()
-    print(f"bootstrap servers: {server.bootstrap_servers}", flush=True)
     admin = None
     if args.http_port is not None:
         from .admin.app import AdminListener
-        admin = await AdminListener(service, server, args.http_host, args.http_port, token).start()
+        try:
+            admin = await AdminListener(service, server, args.http_host, args.http_port, token).start()
+        except OSError as exc:
+            await server.stop()
+            raise CommandError(f"cannot listen on {args.http_host}:{args.http_port} for the admin listener: "
+                               f"{_reason(exc)}", 1) from None
+    # announced once everything listens: a listener that cannot open is the only thing printed
+    print(f"bootstrap servers: {server.bootstrap_servers}", flush=True)
+    if admin is not None:
         print(f"admin: {admin.url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -147,6 +203,13 @@ async def serve(args) -> int:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "log_level", None) is not None:
+        from .logs import check_level
+        try:
+            args.log_level = check_level(args.log_level)
+        except ValueError as exc:
+            print(f"groupcoord: --log-level: {exc}", file=sys.stderr)
+            return 2
     if getattr(args, "func", None) is not None:
         return args.func(args)
     if args.command == "configs":
@@ -158,11 +221,14 @@ def main(argv=None) -> int:
         return 2
     try:
         return asyncio.run(serve(args))
+    except CommandError as exc:
+        print(f"groupcoord: {exc}", file=sys.stderr)
+        return exc.status
     except (ConfigError, ValueError, OverflowError) as exc:     # OverflowError: a port beyond 65535
         print(f"groupcoord: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"groupcoord: cannot listen: {exc}", file=sys.stderr)
+    except OSError as exc:      # a listener (the message names its address) or the data dir
+        print(f"groupcoord: {exc}", file=sys.stderr)
         return 1
 
 

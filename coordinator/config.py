@@ -38,6 +38,7 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("cluster.id", "groupcoord-cluster", "Cluster id reported by Metadata.", str),
     Setting("groupcoord.kafka.version", "4.1", "The Kafka release emulated: the API versions served and advertised (4.1 or 3.9).",
             str, ("4.1", "3.9")),
+    Setting("advertised.listeners", "", "The address clients are told (Metadata, FindCoordinator), as LISTENER://host:port, e.g. PLAINTEXT://kafka:9092; node i advertises port+i. Empty: the address listened on (this host's name when that is 0.0.0.0).", str),
     # security (coordinator/security.py)
     Setting("sasl.enabled.mechanisms", "", "SASL mechanisms of the listeners: PLAIN, or empty for PLAINTEXT listeners.", str),
     Setting("listener.name.sasl_plaintext.plain.sasl.jaas.config", "", "Kafka's PlainLoginModule JAAS line; its user_<name>=\"<password>\" options are the users.", str),

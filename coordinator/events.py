@@ -87,7 +87,12 @@ Event types and their own fields
     ``partitions``.
 
 Heartbeats never emit events. The default ``emit`` (:func:`default_emit`) logs each event
-through structlog: ``structlog.get_logger("groupcoord.events").info(**event)``.
+through structlog (logger ``groupcoord.events``) at the level :data:`EVENT_LEVELS` gives its type:
+info for what an operator follows (groups created and deleted, state changes, members joining,
+leaving and expiring, rebalances starting and completing, offsets expired or deleted), debug for
+what comes per request or repeats a state change (``offset.committed``, ``member.pending``,
+``rebalance.join_completed``, ``group.sync_completed``). The event stream, the metrics and
+``--events`` get every event whatever the level.
 """
 from __future__ import annotations
 
@@ -121,6 +126,15 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "offset.committed": ("member", "instance_id", "partitions", "errors", "topics"),
     "offsets.expired": ("partitions",),
     "offsets.deleted": ("partitions",),
+}
+
+#: Event type -> the level :func:`default_emit` logs it at (a type not listed: info).
+EVENT_LEVELS: dict[str, str] = {
+    **{kind: "info" for kind in EVENT_FIELDS},
+    "offset.committed": "debug",            # one per OffsetCommit request
+    "member.pending": "debug",              # the first JoinGroup of every member (KIP-394)
+    "rebalance.join_completed": "debug",    # the same transition as its group.state_change
+    "group.sync_completed": "debug",        # the same transition as its group.state_change
 }
 
 REBALANCE_REASONS: tuple[str, ...] = (
@@ -285,11 +299,12 @@ _log = None
 
 
 def default_emit(event: dict) -> None:
-    """Log the event through structlog (logger ``groupcoord.events``)."""
+    """Log the event through structlog (logger ``groupcoord.events``), at its type's level in
+    :data:`EVENT_LEVELS`."""
     global _log
     if _log is None:
         _log = structlog.get_logger("groupcoord.events")
-    _log.info(**event)
+    getattr(_log, EVENT_LEVELS.get(event.get("event"), "info"))(**event)
 
 
 def check_event(event: dict) -> None:

@@ -7,6 +7,17 @@ import sys
 import structlog
 
 
+#: the levels of --log-level
+LEVELS = ("debug", "info", "warning", "error")
+
+
+def check_level(level: str) -> str:
+    """The level in lower case; ValueError naming the known ones for anything else."""
+    if not isinstance(level, str) or level.lower() not in LEVELS:
+        raise ValueError(f"unknown log level {level!r}: expected {', '.join(LEVELS[:-1])} or {LEVELS[-1]}")
+    return level.lower()
+
+
 class _Stderr:
     """Whatever sys.stderr is when a line is written (it may be replaced after configure(), as
     pytest's capture does; a stream closed since must not make logging fail)."""
@@ -21,6 +32,7 @@ class _Stderr:
 def configure(fmt: str = "console", level: str = "info", stream=None) -> None:
     """Console lines (or JSON lines with fmt="json") at level and above, to stream (default: the
     current sys.stderr, looked up at each line)."""
+    level = check_level(level)
     stream = stream or _Stderr()
     renderer = (structlog.processors.JSONRenderer() if fmt == "json"
                 else structlog.dev.ConsoleRenderer(colors=False))

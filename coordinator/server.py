@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import struct
 import time
 from typing import Iterable
@@ -27,6 +28,7 @@ from groupcoord.protocol.messages import APIS
 
 from .context import RequestContext, Verdict
 from .handlers import api_versions
+from .listeners import WILDCARDS, advertised_address, parse_advertised
 from .service import Service
 
 log = structlog.get_logger("groupcoord.server")
@@ -37,8 +39,17 @@ _PEEK = struct.Struct(">hhi")       # api key, api version, correlation id
 _READ_HIGH_WATER = 1 << 20      # stop reading a connection with this much unhandled input
 
 
+class ListenError(OSError):
+    """A node's listener could not be opened; the message names the node and its address."""
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
 class Server:
-    """Listens for every node of a Service; drives its timers from the event loop."""
+    """Listens for every node of a Service on host (node i on ports[i]; 0: any free port);
+    drives its timers from the event loop. Each node tells clients its advertised address
+    (``advertised.listeners``, see :mod:`.listeners`), by default the one it listens on."""
 
     def __init__(self, service: Service, host: str = "127.0.0.1", ports: Iterable[int] | None = None):
         self.service = service
@@ -47,6 +58,8 @@ class Server:
         self.ports = list(ports) if ports is not None else [0] * len(node_ids)
         if len(self.ports) != len(node_ids):
             raise ValueError("one port per node")
+        self.advertised = parse_advertised(service.config.get("advertised.listeners", ""))
+        self.listening: dict[int, int] = {}     # node id -> the port it listens (listened) on
         self._servers: dict[int, asyncio.base_events.Server] = {}
         self._conn_ids = itertools.count(1)
         self.connections: dict[int, _Connection] = {}
@@ -64,7 +77,13 @@ class Server:
         for node_id, port in zip(self.service.cluster.node_ids(), self.ports):
             await self.start_node(node_id, port)
         self.rearm()
-        log.info("listening", bootstrap_servers=self.bootstrap_servers, nodes=len(self._servers))
+        log.info("listening", host=self.host, ports=",".join(str(self.listening[n]) for n in sorted(self._servers)),
+                 bootstrap_servers=self.bootstrap_servers, nodes=len(self._servers))
+        if self.advertised is None and self.host in WILDCARDS:
+            log.warning("advertising_host_name", bootstrap_servers=self.bootstrap_servers,
+                        hint=f"listening on {self.host or 'every interface'} with no advertised.listeners: clients "
+                             "are told this host's name; set advertised.listeners=PLAINTEXT://HOST:PORT to the "
+                             "address they reach")
         return self
 
     async def start_node(self, node_id: int, port: int | None = None) -> list:
@@ -73,12 +92,18 @@ class Server:
         if node_id in self._servers:
             return []
         cluster = self.service.cluster
+        index = cluster.node_ids().index(node_id)
         if port is None:
-            port = cluster.nodes[node_id].port
-        server = await self._loop.create_server(lambda: _Connection(self, node_id), self.host, port)
+            port = self.listening.get(node_id, self.ports[index])
+        try:
+            server = await self._loop.create_server(lambda: _Connection(self, node_id), self.host, port)
+        except OSError as exc:
+            reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else exc.strerror or str(exc)
+            raise ListenError(exc.errno, f"cannot listen on {self.host}:{port} for node {node_id}: {reason}") from None
         actual = server.sockets[0].getsockname()[1]
         self._servers[node_id] = server
-        self.service.set_node_address(node_id, self.host, actual)
+        self.listening[node_id] = actual
+        self.service.set_node_address(node_id, *advertised_address(self.advertised, index, self.host, actual))
         if not cluster.nodes[node_id].up:
             return cluster.node_up(node_id)
         return []

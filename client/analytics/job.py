@@ -72,6 +72,7 @@ def find_logs(paths, cells=None) -> list[LogSource]:
             events, scenario, name = path, None, path.stem
         else:
             raise LogError(f"{path}: no such file or directory")
+        _check_first_event(events)
         cell = cells[i] if cells is not None else None
         log = cell or name
         base, n = log, 1
@@ -83,6 +84,42 @@ def find_logs(paths, cells=None) -> list[LogSource]:
     if not sources:
         raise LogError("no logs given")
     return sources
+
+
+def _check_first_event(path: Path) -> None:
+    """Look at the first line of an events file before Spark starts: a file that is not an event
+    log (a scenario, a report...) is named at once. The Spark job checks every line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            first = next((line for line in f if line.strip()), None)
+    except UnicodeDecodeError:
+        raise LogError(f"{path}: not an event log (not text)") from None
+    except OSError as e:
+        raise LogError(f"{path}: cannot read it: {e.strerror}") from None
+    if first is None:
+        return                    # an empty log: no events
+    try:
+        problem = _problem(json.loads(first))
+    except json.JSONDecodeError as e:
+        problem = f"not valid JSON ({e.msg})"
+    if problem:
+        raise LogError(f"{path}:1: not an event log: {problem}")
+
+
+def check_java() -> None:
+    """PySpark's driver runs in a JVM: ``$JAVA_HOME/bin/java``, or ``java`` on PATH without
+    JAVA_HOME (as Spark's launcher looks for it). Raise LogError in one line when there is none,
+    before PySpark would fail with a page of output."""
+    import shutil
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = os.path.join(home, "bin", "java")
+        if not (os.path.isfile(java) and os.access(java, os.X_OK)):
+            raise LogError(f"the analysis runs on Spark, which needs Java 17 or newer: JAVA_HOME={home} "
+                           f"has no bin/java (fix JAVA_HOME or unset it to use java on PATH)")
+    elif shutil.which("java") is None:
+        raise LogError("the analysis runs on Spark, which needs Java 17 or newer: no java on PATH "
+                       "and JAVA_HOME is not set")
 
 
 def spark_session(master: str | None = None, app: str = "groupcoord-analytics", conf: dict | None = None):
@@ -99,23 +136,34 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
         return active
+    check_java()
     builder = SparkSession.builder
     if (master or "local").startswith("local"):
         # jobs here are short: the quick JIT tier alone and the serial GC start faster
         builder = builder.config("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    spark = (builder.appName(app).master(master or "local[2]")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "4")
-             .config("spark.log.level", "FATAL")
-             .config("spark.sql.adaptive.enabled", "false")
-             .config("spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version", "2")
-             .config("spark.sql.parquet.summary.metadata.level", "NONE")
-             .getOrCreate())
+    builder = (builder.appName(app).master(master or "local[2]")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.log.level", "FATAL")
+               .config("spark.sql.adaptive.enabled", "false")
+               .config("spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version", "2")
+               .config("spark.sql.parquet.summary.metadata.level", "NONE"))
+    from pyspark.errors import PySparkRuntimeError
+    try:
+        spark = builder.getOrCreate()
+    except PySparkRuntimeError as e:      # e.g. JAVA_GATEWAY_EXITED: a java that does not start
+        raise LogError(f"Spark did not start (its JVM, {_java_named()}, failed): "
+                       f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     spark.sparkContext.setLogLevel("FATAL")
     return spark
+
+
+def _java_named() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return os.path.join(home, "bin", "java") if home else "java on PATH"
 
 
 # ---------------------------------------------------------------- tables

@@ -104,7 +104,10 @@ def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = 
     from groupcoord.client.fleet import scenario as scenario_mod
 
     grid = load_grid(grid_path)
-    base = scenario_mod.load(grid.scenario)
+    try:
+        base = scenario_mod.load(grid.scenario)
+    except ValueError as e:
+        raise GridError(f"{grid.scenario}: {e}") from None
     for c in grid.cells:                         # bad overrides fail here, before any task runs
         try:
             scenario_mod.apply_overrides(base, c.params)

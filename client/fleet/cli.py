@@ -14,7 +14,8 @@ def register(subparsers) -> None:
                     "DIR/scenario.json and DIR/summary.json with --out.")
     fleet.add_argument("scenario", metavar="SCENARIO", help="a scenario TOML file (see examples/scenarios/)")
     fleet.add_argument("--bootstrap", metavar="HOST:PORT",
-                       help="a running coordinator (default: start one in this process)")
+                       help="a running coordinator (default: start one in this process; the scenario's "
+                            "[coordinator] settings apply only to that one)")
     fleet.add_argument("--admin", metavar="URL",
                        help="the daemon's admin API (coordinator events, node and coordinator faults)")
     fleet.add_argument("--admin-token", default=None, help="bearer token of the admin API "
@@ -109,11 +110,14 @@ def _simulate(args) -> int:
 
 
 def _fleet(args) -> int:
-    from .fleet import run
+    from .fleet import ignored_against_daemon, run
     _logging(args.log_level)
     sc = _load(args)
     if sc is None:
         return 2
+    if args.bootstrap:
+        for line in ignored_against_daemon(sc):
+            print(f"groupcoord: warning: {args.scenario}: {line}", file=sys.stderr)
     token = args.admin_token or os.environ.get("GROUPCOORD_HTTP_TOKEN") or None
     try:
         runner = asyncio.run(run(sc, args.seed, args.out, bootstrap=args.bootstrap, admin=args.admin,

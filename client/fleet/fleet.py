@@ -24,6 +24,10 @@ from .scenario import Scenario
 
 log = logging.getLogger("groupcoord.fleet")
 
+#: the longest group filter sent with the event stream request (aiohttp reads request lines of up
+#: to 8190 bytes); with more groups the daemon sends every event and the fleet keeps its groups'
+STREAM_QUERY_CHARS = 6000
+
 
 def wall_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -306,17 +310,25 @@ class FleetRunner(Driver):
             self.notes.append(f"POST {path}: {e}")
 
     async def _stream_events(self) -> None:
-        """Coordinator events of a daemon, from its admin API's server-sent events."""
+        """Coordinator events of a daemon, from its admin API's server-sent events: those of the
+        scenario's groups only (the daemon may serve others)."""
         import aiohttp
+        groups = set(self.scenario.group_ids())
+        # the daemon filters too when the groups fit in its request line
+        query = [("group", g) for g in sorted(groups)]
+        if sum(len(g) + 7 for g in groups) > STREAM_QUERY_CHARS:
+            query = []
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as s:
-                async with s.get(self.admin + "/api/events/stream") as resp:
+                async with s.get(self.admin + "/api/events/stream", params=query) as resp:
                     async for line in resp.content:
                         if line.startswith(b"data:"):
                             try:
-                                self.events.append(json.loads(line[5:]))
+                                event = json.loads(line[5:])
                             except ValueError:
-                                pass
+                                continue
+                            if isinstance(event, dict) and event.get("group") in groups:
+                                self.events.append(event)
         except (aiohttp.ClientError, asyncio.CancelledError):
             pass
 
@@ -433,6 +445,21 @@ class FleetRunner(Driver):
         return {"scenario": self.scenario.name, "seed": self.seed, "mode": self.mode,
                 "wall_s": round(self.wall_s, 3), "events": len(events), "clients": len(self.clients),
                 "notes": list(self.notes), "groups": groups}
+
+
+def ignored_against_daemon(sc: Scenario) -> list[str]:
+    """The scenario's [coordinator] settings that a run against a daemon (``bootstrap``) does
+    not apply, one line each: the daemon runs with its own nodes, profile and configs."""
+    from .scenario import CoordinatorSpec
+    default = CoordinatorSpec()
+    lines = []
+    if sc.coordinator.nodes != default.nodes:
+        lines.append(f"[coordinator] nodes = {sc.coordinator.nodes}")
+    if sc.coordinator.profile != default.profile:
+        lines.append(f"[coordinator] profile = {json.dumps(sc.coordinator.profile)}")
+    for key, value in sc.coordinator.config.items():
+        lines.append(f"[coordinator] config {json.dumps(key)} = {json.dumps(value)}")
+    return [f"{line} is ignored: the daemon runs with its own settings" for line in lines]
 
 
 def _member_side_check(members, topics: dict[str, int]) -> str:

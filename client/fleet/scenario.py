@@ -51,7 +51,8 @@ TOML format (every key but ``[topics]`` and ``[[groups]]`` is optional)::
     group = "g0"                    # a group id, or a [[groups]] name for all its copies;
                                     # omitted: every group
     members = [0, 1]                # member indices; or count = N (picked with the seed);
-                                    # omitted: every live member
+                                    # omitted: every live member. An index must exist by then
+                                    # (the initial members, then those of earlier joins)
     ...
 
 Actions and their own keys:
@@ -201,13 +202,14 @@ class Scenario:
 
 # ================================================================================ reading
 def load(path) -> Scenario:
-    """Read a TOML scenario file."""
+    """Read a TOML scenario file. Like every ScenarioError, one raised here does not name the
+    file: the caller, who knows how it named it, does."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{path}: not valid TOML: {e}") from None
+        raise ScenarioError(f"not valid TOML: {e}") from None
     data.setdefault("name", path.stem)
     return from_dict(data)
 
@@ -394,6 +396,32 @@ def _event(d: Mapping, i: int, sc_topics: Mapping[str, int], groups: list[GroupS
     return Event(at_ms, action, params)
 
 
+def _targets(ev: Event, groups: list[GroupSpec]) -> list[str]:
+    """The group ids an event acts on (as :meth:`Driver._groups_of <.model.Driver._groups_of>`)."""
+    name = ev.params.get("group")
+    if name is None:
+        return [g for s in groups for g in s.group_ids()]
+    return next((s.group_ids() for s in groups if s.name == name), [name])
+
+
+def _check_member_indices(events: list[tuple[int, Event]], groups: list[GroupSpec]) -> None:
+    """An event naming members by index names members that exist when it happens: a group's
+    initial members, then those its earlier join events added. ``events``: (index in the file,
+    event), in time order."""
+    known = {g: s.members for s in groups for g in s.group_ids()}
+    for i, ev in events:
+        if ev.action == "join":
+            for g in _targets(ev, groups):
+                known[g] += ev.params["count"]
+        elif "members" in ev.params:
+            for g in _targets(ev, groups):
+                missing = [m for m in ev.params["members"] if m >= known[g]]
+                if missing:
+                    has = f"members 0 to {known[g] - 1}" if known[g] else "no members"
+                    raise ScenarioError(f"events[{i}].members: group {g!r} has no member {missing[0]} "
+                                        f"(it has {has} at {ev.at_ms} ms)")
+
+
 def from_dict(d: Mapping) -> Scenario:
     """Build and validate a scenario from plain data (a parsed TOML file or :meth:`Scenario.to_dict`)."""
     if not isinstance(d, Mapping):
@@ -435,8 +463,10 @@ def from_dict(d: Mapping) -> Scenario:
     events_raw = d.get("events", [])
     if not isinstance(events_raw, list):
         raise ScenarioError("events: expected a list of [[events]] tables")
-    events = [_event(e, i, topics, groups, coordinator.nodes) for i, e in enumerate(events_raw)]
-    events.sort(key=lambda e: e.at_ms)          # stable: same-time events keep their order
+    numbered = [(i, _event(e, i, topics, groups, coordinator.nodes)) for i, e in enumerate(events_raw)]
+    numbered.sort(key=lambda n: n[1].at_ms)     # stable: same-time events keep their order
+    _check_member_indices(numbered, groups)
+    events = [e for _, e in numbered]
     name = d.get("name", "scenario")
     if not isinstance(name, str):
         raise ScenarioError("name: expected a string")

@@ -141,7 +141,7 @@ def test_default_emit_logs_through_structlog(sub):
                       protocols=[("range", sub(["foo"]))], client_id="c")
     assert [log["event"] for log in logs] == ["group.created", "member.pending"]
     assert logs[1]["member"] == "c-" + logs[1]["member"][2:] and logs[1]["ts_ms"] == 5
-    assert logs[1]["log_level"] == "info"
+    assert logs[0]["log_level"] == "info" and logs[1]["log_level"] == "debug"   # member.pending: per request
 
 
 def test_respond_callbacks_may_reenter_the_coordinator(h):

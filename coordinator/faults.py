@@ -200,7 +200,7 @@ def error_response(api_key: int, version: int, body: dict, error: int) -> dict |
             {"topic": t["topic"], "partitions": [
                 {"partition_index": p["partition"], "error_code": code, "high_watermark": -1,
                  "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-                 "preferred_read_replica": -1, "records": None} for p in t["partitions"]]}
+                 "preferred_read_replica": -1, "records": b""} for p in t["partitions"]]}
             for t in b["topics"]]}
     if api_key == 2:        # ListOffsets
         return {"throttle_time_ms": 0, "topics": [

@@ -22,9 +22,11 @@ def _collect(ctx, version, body):
         parts = []
         for p in t["partitions"]:
             index = p["partition"]
+            # a partition in error carries empty records, not null, as Kafka's
+            # FetchResponse.partitionResponse (librdkafka rejects a null record set)
             entry = {"partition_index": index, "error_code": 0, "high_watermark": -1,
                      "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-                     "preferred_read_replica": -1, "records": None}
+                     "preferred_read_replica": -1, "records": b""}
             log = cluster.log(name, index)
             if log is None:
                 entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -384,6 +384,24 @@ async def test_produce_fetch_and_list_offsets_with_raw_batches():
         producer.close()
 
 
+async def test_a_fetch_partition_in_error_carries_empty_records_not_null():
+    # Kafka's FetchResponse.partitionResponse: MemoryRecords.EMPTY (length 0); librdkafka rejects a
+    # null record set (length -1) and so never sees the error (an OFFSET_OUT_OF_RANGE never resets)
+    async with running(topics={"t": 1}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+                 "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "", "topics": [
+                     {"topic": "t", "partitions": [{"partition": 0, "fetch_offset": 99, "partition_max_bytes": 1024},
+                                                   {"partition": 7, "fetch_offset": 0, "partition_max_bytes": 1024}]}]}
+        parts = (await c.call(1, 11, fetch))["responses"][0]["partitions"]
+        assert [(p["error_code"], p["records"]) for p in parts] == [
+            (ErrorCode.OFFSET_OUT_OF_RANGE, b""), (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, b"")]
+        gc.service.faults.add({"api": "Fetch", "error": "NOT_LEADER_OR_FOLLOWER", "count": 1})
+        parts = (await c.call(1, 11, fetch))["responses"][0]["partitions"]
+        assert [(p["error_code"], p["records"]) for p in parts] == [(ErrorCode.NOT_LEADER_OR_FOLLOWER, b"")] * 2
+        c.close()
+
+
 async def test_fetch_waits_at_most_max_wait():
     async with running(topics={"t": 1}) as gc:
         c = await Client.connect(gc.bootstrap_servers)

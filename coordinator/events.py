@@ -140,6 +140,7 @@ EVENT_LEVELS: dict[str, str] = {
 REBALANCE_REASONS: tuple[str, ...] = (
     "new_member", "metadata_changed", "leader_rejoined", "static_member_protocol_changed",
     "static_member_rejoined_during_sync", "member_left", "member_expired", "sync_timeout",
+    "group_record_too_large",
 )
 
 

@@ -158,6 +158,7 @@ class GroupCoordinator:
         self.offsets_retention_ms = int(config["offsets.retention.minutes"]) * 60_000
         self.offsets_retention_check_interval_ms = int(config["offsets.retention.check.interval.ms"])
         self.offset_metadata_max_bytes = int(config["offset.metadata.max.bytes"])
+        self.max_message_bytes = int(config["message.max.bytes"])   # the offsets topic's max.message.bytes
         self.num_offsets_partitions = int(config["offsets.topic.num.partitions"])
         self.store = store if store is not None else _st.MemoryStore()
         self._persist = not isinstance(self.store, _st.MemoryStore)
@@ -226,8 +227,16 @@ class GroupCoordinator:
 
     def _persist_group(self, group: ClassicGroup) -> None:
         """Append the group metadata record (Stable: members and assignments; Empty: none)."""
-        if not self._persist:
-            return
+        if self._persist:
+            self._append(group.group_id, [self._group_record(group)])
+
+    def _group_record_too_large(self, group: ClassicGroup) -> bool:
+        """Whether the group's metadata record exceeds message.max.bytes, the offsets topic's limit:
+        Kafka's append fails (RecordTooLargeException) and nothing is written. Checked whether or
+        not this service persists, so that a group behaves as on Kafka either way."""
+        return _st.payload_size(*self._group_record(group)) > self.max_message_bytes
+
+    def _group_record(self, group: ClassicGroup) -> tuple:
         protocol = group.protocol_name
         members = ()
         if group.state != EMPTY:
@@ -238,7 +247,7 @@ class GroupCoordinator:
         ts = group.current_state_timestamp
         value = _st.GroupMetadataValue(group.protocol_type, group.generation_id, protocol,
                                        group.leader_id if members else None, -1 if ts is None else ts, members)
-        self._append(group.group_id, [(_st.GroupMetadataKey(group.group_id), value)])
+        return _st.GroupMetadataKey(group.group_id), value
 
     def _offset_tombstones(self, group_id: str, pairs) -> None:
         if self._persist:
@@ -489,6 +498,17 @@ class GroupCoordinator:
         if state == STABLE:
             selected = group.select_protocol()
             if (group.protocol_name or "") == selected:
+                if self._group_record_too_large(group):
+                    # as Kafka when this append fails: the replacement is reverted and the
+                    # JoinGroup answered UNKNOWN_SERVER_ERROR (MESSAGE_TOO_LARGE mapped)
+                    group.update_member(new, old.protocols, old.rebalance_timeout_ms, old.session_timeout_ms, None)
+                    group.replace_static_member(instance_id, new_id, old_id)
+                    self._cancel_heartbeat(group.group_id, new_id)
+                    self._schedule_heartbeat(group.group_id, old_id, old.session_timeout_ms, now)
+                    self._leader_changed(group, new_id if leader_before == old_id else leader_before, now,
+                                         "group_record_too_large")
+                    self._reply(req.respond, join_error("", _E.UNKNOWN_SERVER_ERROR))
+                    return
                 self._event(group, "member.replaced", now, {"member": new_id, "old_member": old_id,
                                                             "instance_id": instance_id, "rebalance": False})
                 # no rebalance: the group is persisted with the new id and the member answered
@@ -786,6 +806,9 @@ class GroupCoordinator:
                     if not data:
                         empty += 1
                     m.assignment = data
+                if self._group_record_too_large(group):
+                    self._sync_store_failed(group, now)
+                    return
                 # the "append" of the group metadata succeeds at once
                 self._propagate_assignment(group, _NONE, now)
                 since = group.current_state_timestamp
@@ -802,6 +825,15 @@ class GroupCoordinator:
             self._reply(respond, {"throttle_time_ms": 0, "error_code": _NONE,
                                   "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
                                   "assignment": member.assignment})
+
+    def _sync_store_failed(self, group: ClassicGroup, now: int) -> None:
+        """The leader's assignment could not be stored (its record is over message.max.bytes):
+        as Kafka, every parked SyncGroup gets UNKNOWN_SERVER_ERROR (MESSAGE_TOO_LARGE mapped by
+        appendGroupMetadataErrorToResponseError), nothing is written, and the group rebalances."""
+        for m in group.members.values():
+            m.assignment = EMPTY_ASSIGNMENT
+        self._propagate_assignment(group, _E.UNKNOWN_SERVER_ERROR, now)
+        self._maybe_prepare_rebalance_or_complete_join(group, now, "group_record_too_large")
 
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)

@@ -272,6 +272,21 @@ def encode_payload(key: Key, value: Value) -> bytes:
     return bytes(out)
 
 
+def payload_size(key: Key, value: Value) -> int:
+    """len(encode_payload(key, value)), without building a group record's bytes."""
+    if not isinstance(value, GroupMetadataValue):
+        return len(encode_payload(key, value))
+
+    def string(s: str | None) -> int:
+        return 2 + (len(s.encode("utf-8")) if s is not None else 0)
+    size = len(encode_key(key)) + 1 + 2 + string(value.protocol_type) + 4 + string(value.protocol_name) \
+        + string(value.leader) + 8 + 4
+    for m in value.members:
+        size += (string(m.member_id) + string(m.group_instance_id) + string(m.client_id) + string(m.client_host)
+                 + _MEMBER_TIMEOUTS.size + 4 + len(m.subscription or b"") + 4 + len(m.assignment or b""))
+    return size
+
+
 def decode_payload(payload) -> tuple[Key, Value, int]:
     """(key, value, length of the key's bytes). Raises ValueError/struct.error when malformed."""
     r = _Reader(payload)

@@ -67,6 +67,7 @@ class Server:
         self._timer_at: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.stats = {"connections": 0, "requests": 0, "closed_malformed": 0}
+        self.served: set[bytes] = set()     # api key and version bytes of requests served so far
         faults = getattr(service, "faults", None)
         if faults is not None:
             faults.attach_server(self)      # node down/up and connection drops act on this server
@@ -250,21 +251,26 @@ class _Connection(asyncio.Protocol):
 
     def _handle(self, frame: bytes) -> None:
         service = self.service
-        api_key, api_version, correlation_id = _PEEK.unpack_from(frame, 0)
-        if not service.serves(api_key, api_version):
-            if api_key == api_versions.API_KEY:    # Kafka answers it with a v0 error body
+        # the frame's api key and version bytes, looked up as they come (cheaper than unpacking)
+        served = self.server.served
+        if frame[:4] not in served:
+            api_key, api_version, correlation_id = _PEEK.unpack_from(frame, 0)
+            if service.serves(api_key, api_version):
+                served.add(frame[:4])
+            elif api_key == api_versions.API_KEY:    # Kafka answers it with a v0 error body
                 self._write(frames.encode_response(
                     api_key, 0, correlation_id, api_versions.unsupported_version_response(service)))
                 return
-            self._unsupported(api_key, api_version)
-            return
+            else:
+                self._unsupported(api_key, api_version)
+                return
         try:
             request = frames.decode_request(frame)
         except (DecodeError, UnsupportedVersionError) as exc:
             self._malformed(str(exc))
             return
         if request.trailing:
-            log.debug("ignoring_trailing_bytes", api=request.api_name, version=api_version,
+            log.debug("ignoring_trailing_bytes", api=request.api_name, version=request.api_version,
                       trailing=request.trailing, connection=self.conn_id)
         self.server.stats["requests"] += 1
         self.client_id = request.client_id

@@ -15,7 +15,7 @@ import re
 import sys
 from typing import Iterable
 
-from groupcoord.protocol.errors import ErrorCode, KafkaError
+from groupcoord.protocol.errors import ErrorCode, KafkaError, ProtocolError
 
 from .admin import EARLIEST, LATEST, AdminClient, AdminError, GroupDescription, TopicDescription
 from .assignors.base import TopicPartition as TP
@@ -263,7 +263,7 @@ def run_groups(args) -> int:
     except KafkaError as exc:
         _err(f"Error: Executing consumer group command failed due to {kafka_message(exc)}")
         return 1
-    except AdminError as exc:
+    except (AdminError, ProtocolError) as exc:      # ProtocolError: an answer that does not decode
         _err(f"Error: Executing consumer group command failed due to {exc}")
         return 1
 
@@ -797,7 +797,7 @@ def run_topics(args) -> int:
     except KafkaError as exc:
         _err(f"Error while executing topic command : {kafka_message(exc)}")
         return 1
-    except AdminError as exc:
+    except (AdminError, ProtocolError) as exc:      # ProtocolError: an answer that does not decode
         _err(f"Error while executing topic command : {exc}")
         return 1
 

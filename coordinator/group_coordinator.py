@@ -158,7 +158,8 @@ class GroupCoordinator:
         self.offsets_retention_ms = int(config["offsets.retention.minutes"]) * 60_000
         self.offsets_retention_check_interval_ms = int(config["offsets.retention.check.interval.ms"])
         self.offset_metadata_max_bytes = int(config["offset.metadata.max.bytes"])
-        self.max_message_bytes = int(config["message.max.bytes"])   # the offsets topic's max.message.bytes
+        # the offsets topic's max.message.bytes; never above what the log can read back
+        self.max_message_bytes = min(int(config["message.max.bytes"]), _st.MAX_FRAME - 4)
         self.num_offsets_partitions = int(config["offsets.topic.num.partitions"])
         self.store = store if store is not None else _st.MemoryStore()
         self._persist = not isinstance(self.store, _st.MemoryStore)
@@ -501,13 +502,16 @@ class GroupCoordinator:
                 if self._group_record_too_large(group):
                     # as Kafka when this append fails: the replacement is reverted and the
                     # JoinGroup answered UNKNOWN_SERVER_ERROR (MESSAGE_TOO_LARGE mapped)
+                    replaced_leader = group.leader_id
                     group.update_member(new, old.protocols, old.rebalance_timeout_ms, old.session_timeout_ms, None)
                     group.replace_static_member(instance_id, new_id, old_id)
                     self._cancel_heartbeat(group.group_id, new_id)
                     self._schedule_heartbeat(group.group_id, old_id, old.session_timeout_ms, now)
-                    self._leader_changed(group, new_id if leader_before == old_id else leader_before, now,
-                                         "group_record_too_large")
-                    self._reply(req.respond, join_error("", _E.UNKNOWN_SERVER_ERROR))
+                    self._leader_changed(group, replaced_leader, now, "group_record_too_large")
+                    self._reply(req.respond, {**join_error("", _E.UNKNOWN_SERVER_ERROR),
+                                              "generation_id": group.generation_id, "leader": leader_before or "",
+                                              "protocol_type": group.protocol_type,
+                                              "protocol_name": group.protocol_name})
                     return
                 self._event(group, "member.replaced", now, {"member": new_id, "old_member": old_id,
                                                             "instance_id": instance_id, "rebalance": False})

@@ -14,6 +14,7 @@ that a node listening on every interface (0.0.0.0 or ::) advertises the host's c
 """
 from __future__ import annotations
 
+import functools
 import re
 import socket
 from dataclasses import dataclass
@@ -55,8 +56,11 @@ def parse_advertised(value: str) -> Advertised | None:
     return Advertised(host, port)
 
 
+@functools.cache
 def canonical_host_name() -> str:
-    """This host's fully qualified name (Java's InetAddress.getLocalHost().getCanonicalHostName())."""
+    """This host's fully qualified name (Java's InetAddress.getLocalHost().getCanonicalHostName()).
+    Looked up once per process: the reverse lookup blocks, and a node coming back up later (a
+    fault) must not stall the event loop on it."""
     return socket.getfqdn()
 
 

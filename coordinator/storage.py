@@ -52,7 +52,8 @@ frame the reader resyncs: it scans forward byte by byte for the next position th
 frame, and goes on from there. So damage in the middle of a log costs only the bytes it hit:
 
 * a torn tail (the last frame is incomplete: its header is cut, or its length runs past the end
-  of the file, and no good frame follows; what a crash mid-write leaves) is truncated with a
+  of the file, and no good frame follows; what a crash mid-write leaves; or the file ends in zero
+  bytes after its last good frame, what a power loss leaves on ext4 or XFS) is truncated with a
   warning, as a crash is expected to leave it;
 * any other damage (bytes skipped before a good frame, or a complete but bad last frame) keeps
   the file as it was beside the log, under a new name that never replaces an earlier one
@@ -497,7 +498,9 @@ def scan_frames(data, decode=None) -> Scan:
             pos += len(frame[3])
             continue
         resume = _resync(mv, pos + 1, decode)
-        if resume is None and why in (TORN_HEADER, TORN_FRAME):
+        if resume is None and why not in (TORN_HEADER, TORN_FRAME) and not mv[pos:].tobytes().strip(b"\x00"):
+            why = "zero-filled tail"        # what a power loss leaves on ext4 or XFS: a torn write
+        if resume is None and why in (TORN_HEADER, TORN_FRAME, "zero-filled tail"):
             scan.torn_at, scan.torn_reason = pos, why
             break
         scan.skipped.append((pos, n if resume is None else resume, why))
@@ -591,6 +594,23 @@ class _LogFile:
         if not tombstone:
             self.live[key_bytes] = frame
             self.live_bytes += len(frame)
+
+    def append(self, records: Iterable[Record], encode, encode_key) -> bool:
+        """Write the records as frames (one os.write), then track them; False when there were none.
+        A record the log could not read back (over MAX_FRAME) raises ValueError, and nothing is written."""
+        frames = []
+        for key, value in records:
+            payload = encode(key, value)
+            if len(payload) + 4 > MAX_FRAME:
+                raise ValueError(f"a record of {len(payload)} bytes is over the log's frame limit of {MAX_FRAME}")
+            frames.append((encode_key(key), _HDR.pack(len(payload) + 4, _crc32c.crc32c(payload)) + payload,
+                           value is None))
+        if not frames:
+            return False
+        self.write(b"".join(frame for _, frame, _ in frames))
+        for key_bytes, frame, tombstone in frames:     # only what reached the file
+            self.track(key_bytes, frame, tombstone)
+        return True
 
     def open(self) -> list[tuple[Key, Value, bytes, bytes]]:
         """Read the file (recovering it, see the module's "Recovery"; creating it when missing),
@@ -730,15 +750,8 @@ class LogStore:
             # that end offset is on disk before the commit can be (so no end comes back below it)
             self._sync_meta()
         plog = self._open(partition)
-        buf = bytearray()
-        for key, value in records:
-            payload = encode_payload(key, value)
-            frame = _HDR.pack(len(payload) + 4, _crc32c.crc32c(payload)) + payload
-            buf += frame
-            plog.track(encode_key(key), frame, value is None)
-        if not buf:
+        if not plog.append(records, encode_payload, encode_key):
             return
-        plog.write(buf)
         if self.fsync == "always":
             plog.fsync()
         elif self.fsync == "interval":
@@ -809,13 +822,7 @@ class LogStore:
         if meta is None:
             self.load_topics()
             meta = self._meta
-        buf = bytearray()
-        for key, value in records:
-            payload = encode_metadata_payload(key, value)
-            frame = _HDR.pack(len(payload) + 4, _crc32c.crc32c(payload)) + payload
-            buf += frame
-            meta.track(encode_metadata_key(key), frame, value is None)
-        meta.write(buf)
+        meta.append(records, encode_metadata_payload, encode_metadata_key)
         if fsync_now:
             self._sync_meta()
         elif self.fsync != "never":

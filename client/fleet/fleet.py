@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import time
+import urllib.parse
 from typing import Callable
 
 from groupcoord.client.assignors import RebalanceProtocol
@@ -316,11 +317,14 @@ class FleetRunner(Driver):
         groups = set(self.scenario.group_ids())
         # the daemon filters too when the groups fit in its request line
         query = [("group", g) for g in sorted(groups)]
-        if sum(len(g) + 7 for g in groups) > STREAM_QUERY_CHARS:
+        if len(urllib.parse.urlencode(query)) > STREAM_QUERY_CHARS:    # as sent: percent-encoded
             query = []
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as s:
                 async with s.get(self.admin + "/api/events/stream", params=query) as resp:
+                    if resp.status != 200:
+                        self.notes.append(f"GET /api/events/stream: HTTP {resp.status}: no coordinator events")
+                        return
                     async for line in resp.content:
                         if line.startswith(b"data:"):
                             try:

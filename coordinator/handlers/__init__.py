@@ -34,20 +34,18 @@ KAFKA_RELEASES = SETTINGS["groupcoord.kafka.version"].choices
 def served_versions(release: str) -> dict[int, tuple[int, int]]:
     """Per API key, the versions a broker of that Kafka release answers; any other version of
     a request closes the connection (ApiVersions excepted), as Kafka's SocketServer does."""
-    return {key: _range(module, "VERSIONS", release) for key, module in sorted(HANDLERS.items())}
+    return {key: _served(module, release) for key, module in sorted(HANDLERS.items())}
 
 
 def advertised_versions(release: str) -> dict[int, tuple[int, int]]:
     """Per API key, the versions ApiVersions lists for that release."""
-    return {key: getattr(module, "ADVERTISED", {}).get(release) or _range(module, "VERSIONS", release)
+    return {key: getattr(module, "ADVERTISED", {}).get(release) or _served(module, release)
             for key, module in sorted(HANDLERS.items())}
 
 
-def _range(module, attr: str, release: str) -> tuple[int, int]:
-    if release not in KAFKA_RELEASES:
-        raise ValueError(f"unknown Kafka release {release!r}; emulated: {', '.join(KAFKA_RELEASES)}")
+def _served(module, release: str) -> tuple[int, int]:
     declared = APIS[module.API_KEY].request.valid
-    return getattr(module, attr, {}).get(release) or (declared[0], declared[1])
+    return getattr(module, "VERSIONS", {}).get(release) or (declared[0], declared[1])
 
 
 __all__ = ["HANDLERS", "KAFKA_RELEASES", "advertised_versions", "served_versions"]

@@ -61,6 +61,7 @@ def test_a_static_replacement_whose_record_is_too_large_is_reverted():
     big = [("range", b"\x00" * LIMIT)]
     res = h.join(instance_id="follower", protocols=big).result
     assert (res["error_code"], res["member_id"]) == (ErrorCode.UNKNOWN_SERVER_ERROR, "")
+    assert (res["generation_id"], res["leader"], res["protocol_name"]) == (1, ids["leader"], "range")
     g = h.group()
     assert set(g.members) == set(before) and g.static_members["follower"] == ids["follower"]
     assert g.members[ids["follower"]].protocols != big and g.state == "Stable"

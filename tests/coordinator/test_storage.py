@@ -505,3 +505,32 @@ def test_resync_accepts_no_false_frame_inside_the_damage(tmp_path):
         assert st.LogStore(str(tmp_path)).load(0) == records
     assert [(e["start"], e["end"]) for e in logs if e["event"] == "skipped damaged bytes"] == [
         (len(frames[0]), len(frames[0]) + len(garbage))]
+
+
+def test_a_zero_filled_tail_is_a_torn_write_and_keeps_no_copy(tmp_path):
+    # a power loss on ext4 or XFS can leave the file's last blocks allocated and zeroed
+    store = st.LogStore(str(tmp_path))
+    store.append(0, [(st.OffsetCommitKey("g", "t", p), st.OffsetCommitValue(p)) for p in range(3)])
+    store.close()
+    path = tmp_path / "__consumer_offsets-0.log"
+    good = path.read_bytes()
+    path.write_bytes(good + b"\x00" * 4096)
+    records = st.LogStore(str(tmp_path)).load(0)
+    assert [v.offset for _, v in records] == [0, 1, 2]
+    assert path.read_bytes() == good
+    assert not list(tmp_path.glob("*.damaged-*"))
+
+
+def test_a_record_the_log_could_not_read_back_is_never_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(st, "MAX_FRAME", 1024)
+    store = st.LogStore(str(tmp_path))
+    store.append(0, [(st.OffsetCommitKey("g", "t", 0), st.OffsetCommitValue(1))])
+    big = st.GroupMetadataValue("consumer", 1, "range", "m", -1, (
+        st.MemberMetadata("m", None, "c", "/h", 1, 1, b"x" * 2048, b""),))
+    with pytest.raises(ValueError, match="frame limit"):
+        store.append(0, [(st.OffsetCommitKey("g", "t", 1), st.OffsetCommitValue(2)), (st.GroupMetadataKey("g"), big)])
+    store.append(0, [(st.OffsetCommitKey("g", "t", 2), st.OffsetCommitValue(3))])
+    store.close()
+    records = st.LogStore(str(tmp_path)).load(0)
+    assert [(k.partition, v.offset) for k, v in records] == [(0, 1), (2, 3)]
+    assert not list(tmp_path.glob("*.damaged-*"))

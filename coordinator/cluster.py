@@ -28,8 +28,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+import structlog
+
 from groupcoord.protocol import records
 from groupcoord.protocol.errors import ErrorCode
+
+logger = structlog.get_logger("groupcoord.cluster")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 MAX_TOPIC_NAME = 249
@@ -371,7 +375,11 @@ class Cluster:
         store = self.store
         if store is not None:       # the new end offset is kept before the batches are taken
             end = log.log_end_offset + sum(header.last_offset_delta + 1 for _, header in staged)
-            store.put_end_offset(self.topics[topic].topic_id, partition, end)
+            try:
+                store.put_end_offset(self.topics[topic].topic_id, partition, end)
+            except OSError as exc:      # a full disk: Kafka answers the partition KAFKA_STORAGE_ERROR
+                logger.warning("end offset not kept", topic=topic, partition=partition, error=str(exc))
+                return ErrorCode.KAFKA_STORAGE_ERROR, -1
         first = -1
         for batch, header in staged:
             base = log.append(batch, header)

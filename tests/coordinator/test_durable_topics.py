@@ -175,6 +175,21 @@ def test_an_end_offset_is_written_before_the_produce_is_acknowledged(tmp_path):
     assert st.LogStore(str(tmp_path)).load_topics().end_offsets == {(svc.cluster.topics["t"].topic_id, 0): 3}
 
 
+def test_a_produce_whose_end_offset_cannot_be_kept_fails_with_kafka_storage_error(tmp_path, monkeypatch):
+    svc = service(tmp_path, fsync="never")
+    svc.create_topic("t", 1)
+    produce(svc, "t", 0, 2)
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(svc.store, "put_end_offset", full_disk)
+    part = call(svc, PRODUCE, 8, produce_body("t", 0, 3))["responses"][0]["partition_responses"][0]
+    assert (part["error_code"], part["base_offset"]) == (ErrorCode.KAFKA_STORAGE_ERROR, -1)
+    assert svc.cluster.log("t", 0).log_end_offset == 2          # nothing taken
+    monkeypatch.undo()
+    assert produce(svc, "t", 0, 1) == 2
+
+
 def test_with_fsync_always_an_end_offset_is_on_disk_before_a_commit_past_it(tmp_path, monkeypatch):
     synced = []
     real = st._LogFile.fsync

@@ -39,11 +39,14 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("groupcoord.kafka.version", "4.1", "The Kafka release emulated: the API versions served and advertised (4.1 or 3.9).",
             str, ("4.1", "3.9")),
     Setting("advertised.listeners", "", "The address clients are told (Metadata, FindCoordinator), as LISTENER://host:port, e.g. PLAINTEXT://kafka:9092; node i advertises port+i. Empty: the address listened on (this host's name when that is 0.0.0.0).", str),
+    # connections (coordinator/server.py); each node counts its own, as each Kafka broker does
+    Setting("socket.request.max.bytes", 104857600, "Largest request a connection may send; a larger size prefix closes the connection."),
     # security (coordinator/security.py)
     Setting("sasl.enabled.mechanisms", "", "SASL mechanisms of the listeners: PLAIN, or empty for PLAINTEXT listeners.", str),
     Setting("listener.name.sasl_plaintext.plain.sasl.jaas.config", "", "Kafka's PlainLoginModule JAAS line; its user_<name>=\"<password>\" options are the users.", str),
     Setting("groupcoord.sasl.users", "", "SASL/PLAIN users as name:password,name:password (added to the JAAS users).", str),
     Setting("connection.failed.authentication.delay.ms", 100, "Delay of the answer to a failed authentication, before the connection is closed."),
+    Setting("sasl.server.max.receive.size", 524288, "Largest frame before and during SASL authentication; a larger size prefix closes the connection without reading the body. -1: no limit but socket.request.max.bytes."),
     Setting("authorizer.class.name", "", "Any non-empty value turns on the ACL authorizer (StandardAuthorizer semantics).", str),
     Setting("groupcoord.acls.enabled", False, "Turn on the ACL authorizer (as a non-empty authorizer.class.name does).", bool),
     Setting("super.users", "", "Principals allowed everything, e.g. User:admin;User:bob.", str),

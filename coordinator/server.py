@@ -18,6 +18,7 @@ import itertools
 import os
 import struct
 import time
+from dataclasses import dataclass
 from typing import Iterable
 
 import structlog
@@ -26,6 +27,7 @@ from groupcoord.protocol import frames
 from groupcoord.protocol.errors import DecodeError, EncodeError, UnsupportedVersionError
 from groupcoord.protocol.messages import APIS
 
+from .config import ConfigError
 from .context import RequestContext, Verdict
 from .handlers import api_versions
 from .listeners import WILDCARDS, advertised_address, parse_advertised
@@ -33,10 +35,32 @@ from .service import Service
 
 log = structlog.get_logger("groupcoord.server")
 
-MAX_REQUEST_BYTES = 104857600   # Kafka's socket.request.max.bytes
 _SIZE = struct.Struct(">i")
 _PEEK = struct.Struct(">hhi")       # api key, api version, correlation id
 _READ_HIGH_WATER = 1 << 20      # stop reading a connection with this much unhandled input
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """What one connection may send, by Kafka's configs (see :meth:`from_config`)."""
+    request_max_bytes: int = 104857600          # socket.request.max.bytes
+    sasl_max_receive: int | None = None         # sasl.server.max.receive.size, with SASL on
+
+    @classmethod
+    def from_config(cls, config, sasl_enabled: bool = False) -> "ConnectionLimits":
+        request_max = config["socket.request.max.bytes"]
+        if request_max < 1:
+            raise ConfigError("socket.request.max.bytes must be at least 1")
+        sasl_max = config["sasl.server.max.receive.size"]
+        if sasl_max < -1:
+            raise ConfigError("sasl.server.max.receive.size must be at least 0, or -1 for no limit")
+        # Kafka's SaslServerAuthenticator reads each frame before authentication completes with a
+        # NetworkReceive of this size (-1: NetworkReceive.UNLIMITED)
+        return cls(request_max, sasl_max if sasl_enabled and sasl_max >= 0 else None)
+
+    @property
+    def unauthenticated_max_bytes(self) -> int:
+        return self.request_max_bytes if self.sasl_max_receive is None else self.sasl_max_receive
 
 
 class ListenError(OSError):
@@ -66,6 +90,7 @@ class Server:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.limits = ConnectionLimits.from_config(service.config, service.security.sasl_enabled)
         self.stats = {"connections": 0, "requests": 0, "closed_malformed": 0}
         faults = getattr(service, "faults", None)
         if faults is not None:
@@ -228,11 +253,15 @@ class _Connection(asyncio.Protocol):
         pos = 0
         end = len(buf)
         self.out = out = []     # one write (one system call) for a whole burst of answers
+        limits = self.server.limits
+        request_max, unauthenticated_max = limits.request_max_bytes, limits.unauthenticated_max_bytes
         try:
             while not self.waiting and not self.closed and end - pos >= 4:
                 size = _SIZE.unpack_from(buf, pos)[0]
-                if size < 8 or size > MAX_REQUEST_BYTES:
-                    self._malformed(f"invalid frame size {size}")
+                # checked as soon as the size prefix is in, before any of the body (Kafka's NetworkReceive)
+                limit = request_max if self.authenticated else unauthenticated_max
+                if size < 8 or size > limit:
+                    self._invalid_size(size, limit)
                     return
                 if end - pos - 4 < size:
                     break
@@ -394,6 +423,18 @@ class _Connection(asyncio.Protocol):
                   f"v{served[0]}-{served[1]})" if api is not None and served is not None
                   else f"unsupported API key {api_key} (v{api_version})")
         self._malformed(reason)
+
+    def _invalid_size(self, size: int, limit: int) -> None:
+        if size < 0:
+            self._malformed(f"Invalid receive (size = {size})")
+        elif size < 8:
+            self._malformed(f"Invalid receive (size = {size}, too short for a request header)")
+        elif not self.authenticated and self.server.limits.sasl_max_receive is not None:
+            # Kafka: a SaslAuthenticationException, logged as a failed authentication, and closed at once
+            self._malformed(f"Failing SASL authentication due to invalid receive size (size = {size} larger "
+                            f"than sasl.server.max.receive.size={limit})")
+        else:
+            self._malformed(f"Invalid receive (size = {size} larger than socket.request.max.bytes={limit})")
 
     def _malformed(self, reason: str) -> None:
         self.server.stats["closed_malformed"] += 1

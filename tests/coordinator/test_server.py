@@ -10,10 +10,13 @@ import subprocess
 import sys
 
 import pytest
+from structlog.testing import capture_logs
 
 from groupcoord.coordinator.cluster import partition_for
 from groupcoord.coordinator.config import BrokerConfig, ConfigError
 from groupcoord.coordinator.embed import running
+from groupcoord.coordinator.server import Server
+from groupcoord.coordinator.service import Service
 from groupcoord.protocol import frames
 from groupcoord.protocol.consumer import encode_subscription
 from groupcoord.protocol.errors import ErrorCode
@@ -199,6 +202,23 @@ async def test_malformed_frames_close_that_connection_only(garbage):
         assert await bad.closed()
         assert (await good.call(3, 1, {"topics": None}))["brokers"][0]["port"] > 0
         good.close()
+
+
+async def test_socket_request_max_bytes_closes_at_the_size_prefix():
+    # Kafka's NetworkReceive refuses a size over socket.request.max.bytes before reading the body
+    async with running(config={"socket.request.max.bytes": 1000}) as gc:
+        with capture_logs() as logs:
+            big = await Client.connect(gc.bootstrap_servers)
+            big.writer.write(struct.pack(">i", 1001))
+            assert await big.closed()
+        assert [e["reason"] for e in logs if e["event"] == "closing_connection"] == [
+            "Invalid receive (size = 1001 larger than socket.request.max.bytes=1000)"]
+        ok = await Client.connect(gc.bootstrap_servers)
+        ok.writer.write(frames.encode_request(3, 1, 1, {"topics": None}, "c" * 900))   # 914 bytes
+        assert (await ok.read(3, 1))[1]["brokers"]
+        ok.close()
+    with pytest.raises(ConfigError, match="socket.request.max.bytes must be at least 1"):
+        Server(Service(BrokerConfig({"socket.request.max.bytes": 0})))
 
 
 async def test_requests_are_answered_in_order_behind_a_parked_join():

@@ -9,7 +9,10 @@ with a log line; the service and every other client go on. Bytes after a request
 body are ignored, as Kafka ignores them.
 
 Connections are asyncio protocols rather than stream tasks: a burst of pipelined
-requests is decoded, handled and answered within one ``data_received`` call.
+requests is decoded, handled and answered within one ``data_received`` call. A client that
+does not read its answers is not read from either: the next request waits until the answers
+before it fit the transport's buffer, so a connection makes the server hold one answer (and
+64 KiB) at most, however many requests it pipelines (Kafka holds one).
 """
 from __future__ import annotations
 
@@ -37,7 +40,8 @@ log = structlog.get_logger("groupcoord.server")
 
 _SIZE = struct.Struct(">i")
 _PEEK = struct.Struct(">hhi")       # api key, api version, correlation id
-_READ_HIGH_WATER = 1 << 20      # stop reading a connection with this much unhandled input
+_READ_HIGH_WATER = 1 << 20      # stop reading a parked connection with this much unhandled input
+_WRITE_BATCH = 1 << 16          # hand a burst's answers to the transport once they reach this size
 
 
 @dataclass(frozen=True)
@@ -218,9 +222,11 @@ class _Connection(asyncio.Protocol):
         self.client_host = "/unknown"
         self.buf = bytearray()
         self.waiting = False          # a parked request holds the connection
+        self.write_paused = False     # the transport holds more than its high-water mark: the client is not reading
         self.closed = False
         self.reading = True
         self.out: list[bytes] | None = None   # responses batched while a burst is processed
+        self.out_size = 0
         self.principal = "User:ANONYMOUS"      # set by SASL authentication
         self.authenticated = False
         self.client_id: str | None = None      # from the last request's header
@@ -242,21 +248,38 @@ class _Connection(asyncio.Protocol):
         self._process()
 
     def pause_writing(self) -> None:
-        self._pause_reading()
+        self.write_paused = True
+        self._update_reading()
 
     def resume_writing(self) -> None:
-        self._resume_reading()
+        self.write_paused = False
+        self._update_reading()
+        if self.buf and not self.waiting and not self.closed:
+            self._process()
+
+    def buffered_bytes(self) -> int:
+        """What the server holds for this connection: unhandled input and unsent output."""
+        out = self.out_size
+        if self.transport is not None and not self.transport.is_closing():
+            out += self.transport.get_write_buffer_size()
+        return len(self.buf) + out
 
     # ---- frames -----------------------------------------------------------------------------
     def _process(self) -> None:
+        """Handle the complete frames received, in order, while nothing holds the connection: a
+        parked request, or a client that does not read its answers. Kafka mutes a channel from a
+        request until its response is sent, so that a connection makes the broker hold one
+        response at most; here the next request is handled once the answers before it are in the
+        socket or fit the transport's buffer (its high-water mark, 64 KiB), so a connection holds
+        at most that and one answer, whatever it pipelines."""
         buf = self.buf
         pos = 0
         end = len(buf)
-        self.out = out = []     # one write (one system call) for a whole burst of answers
+        self.out = []           # one write (one system call) for a whole burst of answers
         limits = self.server.limits
         request_max, unauthenticated_max = limits.request_max_bytes, limits.unauthenticated_max_bytes
         try:
-            while not self.waiting and not self.closed and end - pos >= 4:
+            while not (self.waiting or self.write_paused or self.closed) and end - pos >= 4:
                 size = _SIZE.unpack_from(buf, pos)[0]
                 # checked as soon as the size prefix is in, before any of the body (Kafka's NetworkReceive)
                 limit = request_max if self.authenticated else unauthenticated_max
@@ -268,14 +291,14 @@ class _Connection(asyncio.Protocol):
                 frame = bytes(buf[pos + 4:pos + 4 + size])
                 pos += 4 + size
                 self._handle(frame)
+                if self.out_size >= _WRITE_BATCH:
+                    self._flush()       # the transport pauses us (pause_writing) if the client lags
         finally:
+            self._flush()
             self.out = None
-            if out and not self.closed:
-                self.transport.write(b"".join(out))
         if pos:
             del buf[:pos]
-        if len(buf) > _READ_HIGH_WATER and self.waiting:
-            self._pause_reading()
+        self._update_reading()
 
     def _handle(self, frame: bytes) -> None:
         service = self.service
@@ -323,17 +346,15 @@ class _Connection(asyncio.Protocol):
         if self.closed:
             return
         self.waiting = False
-        self.out = out = []
+        self.out = []
         try:
             self._dispatch(request, ctx, verdict)
         finally:
+            self._flush()
             self.out = None
-            if out and not self.closed:
-                self.transport.write(b"".join(out))
-        if not self.waiting and not self.closed:
-            self._resume_reading()
-            if self.buf:
-                self._process()
+        self._update_reading()
+        if self.buf and not self.waiting and not self.closed:
+            self._process()
 
     def _dispatch(self, request, ctx: RequestContext, verdict: Verdict | None) -> None:
         service = self.service
@@ -359,7 +380,7 @@ class _Connection(asyncio.Protocol):
                 _state[0] = True
                 self.waiting = False
                 self._send(_request, body)
-                self._resume_reading()
+                self._update_reading()
                 # carry on later: we may be inside the core (a leader's SyncGroup answering
                 # its followers), which must not be re-entered
                 if not self.closed and self.buf:
@@ -400,10 +421,28 @@ class _Connection(asyncio.Protocol):
     def _write(self, data: bytes) -> None:
         if self.out is not None:
             self.out.append(data)
+            self.out_size += len(data)
         else:
             self.transport.write(data)
 
+    def _flush(self) -> None:
+        out = self.out
+        if out:
+            data = out[0] if len(out) == 1 else b"".join(out)
+            out.clear()
+            self.out_size = 0
+            if not self.closed:
+                self.transport.write(data)
+
     # ---- flow control and closing -----------------------------------------------------------
+    def _update_reading(self) -> None:
+        """Read on unless the client does not read its answers (Kafka keeps the channel muted
+        while its response is unsent) or a parked request has _READ_HIGH_WATER of input behind it."""
+        if self.write_paused or (self.waiting and len(self.buf) > _READ_HIGH_WATER):
+            self._pause_reading()
+        else:
+            self._resume_reading()
+
     def _pause_reading(self) -> None:
         if self.reading and not self.closed:
             self.reading = False

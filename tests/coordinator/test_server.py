@@ -5,6 +5,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -219,6 +220,53 @@ async def test_socket_request_max_bytes_closes_at_the_size_prefix():
         ok.close()
     with pytest.raises(ConfigError, match="socket.request.max.bytes must be at least 1"):
         Server(Service(BrokerConfig({"socket.request.max.bytes": 0})))
+
+
+async def stable_group(c: Client, group: str, metadata: bytes) -> None:
+    body = {**join_body(group), "protocols": [{"name": "range", "metadata": metadata}]}
+    r = await c.call(11, 5, body)
+    r = await c.call(11, 5, {**body, "member_id": r["member_id"]})
+    s = await c.call(14, 3, {"group_id": group, "generation_id": r["generation_id"], "member_id": r["member_id"],
+                             "assignments": [{"member_id": r["member_id"], "assignment": b"a"}]})
+    assert s["error_code"] == 0
+
+
+async def test_a_client_that_does_not_read_its_answers_makes_the_server_hold_one_at_most():
+    """Kafka mutes a channel from a request until its response is sent: whatever a client
+    pipelines, the broker holds one response of it. 200 DescribeGroups of a group with 128 KiB of
+    metadata (26 MB of answers) from a client that reads none: the server holds one answer (and
+    what fits its transport's high-water mark), and handles the next once the client reads."""
+    metadata = b"m" * (128 << 10)
+    async with running() as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        await stable_group(c, "big", metadata)
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)      # the kernel takes little for it
+        sock.setblocking(False)
+        host, port = gc.bootstrap_servers.rsplit(":", 1)
+        await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+        hog = Client(*await asyncio.open_connection(sock=sock, limit=1024))
+        before = gc.server.stats["requests"]
+        for _ in range(200):
+            hog.send(15, 5, {"groups": ["big"], "include_authorized_operations": False})
+        conn = max(gc.server.connections.values(), key=lambda conn: conn.conn_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5
+        while conn.transport.get_write_buffer_size() == 0:      # until it is blocked on the client
+            assert loop.time() < deadline
+            await asyncio.sleep(0.005)
+        assert conn.buffered_bytes() < (1 << 20)
+        assert gc.server.stats["requests"] - before < 200
+        # the others are served meanwhile
+        d = await c.call(15, 5, {"groups": ["big"], "include_authorized_operations": False})
+        assert d["groups"][0]["members"][0]["member_metadata"] == metadata
+        # and the client that reads late gets every answer, in order
+        for corr in range(1, 201):
+            got, resp = await hog.read(15, 5)
+            assert got == corr and len(resp["groups"][0]["members"][0]["member_metadata"]) == len(metadata)
+            assert conn.buffered_bytes() < (1 << 20)
+        hog.close()
+        c.close()
 
 
 async def test_requests_are_answered_in_order_behind_a_parked_join():

@@ -41,6 +41,7 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("advertised.listeners", "", "The address clients are told (Metadata, FindCoordinator), as LISTENER://host:port, e.g. PLAINTEXT://kafka:9092; node i advertises port+i. Empty: the address listened on (this host's name when that is 0.0.0.0).", str),
     # connections (coordinator/server.py); each node counts its own, as each Kafka broker does
     Setting("socket.request.max.bytes", 104857600, "Largest request a connection may send; a larger size prefix closes the connection."),
+    Setting("connections.max.idle.ms", 600000, "Close a connection that has sent and been sent nothing for this long; -1: never."),
     # security (coordinator/security.py)
     Setting("sasl.enabled.mechanisms", "", "SASL mechanisms of the listeners: PLAIN, or empty for PLAINTEXT listeners.", str),
     Setting("listener.name.sasl_plaintext.plain.sasl.jaas.config", "", "Kafka's PlainLoginModule JAAS line; its user_<name>=\"<password>\" options are the users.", str),

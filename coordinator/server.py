@@ -49,6 +49,7 @@ class ConnectionLimits:
     """What one connection may send, by Kafka's configs (see :meth:`from_config`)."""
     request_max_bytes: int = 104857600          # socket.request.max.bytes
     sasl_max_receive: int | None = None         # sasl.server.max.receive.size, with SASL on
+    max_idle_ms: int = 600000                   # connections.max.idle.ms; < 0: never
 
     @classmethod
     def from_config(cls, config, sasl_enabled: bool = False) -> "ConnectionLimits":
@@ -58,9 +59,15 @@ class ConnectionLimits:
         sasl_max = config["sasl.server.max.receive.size"]
         if sasl_max < -1:
             raise ConfigError("sasl.server.max.receive.size must be at least 0, or -1 for no limit")
+        max_idle = config["connections.max.idle.ms"]
+        delay = config["connection.failed.authentication.delay.ms"]
+        if 0 <= max_idle <= delay:      # as KafkaConfig requires
+            raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always be less than "
+                              f"connections.max.idle.ms={max_idle} to prevent failed authentication responses "
+                              "from timing out")
         # Kafka's SaslServerAuthenticator reads each frame before authentication completes with a
         # NetworkReceive of this size (-1: NetworkReceive.UNLIMITED)
-        return cls(request_max, sasl_max if sasl_enabled and sasl_max >= 0 else None)
+        return cls(request_max, sasl_max if sasl_enabled and sasl_max >= 0 else None, max_idle)
 
     @property
     def unauthenticated_max_bytes(self) -> int:
@@ -93,9 +100,10 @@ class Server:
         self.connections: dict[int, _Connection] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
+        self._idle_sweep: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.limits = ConnectionLimits.from_config(service.config, service.security.sasl_enabled)
-        self.stats = {"connections": 0, "requests": 0, "closed_malformed": 0}
+        self.stats = {"connections": 0, "requests": 0, "closed_malformed": 0, "closed_idle": 0}
         faults = getattr(service, "faults", None)
         if faults is not None:
             faults.attach_server(self)      # node down/up and connection drops act on this server
@@ -106,6 +114,8 @@ class Server:
         for node_id, port in zip(self.service.cluster.node_ids(), self.ports):
             await self.start_node(node_id, port)
         self.rearm()
+        if self.limits.max_idle_ms >= 0:
+            self._idle_sweep = self._loop.call_later(self._idle_period(), self._close_idle)
         log.info("listening", host=self.host, ports=",".join(str(self.listening[n]) for n in sorted(self._servers)),
                  bootstrap_servers=self.bootstrap_servers, nodes=len(self._servers))
         if self.advertised is None and self.host in WILDCARDS:
@@ -173,6 +183,9 @@ class Server:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._idle_sweep is not None:
+            self._idle_sweep.cancel()
+            self._idle_sweep = None
         await asyncio.sleep(0)  # let transports run their close callbacks
 
     async def __aenter__(self) -> "Server":
@@ -185,6 +198,25 @@ class Server:
     def bootstrap_servers(self) -> str:
         nodes = self.service.cluster.nodes
         return ",".join(f"{nodes[n].host}:{nodes[n].port}" for n in sorted(self._servers))
+
+    # ---- idle connections ------------------------------------------------------------------
+    def _idle_period(self) -> float:
+        # a look at every connection each second, or each connections.max.idle.ms when shorter:
+        # an idle connection is closed that much after its limit at most
+        return max(0.01, min(self.limits.max_idle_ms, 1000) / 1000)
+
+    def _close_idle(self) -> None:
+        """Close the connections that have sent and been sent nothing for connections.max.idle.ms,
+        as Kafka's Selector does (its IdleExpiryManager; a parked request does not count as activity)."""
+        max_idle_ms = self.limits.max_idle_ms
+        oldest = time.monotonic() - max_idle_ms / 1000
+        for conn in list(self.connections.values()):
+            if conn.last_active < oldest and not conn.closed:
+                log.info("closing_connection", reason=f"idle for longer than connections.max.idle.ms={max_idle_ms}",
+                         connection=conn.conn_id, node=conn.node_id, peer=conn.client_host)
+                self.stats["closed_idle"] += 1
+                conn.close()
+        self._idle_sweep = self._loop.call_later(self._idle_period(), self._close_idle)
 
     # ---- timers -----------------------------------------------------------------------
     def rearm(self) -> None:
@@ -230,6 +262,7 @@ class _Connection(asyncio.Protocol):
         self.principal = "User:ANONYMOUS"      # set by SASL authentication
         self.authenticated = False
         self.client_id: str | None = None      # from the last request's header
+        self.last_active = time.monotonic()    # when bytes last came in or answers went out
 
     # ---- asyncio callbacks ------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -244,6 +277,7 @@ class _Connection(asyncio.Protocol):
         self.server.connections.pop(self.conn_id, None)
 
     def data_received(self, data: bytes) -> None:
+        self.last_active = time.monotonic()
         self.buf += data
         self._process()
 
@@ -423,6 +457,7 @@ class _Connection(asyncio.Protocol):
             self.out.append(data)
             self.out_size += len(data)
         else:
+            self.last_active = time.monotonic()
             self.transport.write(data)
 
     def _flush(self) -> None:
@@ -432,6 +467,7 @@ class _Connection(asyncio.Protocol):
             out.clear()
             self.out_size = 0
             if not self.closed:
+                self.last_active = time.monotonic()
                 self.transport.write(data)
 
     # ---- flow control and closing -----------------------------------------------------------

@@ -269,6 +269,34 @@ async def test_a_client_that_does_not_read_its_answers_makes_the_server_hold_one
         c.close()
 
 
+async def test_a_connection_idle_longer_than_connections_max_idle_ms_is_closed():
+    # Kafka's Selector closes a connection with no traffic for connections.max.idle.ms
+    async with running(config={"connections.max.idle.ms": 300}) as gc:
+        with capture_logs() as logs:
+            idle, busy = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+            assert (await idle.call(18, 0, {}))["error_code"] == 0
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            closed = asyncio.create_task(idle.closed(timeout=5))
+            while not closed.done():        # the other one talks every 50 ms meanwhile
+                assert (await busy.call(18, 0, {}))["error_code"] == 0
+                await asyncio.sleep(0.05)
+            assert closed.result()
+            assert 0.25 <= loop.time() - started < 2
+            assert (await busy.call(18, 0, {}))["error_code"] == 0
+        assert [e["reason"] for e in logs if e["event"] == "closing_connection"] == [
+            "idle for longer than connections.max.idle.ms=300"]
+        assert gc.server.stats["closed_idle"] == 1
+        busy.close()
+
+
+def test_connections_max_idle_ms_must_exceed_the_failed_authentication_delay():
+    config = BrokerConfig({"connections.max.idle.ms": 100, "connection.failed.authentication.delay.ms": 100})
+    with pytest.raises(ConfigError, match="should always be less than connections.max.idle.ms=100"):
+        Server(Service(config))
+    Server(Service(BrokerConfig({"connections.max.idle.ms": -1, "connection.failed.authentication.delay.ms": 100})))
+
+
 async def test_requests_are_answered_in_order_behind_a_parked_join():
     async with running(config={"group.initial.rebalance.delay.ms": 300}) as gc:
         c = await Client.connect(gc.bootstrap_servers)

@@ -42,6 +42,10 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     # connections (coordinator/server.py); each node counts its own, as each Kafka broker does
     Setting("socket.request.max.bytes", 104857600, "Largest request a connection may send; a larger size prefix closes the connection."),
     Setting("connections.max.idle.ms", 600000, "Close a connection that has sent and been sent nothing for this long; -1: never."),
+    Setting("socket.listen.backlog.size", 4096, "Connections the kernel queues for a node until they are accepted (capped by net.core.somaxconn). Kafka's default is 50; 4096 lets a burst of 3,000 connects in at once."),
+    Setting("max.connections", INT32_MAX, "Most connections a node holds; at the limit it accepts none (they wait in the listen backlog) until one closes."),
+    Setting("max.connections.per.ip", INT32_MAX, "Most connections a node holds from one IP address; one more is closed at once. 0 only with overrides."),
+    Setting("max.connections.per.ip.overrides", "", "Limits of some addresses as host:count,host:count, e.g. 127.0.0.1:200 (a host name: each address it resolves to).", str),
     # security (coordinator/security.py)
     Setting("sasl.enabled.mechanisms", "", "SASL mechanisms of the listeners: PLAIN, or empty for PLAINTEXT listeners.", str),
     Setting("listener.name.sasl_plaintext.plain.sasl.jaas.config", "", "Kafka's PlainLoginModule JAAS line; its user_<name>=\"<password>\" options are the users.", str),

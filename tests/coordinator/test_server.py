@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -295,6 +296,104 @@ def test_connections_max_idle_ms_must_exceed_the_failed_authentication_delay():
     with pytest.raises(ConfigError, match="should always be less than connections.max.idle.ms=100"):
         Server(Service(config))
     Server(Service(BrokerConfig({"connections.max.idle.ms": -1, "connection.failed.authentication.delay.ms": 100})))
+
+
+async def wait_for(condition, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.005)
+
+
+async def test_at_max_connections_a_node_accepts_no_more_until_one_closes():
+    # Kafka's acceptor waits in ConnectionQuotas.inc for a slot: a new connection waits, unanswered
+    async with running(config={"max.connections": 2}) as gc:
+        a, b = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+        assert (await a.call(18, 0, {}))["error_code"] == 0 and (await b.call(18, 0, {}))["error_code"] == 0
+        waiting = await Client.connect(gc.bootstrap_servers)     # the kernel completes it: the listen backlog
+        corr = waiting.send(18, 0, {})
+        with pytest.raises(asyncio.TimeoutError):
+            await waiting.read(18, 0, timeout=0.3)
+        assert len(gc.server.connections) == 2 and gc.server.stats["accept_paused"] >= 1
+        a.close()
+        got, resp = await waiting.read(18, 0)                   # accepted once a slot is free
+        assert got == corr and resp["error_code"] == 0
+        assert len(gc.server.connections) == 2
+        b.close()
+        waiting.close()
+
+
+async def test_a_connection_over_max_connections_per_ip_is_closed_at_once():
+    # Kafka's acceptor closes it on a TooManyConnectionsException, with an info line
+    async with running(config={"max.connections.per.ip": 2}) as gc:
+        with capture_logs() as logs:
+            a, b = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+            over = await Client.connect(gc.bootstrap_servers)
+            over.send(18, 0, {})
+            assert await over.closed()
+        assert [(e["peer"], e["reason"]) for e in logs if e["event"] == "connection_rejected"] == [
+            ("/127.0.0.1", "address already has the configured maximum of 2 connections (max.connections.per.ip)")]
+        assert gc.server.stats["rejected_per_ip"] == 1
+        assert (await a.call(18, 0, {}))["error_code"] == 0 and (await b.call(18, 0, {}))["error_code"] == 0
+        a.close()
+        await wait_for(lambda: len(gc.server.connections) == 1)
+        again = await Client.connect(gc.bootstrap_servers)      # a slot of that address is free again
+        assert (await again.call(18, 0, {}))["error_code"] == 0
+        b.close()
+        again.close()
+
+
+@pytest.mark.parametrize("overrides", ["127.0.0.1:1", "localhost:1", "10.1.1.1:5, 127.0.0.1 : 1"])
+async def test_max_connections_per_ip_overrides(overrides):
+    config = {"max.connections.per.ip": 0, "max.connections.per.ip.overrides": overrides}
+    async with running(config=config) as gc:
+        one = await Client.connect(gc.bootstrap_servers)
+        assert (await one.call(18, 0, {}))["error_code"] == 0
+        two = await Client.connect(gc.bootstrap_servers)
+        assert await two.closed()
+        one.close()
+
+
+@pytest.mark.parametrize("config,message", [
+    ({"max.connections.per.ip": 0}, "can be set to zero only if max.connections.per.ip.overrides"),
+    ({"max.connections.per.ip.overrides": "bad host!:3"}, "contains invalid addresses : bad host!"),
+    ({"max.connections.per.ip.overrides": "127.0.0.1"}, "contains invalid addresses : 127.0.0.1"),
+    ({"max.connections.per.ip.overrides": "127.0.0.1:many"}, "'many' is not a number"),
+    ({"max.connections": -1}, "max.connections must be at least 0"),
+    ({"socket.listen.backlog.size": 0}, "socket.listen.backlog.size must be at least 1"),
+])
+def test_connection_limit_configs_are_checked(config, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        Server(Service(BrokerConfig(config)))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux queues backlog + 1 connections")
+@pytest.mark.parametrize("backlog,burst,queued", [(8, 40, 9), (None, 300, 300)])
+async def test_socket_listen_backlog_size_is_what_the_kernel_queues(backlog, burst, queued):
+    """A node that accepts nothing (max.connections=0) leaves connects to the kernel: it completes
+    as many handshakes as the backlog holds. The default (4096, not Kafka's 50) holds a burst."""
+    from groupcoord.coordinator.server import somaxconn
+    if backlog is None and (somaxconn() or 0) < burst:
+        pytest.skip("net.core.somaxconn caps the backlog")
+    config = {"max.connections": 0}
+    if backlog is not None:
+        config["socket.listen.backlog.size"] = backlog
+    async with running(config=config) as gc:
+        host, port = gc.bootstrap_servers.rsplit(":", 1)
+        loop = asyncio.get_running_loop()
+        socks = [socket.socket() for _ in range(burst)]
+        try:
+            for s in socks:
+                s.setblocking(False)
+            tasks = [asyncio.create_task(loop.sock_connect(s, (host, int(port)))) for s in socks]
+            done, pending = await asyncio.wait(tasks, timeout=0.5)     # a dropped SYN is sent again after 1 s
+            for t in pending:
+                t.cancel()
+            assert sum(1 for t in done if t.exception() is None) == queued
+        finally:
+            for s in socks:
+                s.close()
 
 
 async def test_requests_are_answered_in_order_behind_a_parked_join():

@@ -677,6 +677,20 @@ def test_cli_rejects_bad_config():
     assert r.returncode == 2 and "port must be 0-65535" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_cli_lists_the_connection_limits_and_refuses_bad_ones():
+    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "configs"], capture_output=True, text=True,
+                       timeout=30, check=True)
+    for line in ("socket.request.max.bytes = 104857600", "sasl.server.max.receive.size = 524288",
+                 "connections.max.idle.ms = 600000", "socket.listen.backlog.size = 4096",
+                 "max.connections = 2147483647", "max.connections.per.ip = 2147483647",
+                 "max.connections.per.ip.overrides = "):
+        assert "\n" + line in r.stdout, line
+    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
+                        "--set", "max.connections.per.ip=0"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "max.connections.per.ip can be set to zero only if" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_pytest_plugin_fixture_gives_a_running_coordinator(groupcoord):
     import socket
     host, port = groupcoord.bootstrap_servers.split(":")

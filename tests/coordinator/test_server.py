@@ -396,6 +396,96 @@ async def test_socket_listen_backlog_size_is_what_the_kernel_queues(backlog, bur
                 s.close()
 
 
+async def test_random_bytes_close_their_connections_and_nothing_else():
+    """Seeded random blobs on 60 connections, each then half-closed: every one ends (answered,
+    closed as malformed, or at its EOF), nothing fails inside, another client is served."""
+    import random
+    rng = random.Random(15)
+    async with running(topics={"t": 1}) as gc:
+        with capture_logs() as logs:
+            good = await Client.connect(gc.bootstrap_servers)
+            for _ in range(60):
+                blob = rng.randbytes(rng.randint(1, 3000))
+                if rng.random() < 0.5:      # a plausible size prefix and header, then garbage
+                    blob = struct.pack(">ihhi", len(blob) + 8, rng.choice([3, 11, 12, 18, 999]),
+                                       rng.randint(-2, 20), 1) + blob
+                bad = await Client.connect(gc.bootstrap_servers)
+                bad.writer.write(blob)
+                bad.writer.write_eof()
+                while True:     # answers, if any, then the end
+                    try:
+                        if not await asyncio.wait_for(bad.reader.read(1 << 16), 5):
+                            break
+                    except ConnectionError:
+                        break
+            assert (await good.call(3, 1, {"topics": None}))["brokers"]
+        assert gc.server.stats["closed_malformed"] >= 30     # (53 with this seed; the rest end at their EOF)
+        assert not [e for e in logs if e.get("log_level") in ("error", "critical") or "exception" in e
+                    or e["event"].endswith("_failed")]
+        await wait_for(lambda: len(gc.server.connections) == 1)
+        good.close()
+
+
+async def test_connection_churn_with_resets_leaves_no_connection_or_slot_behind():
+    """200 connections reset (SO_LINGER 0) right after sending: a request, half a frame, or
+    DescribeGroups of a 64 KiB group (reset while the server writes). With a per-IP limit of 21
+    a leaked slot would refuse the connections that follow."""
+    async with running(config={"max.connections.per.ip": 21}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        await stable_group(c, "churn", b"m" * (64 << 10))
+        host, port = gc.bootstrap_servers.rsplit(":", 1)
+        describe = frames.encode_request(15, 5, 1, {"groups": ["churn"], "include_authorized_operations": False},
+                                         "churn")
+        sends = [frames.encode_request(18, 0, 1, {}, "churn"), describe * 3, describe[:20], b""]
+        loop = asyncio.get_running_loop()
+        for round_ in range(10):
+            socks = []
+            for i in range(20):
+                sock = socket.socket()
+                sock.setblocking(False)
+                await loop.sock_connect(sock, (host, int(port)))
+                socks.append(sock)
+                if sends[i % 4]:
+                    await loop.sock_sendall(sock, sends[i % 4])
+            for sock in socks:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()
+            await wait_for(lambda: len(gc.server.connections) == 1)
+        assert gc.server.stats["rejected_per_ip"] == 0
+        others = [await Client.connect(gc.bootstrap_servers) for _ in range(20)]   # 21 with c: all admitted
+        for o in others:
+            assert (await o.call(18, 0, {}))["error_code"] == 0
+            o.close()
+        assert (await c.call(15, 5, {"groups": ["churn"]}))["groups"][0]["group_state"] == "Stable"
+        c.close()
+
+
+async def test_ten_thousand_groups_from_one_client_are_answered_then_cleaned_up():
+    """As Kafka: a JoinGroup (v4+) without a member id creates its group and a pending member
+    (MEMBER_ID_REQUIRED); the pending member expires after its session timeout, and the
+    retention sweep (cleanupGroupMetadata) deletes a group left Empty without offsets."""
+    n = 10_000
+    async with running(config={"offsets.retention.check.interval.ms": 300}) as gc:
+        seen = {"group.created": 0, "member.pending": 0, "group.deleted": 0}
+
+        def count(event):
+            if event["event"] in seen:
+                seen[event["event"]] += 1
+        gc.service.bus.subscribe(count)
+        c, other = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+        c.writer.write(b"".join(frames.encode_request(11, 5, i + 1, join_body(f"flood-{i}", session=100), "flood")
+                                for i in range(n)))
+        assert (await other.call(18, 0, {}))["error_code"] == 0        # served during the flood
+        for i in range(n):
+            corr, resp = await c.read(11, 5)
+            assert corr == i + 1 and resp["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
+        await wait_for(lambda: not list(gc.service.group_coordinator.groups()), timeout=10)
+        assert seen == {"group.created": n, "member.pending": n, "group.deleted": n}
+        assert (await other.call(18, 0, {}))["error_code"] == 0
+        c.close()
+        other.close()
+
+
 async def test_requests_are_answered_in_order_behind_a_parked_join():
     async with running(config={"group.initial.rebalance.delay.ms": 300}) as gc:
         c = await Client.connect(gc.bootstrap_servers)

@@ -1,6 +1,7 @@
 """SASL/PLAIN over real sockets with raw frames, and the ACL admin API changing what a connection may do."""
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 
@@ -141,4 +142,27 @@ async def test_sasl_server_max_receive_size_is_configurable():
         c = await Client.connect(gc.bootstrap_servers)
         c.writer.write(handshake)
         assert (await c.read(17, 1))["error_code"] == 0
+        c.close()
+
+
+async def test_a_wrong_password_loop_leaves_nothing_behind():
+    """Kafka has no lockout: each guess is answered SASL_AUTHENTICATION_FAILED after the delay and
+    its connection closed (a second SaslAuthenticate on it gets no answer). 40 guesses, 20 at a
+    time; then no connection is left and the right password still logs in."""
+    async with running(config={**SASL, "connection.failed.authentication.delay.ms": 50}) as gc:
+        async def guess(i: int) -> None:
+            c = await Client.connect(gc.bootstrap_servers)
+            resp = await c.login("alice", f"guess-{i}")
+            assert resp["error_code"] == ErrorCode.SASL_AUTHENTICATION_FAILED
+            c.send(36, 2, {"auth_bytes": b"\0alice\0alice-secret"})
+            assert await c.closed()
+
+        for batch in range(2):
+            await asyncio.gather(*(guess(20 * batch + i) for i in range(20)))
+        deadline = time.monotonic() + 5
+        while gc.server.connections:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.005)
+        c = await Client.connect(gc.bootstrap_servers)
+        assert (await c.login("alice", "alice-secret"))["error_code"] == 0
         c.close()

@@ -272,9 +272,9 @@ class Server:
 
     # ---- idle connections ------------------------------------------------------------------
     def _idle_period(self) -> float:
-        # a look at every connection each second, or each connections.max.idle.ms when shorter:
-        # an idle connection is closed that much after its limit at most
-        return max(0.01, min(self.limits.max_idle_ms, 1000) / 1000)
+        # a look at every connection each second, or each quarter of connections.max.idle.ms when
+        # shorter: an idle connection is closed that much after its limit at most
+        return max(0.01, min(self.limits.max_idle_ms / 4, 1000) / 1000)
 
     def _close_idle(self) -> None:
         """Close the connections that have sent and been sent nothing for connections.max.idle.ms,

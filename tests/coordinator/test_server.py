@@ -4,16 +4,21 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
+import socket
 import struct
 import subprocess
 import sys
 
 import pytest
+from structlog.testing import capture_logs
 
 from groupcoord.coordinator.cluster import partition_for
 from groupcoord.coordinator.config import BrokerConfig, ConfigError
 from groupcoord.coordinator.embed import running
+from groupcoord.coordinator.server import Server
+from groupcoord.coordinator.service import Service
 from groupcoord.protocol import frames
 from groupcoord.protocol.consumer import encode_subscription
 from groupcoord.protocol.errors import ErrorCode
@@ -199,6 +204,286 @@ async def test_malformed_frames_close_that_connection_only(garbage):
         assert await bad.closed()
         assert (await good.call(3, 1, {"topics": None}))["brokers"][0]["port"] > 0
         good.close()
+
+
+async def test_socket_request_max_bytes_closes_at_the_size_prefix():
+    # Kafka's NetworkReceive refuses a size over socket.request.max.bytes before reading the body
+    async with running(config={"socket.request.max.bytes": 1000}) as gc:
+        with capture_logs() as logs:
+            big = await Client.connect(gc.bootstrap_servers)
+            big.writer.write(struct.pack(">i", 1001))
+            assert await big.closed()
+        assert [e["reason"] for e in logs if e["event"] == "closing_connection"] == [
+            "Invalid receive (size = 1001 larger than socket.request.max.bytes=1000)"]
+        ok = await Client.connect(gc.bootstrap_servers)
+        ok.writer.write(frames.encode_request(3, 1, 1, {"topics": None}, "c" * 900))   # 914 bytes
+        assert (await ok.read(3, 1))[1]["brokers"]
+        ok.close()
+    with pytest.raises(ConfigError, match="socket.request.max.bytes must be at least 1"):
+        Server(Service(BrokerConfig({"socket.request.max.bytes": 0})))
+
+
+async def stable_group(c: Client, group: str, metadata: bytes) -> None:
+    body = {**join_body(group), "protocols": [{"name": "range", "metadata": metadata}]}
+    r = await c.call(11, 5, body)
+    r = await c.call(11, 5, {**body, "member_id": r["member_id"]})
+    s = await c.call(14, 3, {"group_id": group, "generation_id": r["generation_id"], "member_id": r["member_id"],
+                             "assignments": [{"member_id": r["member_id"], "assignment": b"a"}]})
+    assert s["error_code"] == 0
+
+
+async def test_a_client_that_does_not_read_its_answers_makes_the_server_hold_one_at_most():
+    """Kafka mutes a channel from a request until its response is sent: whatever a client
+    pipelines, the broker holds one response of it. 200 DescribeGroups of a group with 128 KiB of
+    metadata (26 MB of answers) from a client that reads none: the server holds one answer (and
+    what fits its transport's high-water mark), and handles the next once the client reads."""
+    metadata = b"m" * (128 << 10)
+    async with running() as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        await stable_group(c, "big", metadata)
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)      # the kernel takes little for it
+        sock.setblocking(False)
+        host, port = gc.bootstrap_servers.rsplit(":", 1)
+        await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+        hog = Client(*await asyncio.open_connection(sock=sock, limit=1024))
+        before = gc.server.stats["requests"]
+        for _ in range(200):
+            hog.send(15, 5, {"groups": ["big"], "include_authorized_operations": False})
+        conn = max(gc.server.connections.values(), key=lambda conn: conn.conn_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5
+        while conn.transport.get_write_buffer_size() == 0:      # until it is blocked on the client
+            assert loop.time() < deadline
+            await asyncio.sleep(0.005)
+        assert conn.buffered_bytes() < (1 << 20)
+        assert gc.server.stats["requests"] - before < 200
+        # the others are served meanwhile
+        d = await c.call(15, 5, {"groups": ["big"], "include_authorized_operations": False})
+        assert d["groups"][0]["members"][0]["member_metadata"] == metadata
+        # and the client that reads late gets every answer, in order
+        for corr in range(1, 201):
+            got, resp = await hog.read(15, 5)
+            assert got == corr and len(resp["groups"][0]["members"][0]["member_metadata"]) == len(metadata)
+            assert conn.buffered_bytes() < (1 << 20)
+        hog.close()
+        c.close()
+
+
+async def test_a_connection_idle_longer_than_connections_max_idle_ms_is_closed():
+    # Kafka's Selector closes a connection with no traffic for connections.max.idle.ms
+    async with running(config={"connections.max.idle.ms": 300}) as gc:
+        with capture_logs() as logs:
+            idle, busy = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+            assert (await idle.call(18, 0, {}))["error_code"] == 0
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            closed = asyncio.create_task(idle.closed(timeout=5))
+            while not closed.done():        # the other one talks every 50 ms meanwhile
+                assert (await busy.call(18, 0, {}))["error_code"] == 0
+                await asyncio.sleep(0.05)
+            assert closed.result()
+            assert 0.25 <= loop.time() - started < 2
+            assert (await busy.call(18, 0, {}))["error_code"] == 0
+        assert [e["reason"] for e in logs if e["event"] == "closing_connection"] == [
+            "idle for longer than connections.max.idle.ms=300"]
+        assert gc.server.stats["closed_idle"] == 1
+        busy.close()
+
+
+def test_connections_max_idle_ms_must_exceed_the_failed_authentication_delay():
+    config = BrokerConfig({"connections.max.idle.ms": 100, "connection.failed.authentication.delay.ms": 100})
+    with pytest.raises(ConfigError, match="should always be less than connections.max.idle.ms=100"):
+        Server(Service(config))
+    Server(Service(BrokerConfig({"connections.max.idle.ms": -1, "connection.failed.authentication.delay.ms": 100})))
+
+
+async def wait_for(condition, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.005)
+
+
+async def test_at_max_connections_a_node_accepts_no_more_until_one_closes():
+    # Kafka's acceptor waits in ConnectionQuotas.inc for a slot: a new connection waits, unanswered
+    async with running(config={"max.connections": 2}) as gc:
+        a, b = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+        assert (await a.call(18, 0, {}))["error_code"] == 0 and (await b.call(18, 0, {}))["error_code"] == 0
+        waiting = await Client.connect(gc.bootstrap_servers)     # the kernel completes it: the listen backlog
+        corr = waiting.send(18, 0, {})
+        with pytest.raises(asyncio.TimeoutError):
+            await waiting.read(18, 0, timeout=0.3)
+        assert len(gc.server.connections) == 2 and gc.server.stats["accept_paused"] >= 1
+        a.close()
+        got, resp = await waiting.read(18, 0)                   # accepted once a slot is free
+        assert got == corr and resp["error_code"] == 0
+        assert len(gc.server.connections) == 2
+        b.close()
+        waiting.close()
+
+
+async def test_a_connection_over_max_connections_per_ip_is_closed_at_once():
+    # Kafka's acceptor closes it on a TooManyConnectionsException, with an info line
+    async with running(config={"max.connections.per.ip": 2}) as gc:
+        with capture_logs() as logs:
+            a, b = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+            over = await Client.connect(gc.bootstrap_servers)
+            over.send(18, 0, {})
+            assert await over.closed()
+        assert [(e["peer"], e["reason"]) for e in logs if e["event"] == "connection_rejected"] == [
+            ("/127.0.0.1", "address already has the configured maximum of 2 connections (max.connections.per.ip)")]
+        assert gc.server.stats["rejected_per_ip"] == 1
+        assert (await a.call(18, 0, {}))["error_code"] == 0 and (await b.call(18, 0, {}))["error_code"] == 0
+        a.close()
+        await wait_for(lambda: len(gc.server.connections) == 1)
+        again = await Client.connect(gc.bootstrap_servers)      # a slot of that address is free again
+        assert (await again.call(18, 0, {}))["error_code"] == 0
+        b.close()
+        again.close()
+
+
+@pytest.mark.parametrize("overrides", ["127.0.0.1:1", "localhost:1", "10.1.1.1:5, 127.0.0.1 : 1"])
+async def test_max_connections_per_ip_overrides(overrides):
+    config = {"max.connections.per.ip": 0, "max.connections.per.ip.overrides": overrides}
+    async with running(config=config) as gc:
+        one = await Client.connect(gc.bootstrap_servers)
+        assert (await one.call(18, 0, {}))["error_code"] == 0
+        two = await Client.connect(gc.bootstrap_servers)
+        assert await two.closed()
+        one.close()
+
+
+@pytest.mark.parametrize("config,message", [
+    ({"max.connections.per.ip": 0}, "can be set to zero only if max.connections.per.ip.overrides"),
+    ({"max.connections.per.ip.overrides": "bad host!:3"}, "contains invalid addresses : bad host!"),
+    ({"max.connections.per.ip.overrides": "127.0.0.1"}, "contains invalid addresses : 127.0.0.1"),
+    ({"max.connections.per.ip.overrides": "127.0.0.1:many"}, "'many' is not a number"),
+    ({"max.connections": -1}, "max.connections must be at least 0"),
+    ({"socket.listen.backlog.size": 0}, "socket.listen.backlog.size must be at least 1"),
+])
+def test_connection_limit_configs_are_checked(config, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        Server(Service(BrokerConfig(config)))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux queues backlog + 1 connections")
+@pytest.mark.parametrize("backlog,burst,queued", [(8, 40, 9), (None, 300, 300)])
+async def test_socket_listen_backlog_size_is_what_the_kernel_queues(backlog, burst, queued):
+    """A node that accepts nothing (max.connections=0) leaves connects to the kernel: it completes
+    as many handshakes as the backlog holds. The default (4096, not Kafka's 50) holds a burst."""
+    from groupcoord.coordinator.server import somaxconn
+    if backlog is None and (somaxconn() or 0) < burst:
+        pytest.skip("net.core.somaxconn caps the backlog")
+    config = {"max.connections": 0}
+    if backlog is not None:
+        config["socket.listen.backlog.size"] = backlog
+    async with running(config=config) as gc:
+        host, port = gc.bootstrap_servers.rsplit(":", 1)
+        loop = asyncio.get_running_loop()
+        socks = [socket.socket() for _ in range(burst)]
+        try:
+            for s in socks:
+                s.setblocking(False)
+            tasks = [asyncio.create_task(loop.sock_connect(s, (host, int(port)))) for s in socks]
+            done, pending = await asyncio.wait(tasks, timeout=0.5)     # a dropped SYN is sent again after 1 s
+            for t in pending:
+                t.cancel()
+            assert sum(1 for t in done if t.exception() is None) == queued
+        finally:
+            for s in socks:
+                s.close()
+
+
+async def test_random_bytes_close_their_connections_and_nothing_else():
+    """Seeded random blobs on 60 connections, each then half-closed: every one ends (answered,
+    closed as malformed, or at its EOF), nothing fails inside, another client is served."""
+    import random
+    rng = random.Random(15)
+    async with running(topics={"t": 1}) as gc:
+        with capture_logs() as logs:
+            good = await Client.connect(gc.bootstrap_servers)
+            for _ in range(60):
+                blob = rng.randbytes(rng.randint(1, 3000))
+                if rng.random() < 0.5:      # a plausible size prefix and header, then garbage
+                    blob = struct.pack(">ihhi", len(blob) + 8, rng.choice([3, 11, 12, 18, 999]),
+                                       rng.randint(-2, 20), 1) + blob
+                bad = await Client.connect(gc.bootstrap_servers)
+                bad.writer.write(blob)
+                bad.writer.write_eof()
+                while True:     # answers, if any, then the end
+                    try:
+                        if not await asyncio.wait_for(bad.reader.read(1 << 16), 5):
+                            break
+                    except ConnectionError:
+                        break
+            assert (await good.call(3, 1, {"topics": None}))["brokers"]
+        assert gc.server.stats["closed_malformed"] >= 30     # (53 with this seed; the rest end at their EOF)
+        assert not [e for e in logs if e.get("log_level") in ("error", "critical") or "exception" in e
+                    or e["event"].endswith("_failed")]
+        await wait_for(lambda: len(gc.server.connections) == 1)
+        good.close()
+
+
+async def test_connection_churn_with_resets_leaves_no_connection_or_slot_behind():
+    """200 connections reset (SO_LINGER 0) right after sending: a request, half a frame, or
+    DescribeGroups of a 64 KiB group (reset while the server writes). With a per-IP limit of 21
+    a leaked slot would refuse the connections that follow."""
+    async with running(config={"max.connections.per.ip": 21}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        await stable_group(c, "churn", b"m" * (64 << 10))
+        host, port = gc.bootstrap_servers.rsplit(":", 1)
+        describe = frames.encode_request(15, 5, 1, {"groups": ["churn"], "include_authorized_operations": False},
+                                         "churn")
+        sends = [frames.encode_request(18, 0, 1, {}, "churn"), describe * 3, describe[:20], b""]
+        loop = asyncio.get_running_loop()
+        for round_ in range(10):
+            socks = []
+            for i in range(20):
+                sock = socket.socket()
+                sock.setblocking(False)
+                await loop.sock_connect(sock, (host, int(port)))
+                socks.append(sock)
+                if sends[i % 4]:
+                    await loop.sock_sendall(sock, sends[i % 4])
+            for sock in socks:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()
+            await wait_for(lambda: len(gc.server.connections) == 1)
+        assert gc.server.stats["rejected_per_ip"] == 0
+        others = [await Client.connect(gc.bootstrap_servers) for _ in range(20)]   # 21 with c: all admitted
+        for o in others:
+            assert (await o.call(18, 0, {}))["error_code"] == 0
+            o.close()
+        assert (await c.call(15, 5, {"groups": ["churn"]}))["groups"][0]["group_state"] == "Stable"
+        c.close()
+
+
+async def test_ten_thousand_groups_from_one_client_are_answered_then_cleaned_up():
+    """As Kafka: a JoinGroup (v4+) without a member id creates its group and a pending member
+    (MEMBER_ID_REQUIRED); the pending member expires after its session timeout, and the
+    retention sweep (cleanupGroupMetadata) deletes a group left Empty without offsets."""
+    n = 10_000
+    async with running(config={"offsets.retention.check.interval.ms": 300}) as gc:
+        seen = {"group.created": 0, "member.pending": 0, "group.deleted": 0}
+
+        def count(event):
+            if event["event"] in seen:
+                seen[event["event"]] += 1
+        gc.service.bus.subscribe(count)
+        c, other = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
+        c.writer.write(b"".join(frames.encode_request(11, 5, i + 1, join_body(f"flood-{i}", session=100), "flood")
+                                for i in range(n)))
+        assert (await other.call(18, 0, {}))["error_code"] == 0        # served during the flood
+        for i in range(n):
+            corr, resp = await c.read(11, 5)
+            assert corr == i + 1 and resp["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
+        await wait_for(lambda: not list(gc.service.group_coordinator.groups()), timeout=10)
+        assert seen == {"group.created": n, "member.pending": n, "group.deleted": n}
+        assert (await other.call(18, 0, {}))["error_code"] == 0
+        c.close()
+        other.close()
 
 
 async def test_requests_are_answered_in_order_behind_a_parked_join():
@@ -498,6 +783,20 @@ def test_cli_rejects_bad_config():
     r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
                         "--http-port", "70000"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "port must be 0-65535" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_lists_the_connection_limits_and_refuses_bad_ones():
+    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "configs"], capture_output=True, text=True,
+                       timeout=30, check=True)
+    for line in ("socket.request.max.bytes = 104857600", "sasl.server.max.receive.size = 524288",
+                 "connections.max.idle.ms = 600000", "socket.listen.backlog.size = 4096",
+                 "max.connections = 2147483647", "max.connections.per.ip = 2147483647",
+                 "max.connections.per.ip.overrides = "):
+        assert "\n" + line in r.stdout, line
+    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
+                        "--set", "max.connections.per.ip=0"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "max.connections.per.ip can be set to zero only if" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_pytest_plugin_fixture_gives_a_running_coordinator(groupcoord):

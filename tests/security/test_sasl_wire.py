@@ -1,12 +1,16 @@
 """SASL/PLAIN over real sockets with raw frames, and the ACL admin API changing what a connection may do."""
 from __future__ import annotations
 
+import asyncio
+import struct
 import time
 
 import aiohttp
 from sasl_client import Client
+from structlog.testing import capture_logs
 
 from groupcoord.coordinator.embed import running
+from groupcoord.protocol import frames
 from groupcoord.protocol.consumer import encode_subscription
 from groupcoord.protocol.errors import ErrorCode
 
@@ -93,3 +97,72 @@ async def test_acl_changes_need_an_authorizer():
             async with http.post("/api/acls", json={"principal": "User:a", "resource_type": "GROUP",
                                                     "resource_name": "g", "operation": "READ"}) as r:
                 assert r.status == 409 and (await r.json())["error"] == "security_disabled"
+
+
+async def test_a_frame_over_sasl_server_max_receive_size_closes_at_its_size_prefix():
+    """Kafka reads every frame before authentication completes with a NetworkReceive limited to
+    sasl.server.max.receive.size (512 KiB): a larger size prefix fails the authentication and
+    closes the connection at once, without reading the body."""
+    async with running(config=SASL) as gc:
+        with capture_logs() as logs:
+            c = await Client.connect(gc.bootstrap_servers)
+            assert (await c.call(17, 1, {"mechanism": "PLAIN"}))["error_code"] == 0
+            c.writer.write(struct.pack(">i", 60 << 20))     # a 60 MB SaslAuthenticate: the size prefix only
+            assert await c.closed()
+            j = await Client.connect(gc.bootstrap_servers)
+            j.writer.write(struct.pack(">i", 524289) + struct.pack(">hhih", 11, 5, 1, 1) + b"j")   # a JoinGroup
+            assert await j.closed()
+        closes = [e for e in logs if e["event"] == "closing_connection"]
+        assert [e["reason"] for e in closes] == [
+            "Failing SASL authentication due to invalid receive size (size = 62914560 larger than "
+            "sasl.server.max.receive.size=524288)",
+            "Failing SASL authentication due to invalid receive size (size = 524289 larger than "
+            "sasl.server.max.receive.size=524288)"]
+        # once authenticated, the limit is socket.request.max.bytes: a 600 kB JoinGroup is answered
+        c = await Client.connect(gc.bootstrap_servers)
+        await c.login("alice", "alice-secret")
+        big = {**JOIN, "protocols": [{"name": "range", "metadata": b"m" * 600_000}]}
+        assert (await c.call(11, 5, big))["error_code"] == ErrorCode.MEMBER_ID_REQUIRED
+        c.close()
+
+
+async def test_sasl_server_max_receive_size_is_configurable():
+    handshake = frames.encode_request(17, 1, 1, {"mechanism": "PLAIN"}, "c" * 250)    # 250-byte client id
+    async with running(config={**SASL, "sasl.server.max.receive.size": 200}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        c.writer.write(handshake)
+        assert await c.closed()
+        c = await Client.connect(gc.bootstrap_servers)
+        assert (await c.login("alice", "alice-secret"))["error_code"] == 0      # its frames are smaller
+        # authenticated, the limit is socket.request.max.bytes
+        c.writer.write(frames.encode_request(3, 1, 9, {"topics": None}, "c" * 250))
+        assert (await c.read(3, 1))["brokers"]
+        c.close()
+    async with running(config=SASL) as gc:              # 512 KiB by default
+        c = await Client.connect(gc.bootstrap_servers)
+        c.writer.write(handshake)
+        assert (await c.read(17, 1))["error_code"] == 0
+        c.close()
+
+
+async def test_a_wrong_password_loop_leaves_nothing_behind():
+    """Kafka has no lockout: each guess is answered SASL_AUTHENTICATION_FAILED after the delay and
+    its connection closed (a second SaslAuthenticate on it gets no answer). 40 guesses, 20 at a
+    time; then no connection is left and the right password still logs in."""
+    async with running(config={**SASL, "connection.failed.authentication.delay.ms": 50}) as gc:
+        async def guess(i: int) -> None:
+            c = await Client.connect(gc.bootstrap_servers)
+            resp = await c.login("alice", f"guess-{i}")
+            assert resp["error_code"] == ErrorCode.SASL_AUTHENTICATION_FAILED
+            c.send(36, 2, {"auth_bytes": b"\0alice\0alice-secret"})
+            assert await c.closed()
+
+        for batch in range(2):
+            await asyncio.gather(*(guess(20 * batch + i) for i in range(20)))
+        deadline = time.monotonic() + 5
+        while gc.server.connections:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.005)
+        c = await Client.connect(gc.bootstrap_servers)
+        assert (await c.login("alice", "alice-secret"))["error_code"] == 0
+        c.close()

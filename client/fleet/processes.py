@@ -153,6 +153,13 @@ class ParentRunner(FleetRunner):
     def _progress(self) -> tuple[int, int]:
         return (sum(s.get("stable", 0) for s in self._status), sum(s.get("live", 0) for s in self._status))
 
+    def generations(self) -> dict[str, list[int]]:
+        return {gid: sorted({g for s in self._status for g in s.get("reports", {}).get(gid, {}).get("generations", [])})
+                for gid in self.scenario.group_ids()}
+
+    def children_pids(self) -> list[int]:
+        return [p.pid for p in self._procs if p.pid is not None]
+
     def checks(self) -> dict[str, str]:
         """Per group: the member-side check over every child's members (check_reports; with the
         in-process coordinator, its group must also be Stable with as many members)."""
@@ -191,6 +198,7 @@ class ParentRunner(FleetRunner):
         if missing:
             self._status = [s for s in self._status if s]
         self.final = self.checks()
+        self.final_generations = self.generations()
         self.final_running = {gid: sum(s.get("reports", {}).get(gid, {}).get("members", 0) for s in self._status)
                               for gid in self.scenario.group_ids()}
         await self.shutdown()

@@ -269,7 +269,10 @@ def bench_big(members: int, partitions: int, hold: float, limit: float, processe
             last = sampler.samples[-1]
             row.update(daemon_cpu_to_stable=last["daemon_cpu"] - start["daemon_cpu"],
                        fleet_cpu_to_stable=last["fleet_cpu"] - start["fleet_cpu"],
-                       daemon_rss_stable=last["daemon_rss"], fleet_rss_stable=last["fleet_rss"])
+                       daemon_rss_stable=max(s["daemon_rss"] for s in sampler.samples),
+                       fleet_rss_stable=max(s["fleet_rss"] for s in sampler.samples),
+                       unstable=f"not stable in {limit:.0f} s: {runner.last_progress[0]}/{runner.last_progress[1]} "
+                                f"members stable ({r_check(runner)})")
         return row
     finally:
         proc.terminate()
@@ -278,6 +281,10 @@ def bench_big(members: int, partitions: int, hold: float, limit: float, processe
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+
+
+def r_check(runner) -> str:
+    return str(runner.final.get("big"))
 
 
 def print_big(rows: list[dict], hold: float) -> None:
@@ -301,6 +308,8 @@ def print_big(rows: list[dict], hold: float) -> None:
             f"{r['daemon_rss_stable'] / mb:.0f}", f"{r['daemon_rss_peak'] / mb:.0f}",
             f"{r['fleet_cpu_to_stable']:.1f}", f"{r['fleet_cpu_hold']:.0%}" if "fleet_cpu_hold" in r else "-",
             f"{r['fleet_rss_stable'] / mb:.0f}", r["daemon_fds"], f"{r['load0']:.1f}->{r['load1']:.1f}")))
+        if r.get("unstable"):
+            print(f"    {r['unstable']}; the columns after 'gen' cover the whole run (RSS: its largest)")
         for note in r.get("notes", [])[:3]:
             print(f"    note: {note}")
     base = rows[0]

@@ -182,6 +182,7 @@ class FleetRunner(Driver):
         # stable shows as a later generation)
         self.stable_generations: dict[str, list[int]] = {}
         self.final_generations: dict[str, list[int]] = {}
+        self.last_progress = (0, 0)          # (stable, live) members when last looked (--until-stable)
         self.embedded = None
         self._t0 = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -487,8 +488,9 @@ class FleetRunner(Driver):
                 if self._should_end(elapsed):
                     break
                 self._tick(elapsed)
+                if bar is not None or self.until_stable:
+                    stable, live = self.last_progress = self._progress()
                 if bar is not None:
-                    stable, live = self._progress()
                     bar.update(task, completed=min(max(elapsed, 0), duration), info=f"{stable}/{live} members stable")
                 await asyncio.sleep(0.25)
         finally:

@@ -223,6 +223,8 @@ def main(argv=None) -> None:
                     help="Python's cyclic GC in the rounds: on; frozen (default: what the group was made of is "
                          "moved out of the collector's way by gc.freeze(), so that its collections walk only "
                          "what the round makes, as in a daemon that has run for a while); off")
+    ap.add_argument("--lines", action="store_true",
+                    help="also count the coordinator's executed lines of a round per member (sys.settrace: slow)")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="profile the rounds of the largest size, print the N costliest functions")
     args = ap.parse_args(argv)
@@ -263,6 +265,11 @@ def main(argv=None) -> None:
         sys.stdout.flush()
         if prof is not None:
             pstats.Stats(prof).sort_stats("tottime").print_stats(args.profile)
+    if args.lines:
+        print("\ncoordinator lines executed per member in a round (no timing: flat means linear):")
+        for n in args.members:
+            print(f"  {n:>6}: {lines(n, args.partitions) / n:.1f}")
+            sys.stdout.flush()
     n0, b0 = rows[0]
     print(f"\nper-member cost against {n0} members (1.00: flat, linear in members):")
     for n, best in rows:

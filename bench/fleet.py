@@ -13,6 +13,13 @@ time runs.
 (c) memory: the same group in real time without sockets: the simulator's member cores and
     coordinator core paced by the wall clock (the simulator's real-time mode); time to Stable and
     how far the loop ever fell behind the clock.
+(f) big: N members of one group over TCP against `groupcoord serve --profile test --in-memory` in a
+    process of its own, the members spread over --processes processes (`groupcoord fleet --processes`),
+    one connection each: seconds until every member is stable in one generation, whether the group
+    keeps that generation for --hold seconds (a rebalance would bump it), and the CPU, memory (RSS) and
+    descriptors of the daemon and of the fleet's processes (sampled from /proc every second): CPU
+    seconds until Stable, and the share of a core while held. One row per --members value, then how
+    each grows from the first row (bench/README.md has the numbers).
 (e) instructions: machine instructions per request of the virtual-time scenario's steady state,
     counted by valgrind's callgrind (apt-get install valgrind): the difference of two runs, to
     virtual second 61 and to 64, over the difference of their requests, so set-up cancels. Wall
@@ -20,6 +27,7 @@ time runs.
 
     python bench/fleet.py [virtual] [tcp] [memory] [analyze] [instructions] [--members 1000 5000] [--partitions P]
                           [--duration S] [--scenario PATH] [--hold 10] [--limit 300] [--profile N]
+    python bench/fleet.py big --members 2000 5000 10000 --hold 300 --processes 2
 
 Goals (issue 6): 10,000 members in one group reach Stable in real time; a 1,000-member hour in
 virtual time in under 60 s. Numbers depend on the machine: the run prints its CPU count and load.
@@ -41,12 +49,13 @@ from groupcoord.client.fleet import fleet, scenario, simulate
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def one_group(members: int, *, duration: float, partitions: int, profile: str = "default") -> scenario.Scenario:
+def one_group(members: int, *, duration: float, partitions: int, profile: str = "default",
+              join_interval_ms: int = 0) -> scenario.Scenario:
     return scenario.from_dict({
         "name": f"one-group-{members}", "duration_s": duration, "topics": {"t": partitions},
         "coordinator": {"profile": profile, "config": {"group.initial.rebalance.delay.ms": 3000}},
         "groups": [{"name": "big", "topics": ["t"], "members": members, "strategy": "range",
-                    "processing_ms": 1000, "records_per_poll": 0}]})
+                    "processing_ms": 1000, "records_per_poll": 0, "join_interval_ms": join_interval_ms}]})
 
 
 def bench_virtual(path: Path, duration: float | None, profile: int = 0, workers: int = 1) -> None:
@@ -122,6 +131,200 @@ def bench_tcp(members: int, partitions: int, hold: float, limit: float, share: b
             proc.communicate()
 
 
+class _Sampler:
+    """CPU seconds (user + system), RSS and descriptors of the daemon and of the fleet's processes
+    (this one and its children but the daemon), from /proc every ``period`` s in a thread."""
+
+    def __init__(self, daemon_pid: int, period: float = 1.0):
+        import threading
+        self.daemon_pid = daemon_pid
+        self.period = period
+        self.samples: list[dict] = []
+        self.cpu_seen: dict[int, float] = {}       # pid -> the latest CPU seconds read
+        self.daemon_fds_max = self.fleet_fds_max = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="bench-sampler", daemon=True)
+        self._tick = os.sysconf("SC_CLK_TCK")
+        self._page = os.sysconf("SC_PAGE_SIZE")
+
+    def __enter__(self) -> "_Sampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _stat(self, pid: int) -> tuple[float, int, int] | None:
+        """(CPU seconds, RSS bytes, parent pid) of a process, None once it is gone."""
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/statm") as f:
+                rss = int(f.read().split()[1]) * self._page
+        except (OSError, IndexError, ValueError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / self._tick, rss, int(fields[1])
+
+    def _fleet_pids(self) -> list[int]:
+        me = os.getpid()
+        pids = [me]
+        for name in os.listdir("/proc"):
+            if name.isdigit() and int(name) not in (me, self.daemon_pid):
+                st = self._stat(int(name))
+                if st is not None and st[2] == me:
+                    pids.append(int(name))
+        return pids
+
+    @staticmethod
+    def _fds(pid: int) -> int:
+        try:
+            return len(os.listdir(f"/proc/{pid}/fd"))
+        except OSError:
+            return 0
+
+    def sample(self, fds: bool = False) -> dict:
+        out = {"t": time.monotonic(), "daemon_cpu": 0.0, "daemon_rss": 0, "fleet_rss": 0, "fleet_procs": 0}
+        st = self._stat(self.daemon_pid)
+        if st is not None:
+            out["daemon_cpu"], out["daemon_rss"] = st[0], st[1]
+            if fds:
+                self.daemon_fds_max = max(self.daemon_fds_max, self._fds(self.daemon_pid))
+        for pid in self._fleet_pids():
+            st = self._stat(pid)
+            if st is None:
+                continue
+            self.cpu_seen[pid] = st[0]
+            out["fleet_rss"] += st[1]
+            out["fleet_procs"] += 1
+            if fds:
+                self.fleet_fds_max = max(self.fleet_fds_max, self._fds(pid))
+        out["fleet_cpu"] = sum(self.cpu_seen.values())     # (a process that ended keeps its last)
+        self.samples.append(out)
+        return out
+
+    def _loop(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            self.sample(fds=n % 5 == 0)
+            n += 1
+            self._stop.wait(self.period)
+
+    def at(self, t: float) -> dict:
+        """The first sample at or after monotonic time t (else the last)."""
+        return next((s for s in self.samples if s["t"] >= t), self.samples[-1])
+
+
+def _raise_fd_limit() -> None:
+    """The daemon (our child) inherits it."""
+    fleet.raise_fd_limit()
+
+
+def bench_big(members: int, partitions: int, hold: float, limit: float, processes: int, delay_ms: int,
+              join_interval_ms: int) -> dict:
+    """(f): one row of the big table (see the module's docstring)."""
+    cmd = [sys.executable, "-m", "groupcoord.coordinator", "serve", "--profile", "test", "--in-memory",
+           "--port", "0", "--log-level", "warning", "--topic", f"t:{partitions}",
+           "--set", f"group.initial.rebalance.delay.ms={delay_ms}"]
+    _raise_fd_limit()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    bootstrap = None
+    for line in proc.stdout:
+        if line.startswith("bootstrap servers:"):
+            bootstrap = line.split(":", 1)[1].strip()
+            break
+    row = {"members": members, "partitions": partitions, "processes": processes,
+           "load0": os.getloadavg()[0]}
+    try:
+        if bootstrap is None:
+            raise RuntimeError("the daemon did not start")
+        sc = one_group(members, duration=limit + hold, partitions=partitions, join_interval_ms=join_interval_ms)
+        with _Sampler(proc.pid) as sampler:
+            start = sampler.sample(fds=True)
+            runner = asyncio.run(fleet.run(sc, 1, bootstrap=bootstrap, until_stable=True, hold_s=hold,
+                                           share_connections=True, processes=processes))
+            end = sampler.sample(fds=True)
+            peak = 0
+            try:
+                with open(f"/proc/{proc.pid}/status") as f:
+                    peak = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+            except (OSError, StopIteration):
+                pass
+        row.update(check=runner.final.get("big"), stable_s=runner.stable_at, notes=runner.notes,
+                   daemon_rss_peak=peak, daemon_fds=sampler.daemon_fds_max, fleet_fds=sampler.fleet_fds_max,
+                   lost=sum(1 for e in runner.sorted_events if e["event"] == "client.lost"),
+                   load1=os.getloadavg()[0])
+        if runner.stable_at is not None:
+            t_stable = runner._t0 + runner.stable_at
+            at = sampler.at(t_stable)
+            held = min(end["t"] - at["t"], hold) or 1.0
+            row.update(
+                gen_stable=runner.stable_generations.get("big"), gen_end=runner.final_generations.get("big"),
+                daemon_cpu_to_stable=at["daemon_cpu"] - start["daemon_cpu"],
+                fleet_cpu_to_stable=at["fleet_cpu"] - start["fleet_cpu"],
+                daemon_cpu_hold=(end["daemon_cpu"] - at["daemon_cpu"]) / held,
+                fleet_cpu_hold=(end["fleet_cpu"] - at["fleet_cpu"]) / held,
+                daemon_rss_stable=at["daemon_rss"], fleet_rss_stable=at["fleet_rss"])
+        else:
+            last = sampler.samples[-1]
+            row.update(daemon_cpu_to_stable=last["daemon_cpu"] - start["daemon_cpu"],
+                       fleet_cpu_to_stable=last["fleet_cpu"] - start["fleet_cpu"],
+                       daemon_rss_stable=max(s["daemon_rss"] for s in sampler.samples),
+                       fleet_rss_stable=max(s["fleet_rss"] for s in sampler.samples),
+                       unstable=f"not stable in {limit:.0f} s: {runner.last_progress[0]}/{runner.last_progress[1]} "
+                                f"members stable ({r_check(runner)})")
+        return row
+    finally:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def r_check(runner) -> str:
+    return str(runner.final.get("big"))
+
+
+def print_big(rows: list[dict], hold: float) -> None:
+    mb = 1 << 20
+    print(f"\nbig: one group over TCP, daemon `groupcoord serve --profile test --in-memory` in its own process, "
+          f"one connection per member; held {hold:.0f} s")
+    head = ("members", "procs", "parts", "stable s", "held", "gen", "daemon CPU s", "daemon CPU held",
+            "daemon RSS MB", "peak MB", "fleet CPU s", "fleet CPU held", "fleet RSS MB", "daemon fds", "load")
+    print(" | ".join(head))
+    print(" | ".join("-" * len(h) for h in head))
+    for r in rows:
+        stable = f"{r['stable_s']:.1f}" if r.get("stable_s") is not None else "not stable"
+        held = "-"
+        if r.get("gen_stable") is not None:
+            held = "yes" if r["check"] == "ok" and r["gen_stable"] == r["gen_end"] and len(r["gen_end"]) == 1 \
+                else f"no ({r['check']})"
+        gen = "-" if r.get("gen_stable") is None else f"{r['gen_stable']}->{r['gen_end']}"
+        print(" | ".join(str(x) for x in (
+            r["members"], r["processes"], r["partitions"], stable, held, gen, f"{r['daemon_cpu_to_stable']:.1f}",
+            f"{r['daemon_cpu_hold']:.0%}" if "daemon_cpu_hold" in r else "-",
+            f"{r['daemon_rss_stable'] / mb:.0f}", f"{r['daemon_rss_peak'] / mb:.0f}",
+            f"{r['fleet_cpu_to_stable']:.1f}", f"{r['fleet_cpu_hold']:.0%}" if "fleet_cpu_hold" in r else "-",
+            f"{r['fleet_rss_stable'] / mb:.0f}", r["daemon_fds"], f"{r['load0']:.1f}->{r['load1']:.1f}")))
+        if r.get("unstable"):
+            print(f"    {r['unstable']}; the columns after 'gen' cover the whole run (RSS: its largest)")
+        for note in r.get("notes", [])[:3]:
+            print(f"    note: {note}")
+    base = rows[0]
+    if len(rows) > 1 and base.get("stable_s"):
+        print(f"\ngrowth against {base['members']} members (x members: time to Stable, daemon CPU to Stable, "
+              f"daemon RSS; per member: daemon CPU ms to Stable, daemon RSS KB):")
+        for r in rows:
+            k = r["members"] / base["members"]
+            stable = f"x{r['stable_s'] / base['stable_s']:.2f}" if r.get("stable_s") else "-"
+            print(f"  {r['members']:>6} (x{k:.1f}): {stable}, x{r['daemon_cpu_to_stable'] / base['daemon_cpu_to_stable']:.2f}, "
+                  f"x{r['daemon_rss_stable'] / base['daemon_rss_stable']:.2f}; "
+                  f"{1000 * r['daemon_cpu_to_stable'] / r['members']:.2f} ms, "
+                  f"{r['daemon_rss_stable'] / r['members'] / 1024:.1f} KB")
+
+
 def bench_memory(members: int, partitions: int, limit: float) -> None:
     sc = one_group(members, duration=limit, partitions=partitions)
     sim = simulate.Simulator(sc, 1, realtime=True)
@@ -142,7 +345,8 @@ def bench_memory(members: int, partitions: int, limit: float) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory", "analyze", "instructions"], default=[])
+    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory", "analyze", "instructions", "big"],
+                    default=[])
     ap.add_argument("--scenario", type=Path, default=ROOT / "examples" / "scenarios" / "hour-1000.toml")
     ap.add_argument("--duration", type=float, default=None, help="virtual: override the scenario's duration")
     ap.add_argument("--members", type=int, nargs="+", default=[1000, 2000, 5000, 10000])
@@ -154,6 +358,12 @@ def main() -> None:
                     help="tcp: one connection per member and role, as the Java client (3 per member: "
                          "the fd limit caps a daemon near 6,600 members); default one per member")
     ap.add_argument("--limit", type=float, default=300.0, help="real time: give up after this many seconds")
+    ap.add_argument("--processes", type=int, default=2, help="big: the fleet's processes (fleet --processes)")
+    ap.add_argument("--initial-delay-ms", type=int, default=3000,
+                    help="big: the daemon's group.initial.rebalance.delay.ms (Kafka's default; the test "
+                         "profile's is 0)")
+    ap.add_argument("--join-interval-ms", type=int, default=0,
+                    help="big: member i starts at i times this (default 0: all at once)")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, os.cpu_count() or 1],
                     help="virtual: processes the groups are spread over (the same log; default 1 and one per CPU)")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
@@ -168,12 +378,20 @@ def main() -> None:
     if "virtual" in parts:
         for workers in ([1] if args.profile else args.workers):
             bench_virtual(args.scenario, args.duration, args.profile, workers)
-    for n in args.members:
+    for n in args.members if {"tcp", "memory"} & set(parts) else []:
         partitions = args.partitions or min(n, 1000)
         if "tcp" in parts:
             bench_tcp(n, partitions, args.hold, args.limit, share=not args.separate_connections)
         if "memory" in parts:
             bench_memory(n, partitions, min(args.limit, 120.0))
+    if "big" in parts:
+        rows = []
+        for n in args.members:
+            rows.append(bench_big(n, args.partitions or min(n, 1000), args.hold, args.limit, args.processes,
+                                  args.initial_delay_ms, args.join_interval_ms))
+            print_big(rows[-1:], args.hold)
+            sys.stdout.flush()
+        print_big(rows, args.hold)
     if "analyze" in parts:
         bench_analyze()
     if "instructions" in parts:

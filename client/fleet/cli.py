@@ -30,6 +30,16 @@ def register(subparsers) -> None:
                        help="one TCP connection per member and address (bootstrap, broker and coordinator "
                             "share it when they are one node) instead of one per role as the Java client; "
                             "the other roles' requests wait while a JoinGroup/SyncGroup is parked")
+    fleet.add_argument("--processes", default="1", metavar="N",
+                       help="run the members in N processes, each with its own event loop and file descriptors "
+                            "(member i in process i mod N); this one merges their events into one log and summary")
+    fleet.add_argument("--shard", default=None, metavar="I/N",
+                       help="run only the members whose index is I mod N, against a daemon (--bootstrap): N hosts "
+                            "run the same scenario with --shard 0/N ... N-1/N; shard 0 does the cluster-wide actions "
+                            "and logs the coordinator's events (--admin), each shard's log holds its members' events")
+    fleet.add_argument("--start-at", default=None, metavar="UNIX_TIME",
+                       help="start the scenario's clock at this wall time (seconds since the epoch, e.g. "
+                            "$(($(date +%%s) + 10))) instead of now: the shards' timelines then run together")
     fleet.add_argument("--no-progress", action="store_true", help="no progress bar")
     fleet.add_argument("--log-level", default="error", help="level of the log lines of the coordinator and members")
     fleet.set_defaults(func=_fleet)
@@ -109,12 +119,59 @@ def _simulate(args) -> int:
     return 0
 
 
+def parse_processes(text: str) -> int:
+    """--processes N: a whole number >= 1 (ValueError: the one-line message)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"--processes {text}: expected a whole number of processes, 1 or more")
+    return n
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """--shard I/N: 0 <= I < N (ValueError: the one-line message)."""
+    i, sep, n = text.partition("/")
+    try:
+        shard = (int(i), int(n))
+    except ValueError:
+        shard = None
+    if not sep or shard is None or not 0 <= shard[0] < shard[1]:
+        raise ValueError(f"--shard {text}: expected I/N with 0 <= I < N (e.g. 0/2 and 1/2 on two hosts)")
+    return shard
+
+
+def parse_start_at(text: str) -> float:
+    """--start-at UNIX_TIME: seconds since the epoch, within a day of now (ValueError: the message)."""
+    import math
+    import time
+    try:
+        t = float(text)
+    except ValueError:
+        t = math.nan
+    if not abs(t - time.time()) < 86400:
+        raise ValueError(f"--start-at {text}: expected a wall time in seconds since the epoch, within a day "
+                         f"of now (e.g. $(($(date +%s) + 10)))")
+    return t
+
+
 def _fleet(args) -> int:
-    from .fleet import ignored_against_daemon, run
+    from .fleet import ignored_against_daemon, raise_fd_limit, run
+    try:
+        processes = parse_processes(args.processes)
+        shard = parse_shard(args.shard) if args.shard is not None else None
+        if shard is not None and not args.bootstrap:
+            raise ValueError(f"--shard {args.shard} needs --bootstrap: the shards of a scenario drive one daemon")
+        start_at = parse_start_at(args.start_at) if args.start_at is not None else None
+    except ValueError as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 2
     _logging(args.log_level)
     sc = _load(args)
     if sc is None:
         return 2
+    raise_fd_limit()
     if args.bootstrap:
         for line in ignored_against_daemon(sc):
             print(f"groupcoord: warning: {args.scenario}: {line}", file=sys.stderr)
@@ -122,9 +179,14 @@ def _fleet(args) -> int:
     try:
         runner = asyncio.run(run(sc, args.seed, args.out, bootstrap=args.bootstrap, admin=args.admin,
                                  admin_token=token, progress=not args.no_progress and sys.stderr.isatty(),
-                                 until_stable=args.until_stable, share_connections=args.share_connections))
+                                 until_stable=args.until_stable, share_connections=args.share_connections,
+                                 processes=processes, shard=shard, start_at=start_at,
+                                 log_level=args.log_level))
     except (OSError, ConnectionError) as e:
         print(f"groupcoord: cannot reach the coordinator: {e}", file=sys.stderr)
+        return 1
+    except RuntimeError as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -138,6 +200,10 @@ def print_summary(summary: dict, max_rows: int = 40) -> None:
     from rich.table import Table
     head = f"{summary['mode']} {summary['scenario']} (seed {summary['seed']}): {summary['events']} events, " \
            f"{summary['clients']} clients, {summary['wall_s']} s wall"
+    if summary.get("shard"):
+        head += f", shard {summary['shard']}"
+    if summary.get("processes"):
+        head += f", {summary['processes']} processes"
     if summary.get("virtual_s"):
         head += f", {summary['virtual_s']} s virtual ({summary['virtual_s_per_wall_s']} virtual s per wall s)"
     table = Table(title=head)

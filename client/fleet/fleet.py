@@ -34,6 +34,11 @@ def wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _resolve(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class _Listener:
     def __init__(self, delay_ms: int):
         self.delay = delay_ms / 1000
@@ -52,7 +57,56 @@ class FleetConsumer(GroupConsumer):
         super().__init__(*args, **kw)
         self.client = client
         self.stopped = False
+        self._waiter: asyncio.Future | None = None      # what the pump waits on (see _pump)
         client.recorder.member = self.member
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+        super()._wake()
+
+    async def _pump(self) -> None:
+        """GroupConsumer._pump with a cheaper wait between steps: one future, and one timer for the
+        member's next deadline, that _wake resolves. (GroupConsumer waits with asyncio.wait on a task
+        of Event.wait(): a task, two more futures and their callbacks per wait, which came to half
+        of a fleet's CPU while 10,000 members only heartbeat.)"""
+        loop = asyncio.get_running_loop()
+        member = self.member
+        wakeup = self._wakeup
+        try:
+            while True:
+                wakeup.clear()
+                actions = member.poll(self._clock())
+                for action in actions:
+                    self._execute(action)
+                if member.closed:
+                    return
+                if actions:
+                    await asyncio.sleep(0)
+                    continue
+                if wakeup.is_set():
+                    continue
+                deadline = member.next_deadline()
+                waiter = self._waiter = loop.create_future()
+                timer = None
+                if deadline is not None:
+                    timer = loop.call_later(max(0.0, (deadline - self._clock()) / 1000), _resolve, waiter)
+                try:
+                    await waiter
+                finally:
+                    if timer is not None:
+                        timer.cancel()
+                    if self._waiter is waiter:
+                        self._waiter = None
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:               # a bug: surface it instead of hanging (as GroupConsumer)
+            log.exception("the consumer's pump failed")
+            self._errors.append(e)
+            self._records_ready.set()
 
     def _execute(self, action) -> None:
         rec = self.client.recorder
@@ -106,8 +160,14 @@ class FleetRunner(Driver):
 
     def __init__(self, scenario: Scenario, seed: int, *, bootstrap: str | None = None, admin: str | None = None,
                  admin_token: str | None = None, progress: bool = False, until_stable: bool = False,
-                 hold_s: float = 0.0, share_connections: bool = False):
+                 hold_s: float = 0.0, share_connections: bool = False, shard: tuple[int, int] | None = None,
+                 cluster_actions: bool = True, start_at: float | None = None):
         super().__init__(scenario, seed)
+        self.start_at = start_at             # the wall time (time.time()) of the scenario's t=0; None: now
+        # shard (i, n): run only the members whose index is i mod n (see Driver.owns); the
+        # cluster-wide actions and the daemon's event stream only with cluster_actions
+        self.shard = shard
+        self.cluster_actions = cluster_actions
         # share_connections: each member opens one TCP connection per address (bootstrap, broker
         # and coordinator on one node share it) instead of one per role as Kafka's Java client
         self.share_connections = share_connections
@@ -119,6 +179,11 @@ class FleetRunner(Driver):
         self.until_stable = until_stable
         self.hold_s = hold_s                 # with until_stable: keep running this long after
         self.stable_at: float | None = None  # seconds from the start to the first all-stable moment
+        # per group, the members' generations at stable_at and at the end (a rebalance while held
+        # stable shows as a later generation)
+        self.stable_generations: dict[str, list[int]] = {}
+        self.final_generations: dict[str, list[int]] = {}
+        self.last_progress = (0, 0)          # (stable, live) members when last looked (--until-stable)
         self.embedded = None
         self._t0 = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -364,15 +429,54 @@ class FleetRunner(Driver):
                 self.bootstrap = gc.bootstrap_servers
                 return await self._run()
         await self._create_topics()
-        streamer = self._spawn(self._stream_events()) if self.admin else None
+        streamer = self._spawn(self._stream_events()) if self.admin and self.cluster_actions else None
         try:
             return await self._run()
         finally:
             if streamer is not None:
                 streamer.cancel()
 
+    async def _start_clock(self) -> float:
+        """The loop time of the scenario's t=0: now, or at the wall time start_at (the shards of a
+        scenario on several hosts with one start time; the processes of a fleet start at the time the
+        parent sets)."""
+        if self.start_at is None:
+            return self._loop.time()
+        return self._loop.time() + (self.start_at - time.time())
+
+    def _should_end(self, elapsed: float) -> bool:
+        if elapsed >= self.scenario.duration_s:
+            return True
+        if self.until_stable and elapsed > 1 and self._timeline_over():
+            if self.stable_at is None and self.all_stable():
+                self.stable_at = elapsed
+                self.stable_generations = self.generations()
+            if self.stable_at is not None and elapsed >= self.stable_at + self.hold_s:
+                return True
+        return False
+
+    def _progress(self) -> tuple[int, int]:
+        """(stable, live) members."""
+        live = stable = 0
+        for c in self.clients.values():
+            h = c.handle
+            if h is not None and not h.consumer.stopped:
+                live += 1
+                stable += h.consumer.member.stable
+        return stable, live
+
+    def _tick(self, elapsed: float) -> None:
+        """Every quarter of a second while the run lasts."""
+
+    async def _finish(self) -> None:
+        """At the end of the run: the final checks, then every member stops."""
+        self.final = self.checks()
+        self.final_running = {gid: len(self._running_members(gid)) for gid in self.scenario.group_ids()}
+        self.final_generations = self.generations()
+        await self.shutdown()
+
     async def _run(self) -> list[dict]:
-        self._t0 = self._loop.time()
+        self._t0 = await self._start_clock()
         self.plan()
         duration = self.scenario.duration_s
         bar = task = None
@@ -385,25 +489,18 @@ class FleetRunner(Driver):
         try:
             while True:
                 elapsed = self._loop.time() - self._t0
-                if elapsed >= duration:
+                if self._should_end(elapsed):
                     break
-                if self.until_stable and elapsed > 1 and self._timeline_over():
-                    if self.stable_at is None and self.all_stable():
-                        self.stable_at = elapsed
-                    if self.stable_at is not None and elapsed >= self.stable_at + self.hold_s:
-                        break
+                self._tick(elapsed)
+                if bar is not None or self.until_stable:
+                    stable, live = self.last_progress = self._progress()
                 if bar is not None:
-                    live = sum(1 for c in self.clients.values() if c.handle is not None and not c.handle.consumer.stopped)
-                    stable = sum(1 for c in self.clients.values() if c.handle is not None
-                                 and not c.handle.consumer.stopped and c.handle.consumer.member.stable)
-                    bar.update(task, completed=min(elapsed, duration), info=f"{stable}/{live} members stable")
+                    bar.update(task, completed=min(max(elapsed, 0), duration), info=f"{stable}/{live} members stable")
                 await asyncio.sleep(0.25)
         finally:
             if bar is not None:
                 bar.stop()
-            self.final = self.checks()
-            self.final_running = {gid: len(self._running_members(gid)) for gid in self.scenario.group_ids()}
-            await self.shutdown()
+            await self._finish()
         self.wall_s = self._loop.time() - self._t0
         return sorted_events(self.events)
 
@@ -411,17 +508,25 @@ class FleetRunner(Driver):
         return [c.handle.consumer.member for c in self.by_group.get(group, [])
                 if c.alive and c.handle is not None and not c.handle.consumer.stopped]
 
+    def generations(self) -> dict[str, list[int]]:
+        """Per group: the generations its running members are in."""
+        return {gid: sorted({m.generation_id for m in self._running_members(gid)})
+                for gid in self.scenario.group_ids()}
+
     def all_stable(self) -> bool:
         return all(v == "ok" for v in self.checks().values())
 
     def checks(self) -> dict[str, str]:
         """Per group: the ownership check of :func:`.simulate.ownership_check` (in-process
-        coordinator), else from the members alone."""
+        coordinator), else from the members alone (a shard's: of its own members only, see
+        :func:`check_reports`)."""
         from .simulate import ownership_check
         out = {}
         for gid in self.scenario.group_ids():
             members = self._running_members(gid)
-            if self.embedded is not None:
+            if self.shard is not None:
+                out[gid] = check_reports([member_report(members)], self.topics, complete=False)
+            elif self.embedded is not None:
                 out[gid] = ownership_check(self.embedded.service, self.embedded.service.group_coordinator.group(gid),
                                            members)
             else:
@@ -441,14 +546,43 @@ class FleetRunner(Driver):
         for _ in range(3):
             await asyncio.sleep(0)          # let the cancelled connection readers finish
 
+    def resolved(self) -> dict:
+        d = super().resolved()
+        if self.shard is not None:
+            d["shard"] = list(self.shard)
+        return d
+
+    def client_count(self) -> int:
+        """Clients of the scenario this run ran (a shard's own)."""
+        return len(self.owned_clients())
+
     def summary(self, events: list[dict]) -> dict:
         groups = summarize(events)
         for gid, check in self.final.items():
             groups.setdefault(gid, {})["final"] = {"check": check,
                                                    "running_clients": self.final_running.get(gid, 0)}
-        return {"scenario": self.scenario.name, "seed": self.seed, "mode": self.mode,
-                "wall_s": round(self.wall_s, 3), "events": len(events), "clients": len(self.clients),
-                "notes": list(self.notes), "groups": groups}
+        out = {"scenario": self.scenario.name, "seed": self.seed, "mode": self.mode,
+               "wall_s": round(self.wall_s, 3), "events": len(events), "clients": self.client_count(),
+               "notes": list(self.notes), "groups": groups}
+        if self.shard is not None:
+            i, n = self.shard
+            out["shard"] = f"{i}/{n}"
+            out["notes"].append(f"shard {i}/{n}: the members whose index is {i} mod {n}; the check covers "
+                                f"them only (not whether the shards together own every partition)")
+        return out
+
+
+def raise_fd_limit() -> tuple[int, int]:
+    """The soft limit of open files raised to the hard limit (each member holds one to three
+    sockets); returns (soft, hard) as they are then."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, ValueError, OSError):
+        return (-1, -1)
 
 
 def ignored_against_daemon(sc: Scenario) -> list[str]:
@@ -466,28 +600,72 @@ def ignored_against_daemon(sc: Scenario) -> list[str]:
     return [f"{line} is ignored: the daemon runs with its own settings" for line in lines]
 
 
-def _member_side_check(members, topics: dict[str, int]) -> str:
-    if not members or not all(m.stable for m in members) or len({m.generation_id for m in members}) != 1:
-        return "unsettled"
-    seen: set = set()
+def member_report(members) -> dict:
+    """What the member-side check needs of some members of one group (plain data: a process of a
+    fleet over several processes sends it to the parent, which checks the union)."""
+    assigned: list = []
     subscribed: set = set()
     for m in members:
-        if seen & m.assignment:
-            return "violated: a partition owned twice"
-        seen |= m.assignment
+        assigned += m.assignment
         subscribed |= m.subscription
+    return {"members": len(members), "stable": sum(1 for m in members if m.stable),
+            "generations": sorted({m.generation_id for m in members}), "assigned": assigned,
+            "subscribed": sorted(subscribed)}
+
+
+def check_reports(reports: list[dict], topics: dict[str, int], complete: bool = True) -> str:
+    """The member-side check of one group over the members of several reports (member_report):
+    "ok" when every member is stable in one generation with disjoint partitions that (complete)
+    cover the subscribed topics. A shard of the members (complete=False) cannot see the others:
+    its "ok" leaves the coverage out."""
+    members = sum(r["members"] for r in reports)
+    generations = {g for r in reports for g in r["generations"]}
+    if not members or sum(r["stable"] for r in reports) != members or len(generations) != 1:
+        return "unsettled"
+    seen: set = set()
+    count = 0
+    subscribed: set = set()
+    for r in reports:
+        seen.update(map(tuple, r["assigned"]))
+        count += len(r["assigned"])
+        subscribed.update(r["subscribed"])
+    if len(seen) != count:
+        return "violated: a partition owned twice"
+    if not complete:
+        return "ok"
     expected = {(t, p) for t in subscribed for p in range(topics.get(t, 0))}
     return "ok" if seen == expected else f"unsettled: {len(expected - seen)} partitions unowned"
 
 
+def _member_side_check(members, topics: dict[str, int]) -> str:
+    return check_reports([member_report(members)], topics)
+
+
 async def run(sc: Scenario, seed: int | None = None, out_dir=None, *, bootstrap: str | None = None,
               admin: str | None = None, admin_token: str | None = None, progress: bool = False,
-              until_stable: bool = False, hold_s: float = 0.0, share_connections: bool = False) -> FleetRunner:
+              until_stable: bool = False, hold_s: float = 0.0, share_connections: bool = False,
+              processes: int = 1, shard: tuple[int, int] | None = None, start_at: float | None = None,
+              log_level: str = "error") -> FleetRunner:
     """Run a scenario in real time; returns the runner (``sorted_events``, ``final``, ``summary()``).
-    ``until_stable``: end once the timeline is over and every group is stable (``hold_s`` later)."""
-    runner = FleetRunner(sc, sc.seed if seed is None else seed, bootstrap=bootstrap, admin=admin,
-                         admin_token=admin_token, progress=progress, until_stable=until_stable, hold_s=hold_s,
-                         share_connections=share_connections)
+    ``until_stable``: end once the timeline is over and every group is stable (``hold_s`` later).
+
+    ``shard`` (i, n): run only the members whose index is i mod n, against a daemon (``bootstrap``),
+    so that n hosts drive one daemon with the same scenario; shard 0 does the cluster-wide actions and
+    streams the coordinator's events (``admin``); each shard's log holds its own members' events.
+    ``processes`` > 1: the members (of the shard) run in that many child processes
+    (:mod:`.processes`; ``log_level`` is theirs), this one merges their events into one log.
+    ``start_at``: the wall time (``time.time()``) at which the scenario's clock starts (default: now),
+    e.g. one time for every shard, so that their timelines run together."""
+    seed = sc.seed if seed is None else seed
+    if shard is not None and bootstrap is None:
+        raise ValueError("a shard of a scenario runs against a daemon (bootstrap)")
+    kw = dict(bootstrap=bootstrap, admin=admin, admin_token=admin_token, progress=progress,
+              until_stable=until_stable, hold_s=hold_s, share_connections=share_connections, start_at=start_at)
+    if processes > 1:
+        from .processes import ParentRunner
+        runner: FleetRunner = ParentRunner(sc, seed, processes=processes, shard=shard, log_level=log_level, **kw)
+    else:
+        runner = FleetRunner(sc, seed, shard=shard, cluster_actions=shard is None or shard[0] == 0, **kw)
     events = await runner.run()
     runner.sorted_events = events
     if out_dir is not None:

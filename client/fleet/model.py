@@ -63,7 +63,7 @@ class Driver:
     mode = ""
     # slots, for the simulator's sake (see Simulator.__slots__); a subclass may have a __dict__
     __slots__ = ("scenario", "seed", "_picks", "events", "clients", "by_group", "next_index", "topics", "notes",
-                 "only")
+                 "only", "shard", "cluster_actions")
 
     def __init__(self, scenario: Scenario, seed: int):
         self.scenario = scenario
@@ -76,6 +76,12 @@ class Driver:
         self.topics: dict[str, int] = dict(scenario.topics)
         self.notes: list[str] = []             # what could not be done (printed in the summary)
         self.only: set[str] | None = None      # run only these groups (a shard of the scenario)
+        # run only the members whose index is i mod n (a shard of the members, see owns()): the
+        # others are followed as the timeline says (alive or not, for its picks) but never run
+        self.shard: tuple[int, int] | None = None
+        # whether this driver does the cluster-wide actions (add_partitions, move_coordinator,
+        # node_down, node_up): one of the shards of a scenario does them, the others do not
+        self.cluster_actions = True
 
     # ---- to implement --------------------------------------------------------------
     def now_ms(self) -> int: raise NotImplementedError        # scenario time (ms since the start)
@@ -83,6 +89,14 @@ class Driver:
     def at(self, ms: int, fn: Callable[[], None]) -> None: raise NotImplementedError
 
     # ---- setting up --------------------------------------------------------------------
+    def owns(self, c: Client) -> bool:
+        """Whether this driver runs the client (with a shard (i, n): its index is i mod n)."""
+        shard = self.shard
+        return shard is None or c.index % shard[1] == shard[0]
+
+    def owned_clients(self) -> list[Client]:
+        return [c for c in self.clients.values() if self.owns(c)]
+
     def _new_client(self, group: str, spec: GroupSpec) -> Client:
         idx = self.next_index.get(group, 0)
         self.next_index[group] = idx + 1
@@ -134,13 +148,16 @@ class Driver:
         if a == "add_partitions":
             if p["partitions"] > self.topics[p["topic"]]:
                 self.topics[p["topic"]] = p["partitions"]
-                self.add_partitions(p["topic"], p["partitions"])
+                if self.cluster_actions:
+                    self.add_partitions(p["topic"], p["partitions"])
             return
         if a in ("node_down", "node_up"):
-            (self.node_down if a == "node_down" else self.node_up)(p["node"])
+            if self.cluster_actions:
+                (self.node_down if a == "node_down" else self.node_up)(p["node"])
             return
         if a == "move_coordinator":
-            self.move_coordinator(p["group"], p.get("node"))
+            if self.cluster_actions:
+                self.move_coordinator(p["group"], p.get("node"))
             return
         now = self.now_ms()
         for group in self._groups_of(ev):
@@ -174,13 +191,15 @@ class Driver:
             return
         c.alive = True
         c.generation += 1
-        self.start_member(c)
+        if self.owns(c):
+            self.start_member(c)
 
     def _stop(self, c: Client, crash: bool) -> None:
         if not c.alive:
             return
         c.alive = False
-        self.stop_member(c, crash)
+        if self.owns(c):
+            self.stop_member(c, crash)
 
     def _restart(self, c: Client, down_ms: int) -> None:
         if not c.alive:

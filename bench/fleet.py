@@ -225,7 +225,10 @@ def bench_big(members: int, partitions: int, hold: float, limit: float, processe
     """(f): one row of the big table (see the module's docstring)."""
     cmd = [sys.executable, "-m", "groupcoord.coordinator", "serve", "--profile", "test", "--in-memory",
            "--port", "0", "--log-level", "warning", "--topic", f"t:{partitions}",
-           "--set", f"group.initial.rebalance.delay.ms={delay_ms}"]
+           "--set", f"group.initial.rebalance.delay.ms={delay_ms}",
+           # a fleet member's share of the group record is ~90-150 bytes: 10,000 of them are near or over
+           # Kafka's default message.max.bytes (1 MB), which a group that size needs raised, on Kafka as here
+           "--set", "message.max.bytes=16777216"]
     _raise_fd_limit()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     bootstrap = None

@@ -42,6 +42,7 @@ from groupcoord.protocol import frames
 JOIN, SYNC, HEARTBEAT = 11, 14, 12
 VERSIONS = {JOIN: 9, SYNC: 5, HEARTBEAT: 4}
 GROUP = "big"
+BIG_GROUP_RECORD_BYTES = 16 * 1024 * 1024
 COORDINATOR_DIR = str(Path(__file__).resolve().parents[1] / "coordinator")
 
 
@@ -53,7 +54,10 @@ class Group:
         self.now = 0
         self.codec = codec
         self.partitions = partitions or min(n, 1000)
-        cfg = BrokerConfig({"group.initial.rebalance.delay.ms": 3000}, profile="test", environ={})
+        # a group record grows about 87 bytes a member here (869 kB at 10,000): past ~12,000 members it
+        # exceeds Kafka's default message.max.bytes (1 MB), which such a group needs raised, on Kafka as here
+        cfg = BrokerConfig({"group.initial.rebalance.delay.ms": 3000, "message.max.bytes": BIG_GROUP_RECORD_BYTES},
+                           profile="test", environ={})
         counter = iter(range(1 << 62))
         self.service = Service(cfg, clock=lambda: self.now, emit=lambda e: None,
                                member_id_factory=lambda prefix: f"{prefix}-{next(counter):08d}")

@@ -21,10 +21,19 @@ stopped, or once the coordinator has removed its member id from the group (until
   ``duration_ms = end - start``, ``members`` the count at completion, ``generation`` the one it
   completed with. A rebalance still open at the end of the log has outcome ``incomplete``.
 - Its **window** lasts until the next rebalance of the group starts (or the log ends).
-- **Before**: who owns what when it starts. **After**: for each member of the completed
-  generation, what it owns after its ``client.assigned`` of that generation (a member that never
-  took it: what it owns when the window ends); nothing for an outcome ``Empty``. The rebalance is
-  **settled** (``settle_ms``) when every member of the generation has taken its assignment.
+- **Before**: who owns what when it starts, except that a member whose ``client.assigned`` of the
+  previous generation arrives after this rebalance started counts with that assignment (it is
+  what the member brings into this rebalance). **After**: for each member of the completed
+  generation, what it owns after its ``client.assigned`` of that generation, whenever that comes,
+  even after the next rebalance started (the member's SyncGroup answer was on its way: a member
+  whose revocation starts the follow-up of a cooperative rebalance does so before the others have
+  taken theirs); a member that never takes it (it stopped, was removed, or took a later
+  generation's first): what it owns when the window ends; nothing for an outcome ``Empty``.
+  Members are mapped to clients with every member event of the log, so a member whose first
+  event comes after the rebalance still counts as its client. The rebalance is **settled**
+  (``settle_ms``) when every member of the generation has taken its assignment; ``settle_ms``
+  may fall after the window's end. Partitions a member revokes in a generation it has not yet
+  taken the assignment of belong to that generation's rebalance.
 - **Partitions moved**: partitions of the group whose owner after differs from the owner before,
   "no owner" counting as an owner. A cooperative hand-over therefore moves a partition twice (to no
   owner in the first round, to its new owner in the follow-up), and so does the minimum below.

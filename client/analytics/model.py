@@ -124,6 +124,7 @@ class _Rebalance:
     settle_ms: int | None = None
     window_end: int | None = None
     universe: frozenset = frozenset()
+    owned_at_end: dict = field(default_factory=dict)  # client -> owned when the window ends
 
 
 @dataclass
@@ -196,6 +197,7 @@ class _GroupPass:
         self.sessions_done: list[_Session] = []
         self.rebalances: list[_Rebalance] = []
         self.current: _Rebalance | None = None    # the latest rebalance (open or completed)
+        self.by_generation: dict[int, _Rebalance] = {}   # Stable rebalances by the generation they completed
         self.pending_revoked = 0
         self.pending_lost = 0
         self.inv = _Invariants(group)
@@ -301,7 +303,12 @@ class _GroupPass:
         if kind in OWNERSHIP_EVENTS:
             parts = tp_set(ev.get("partitions") or [])
             new = tp_set(ev.get("owned") or [])
-            r = self.current
+            # the rebalance that completed this event's generation, even when the next one has
+            # started meanwhile (the member's SyncGroup answer was on its way): its assignment
+            # is that rebalance's "after", and the "before" of the rebalances started since
+            r = self.by_generation.get(gen) if gen is not None and gen >= 0 else None
+            if r is not None and (member not in r.member_ids or client in r.after):
+                r = None
             if kind == "client.assigned":
                 session.assignments += 1
                 session.partitions_assigned += len(parts)
@@ -309,12 +316,20 @@ class _GroupPass:
                     session.generations.add(gen)
                 self._set_owned(client, new, ts)
                 session.max_owned = max(session.max_owned, len(new))
-                if r is not None and r.outcome == "Stable" and r.generation == gen and member in r.member_ids:
+                if r is not None:
                     r.after[client] = new
+                    for later in reversed(self.rebalances):
+                        if later is r:
+                            break
+                        if client not in later.after:
+                            later.before[client] = new
                     if r.settle_ms is None and self._clients(r) <= set(r.after):
                         r.settle_ms = ts
-                        self._check_stable(r, ts)
+                        if r is self.current:   # else a later rebalance has changed ownership since
+                            self._check_stable(r, ts)
                 return
+            if r is None:
+                r = self.current
             if kind == "client.revoked":
                 session.partitions_revoked += len(parts)
             else:
@@ -397,6 +412,7 @@ class _GroupPass:
             for m in list(self.coord_members):
                 self._coord_leave(m, ts, "group_deleted")
             self.last_gen = self.last_join_gen = None
+            self.by_generation.clear()
             self.client_gen.clear()
             self.committed.clear()
         elif kind in ("offsets.expired", "offsets.deleted"):
@@ -434,6 +450,8 @@ class _GroupPass:
             r.member_ids = frozenset(self.coord_members)
             if r.outcome != "Stable":
                 r.settle_ms = ts
+            elif gen is not None:
+                self.by_generation[gen] = r
         self.members_tl.set(ts, len(self.coord_members))
 
     def _coord_join(self, member: str, ev: dict, ts: int) -> None:
@@ -460,10 +478,8 @@ class _GroupPass:
     def _finalize(self, r: _Rebalance, window_end: int) -> None:
         r.window_end = window_end
         r.universe = frozenset(self.universe)
-        if r.outcome == "Stable":
-            for c in self._clients(r):
-                if c not in r.after:          # never took the assignment in this window
-                    r.after[c] = self.owned.get(c, frozenset())
+        if r.outcome == "Stable":           # for the members that never take its assignment
+            r.owned_at_end = dict(self.owned)
 
     def _clients(self, r: _Rebalance) -> set:
         """The members of the rebalance's generation as clients (member id where none is known)."""
@@ -481,7 +497,8 @@ class _GroupPass:
         if not self.has_members:
             row.update(dict.fromkeys(keys))
             return row
-        after = r.after if r.outcome == "Stable" else {}
+        members = sorted(self._clients(r)) if r.outcome == "Stable" else []
+        after = {c: r.after[c] if c in r.after else r.owned_at_end.get(c, frozenset()) for c in members}
         settled = r.settle_ms is not None
         settle = r.settle_ms if settled else r.window_end
         universe = r.universe
@@ -494,7 +511,6 @@ class _GroupPass:
             for tp in s:
                 owner_after[tp] = c
         moved = sum(1 for tp in universe if owner_before.get(tp) != owner_after.get(tp))
-        members = sorted(self._clients(r)) if r.outcome == "Stable" else []
         idle = {}
         for c in sorted(set(r.before) | set(after)):
             tl = self.sizes.get(c)

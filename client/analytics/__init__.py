@@ -52,6 +52,12 @@ stopped, or once the coordinator has removed its member id from the group (until
   of its topics in scenario.json plus any partition seen in member events from its first appearance;
   a topic of which the members of a settled generation own nothing is dropped from then on (the
   subscription changed) until a member owns one of its partitions again.
+- **Zombie overlaps** (``groups.zombie_overlaps``): partitions given to a member while a client
+  the coordinator had removed from the group (expired: a frozen member; or left on a poll stalled
+  beyond ``max.poll.interval.ms``) still believed it owned them, until that client's next event
+  says what it owns. Expected, not a violation: the removed client is no longer a member (Kafka
+  fences its commits by generation). The simulator's summary counts them the same way
+  (``zombie_overlaps``, apart from ``ownership_violations``).
 - **Sessions**: one per member process (``client.started`` to ``client.stopped``) from member
   events; from the coordinator's ``member.joined`` to its leaving when the log has none (then
   ``source = "coordinator"`` and the ownership columns are empty).

@@ -187,7 +187,7 @@ def _schemas():
                             ("commits", I), ("max_owned", I), ("time_without_partitions_ms", L)],
         "groups": meta + [("group", S), ("events", L), ("member_events", L), ("coordinator_events", L),
                           ("first_ms", L), ("last_ms", L), ("partitions", I), ("unowned_partition_ms", L),
-                          ("rebalances", I)],
+                          ("rebalances", I), ("zombie_overlaps", L)],
         "invariants": meta + [("group", S), ("invariant", S), ("status", S), ("checked", L), ("failed", L)],
         "violations": meta + [("group", S), ("invariant", S), ("ts_ms", L), ("detail", S)],
         "logs": meta + [("path", S)],
@@ -356,7 +356,7 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         violations=sorted(by_tag["violations"], key=lambda r: (r["log"], r["group"], r["invariant"], r["ts_ms"])),
         rebalances=by_tag["rebalances"], timeline=by_tag["timeline"],
         logs=[{"log": s.log, "cell": s.cell, "scenario": s.scenario_name, "seed": s.seed,
-               "path": s.events_path} for s in sources],
+               "path": s.events_path, "scenario_doc": s.scenario} for s in sources],
         events=sum(r["events"] or 0 for r in summary), seconds=0.0)
     analysis.seconds = time.perf_counter() - t0
     if report:
@@ -415,7 +415,8 @@ def _summary(frames, logs_df, F):
         F.count(F.lit(1)).alias("groups"),
         F.sum("events").alias("events"),
         (F.sum("member_events") > 0).alias("member_events"),
-        (F.sum("unowned_partition_ms") / F.lit(1000.0)).alias("partition_seconds_unowned"))
+        (F.sum("unowned_partition_ms") / F.lit(1000.0)).alias("partition_seconds_unowned"),
+        F.sum("zombie_overlaps").alias("zombie_overlaps"))
     inv = frames["invariants"].groupBy("log").agg(F.sum("failed").alias("violations"))
     return (logs_df.join(grp, "log", "left").join(reb, "log", "left").join(inv, "log", "left")
             .fillna(0, subset=["rebalances"])

@@ -7,7 +7,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from .model import INVARIANT_TITLES
+from .model import INVARIANT_TITLES, expected_notes
 
 #: Groups drawn in the timeline plot.
 TIMELINE_GROUPS = 8
@@ -26,7 +26,8 @@ SUMMARY_COLUMNS = [("log", "log"), ("scenario", "scenario"), ("seed", "seed"), (
                    ("partition_seconds_unowned", "partition-s unowned"), ("partitions_moved", "moved"),
                    ("min_moves", "minimum"), ("movement_ratio", "moved / minimum"),
                    ("partitions_revoked", "revoked"), ("max_balance", "max balance"),
-                   ("max_member_idle_ms", "max idle ms"), ("violations", "violations")]
+                   ("max_member_idle_ms", "max idle ms"), ("violations", "violations"),
+                   ("zombie_overlaps", "zombie overlaps")]
 
 
 def _fmt(v) -> str:
@@ -95,6 +96,11 @@ def _invariants_section(analysis) -> str:
     for r in analysis.invariants:
         by_log[r["log"]].append(r)
     rows = []
+    zombies = {s["log"]: s.get("zombie_overlaps") for s in analysis.summary}
+    expected = []
+    for entry in sorted(analysis.logs, key=lambda x: x["log"]):
+        for note in expected_notes(entry.get("scenario_doc"), zombies.get(entry["log"])):
+            expected.append(f"<li><b>{html.escape(entry['log'])}</b>: {html.escape(note)}</li>")
     for log, checks in sorted(by_log.items()):
         for c in checks:
             status = c["status"]
@@ -103,6 +109,8 @@ def _invariants_section(analysis) -> str:
                         f"<td class='l {status}'>{status}</td><td>{c['checked']}</td><td>{c['failed']}</td></tr>")
     parts.append("<table><tr><th class='l'>log</th><th class='l'>invariant</th><th class='l'>result</th>"
                  "<th>checks</th><th>violations</th></tr>" + "".join(rows) + "</table>")
+    if expected:
+        parts.append("<h3>Expected, not violations</h3><ul class='note'>" + "".join(expected) + "</ul>")
     if analysis.violations:
         parts.append("<h3>Counterexamples</h3>")
         rows = [dict(v, invariant=INVARIANT_TITLES.get(v["invariant"], v["invariant"]),

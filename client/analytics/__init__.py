@@ -41,6 +41,11 @@ stopped, or once the coordinator has removed its member id from the group (until
   change to go from *before* to any balanced assignment of the partitions over the members after
   (each gets floor(P/N) or ceil(P/N)); computed exactly: a remaining member keeps at most its share
   of what it had, so min = P - (sum min(had, floor) + min(P mod N, #members with had > floor)).
+  Hence ``partitions_moved >= min_moves`` whenever the after is balanced, and in a cooperative
+  first round (which gives up every partition that has to move); it can only be lower when the
+  assignor leaves the members unbalanced (``balance`` > 1). Before and after as defined above
+  matter here: with an after cut at the next rebalance's start, a cooperative revocation arriving
+  just after it was missed and moved fell below the minimum.
 - **Partitions revoked / lost**: partitions in ``client.revoked`` / ``client.lost`` events that
   belong to the rebalance: those of a member that has not yet taken this rebalance's assignment;
   one that has (closing, subscription change) belongs to the next rebalance.

@@ -166,7 +166,8 @@ def print_summary(summary: dict, max_rows: int = 40) -> None:
     table.add_row(f"total ({len(groups)})", "", "", "", str(totals["rebalances"]), "",
                   str(totals["moved_partitions"]), str(totals["revoked_partitions"]),
                   str(totals["lost_partitions"]), str(totals["commits"]), "", str(totals["expired"]),
-                  str(totals["ownership_violations"]), str(totals["zombie_overlaps"]), f"{checks.count('ok')}/{len(checks)} ok")
+                  str(totals["ownership_violations"]), str(totals["zombie_overlaps"]),
+                  f"{checks.count('ok')}/{len(checks)} ok")
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)

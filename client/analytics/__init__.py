@@ -10,6 +10,11 @@ cells (:mod:`.sweep`). Every table starts with ``log``, ``cell`` (sweeps), ``sce
 
 Definitions
 -----------
+**Time**: columns named ``*_ms`` that are instants (``start_ms``, ``end_ms``, ``settle_ms``,
+``ts_ms``, ``first_ms``...) are the log's own ``ts_ms``: virtual milliseconds from 0 for
+``simulate``, epoch milliseconds for ``fleet`` and ``serve --events``. One log has one time base;
+to compare logs, ``start_ms_from_log_start`` (rebalances) counts from the ``ts_ms`` of the log's
+first line, and the report shows times from each log's start only.
 Events of a group are taken in time order, ties in the order of the log. Member identity is the
 fleet's ``client`` name (stable across restarts); coordinator member ids are mapped to it through
 the member events (a member id with no member events stands for itself). A member owns what its

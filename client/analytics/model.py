@@ -164,20 +164,23 @@ class _Invariants:
             self.examples.append({"group": self.group, "invariant": name, "ts_ms": ts, "detail": detail})
 
 
-def analyze_group(group: str, events: list[dict], partitions=frozenset()) -> dict:
+def analyze_group(group: str, events: list[dict], partitions=frozenset(), log_start_ms: int | None = None) -> dict:
     """Analyse one group's events, sorted by time then order of occurrence.
 
     ``partitions``: the partitions of the group's topics (from scenario.json); partitions seen in
-    member events are added from their first appearance. Returns a dict with ``rebalances``,
+    member events are added from their first appearance. ``log_start_ms``: the ``ts_ms`` of the
+    log's first event, the origin of ``start_ms_from_log_start`` (default: the group's first
+    event). Returns a dict with ``rebalances``,
     ``sessions``, ``group`` (totals), ``timeline`` and ``invariants`` (``status``, ``checked``,
     ``failed`` per invariant, ``examples``).
     """
-    return _GroupPass(group, partitions).run(events)
+    return _GroupPass(group, partitions, log_start_ms).run(events)
 
 
 class _GroupPass:
-    def __init__(self, group: str, partitions):
+    def __init__(self, group: str, partitions, log_start_ms: int | None = None):
         self.group = group
+        self.log_start_ms = log_start_ms
         self.universe = set(partitions)
         self.declared = frozenset(partitions)
         self.has_members = False
@@ -493,10 +496,15 @@ class _GroupPass:
         """The members of the rebalance's generation as clients (member id where none is known)."""
         return {self.client_of.get(m, m) for m in r.member_ids}
 
+    def _origin(self) -> int:
+        if self.log_start_ms is not None:
+            return self.log_start_ms
+        return self.first_ts if self.first_ts is not None else 0
+
     def _rebalance_row(self, r: _Rebalance) -> dict:
         row = {"group": self.group, "generation": r.generation, "trigger": r.trigger,
                "trigger_member": r.trigger_member, "client_reason": r.client_reason,
-               "start_ms": r.start_ms, "end_ms": r.end_ms,
+               "start_ms": r.start_ms, "start_ms_from_log_start": r.start_ms - self._origin(), "end_ms": r.end_ms,
                "duration_ms": r.end_ms - r.start_ms if r.end_ms is not None else None,
                "rounds": r.rounds, "outcome": r.outcome or "incomplete", "protocol": r.protocol,
                "members": r.members, "member_events": self.has_members}

@@ -81,7 +81,8 @@ def write_report(analysis, cell_params: dict | None = None) -> Path:
     parts.append(f"<h2>Rebalances</h2><p>The first {LISTED_REBALANCES} by start (all of them are in the "
                  f"<code>rebalances</code> table).</p>")
     rebs = sorted(analysis.rebalances, key=lambda r: (r["log"], r["start_ms"] or 0, r["group"]))[:LISTED_REBALANCES]
-    parts.append(_table(rebs, [("log", "log"), ("group", "group"), ("start_ms", "start ms"),
+    parts.append(_table(rebs, [("log", "log"), ("group", "group"),
+                               ("start_ms_from_log_start", "start (ms from log start)"),
                                ("duration_ms", "duration ms"), ("trigger", "trigger"),
                                ("partitions_moved", "moved"), ("min_moves", "minimum")]))
     parts.append("</body></html>")
@@ -113,12 +114,14 @@ def _invariants_section(analysis) -> str:
         parts.append("<h3>Expected, not violations</h3><ul class='note'>" + "".join(expected) + "</ul>")
     if analysis.violations:
         parts.append("<h3>Counterexamples</h3>")
+        starts = {entry["log"]: entry.get("start_ms") or 0 for entry in analysis.logs}
         rows = [dict(v, invariant=INVARIANT_TITLES.get(v["invariant"], v["invariant"]),
+                     ms_from_log_start=v["ts_ms"] - starts.get(v["log"], 0),
                      detail=json.loads(v["detail"])) for v in analysis.violations]
         for r in rows:
             r["detail"] = json.dumps(r["detail"], sort_keys=True)
         parts.append(_table(rows, [("log", "log"), ("group", "group"), ("invariant", "invariant"),
-                                   ("ts_ms", "ts ms"), ("detail", "detail")]))
+                                   ("ms_from_log_start", "at (ms from log start)"), ("detail", "detail")]))
     return "\n".join(parts)
 
 

@@ -121,9 +121,54 @@ def check_java() -> None:
         if not (os.path.isfile(java) and os.access(java, os.X_OK)):
             raise LogError(f"the analysis runs on Spark, which needs Java 17 or newer: JAVA_HOME={home} "
                            f"has no bin/java (fix JAVA_HOME or unset it to use java on PATH)")
-    elif shutil.which("java") is None:
-        raise LogError("the analysis runs on Spark, which needs Java 17 or newer: no java on PATH "
-                       "and JAVA_HOME is not set")
+    else:
+        java = shutil.which("java")
+        if java is None:
+            raise LogError("the analysis runs on Spark, which needs Java 17 or newer: no java on PATH "
+                           "and JAVA_HOME is not set")
+    major = java_version(java)
+    if major is not None and major < JAVA_MIN:
+        raise LogError(f"the analysis runs on Spark, which needs Java {JAVA_MIN} or newer: {java} is Java {major} "
+                       f"(set JAVA_HOME to a Java {JAVA_MIN}+ installation)")
+
+
+#: The oldest Java that PySpark 4 runs on.
+JAVA_MIN = 17
+
+
+def java_version(java: str) -> int | None:
+    """The major version ``java -version`` prints (8 for "1.8.0_392", 17 for "17.0.15"), or None
+    when it prints none (Spark then tries it, and a failure is still one line). A java that cannot
+    be run at all (not an executable, a broken link) raises LogError."""
+    import subprocess
+    try:
+        r = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise LogError(f"the analysis runs on Spark, which needs Java {JAVA_MIN} or newer: cannot run {java}: "
+                       f"{getattr(e, 'strerror', None) or e}") from None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', r.stderr + r.stdout)
+    if m is None:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def check_out(out) -> None:
+    """Before Spark starts: OUT must be a directory or creatable as one (nothing is created here)."""
+    path = Path(out)
+    if path.exists():
+        if not path.is_dir():
+            raise LogError(f"--out {out}: exists and is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise LogError(f"--out {out}: not writable")
+        return
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise LogError(f"--out {out}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise LogError(f"--out {out}: cannot create it in {parent} (not writable)")
 
 
 def spark_session(master: str | None = None, app: str = "groupcoord-analytics", conf: dict | None = None):

@@ -10,6 +10,11 @@ cells (:mod:`.sweep`). Every table starts with ``log``, ``cell`` (sweeps), ``sce
 
 Definitions
 -----------
+**Time**: columns named ``*_ms`` that are instants (``start_ms``, ``end_ms``, ``settle_ms``,
+``ts_ms``, ``first_ms``...) are the log's own ``ts_ms``: virtual milliseconds from 0 for
+``simulate``, epoch milliseconds for ``fleet`` and ``serve --events``. One log has one time base;
+to compare logs, ``start_ms_from_log_start`` (rebalances) counts from the ``ts_ms`` of the log's
+first line, and the report shows times from each log's start only.
 Events of a group are taken in time order, ties in the order of the log. Member identity is the
 fleet's ``client`` name (stable across restarts); coordinator member ids are mapped to it through
 the member events (a member id with no member events stands for itself). A member owns what its
@@ -21,10 +26,19 @@ stopped, or once the coordinator has removed its member id from the group (until
   ``duration_ms = end - start``, ``members`` the count at completion, ``generation`` the one it
   completed with. A rebalance still open at the end of the log has outcome ``incomplete``.
 - Its **window** lasts until the next rebalance of the group starts (or the log ends).
-- **Before**: who owns what when it starts. **After**: for each member of the completed
-  generation, what it owns after its ``client.assigned`` of that generation (a member that never
-  took it: what it owns when the window ends); nothing for an outcome ``Empty``. The rebalance is
-  **settled** (``settle_ms``) when every member of the generation has taken its assignment.
+- **Before**: who owns what when it starts, except that a member whose ``client.assigned`` of the
+  previous generation arrives after this rebalance started counts with that assignment (it is
+  what the member brings into this rebalance). **After**: for each member of the completed
+  generation, what it owns after its ``client.assigned`` of that generation, whenever that comes,
+  even after the next rebalance started (the member's SyncGroup answer was on its way: a member
+  whose revocation starts the follow-up of a cooperative rebalance does so before the others have
+  taken theirs); a member that never takes it (it stopped, was removed, or took a later
+  generation's first): what it owns when the window ends; nothing for an outcome ``Empty``.
+  Members are mapped to clients with every member event of the log, so a member whose first
+  event comes after the rebalance still counts as its client. The rebalance is **settled**
+  (``settle_ms``) when every member of the generation has taken its assignment; ``settle_ms``
+  may fall after the window's end. Partitions a member revokes in a generation it has not yet
+  taken the assignment of belong to that generation's rebalance.
 - **Partitions moved**: partitions of the group whose owner after differs from the owner before,
   "no owner" counting as an owner. A cooperative hand-over therefore moves a partition twice (to no
   owner in the first round, to its new owner in the follow-up), and so does the minimum below.
@@ -32,6 +46,11 @@ stopped, or once the coordinator has removed its member id from the group (until
   change to go from *before* to any balanced assignment of the partitions over the members after
   (each gets floor(P/N) or ceil(P/N)); computed exactly: a remaining member keeps at most its share
   of what it had, so min = P - (sum min(had, floor) + min(P mod N, #members with had > floor)).
+  Hence ``partitions_moved >= min_moves`` whenever the after is balanced, and in a cooperative
+  first round (which gives up every partition that has to move); it can only be lower when the
+  assignor leaves the members unbalanced (``balance`` > 1). Before and after as defined above
+  matter here: with an after cut at the next rebalance's start, a cooperative revocation arriving
+  just after it was missed and moved fell below the minimum.
 - **Partitions revoked / lost**: partitions in ``client.revoked`` / ``client.lost`` events that
   belong to the rebalance: those of a member that has not yet taken this rebalance's assignment;
   one that has (closing, subscription change) belongs to the next rebalance.
@@ -43,6 +62,12 @@ stopped, or once the coordinator has removed its member id from the group (until
   of its topics in scenario.json plus any partition seen in member events from its first appearance;
   a topic of which the members of a settled generation own nothing is dropped from then on (the
   subscription changed) until a member owns one of its partitions again.
+- **Zombie overlaps** (``groups.zombie_overlaps``): partitions given to a member while a client
+  the coordinator had removed from the group (expired: a frozen member; or left on a poll stalled
+  beyond ``max.poll.interval.ms``) still believed it owned them, until that client's next event
+  says what it owns. Expected, not a violation: the removed client is no longer a member (Kafka
+  fences its commits by generation). The simulator's summary counts them the same way
+  (``zombie_overlaps``, apart from ``ownership_violations``).
 - **Sessions**: one per member process (``client.started`` to ``client.stopped``) from member
   events; from the coordinator's ``member.joined`` to its leaving when the log has none (then
   ``source = "coordinator"`` and the ownership columns are empty).

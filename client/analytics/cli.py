@@ -30,9 +30,10 @@ def _done(analysis) -> int:
 
 
 def _analyze(args) -> int:
-    from .job import LogError, analyze, find_logs, spark_session
+    from .job import LogError, analyze, check_out, find_logs, spark_session
     try:
         sources = find_logs(args.logs)
+        check_out(args.out)
         analysis = analyze(sources, args.out, spark=spark_session(args.master))
     except LogError as e:
         print(f"groupcoord analyze: {e}", file=sys.stderr)

@@ -36,6 +36,7 @@ class LogSource:
     events_path: str
     scenario: dict | None = None
     cell: str | None = None
+    start_ms: int | None = None   # ts_ms of the log's first event (logs are written in time order)
 
     @property
     def scenario_name(self) -> str | None:
@@ -72,7 +73,7 @@ def find_logs(paths, cells=None) -> list[LogSource]:
             events, scenario, name = path, None, path.stem
         else:
             raise LogError(f"{path}: no such file or directory")
-        _check_first_event(events)
+        start_ms = _check_first_event(events)
         cell = cells[i] if cells is not None else None
         log = cell or name
         base, n = log, 1
@@ -80,15 +81,16 @@ def find_logs(paths, cells=None) -> list[LogSource]:
             n += 1
             log = f"{base}-{n}"
         used.add(log)
-        sources.append(LogSource(log, str(events.resolve()), scenario, cell))
+        sources.append(LogSource(log, str(events.resolve()), scenario, cell, start_ms))
     if not sources:
         raise LogError("no logs given")
     return sources
 
 
-def _check_first_event(path: Path) -> None:
+def _check_first_event(path: Path) -> int | None:
     """Look at the first line of an events file before Spark starts: a file that is not an event
-    log (a scenario, a report...) is named at once. The Spark job checks every line."""
+    log (a scenario, a report...) is named at once. The Spark job checks every line. Returns the
+    first event's ts_ms (None for an empty log)."""
     try:
         with open(path, encoding="utf-8") as f:
             first = next((line for line in f if line.strip()), None)
@@ -97,13 +99,15 @@ def _check_first_event(path: Path) -> None:
     except OSError as e:
         raise LogError(f"{path}: cannot read it: {e.strerror}") from None
     if first is None:
-        return                    # an empty log: no events
+        return None               # an empty log: no events
     try:
-        problem = _problem(json.loads(first))
+        event = json.loads(first)
+        problem = _problem(event)
     except json.JSONDecodeError as e:
         problem = f"not valid JSON ({e.msg})"
     if problem:
         raise LogError(f"{path}:1: not an event log: {problem}")
+    return event["ts_ms"]
 
 
 def check_java() -> None:
@@ -117,9 +121,54 @@ def check_java() -> None:
         if not (os.path.isfile(java) and os.access(java, os.X_OK)):
             raise LogError(f"the analysis runs on Spark, which needs Java 17 or newer: JAVA_HOME={home} "
                            f"has no bin/java (fix JAVA_HOME or unset it to use java on PATH)")
-    elif shutil.which("java") is None:
-        raise LogError("the analysis runs on Spark, which needs Java 17 or newer: no java on PATH "
-                       "and JAVA_HOME is not set")
+    else:
+        java = shutil.which("java")
+        if java is None:
+            raise LogError("the analysis runs on Spark, which needs Java 17 or newer: no java on PATH "
+                           "and JAVA_HOME is not set")
+    major = java_version(java)
+    if major is not None and major < JAVA_MIN:
+        raise LogError(f"the analysis runs on Spark, which needs Java {JAVA_MIN} or newer: {java} is Java {major} "
+                       f"(set JAVA_HOME to a Java {JAVA_MIN}+ installation)")
+
+
+#: The oldest Java that PySpark 4 runs on.
+JAVA_MIN = 17
+
+
+def java_version(java: str) -> int | None:
+    """The major version ``java -version`` prints (8 for "1.8.0_392", 17 for "17.0.15"), or None
+    when it prints none (Spark then tries it, and a failure is still one line). A java that cannot
+    be run at all (not an executable, a broken link) raises LogError."""
+    import subprocess
+    try:
+        r = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise LogError(f"the analysis runs on Spark, which needs Java {JAVA_MIN} or newer: cannot run {java}: "
+                       f"{getattr(e, 'strerror', None) or e}") from None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', r.stderr + r.stdout)
+    if m is None:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def check_out(out) -> None:
+    """Before Spark starts: OUT must be a directory or creatable as one (nothing is created here)."""
+    path = Path(out)
+    if path.exists():
+        if not path.is_dir():
+            raise LogError(f"--out {out}: exists and is not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise LogError(f"--out {out}: not writable")
+        return
+    parent = path.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise LogError(f"--out {out}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise LogError(f"--out {out}: cannot create it in {parent} (not writable)")
 
 
 def spark_session(master: str | None = None, app: str = "groupcoord-analytics", conf: dict | None = None):
@@ -173,7 +222,8 @@ def _schemas():
     meta = [("log", S), ("cell", S), ("scenario", S), ("seed", L)]
     return {
         "rebalances": meta + [("group", S), ("generation", L), ("trigger", S), ("trigger_member", S),
-                              ("client_reason", S), ("start_ms", L), ("end_ms", L), ("duration_ms", L),
+                              ("client_reason", S), ("start_ms", L), ("start_ms_from_log_start", L),
+                              ("end_ms", L), ("duration_ms", L),
                               ("rounds", I), ("outcome", S), ("protocol", S), ("members", I),
                               ("member_events", B), ("settled", B), ("settle_ms", L),
                               ("partitions_moved", I), ("min_moves", I), ("partitions_revoked", I),
@@ -187,7 +237,7 @@ def _schemas():
                             ("commits", I), ("max_owned", I), ("time_without_partitions_ms", L)],
         "groups": meta + [("group", S), ("events", L), ("member_events", L), ("coordinator_events", L),
                           ("first_ms", L), ("last_ms", L), ("partitions", I), ("unowned_partition_ms", L),
-                          ("rebalances", I)],
+                          ("rebalances", I), ("zombie_overlaps", L)],
         "invariants": meta + [("group", S), ("invariant", S), ("status", S), ("checked", L), ("failed", L)],
         "violations": meta + [("group", S), ("invariant", S), ("ts_ms", L), ("detail", S)],
         "logs": meta + [("path", S)],
@@ -267,7 +317,7 @@ def _analyze(item, metas):
             pass
         raise ValueError(f"{_MARK} {meta[4]}: an event without \"group\" or \"ts_ms\"")
     scenario = json.loads(meta[3]) if meta[3] else None
-    result = analyze_group(group, events, group_partitions(scenario, group))
+    result = analyze_group(group, events, group_partitions(scenario, group), meta[6])
     head = (log, meta[1], meta[2], meta[5])
     for row in result["rebalances"]:
         yield "rebalances", head, row
@@ -315,7 +365,7 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     metas = {}
     for s in sources:
         metas[s.log] = (s.log, s.cell, s.scenario_name, json.dumps(s.scenario) if s.scenario else None,
-                        s.events_path, s.seed)
+                        s.events_path, s.seed, s.start_ms)
     metas_b = sc.broadcast(metas)
     parts = max(sc.defaultParallelism, min(len(sources), 4 * sc.defaultParallelism))
     events = sc.union([sc.textFile(s.events_path, minPartitions=1).mapPartitionsWithIndex(
@@ -356,7 +406,7 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         violations=sorted(by_tag["violations"], key=lambda r: (r["log"], r["group"], r["invariant"], r["ts_ms"])),
         rebalances=by_tag["rebalances"], timeline=by_tag["timeline"],
         logs=[{"log": s.log, "cell": s.cell, "scenario": s.scenario_name, "seed": s.seed,
-               "path": s.events_path} for s in sources],
+               "path": s.events_path, "scenario_doc": s.scenario, "start_ms": s.start_ms} for s in sources],
         events=sum(r["events"] or 0 for r in summary), seconds=0.0)
     analysis.seconds = time.perf_counter() - t0
     if report:
@@ -370,7 +420,7 @@ def _write(df, path: Path) -> str:
     return str(path)
 
 
-_REPORT_COLUMNS = {"rebalances": ("group", "start_ms", "duration_ms", "partitions_moved", "min_moves", "trigger"),
+_REPORT_COLUMNS = {"rebalances": ("group", "start_ms", "start_ms_from_log_start", "duration_ms", "partitions_moved", "min_moves", "trigger"),
                    "invariants": ("group", "invariant", "status", "checked", "failed"),
                    "violations": ("group", "invariant", "ts_ms", "detail"),
                    "timeline": ("group", "ts_ms", "members", "unowned")}
@@ -415,7 +465,8 @@ def _summary(frames, logs_df, F):
         F.count(F.lit(1)).alias("groups"),
         F.sum("events").alias("events"),
         (F.sum("member_events") > 0).alias("member_events"),
-        (F.sum("unowned_partition_ms") / F.lit(1000.0)).alias("partition_seconds_unowned"))
+        (F.sum("unowned_partition_ms") / F.lit(1000.0)).alias("partition_seconds_unowned"),
+        F.sum("zombie_overlaps").alias("zombie_overlaps"))
     inv = frames["invariants"].groupBy("log").agg(F.sum("failed").alias("violations"))
     return (logs_df.join(grp, "log", "left").join(reb, "log", "left").join(inv, "log", "left")
             .fillna(0, subset=["rebalances"])

@@ -7,7 +7,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from .model import INVARIANT_TITLES
+from .model import INVARIANT_TITLES, expected_notes
 
 #: Groups drawn in the timeline plot.
 TIMELINE_GROUPS = 8
@@ -26,7 +26,8 @@ SUMMARY_COLUMNS = [("log", "log"), ("scenario", "scenario"), ("seed", "seed"), (
                    ("partition_seconds_unowned", "partition-s unowned"), ("partitions_moved", "moved"),
                    ("min_moves", "minimum"), ("movement_ratio", "moved / minimum"),
                    ("partitions_revoked", "revoked"), ("max_balance", "max balance"),
-                   ("max_member_idle_ms", "max idle ms"), ("violations", "violations")]
+                   ("max_member_idle_ms", "max idle ms"), ("violations", "violations"),
+                   ("zombie_overlaps", "zombie overlaps")]
 
 
 def _fmt(v) -> str:
@@ -80,7 +81,8 @@ def write_report(analysis, cell_params: dict | None = None) -> Path:
     parts.append(f"<h2>Rebalances</h2><p>The first {LISTED_REBALANCES} by start (all of them are in the "
                  f"<code>rebalances</code> table).</p>")
     rebs = sorted(analysis.rebalances, key=lambda r: (r["log"], r["start_ms"] or 0, r["group"]))[:LISTED_REBALANCES]
-    parts.append(_table(rebs, [("log", "log"), ("group", "group"), ("start_ms", "start ms"),
+    parts.append(_table(rebs, [("log", "log"), ("group", "group"),
+                               ("start_ms_from_log_start", "start (ms from log start)"),
                                ("duration_ms", "duration ms"), ("trigger", "trigger"),
                                ("partitions_moved", "moved"), ("min_moves", "minimum")]))
     parts.append("</body></html>")
@@ -95,6 +97,11 @@ def _invariants_section(analysis) -> str:
     for r in analysis.invariants:
         by_log[r["log"]].append(r)
     rows = []
+    zombies = {s["log"]: s.get("zombie_overlaps") for s in analysis.summary}
+    expected = []
+    for entry in sorted(analysis.logs, key=lambda x: x["log"]):
+        for note in expected_notes(entry.get("scenario_doc"), zombies.get(entry["log"])):
+            expected.append(f"<li><b>{html.escape(entry['log'])}</b>: {html.escape(note)}</li>")
     for log, checks in sorted(by_log.items()):
         for c in checks:
             status = c["status"]
@@ -103,14 +110,18 @@ def _invariants_section(analysis) -> str:
                         f"<td class='l {status}'>{status}</td><td>{c['checked']}</td><td>{c['failed']}</td></tr>")
     parts.append("<table><tr><th class='l'>log</th><th class='l'>invariant</th><th class='l'>result</th>"
                  "<th>checks</th><th>violations</th></tr>" + "".join(rows) + "</table>")
+    if expected:
+        parts.append("<h3>Expected, not violations</h3><ul class='note'>" + "".join(expected) + "</ul>")
     if analysis.violations:
         parts.append("<h3>Counterexamples</h3>")
+        starts = {entry["log"]: entry.get("start_ms") or 0 for entry in analysis.logs}
         rows = [dict(v, invariant=INVARIANT_TITLES.get(v["invariant"], v["invariant"]),
+                     ms_from_log_start=v["ts_ms"] - starts.get(v["log"], 0),
                      detail=json.loads(v["detail"])) for v in analysis.violations]
         for r in rows:
             r["detail"] = json.dumps(r["detail"], sort_keys=True)
         parts.append(_table(rows, [("log", "log"), ("group", "group"), ("invariant", "invariant"),
-                                   ("ts_ms", "ts ms"), ("detail", "detail")]))
+                                   ("ms_from_log_start", "at (ms from log start)"), ("detail", "detail")]))
     return "\n".join(parts)
 
 

@@ -235,16 +235,22 @@ def write_outputs(out_dir, events: list[dict], scenario_doc: dict, summary: dict
 
 def summarize(events: list[dict]) -> dict:
     """Per group: coordinator rebalances, final generation and state, member-side assignments,
-    moved partitions (assigned to a client other than its previous owner), commits, stops; and
-    ownership violations (a partition assigned while another live client still owns it)."""
+    moved partitions (assigned to a client other than its previous owner), commits, stops;
+    ownership violations (a partition assigned while another client that is still a member of the
+    group owns it); and zombie overlaps, which are expected, not violations: a partition assigned
+    while a client the coordinator has removed from the group (expired, say: a frozen member; or
+    left on a stalled poll) still
+    believes it owns it, until that client finds out (its partitions are then lost)."""
     groups: dict[str, dict] = defaultdict(lambda: {
         "rebalances": 0, "rebalance_ms_total": 0, "rebalance_ms_max": 0, "generation": -1, "state": None,
         "members": 0, "clients_started": 0, "assigned_callbacks": 0, "moved_partitions": 0,
         "revoked_partitions": 0, "lost_partitions": 0, "commits": 0, "stops": Counter(),
-        "expired": 0, "ownership_violations": 0})
+        "expired": 0, "ownership_violations": 0, "zombie_overlaps": 0})
     owner: dict[tuple, str] = {}                 # (group, topic, partition) -> client
     owned: dict[str, set] = defaultdict(set)     # client -> {(topic, p)}
     last_owner: dict[tuple, str] = {}
+    member_of: dict[str, str] = {}               # client -> its latest member id
+    removed: set[str] = set()                    # member ids the coordinator removed from their group
     for e in events:
         kind = e["event"]
         g = groups[e["group"]]
@@ -256,10 +262,17 @@ def summarize(events: list[dict]) -> dict:
                 g["rebalances"] += 1
                 g["rebalance_ms_total"] += e["duration_ms"]
                 g["rebalance_ms_max"] = max(g["rebalance_ms_max"], e["duration_ms"])
-            elif kind == "member.expired":
-                g["expired"] += 1
+            elif kind in ("member.expired", "member.removed"):
+                g["expired"] += kind == "member.expired"
+                removed.add(e.get("member"))
+            elif kind == "member.replaced":
+                removed.add(e.get("old_member"))
+            elif kind == "member.left" and not e.get("pending"):
+                removed.add(e.get("member"))      # e.g. its poll stalled beyond max.poll.interval.ms
             continue
         client = e["client"]
+        if e.get("member"):
+            member_of[client] = e["member"]
         if kind == "client.started":
             g["clients_started"] += 1
         elif kind == "client.assigned":
@@ -268,7 +281,10 @@ def summarize(events: list[dict]) -> dict:
                 key = (e["group"], t, p)
                 holder = owner.get(key)
                 if holder is not None and holder != client:
-                    g["ownership_violations"] += 1
+                    if member_of.get(holder) in removed:
+                        g["zombie_overlaps"] += 1     # the holder is no longer a member
+                    else:
+                        g["ownership_violations"] += 1
                 prev = last_owner.get(key)
                 if prev is not None and prev != client:
                     g["moved_partitions"] += 1

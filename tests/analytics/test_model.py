@@ -323,3 +323,39 @@ def test_group_partitions_both_scenario_shapes():
     assert group_partitions(listed, "g") == {("t", 0), ("t", 1)}
     assert group_partitions(fleet, "g-1") == {("t", 0), ("t", 1)}
     assert group_partitions(fleet, "other") == frozenset()
+
+
+# ------------------------------------------------------------------ assignments after the next rebalance started
+def moved_late(name, kinds_at, to):
+    """The log with the events of ``kinds_at`` [(event, ts, client)] moved to time ``to``."""
+    events, scenario = load(name)
+    for kind, ts, client in kinds_at:
+        find(events, kind, ts, client)["ts_ms"] = to
+    events.sort(key=lambda e: e["ts_ms"])
+    return events, scenario
+
+
+def test_a_members_first_assignment_after_the_next_rebalance_started():
+    # A's client.assigned of generation 1 (its first event naming its member id A-1) arrives after
+    # B's join started generation 2's rebalance (1005): before, the finalised rebalance 1 held A
+    # under its member id and the row raised KeyError: 'g/m0'. It is rebalance 1's after (A took
+    # 4 partitions, settled at 1006) and what A brings into rebalance 2.
+    events, scenario = moved_late("eager", [("client.assigned", 27, "g/m0")], 1006)
+    r = analyze_group("g", events, group_partitions(scenario, "g"))
+    rows = [(x["generation"], x["settle_ms"], x["partitions_moved"], x["min_moves"]) for x in r["rebalances"]]
+    assert rows == [(1, 1006, 4, 4), (2, 1040, 2, 2), (3, 3030, 2, 2)]
+    assert r["invariants"]["status"] == dict.fromkeys(r["invariants"]["status"], "pass")
+
+
+def test_a_revocation_after_the_follow_up_started_belongs_to_its_generation():
+    # A's revocation of 3,4 and its assignment of generation 2 (first cooperative round) arrive
+    # after the follow-up rebalance started (532): they are still generation 2's. Before: moved
+    # 0 < min_moves 2 for generation 2 (its after cut at 532, when A still held 3,4) and the
+    # revocation counted in generation 3.
+    events, scenario = moved_late("cooperative", [("client.revoked", 527, "c/m0"),
+                                                  ("client.assigned", 527, "c/m0")], 534)
+    r = analyze_group("c", events, group_partitions(scenario, "c"))
+    rows = [(x["generation"], x["settle_ms"], x["partitions_moved"], x["min_moves"], x["partitions_revoked"])
+            for x in r["rebalances"]]
+    assert rows == [(1, 22, 5, 5, 0), (2, 534, 2, 2, 2), (3, 546, 2, 2, 0), (4, 13033, 2, 2, 0)]
+    assert r["invariants"]["status"] == dict.fromkeys(r["invariants"]["status"], "pass")

@@ -473,3 +473,16 @@ def test_the_hot_objects_keep_their_attributes_in_slots():
     members = [c.handle.member for c in sim.clients.values()]
     assert len(members) == 3 and all(vars(m) == {} for m in members)
     assert not hasattr(sim, "__dict__")
+
+
+def test_a_frozen_member_is_a_zombie_not_a_violation():
+    # m001 freezes for 15 s at 20 s (no heartbeats): expired one session later, its partitions go to
+    # the others while it still believes it owns them (until it wakes and finds out): zombie
+    # overlaps, not ownership violations (before, the summary counted them as violations)
+    ev = simulate.run(three("range", [{"at_s": 20, "action": "slow", "members": [1], "kind": "heartbeat",
+                                       "duration_ms": 15000}]), 1)
+    g = summarize(ev)["g"]
+    assert g["expired"] == 1 and g["ownership_violations"] == 0
+    assert g["zombie_overlaps"] == 2                     # m001's partitions 2 and 3
+    (lost,) = of(ev, "client.lost", client="g/m001")
+    assert lost["ts_ms"] == 35000 and lost["partitions"] == [["t", 2], ["t", 3]]

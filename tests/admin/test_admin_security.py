@@ -190,3 +190,30 @@ def test_cli_starts_exposed_with_a_token(how):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+async def test_paths_outside_the_web_folder_are_not_served(admin_gc):
+    """Traversal in every spelling reaches nothing but a 404 (or the router's own refusal)."""
+    url = admin_gc.admin_url
+    async with aiohttp.ClientSession() as session:
+        for path in ("/static/../app.py", "/static/..%2fapp.py", "/static/%2e%2e%2f%2e%2e%2fconfig.py",
+                     "/static/....//app.py", "/static/%2e%2e/admin/app.py", "/static/app.js%00.css",
+                     "/../../etc/passwd", "/static/..\\app.py"):
+            async with session.get(url + path) as r:
+                body = await r.read()
+                assert r.status in (400, 404), (path, r.status)
+                assert b"import" not in body and b"root:" not in body, path
+        async with session.get(url + "/static/app.js") as r:
+            assert r.status == 200      # the folder's own files are served
+
+
+async def test_a_deeply_nested_body_is_a_400_and_the_listener_goes_on(admin_gc):
+    """A JSON body nested far deeper than any request needs is refused as malformed, not a crash."""
+    url = admin_gc.admin_url
+    deep = '{"name": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    async with aiohttp.ClientSession() as session:
+        async with session.post(url + "/api/topics", data=deep, headers={"Content-Type": "application/json"}) as r:
+            assert r.status == 400 and "error" in await r.json()
+        async with session.get(url + "/api/nodes") as r:
+            assert r.status == 200
+    assert len(admin_gc.service.cluster.topics) == 2

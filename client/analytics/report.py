@@ -9,8 +9,8 @@ from pathlib import Path
 
 from .model import INVARIANT_TITLES, expected_notes
 
-#: Groups drawn in the timeline plot.
-TIMELINE_GROUPS = 8
+#: Groups per timeline picture (every group is drawn, over as many pictures as it takes).
+TIMELINE_PAGE = 10
 #: Rebalances listed in the page (all are in the Parquet table).
 LISTED_REBALANCES = 100
 
@@ -73,11 +73,11 @@ def write_report(analysis, cell_params: dict | None = None) -> Path:
         parts.append(_cells_section(analysis, cell_params, out))
     parts.append(_invariants_section(analysis))
     parts.append("<h2>Plots</h2>")
-    for name, title, draw in (("durations.png", "Rebalance durations", _plot_durations),
-                              ("movement.png", "Partitions moved against the minimum necessary", _plot_movement),
-                              ("timeline.png", "Timeline per group", _plot_timeline)):
+    for name, title, draw in (("durations.png", "Rebalance durations per log (same axis)", _plot_durations),
+                              ("movement.png", "Partitions moved against the minimum necessary", _plot_movement)):
         if draw(analysis, out / name):
             parts.append(f"<h3>{title}</h3><img src='{name}' alt='{html.escape(title)}'>")
+    parts.append(_timeline_section(analysis, out))
     parts.append(f"<h2>Rebalances</h2><p>The first {LISTED_REBALANCES} by start (all of them are in the "
                  f"<code>rebalances</code> table).</p>")
     rebs = sorted(analysis.rebalances, key=lambda r: (r["log"], r["start_ms"] or 0, r["group"]))[:LISTED_REBALANCES]
@@ -162,14 +162,26 @@ def _plot_cells(rows, path: Path) -> bool:
 
 
 def _plot_durations(analysis, path: Path) -> bool:
+    """One box of rebalance durations per log, side by side on one axis (a histogram for one log)."""
     import matplotlib.pyplot as plt
-    values = [r["duration_ms"] for r in analysis.rebalances if r["duration_ms"] is not None]
-    if not values:
+    by_log = defaultdict(list)
+    for r in analysis.rebalances:
+        if r["duration_ms"] is not None:
+            by_log[r["log"]].append(r["duration_ms"])
+    if not by_log:
         return False
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    ax.hist(values, bins=min(40, max(5, len(set(values)))), color="#47a")
-    ax.set_xlabel("rebalance duration (ms)")
-    ax.set_ylabel("rebalances")
+    logs = sorted(by_log)
+    if len(logs) == 1:
+        values = by_log[logs[0]]
+        fig, ax = plt.subplots(figsize=(6, 3.2))
+        ax.hist(values, bins=min(40, max(5, len(set(values)))), color="#47a")
+        ax.set_xlabel("rebalance duration (ms)")
+        ax.set_ylabel("rebalances")
+    else:
+        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(logs)), 3.6))
+        ax.boxplot([by_log[log] for log in logs], showfliers=True)
+        ax.set_xticks(range(1, len(logs) + 1), logs, rotation=45, ha="right", fontsize=8)
+        ax.set_ylabel("rebalance duration (ms)")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -196,32 +208,54 @@ def _plot_movement(analysis, path: Path) -> bool:
     return True
 
 
-def _plot_timeline(analysis, path: Path) -> bool:
-    import matplotlib.pyplot as plt
+def _timeline_section(analysis, out: Path) -> str:
+    """Every group's timeline, TIMELINE_PAGE groups a picture; the groups of one log share its time axis."""
     series = defaultdict(list)
     for p in analysis.timeline:
         series[(p["log"], p["group"])].append(p)
     if not series:
-        return False
-    keys = sorted(series)[:TIMELINE_GROUPS]
-    starts = defaultdict(list)
+        return ""
+    keys = sorted(series)
+    parts = [f"<h3>Timeline per group</h3><p>Members and partitions without an owner over time, in seconds from "
+             f"each log's start; rebalances shaded, each start marked (so the shortest show). {len(keys)} groups.</p>"]
+    for page, first in enumerate(range(0, len(keys), TIMELINE_PAGE), 1):
+        chunk = keys[first:first + TIMELINE_PAGE]
+        name = f"timeline-{page}.png"
+        _plot_timeline(analysis, series, chunk, out / name)
+        label = f"{chunk[0][0]} / {chunk[0][1]} to {chunk[-1][0]} / {chunk[-1][1]}"
+        parts.append(f"<h4>{html.escape(label)}</h4><img src='{name}' alt='timeline of {html.escape(label)}'>")
+    return "\n".join(parts)
+
+
+def _plot_timeline(analysis, series: dict, keys: list, path: Path) -> None:
+    import matplotlib.pyplot as plt
+    log_start = {entry["log"]: entry.get("start_ms") for entry in analysis.logs}
+    rebalances = defaultdict(list)
     for r in analysis.rebalances:
-        if (r["log"], r["group"]) in keys and r["start_ms"] is not None:
-            starts[(r["log"], r["group"])].append((r["start_ms"], r["duration_ms"] or 0))
-    fig, axes = plt.subplots(len(keys), 1, figsize=(8, 1.9 * len(keys)), squeeze=False)
+        if r["start_ms"] is not None:
+            rebalances[(r["log"], r["group"])].append((r["start_ms"], r["duration_ms"] or 0))
+
+    def origin(key):
+        start = log_start.get(key[0])
+        return start if start is not None else min(p["ts_ms"] for p in series[key])
+    end = max((p["ts_ms"] - origin(k)) / 1000 for k in keys for p in series[k])
+    fig, axes = plt.subplots(len(keys), 1, figsize=(9, 1.6 * len(keys) + 0.6), squeeze=False, sharex=True)
     for ax, key in zip(axes[:, 0], keys):
+        t0 = origin(key)
         pts = sorted(series[key], key=lambda p: p["ts_ms"])
-        t0 = pts[0]["ts_ms"]
-        xs = [(p["ts_ms"] - t0) / 1000 for p in pts]
-        ax.step(xs, [p["members"] or 0 for p in pts], where="post", color="#47a", label="members")
+        xs = [(p["ts_ms"] - t0) / 1000 for p in pts] + [end]
+        members = [p["members"] or 0 for p in pts]
+        ax.step(xs, members + members[-1:], where="post", color="#47a", label="members")
         if any(p["unowned"] is not None for p in pts):
-            ax.step(xs, [p["unowned"] or 0 for p in pts], where="post", color="#c44", label="unowned partitions")
-        for s, d in starts[key]:
-            ax.axvspan((s - t0) / 1000, (s + d - t0) / 1000, color="#fc8", alpha=0.5, linewidth=0)
-        ax.set_title(f"{key[0]} / {key[1]} (shaded: rebalances)", fontsize=8)
-        ax.legend(fontsize=7, loc="upper right")
-    axes[-1, 0].set_xlabel("seconds since the group's first event")
+            unowned = [p["unowned"] or 0 for p in pts]
+            ax.step(xs, unowned + unowned[-1:], where="post", color="#c44", label="partitions without owner")
+        for s, d in rebalances[key]:
+            ax.axvspan((s - t0) / 1000, (s + d - t0) / 1000, color="#fc8", alpha=0.6, linewidth=0)
+            ax.axvline((s - t0) / 1000, color="#e80", linewidth=0.6)
+        ax.set_title(f"{key[0]} / {key[1]}: {len(rebalances[key])} rebalances", fontsize=9, loc="left")
+        ax.tick_params(labelsize=8)
+    axes[0, 0].legend(fontsize=8, loc="upper right")
+    axes[-1, 0].set_xlabel("seconds from the log's start")
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
-    return True

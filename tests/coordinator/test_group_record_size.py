@@ -13,6 +13,9 @@ from __future__ import annotations
 import asyncio
 import struct
 
+from hypothesis import given
+from hypothesis import strategies as st_
+
 from groupcoord.coordinator import storage as st
 from groupcoord.coordinator.embed import running
 from groupcoord.coordinator.storage import LogStore
@@ -26,11 +29,16 @@ from test_conformance_sync_heartbeat import completing
 LIMIT = 1000
 
 
-def test_payload_size_is_the_encoded_length():
-    key = st.GroupMetadataKey("gé")
-    value = st.GroupMetadataValue("consumer", 3, "range", "m1", 5, (
-        st.MemberMetadata("m1", None, "c", "/h", 1, 2, b"abc", b""),
-        st.MemberMetadata("m2é", "i", "c2", "/h", 1, 2, b"", b"xyz")))
+_text = st_.text(max_size=12)
+_maybe = st_.none() | _text
+_member = st_.builds(st.MemberMetadata, _text, _maybe, _text, _text, st_.integers(-1, 2**31 - 1),
+                     st_.integers(-1, 2**31 - 1), st_.binary(max_size=40), st_.binary(max_size=40))
+
+
+@given(st_.builds(st.GroupMetadataKey, _text),
+       st_.builds(st.GroupMetadataValue, _maybe, st_.integers(-1, 2**31 - 1), _maybe, _maybe,
+                  st_.integers(-1, 2**62), st_.lists(_member, max_size=5).map(tuple)))
+def test_payload_size_is_the_encoded_length(key, value):
     assert st.payload_size(key, value) == len(st.encode_payload(key, value))
 
 

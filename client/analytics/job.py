@@ -239,8 +239,12 @@ def check_out(out) -> None:
 def spark_session(master: str | None = None, app: str = "groupcoord-analytics", conf: dict | None = None):
     """A SparkSession (the active one if there is one): local[2] by default, small shuffles, no
     UI, quiet logs, and in local mode :data:`LOCAL_JAVA_OPTIONS` for the driver's JVM; ``conf``:
-    more Spark settings. Workers run this interpreter unless
-    PYSPARK_PYTHON says otherwise."""
+    more Spark settings. Workers run this interpreter (its path, on every node) unless
+    PYSPARK_PYTHON or ``spark.pyspark.python`` in ``conf`` says otherwise. On a cluster the
+    groupcoord package is shipped to the executors (:func:`storage.ship_code`)."""
+    python = (conf or {}).get("spark.pyspark.python")
+    if python:          # read by PySpark from the environment only, when not launched by spark-submit
+        os.environ["PYSPARK_PYTHON"] = python
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         from pyspark.sql import SparkSession

@@ -498,11 +498,10 @@ def _write(df, path) -> str:
 
 def _missing_input(text: str) -> str | None:
     """An input that a task could not open (a log only the driver sees): one line naming it."""
-    m = re.search(r"(?:FileNotFoundException|InvalidInputException): (?:File |Input path does not exist: )?"
-                  r"(\S+?)(?: does not exist)?(?:\s|$)", text)
+    m = re.search(r"FileNotFoundException: File (\S+) does not exist|Input path does not exist: (\S+)", text)
     if m is None:
         return None
-    return (f"{m.group(1)}: the executors cannot read it (the driver can): with a cluster, give logs "
+    return (f"{m.group(1) or m.group(2)}: the executors cannot read it (the driver can): with a cluster, give logs "
             f"every node sees (a shared filesystem, hdfs://, s3a://)")
 
 

@@ -55,7 +55,6 @@ def _analyze(args) -> int:
         spark = spark_session(args.master, conf=dict(args.conf))
         if uris:
             sources = find_logs(logs, spark=spark)
-        storage.check_shared(spark, out, [s.events_path for s in sources])
         analysis = analyze(sources, out, spark=spark)
     except (LogError, storage.LocationError) as e:
         print(f"groupcoord analyze: {e}", file=sys.stderr)

@@ -230,6 +230,9 @@ def ship_code(spark) -> None:
     sc = spark.sparkContext
     if not is_cluster(spark) or getattr(sc, "_groupcoord_shipped", False):
         return
+    import atexit
+    import shutil
     tmp = tempfile.mkdtemp(prefix="groupcoord-ship-")
+    atexit.register(shutil.rmtree, tmp, True)
     sc.addPyFile(package_zip(tmp))
     sc._groupcoord_shipped = True

@@ -148,7 +148,9 @@ def one_error_line(r, command: str) -> str:
 
 @pytest.fixture(scope="module")
 def spark():
-    return job.spark_session()      # local mode, to read the tables and analyse the same logs
+    with pytest.MonkeyPatch.context() as mp:     # loopback (if this starts the session)
+        mp.setenv("SPARK_LOCAL_IP", "127.0.0.1")
+        return job.spark_session()  # local mode, to read the tables and analyse the same logs
 
 
 def rows(spark, where, name):
@@ -160,15 +162,17 @@ LOGS = [DATA / "eager", DATA / "cooperative", DATA / "serve-events.jsonl"]
 
 
 def test_analyze_on_the_cluster_writes_the_tables_of_local_mode(cluster, spark, tmp_path):
-    """Logs as file:// URIs, OUT a viewfs:// URI (a Hadoop filesystem other than file:, mounted by
-    --conf onto the shared directory): the tables equal local mode's; the executors run a Python
-    without site-packages (the code is shipped)."""
+    """A log as a file:// URI, two through viewfs:// (a Hadoop filesystem other than file:, mounted
+    by --conf: a directory and an events file), OUT a viewfs:// URI onto the shared directory: the
+    tables equal local mode's; the executors cannot import groupcoord by themselves (it is shipped)."""
     local_out = tmp_path / "local"
     job.analyze(job.find_logs(LOGS), local_out, spark=spark)
     out = cluster["base"] / "shared" / "analysis"
     out.mkdir()
-    r = run_cli(cluster, "analyze", *(p.resolve().as_uri() for p in LOGS), "--out", "viewfs://gc/analysis",
+    r = run_cli(cluster, "analyze", LOGS[0].resolve().as_uri(), "viewfs://gc/data/cooperative/",
+                "viewfs://gc/data/serve-events.jsonl", "--out", "viewfs://gc/analysis",
                 "--conf", f"spark.hadoop.fs.viewfs.mounttable.gc.link./analysis={out.as_uri()}",
+                "--conf", f"spark.hadoop.fs.viewfs.mounttable.gc.link./data={DATA.resolve().as_uri()}",
                 python=_executor_python(cluster["base"]))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "report: viewfs://gc/analysis/report.html" in r.stdout

@@ -91,8 +91,13 @@ def cluster(tmp_path_factory):
                 stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         procs.append(worker)
         _wait_for(wlog, r"Successfully registered with master", worker, "the worker's registration")
-        yield {"url": url, "base": base, "env": env}
+        runs = []
+        yield {"url": url, "base": base, "env": env, "runs": runs}
     finally:
+        for p in runs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=15)
         for p in reversed(procs):
             _stop(p)
 
@@ -123,19 +128,35 @@ def _deps_dir(base: Path) -> Path:
     return deps
 
 
-def run_cli(cluster, *args, python=None):
+class Run:
+    """The CLI as a subprocess on the cluster; .result() waits (the test meanwhile does local mode)."""
+
+    def __init__(self, cluster, args, conf):
+        self.t0, self.command = time.monotonic(), args[0]
+        self.proc = subprocess.Popen([sys.executable, "-c", "import sys; from groupcoord.coordinator.cli import main; "
+                                                            "sys.exit(main(sys.argv[1:]))", *args,
+                                      "--master", cluster["url"], *conf],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster["env"])
+        cluster["runs"].append(self.proc)    # killed in the teardown if a test left it running
+
+    def result(self) -> subprocess.CompletedProcess:
+        try:
+            out, err = self.proc.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        print(f"{self.command} on the cluster: exit {self.proc.returncode} in {time.monotonic() - self.t0:.1f} s")
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out, err)
+
+
+def run_cli(cluster, *args, python=None, wait=True):
     quick = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"     # short jobs: the JVMs start faster
     conf = ["--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=1",
             "--conf", f"spark.driver.extraJavaOptions={quick}", "--conf", f"spark.executor.extraJavaOptions={quick}"]
     if python:
         conf += ["--conf", f"spark.pyspark.python={python}"]
-    t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-c", "import sys; from groupcoord.coordinator.cli import main; "
-                                              "sys.exit(main(sys.argv[1:]))", *args,
-                        "--master", cluster["url"], *conf],
-                       capture_output=True, text=True, timeout=RUN_TIMEOUT, env=cluster["env"])
-    print(f"{args[0]} on the cluster: exit {r.returncode} in {time.monotonic() - t0:.1f} s")
-    return r
+    run = Run(cluster, args, conf)
+    return run.result() if wait else run
 
 
 def one_error_line(r, command: str) -> str:
@@ -165,15 +186,16 @@ def test_analyze_on_the_cluster_writes_the_tables_of_local_mode(cluster, spark, 
     """A log as a file:// URI, two through viewfs:// (a Hadoop filesystem other than file:, mounted
     by --conf: a directory and an events file), OUT a viewfs:// URI onto the shared directory: the
     tables equal local mode's; the executors cannot import groupcoord by themselves (it is shipped)."""
-    local_out = tmp_path / "local"
-    job.analyze(job.find_logs(LOGS), local_out, spark=spark)
     out = cluster["base"] / "shared" / "analysis"
     out.mkdir()
-    r = run_cli(cluster, "analyze", LOGS[0].resolve().as_uri(), "viewfs://gc/data/cooperative/",
+    run = run_cli(cluster, "analyze", LOGS[0].resolve().as_uri(), "viewfs://gc/data/cooperative/",
                 "viewfs://gc/data/serve-events.jsonl", "--out", "viewfs://gc/analysis",
                 "--conf", f"spark.hadoop.fs.viewfs.mounttable.gc.link./analysis={out.as_uri()}",
                 "--conf", f"spark.hadoop.fs.viewfs.mounttable.gc.link./data={DATA.resolve().as_uri()}",
-                python=_executor_python(cluster["base"]))
+                python=_executor_python(cluster["base"]), wait=False)
+    local_out = tmp_path / "local"
+    job.analyze(job.find_logs(LOGS), local_out, spark=spark)
+    r = run.result()
     assert r.returncode == 0, r.stderr[-3000:]
     assert "report: viewfs://gc/analysis/report.html" in r.stdout
     for name in ("rebalances", "sessions", "groups", "invariants", "violations", "summary"):
@@ -185,12 +207,12 @@ def test_sweep_on_the_cluster(cluster, spark, tmp_path):
     grid = tmp_path / "grid.toml"
     shutil.copy(DATA / "sweep" / "tiny.toml", tmp_path / "tiny.toml")
     grid.write_text('scenario = "tiny.toml"\nseeds = [1]\n[grid]\nstrategy = ["range", "cooperative-sticky"]\n')
+    out = cluster["base"] / "shared" / "sweep"
+    run = run_cli(cluster, "sweep", str(grid), "--out", str(out), python=_executor_python(cluster["base"]), wait=False)
     local_out = tmp_path / "local"
     from groupcoord.client.analytics.sweep import sweep
     sweep(grid, local_out, spark=spark)
-    out = cluster["base"] / "shared" / "sweep"
-    r = run_cli(cluster, "sweep", str(grid), "--out", str(out),
-                python=_executor_python(cluster["base"]))
+    r = run.result()
     assert r.returncode == 0, r.stderr[-3000:]
     for cell in ("c000", "c001"):
         assert (out / "cells" / cell / "events.jsonl").read_bytes() == \

@@ -260,8 +260,6 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
     if (master or "local").startswith("local"):
         # jobs here are short: the quick JIT tier alone and the serial GC start faster
         builder = builder.config("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
     builder = (builder.appName(app).master(master or "local[2]")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -270,6 +268,8 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
                .config("spark.sql.adaptive.enabled", "false")
                .config("spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version", "2")
                .config("spark.sql.parquet.summary.metadata.level", "NONE"))
+    for key, value in (conf or {}).items():     # last: --conf overrides the defaults above
+        builder = builder.config(key, value)
     from pyspark.errors import PySparkRuntimeError
     try:
         spark = builder.getOrCreate()

@@ -49,3 +49,25 @@ def test_conf_needs_key_and_value(conf, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["analyze", str(tmp_path), "--out", str(tmp_path / "o"), "--conf", conf])
     assert e.value.code == 2 and "expected key=value" in capsys.readouterr().err
+
+
+def test_conf_overrides_the_sessions_defaults(monkeypatch):
+    """--conf comes last in the builder: a default of spark_session (shuffle partitions, log level)
+    can be changed; spark.pyspark.python becomes PYSPARK_PYTHON (PySpark reads only that)."""
+    from pyspark.sql import SparkSession
+    seen = {}
+
+    def get_or_create(builder):
+        seen.update(builder._options)
+        raise RuntimeError("not started")
+
+    monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: None))
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", get_or_create)
+    monkeypatch.setenv("PYSPARK_PYTHON", "before")   # restored after the test (spark_session sets it)
+    with pytest.raises(RuntimeError, match="not started"):
+        job.spark_session("spark://127.0.0.1:1", conf={"spark.sql.shuffle.partitions": "1",
+                                                       "spark.pyspark.python": "/opt/py/bin/python3"})
+    assert seen["spark.sql.shuffle.partitions"] == "1" and seen["spark.master"] == "spark://127.0.0.1:1"
+    assert "spark.driver.extraJavaOptions" not in seen      # the local-mode JVM options: local only
+    import os
+    assert os.environ["PYSPARK_PYTHON"] == "/opt/py/bin/python3"

@@ -430,7 +430,7 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     t0 = time.perf_counter()
     spark = spark or spark_session()
     sc = spark.sparkContext
-    out = storage.local(out)
+    out = storage.location(out)
     storage.check_shared(spark, out, [s.events_path for s in sources])   # a cluster: before the job
     if not storage.is_uri(out):
         Path(out).mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,11 @@ def local(location) -> str:
     return text
 
 
+def location(text) -> str:
+    """A URI as given; a path (or file: URI) as pathlib spells it ("out/" is "out", as before)."""
+    return str(text) if is_uri(text) else str(Path(local(text)))
+
+
 def join(location, *names) -> str:
     """``location/name/...`` for a local path or a URI (pathlib would fold a URI's ``//``)."""
     if is_uri(location):

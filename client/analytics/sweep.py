@@ -127,7 +127,7 @@ def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = 
             scenarios[c.cell] = scenario_mod.apply_overrides(base, c.params)
         except ValueError as e:
             raise GridError(f"{grid_path}: cell {c.cell} {c.params}: {e}") from None
-    out = storage.local(out)
+    out = storage.location(out)
     if not storage.is_uri(out):
         Path(out, "cells").mkdir(parents=True, exist_ok=True)
     spark = spark or spark_session(master, conf=conf)

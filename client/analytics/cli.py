@@ -10,16 +10,28 @@ def register(subparsers) -> None:
                                           "or events files of 'groupcoord serve --events') and write Parquet "
                                           "tables and report.html to OUT.")
     p.add_argument("logs", nargs="+", metavar="LOG", help="a log directory or an events file")
-    p.add_argument("--out", required=True, metavar="OUT", help="output directory")
+    p.add_argument("--out", required=True, metavar="OUT", help="output directory (a path or a Hadoop URI)")
     p.add_argument("--master", default=None, metavar="URL", help="Spark master (default local[2])")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=_conf,
+                   help="a Spark setting for the session (repeatable)")
     p.set_defaults(func=_analyze)
     s = subparsers.add_parser("sweep", help="simulate a parameter grid as Spark tasks and analyse it",
                               description="Run one virtual-time simulation per cell of GRID (a TOML file) "
                                           "as Spark tasks, then analyse them all into OUT.")
     s.add_argument("grid", metavar="GRID", help="grid file (TOML)")
-    s.add_argument("--out", required=True, metavar="OUT", help="output directory")
+    s.add_argument("--out", required=True, metavar="OUT", help="output directory (a path or a Hadoop URI)")
     s.add_argument("--master", default=None, metavar="URL", help="Spark master (default local[2])")
+    s.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=_conf,
+                   help="a Spark setting for the session (repeatable)")
     s.set_defaults(func=_sweep)
+
+
+def _conf(text: str):
+    import argparse
+    key, eq, value = text.partition("=")
+    if not eq or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected key=value")
+    return key.strip(), value
 
 
 def _done(analysis) -> int:
@@ -30,12 +42,21 @@ def _done(analysis) -> int:
 
 
 def _analyze(args) -> int:
+    from . import storage
     from .job import LogError, analyze, check_out, find_logs, spark_session
     try:
-        sources = find_logs(args.logs)
-        check_out(args.out)
-        analysis = analyze(sources, args.out, spark=spark_session(args.master))
-    except LogError as e:
+        logs = [storage.local(x) for x in args.logs]
+        out = storage.local(args.out)
+        uris = any(storage.is_uri(x) for x in logs)
+        if not uris:                  # local logs and OUT are checked before Spark starts
+            sources = find_logs(logs)
+        if not storage.is_uri(out):
+            check_out(out)
+        spark = spark_session(args.master, conf=dict(args.conf))
+        if uris:
+            sources = find_logs(logs, spark=spark)
+        analysis = analyze(sources, out, spark=spark)
+    except (LogError, storage.LocationError) as e:
         print(f"groupcoord analyze: {e}", file=sys.stderr)
         return 2
     return _done(analysis)
@@ -44,9 +65,10 @@ def _analyze(args) -> int:
 def _sweep(args) -> int:
     from .job import LogError
     from .sweep import GridError, sweep
+    from . import storage
     try:
-        analysis = sweep(args.grid, args.out, master=args.master)
-    except (GridError, LogError) as e:
+        analysis = sweep(args.grid, storage.local(args.out), master=args.master, conf=dict(args.conf))
+    except (GridError, LogError, storage.LocationError) as e:
         print(f"groupcoord sweep: {e}", file=sys.stderr)
         return 2
     return _done(analysis)

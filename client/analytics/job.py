@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import storage
 from .model import INVARIANTS, analyze_group, group_partitions
 
 EVENTS_FILE = "events.jsonl"
@@ -48,32 +49,21 @@ class LogSource:
         return seed if isinstance(seed, int) else None
 
 
-def find_logs(paths, cells=None) -> list[LogSource]:
+def find_logs(paths, cells=None, spark=None) -> list[LogSource]:
     """Each path: a directory holding events.jsonl (and scenario.json), or an events file (e.g.
-    from ``groupcoord serve --events FILE``). ``cells``: a cell id per path (sweeps)."""
+    from ``groupcoord serve --events FILE``). ``cells``: a cell id per path (sweeps). A Hadoop
+    filesystem URI (``hdfs://``...) is looked at through ``spark``'s Hadoop configuration."""
     sources: list[LogSource] = []
     used: set[str] = set()
     for i, raw in enumerate(paths):
-        path = Path(raw)
-        if path.is_dir():
-            events = path / EVENTS_FILE
-            if not events.is_file():
-                raise LogError(f"{path}: no {EVENTS_FILE} in this directory")
-            scenario = None
-            sc_path = path / SCENARIO_FILE
-            if sc_path.is_file():
-                try:
-                    scenario = json.loads(sc_path.read_text(encoding="utf-8"))
-                except json.JSONDecodeError as e:
-                    raise LogError(f"{sc_path}: not valid JSON: {e}") from None
-                if not isinstance(scenario, dict):
-                    raise LogError(f"{sc_path}: expected a JSON object")
-            name = path.resolve().name
-        elif path.is_file():
-            events, scenario, name = path, None, path.stem
+        if storage.is_uri(raw):
+            if spark is None:
+                raise LogError(f"{raw}: a URI needs the Spark session (find_logs(..., spark=...))")
+            events, scenario, name, start_ms = _find_uri_log(spark, str(raw))
         else:
-            raise LogError(f"{path}: no such file or directory")
-        start_ms = _check_first_event(events)
+            events, scenario, name = _find_local_log(Path(storage.local(raw)))
+            start_ms = _check_first_event(events)
+            events = str(events.resolve())
         cell = cells[i] if cells is not None else None
         log = cell or name
         base, n = log, 1
@@ -81,10 +71,81 @@ def find_logs(paths, cells=None) -> list[LogSource]:
             n += 1
             log = f"{base}-{n}"
         used.add(log)
-        sources.append(LogSource(log, str(events.resolve()), scenario, cell, start_ms))
+        sources.append(LogSource(log, events, scenario, cell, start_ms))
     if not sources:
         raise LogError("no logs given")
     return sources
+
+
+def _find_local_log(path: Path):
+    if path.is_dir():
+        events = path / EVENTS_FILE
+        if not events.is_file():
+            raise LogError(f"{path}: no {EVENTS_FILE} in this directory")
+        scenario = None
+        sc_path = path / SCENARIO_FILE
+        if sc_path.is_file():
+            scenario = _scenario(sc_path, sc_path.read_text(encoding="utf-8"))
+        return events, scenario, path.resolve().name
+    if path.is_file():
+        return path, None, path.stem
+    raise LogError(f"{path}: no such file or directory")
+
+
+def _scenario(where, text: str) -> dict:
+    try:
+        scenario = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise LogError(f"{where}: not valid JSON: {e}") from None
+    if not isinstance(scenario, dict):
+        raise LogError(f"{where}: expected a JSON object")
+    return scenario
+
+
+def _find_uri_log(spark, uri: str):
+    """A log at a Hadoop filesystem URI: (events URI, scenario, name, start_ms)."""
+    uri = uri.rstrip("/")
+    try:
+        fs = storage.HadoopFs(spark, uri)
+        if not fs.exists():
+            raise LogError(f"{uri}: no such file or directory")
+        scenario, events_fs, events, name = None, fs, uri, uri.rsplit("/", 1)[-1]
+        if fs.is_dir():
+            if not fs.exists(EVENTS_FILE):
+                raise LogError(f"{uri}: no {EVENTS_FILE} in this directory")
+            if fs.exists(SCENARIO_FILE):
+                scenario = _scenario(f"{uri}/{SCENARIO_FILE}", fs.read_bytes(SCENARIO_FILE).decode("utf-8"))
+            events = f"{uri}/{EVENTS_FILE}"
+            events_fs = storage.HadoopFs(spark, events)
+        else:
+            name = name.rsplit(".", 1)[0] if "." in name else name
+        head = events_fs.read_bytes(limit=1 << 20)
+    except LogError:
+        raise
+    except Exception as e:   # py4j: the Hadoop exception's first line
+        text = str(e).strip().splitlines()
+        raise LogError(f"{uri}: cannot read it: {_java_line(text)}") from None
+    return events, scenario, name, _first_event(events, head)
+
+
+def _java_line(lines) -> str:
+    for line in lines:
+        if "Exception" in line and ":" in line:
+            return line.split(": ", 1)[-1] if line.startswith(("java.", "org.")) else line
+    return lines[0] if lines else "unknown error"
+
+
+def _first_event(where, head: bytes) -> int | None:
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 4:    # not just a character cut by the limit
+            raise LogError(f"{where}: not an event log (not text)") from None
+        text = head[:e.start].decode("utf-8")
+    first = next((line for line in text.splitlines() if line.strip()), None)
+    if first is None:
+        return None
+    return _check_event_line(where, first)
 
 
 def _check_first_event(path: Path) -> int | None:
@@ -100,6 +161,10 @@ def _check_first_event(path: Path) -> int | None:
         raise LogError(f"{path}: cannot read it: {e.strerror}") from None
     if first is None:
         return None               # an empty log: no events
+    return _check_event_line(path, first)
+
+
+def _check_event_line(path, first: str) -> int:
     try:
         event = json.loads(first)
         problem = _problem(event)
@@ -174,8 +239,12 @@ def check_out(out) -> None:
 def spark_session(master: str | None = None, app: str = "groupcoord-analytics", conf: dict | None = None):
     """A SparkSession (the active one if there is one): local[2] by default, small shuffles, no
     UI, quiet logs, and in local mode :data:`LOCAL_JAVA_OPTIONS` for the driver's JVM; ``conf``:
-    more Spark settings. Workers run this interpreter unless
-    PYSPARK_PYTHON says otherwise."""
+    more Spark settings. Workers run this interpreter (its path, on every node) unless
+    PYSPARK_PYTHON or ``spark.pyspark.python`` in ``conf`` says otherwise. On a cluster the
+    groupcoord package is shipped to the executors (:func:`storage.ship_code`)."""
+    python = (conf or {}).get("spark.pyspark.python")
+    if python:          # read by PySpark from the environment only, when not launched by spark-submit
+        os.environ["PYSPARK_PYTHON"] = python
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         from pyspark.sql import SparkSession
@@ -184,14 +253,13 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
                        "pip install 'groupcoord[analytics]' (it needs Java 17 or newer)") from None
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
+        storage.ship_code(active)
         return active
     check_java()
     builder = SparkSession.builder
     if (master or "local").startswith("local"):
         # jobs here are short: the quick JIT tier alone and the serial GC start faster
         builder = builder.config("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
     builder = (builder.appName(app).master(master or "local[2]")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -200,6 +268,8 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
                .config("spark.sql.adaptive.enabled", "false")
                .config("spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version", "2")
                .config("spark.sql.parquet.summary.metadata.level", "NONE"))
+    for key, value in (conf or {}).items():     # last: --conf overrides the defaults above
+        builder = builder.config(key, value)
     from pyspark.errors import PySparkRuntimeError
     try:
         spark = builder.getOrCreate()
@@ -207,6 +277,7 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
         raise LogError(f"Spark did not start (its JVM, {_java_named()}, failed): "
                        f"{str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     spark.sparkContext.setLogLevel("FATAL")
+    storage.ship_code(spark)         # on a cluster: executors get groupcoord from the driver
     return spark
 
 
@@ -359,8 +430,10 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     t0 = time.perf_counter()
     spark = spark or spark_session()
     sc = spark.sparkContext
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = storage.location(out)
+    storage.check_shared(spark, out, [s.events_path for s in sources])   # a cluster: before the job
+    if not storage.is_uri(out):
+        Path(out).mkdir(parents=True, exist_ok=True)
     schemas = _schemas()
     metas = {}
     for s in sources:
@@ -381,11 +454,11 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
             part = rows.filter(lambda r, name=name: r[0] == name).map(
                 lambda r, names=names: tuple(r[1]) + tuple(r[2].get(n) for n in names))
             frames[name] = spark.createDataFrame(part, _struct(fields))
-            tables[name] = _write(frames[name], out / name)
+            tables[name] = _write(frames[name], storage.join(out, name))
         logs_df = spark.createDataFrame([(s.log, s.cell, s.scenario_name, s.seed, s.events_path) for s in sources],
                                         _struct(schemas["logs"]))
         summary_df = _summary(frames, logs_df, F).coalesce(1)
-        tables["summary"] = _write(summary_df, out / "summary")
+        tables["summary"] = _write(summary_df, storage.join(out, "summary"))
         summary = [r.asDict() for r in summary_df.collect()]
         small = rows.filter(lambda r: r[0] in ("invariants", "violations", "timeline", "rebalances")).map(
             _for_report).collect()
@@ -394,6 +467,9 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         if _MARK in text:
             line = text[text.index(_MARK) + len(_MARK):].splitlines()[0].strip()
             raise LogError(line) from None
+        missing = _missing_input(text)
+        if missing:
+            raise LogError(missing) from None
         raise
     finally:
         rows.unpersist()
@@ -415,9 +491,19 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     return analysis
 
 
-def _write(df, path: Path) -> str:
+def _write(df, path) -> str:
     df.write.mode("overwrite").parquet(str(path))
+    storage.check_written(df.sparkSession, str(path))   # on a cluster: not only _SUCCESS on the driver
     return str(path)
+
+
+def _missing_input(text: str) -> str | None:
+    """An input that a task could not open (a log only the driver sees): one line naming it."""
+    m = re.search(r"FileNotFoundException: File (\S+) does not exist|Input path does not exist: (\S+)", text)
+    if m is None:
+        return None
+    return (f"{m.group(1) or m.group(2)}: the executors cannot read it (the driver can): with a cluster, give logs "
+            f"every node sees (a shared filesystem, hdfs://, s3a://)")
 
 
 _REPORT_COLUMNS = {"rebalances": ("group", "start_ms", "start_ms_from_log_start", "duration_ms", "partitions_moved", "min_moves", "trigger"),

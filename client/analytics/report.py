@@ -47,11 +47,23 @@ def _table(rows, columns, left=("log", "cell", "scenario", "group", "invariant",
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def write_report(analysis, cell_params: dict | None = None) -> Path:
-    """Write report.html and its PNGs into ``analysis.out``; returns the page's path."""
+def write_report(analysis, cell_params: dict | None = None) -> Path | str:
+    """Write report.html and its PNGs into ``analysis.out``; returns the page's path. The driver
+    writes them: into a Hadoop filesystem URI (``hdfs://``...) through the active Spark session."""
+    from . import storage
+    if storage.is_uri(analysis.out):
+        import tempfile
+        from pyspark.sql import SparkSession
+        with tempfile.TemporaryDirectory(prefix="groupcoord-report-") as tmp:
+            _write_report(analysis, Path(tmp), cell_params)
+            storage.upload_dir(SparkSession.getActiveSession(), tmp, analysis.out)
+        return storage.join(analysis.out, "report.html")
+    return _write_report(analysis, Path(analysis.out), cell_params)
+
+
+def _write_report(analysis, out: Path, cell_params: dict | None) -> Path:
     import matplotlib
     matplotlib.use("Agg")
-    out = Path(analysis.out)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>groupcoord rebalance report</title>"
              f"<style>{_CSS}</style></head><body><h1>Rebalance report</h1>",
              f"<p>{len(analysis.logs)} log(s), {analysis.events} events, analysed in "

@@ -11,8 +11,11 @@ Grid file (TOML)::
     session_timeout_ms = [10000, 45000]
 
 Cells are the product of the grid's values and the seeds, in the file's order, named
-``c000``, ``c001``, ... Each runs ``simulate.run(apply_overrides(load(scenario), params), seed,
-OUT/cells/<cell>)``.
+``c000``, ``c001``, ... Each runs ``simulate.run(apply_overrides(load(scenario), params), seed, DIR)``
+in a Spark task, DIR being a temporary directory of the executor; the task returns the cell's files
+and the driver writes them to ``OUT/cells/<cell>/`` (a local path or a Hadoop URI), so a cell does
+not depend on the executor's disk being the driver's. The scenario is read and the overrides
+applied on the driver (the executors get the Scenario objects).
 """
 from __future__ import annotations
 
@@ -83,23 +86,33 @@ def load_grid(path) -> Grid:
 
 
 def run_cell(item) -> dict:
-    """A Spark task: simulate one cell into its directory. Never raises (errors are returned)."""
-    cell, params, seed, scenario_path, out_dir = item
+    """A Spark task: simulate one cell into a temporary directory of the executor and return its
+    files (``files``: name -> zlib-compressed bytes). Never raises (errors are returned)."""
+    import shutil
+    import tempfile
+    import zlib
+    cell, scenario, seed = item
     t0 = time.perf_counter()
+    tmp = tempfile.mkdtemp(prefix=f"groupcoord-{cell}-")
     try:
-        from groupcoord.client.fleet import scenario as scenario_mod
         from groupcoord.client.fleet import simulate
-        sc = scenario_mod.apply_overrides(scenario_mod.load(scenario_path), params)
-        events = simulate.run(sc, seed, out_dir)
-        return {"cell": cell, "events": len(events), "seconds": time.perf_counter() - t0, "error": None}
+        events = simulate.run(scenario, seed, tmp)
+        files = {p.name: zlib.compress(p.read_bytes(), 1) for p in sorted(Path(tmp).iterdir()) if p.is_file()}
+        return {"cell": cell, "events": len(events), "seconds": time.perf_counter() - t0, "error": None,
+                "files": files}
     except Exception as e:  # reported by the driver, naming the cell
         return {"cell": cell, "events": 0, "seconds": time.perf_counter() - t0,
-                "error": f"{type(e).__name__}: {e}"}
+                "error": f"{type(e).__name__}: {e}", "files": {}}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
-def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = True):
+def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = True, conf: dict | None = None):
     """Run the grid's cells as Spark tasks, then analyse them all; returns the Analysis. The grid
     and every cell's overrides are checked before Spark starts."""
+    import zlib
+
+    from . import storage
     from .job import analyze, find_logs, spark_session
     from groupcoord.client.fleet import scenario as scenario_mod
 
@@ -108,32 +121,39 @@ def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = 
         base = scenario_mod.load(grid.scenario)
     except ValueError as e:
         raise GridError(f"{grid.scenario}: {e}") from None
+    scenarios = {}
     for c in grid.cells:                         # bad overrides fail here, before any task runs
         try:
-            scenario_mod.apply_overrides(base, c.params)
+            scenarios[c.cell] = scenario_mod.apply_overrides(base, c.params)
         except ValueError as e:
             raise GridError(f"{grid_path}: cell {c.cell} {c.params}: {e}") from None
-    out = Path(out)
-    cells_dir = out / "cells"
-    cells_dir.mkdir(parents=True, exist_ok=True)
-    spark = spark or spark_session(master)
-    items = [(c.cell, c.params, c.seed, str(grid.scenario), str(cells_dir / c.cell)) for c in grid.cells]
+    out = storage.location(out)
+    if not storage.is_uri(out):
+        Path(out, "cells").mkdir(parents=True, exist_ok=True)
+    spark = spark or spark_session(master, conf=conf)
+    storage.check_shared(spark, out, [])         # the analysis reads the cells' logs from OUT
+    items = [(c.cell, scenarios[c.cell], c.seed) for c in grid.cells]
     results = spark.sparkContext.parallelize(items, len(items)).map(run_cell).collect()
     failed = [r for r in results if r["error"]]
     if failed:
         raise GridError("; ".join(f"cell {r['cell']}: {r['error']}" for r in failed))
+    for r in results:                            # the driver writes each cell's log under OUT
+        for name, data in r.pop("files").items():
+            storage.write_bytes(spark, out, f"cells/{r['cell']}/{name}", zlib.decompress(data))
     params = {c.cell: c.describe() for c in grid.cells}
-    (out / "cells.json").write_text(json.dumps({"scenario": str(grid.scenario), "cells": params,
-                                                "runs": results}, indent=1), encoding="utf-8")
+    storage.write_bytes(spark, out, "cells.json", json.dumps(
+        {"scenario": str(grid.scenario), "cells": params, "runs": results}, indent=1).encode("utf-8"))
     from pyspark.sql import types as T
     schema = T.StructType([T.StructField("cell", T.StringType()), T.StructField("seed", T.LongType()),
                            T.StructField("params", T.StringType()), T.StructField("sim_seconds", T.DoubleType())])
     secs = {r["cell"]: r["seconds"] for r in results}
     spark.createDataFrame([(c.cell, c.seed, json.dumps(c.params, sort_keys=True), secs[c.cell]) for c in grid.cells],
-                          schema).write.mode("overwrite").parquet(str(out / "grid"))
-    sources = find_logs([cells_dir / c.cell for c in grid.cells], cells=[c.cell for c in grid.cells])
+                          schema).write.mode("overwrite").parquet(storage.join(out, "grid"))
+    storage.check_written(spark, storage.join(out, "grid"))
+    sources = find_logs([storage.join(out, "cells", c.cell) for c in grid.cells], cells=[c.cell for c in grid.cells],
+                        spark=spark)
     analysis = analyze(sources, out, spark=spark, report=False)
-    analysis.tables["grid"] = str(out / "grid")
+    analysis.tables["grid"] = storage.join(out, "grid")
     if report:
         from .report import write_report
         write_report(analysis, cell_params=params)

@@ -260,6 +260,8 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
     if (master or "local").startswith("local"):
         # jobs here are short: the quick JIT tier alone and the serial GC start faster
         builder = builder.config("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
+        # everything stays in this process: on loopback, whatever the host name resolves to
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     builder = (builder.appName(app).master(master or "local[2]")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")

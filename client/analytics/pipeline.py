@@ -67,9 +67,11 @@ def read_events(spark, sources):
     return df
 
 
-def model_input(spark, sources):
-    """The rows the per-group model reads, all in one DataFrame (see the module docstring)."""
+def model_input(spark, sources, cached: list):
+    """The rows the per-group model reads, all in one DataFrame (see the module docstring);
+    ``cached``: gets the DataFrames persisted on the way (to unpersist when done)."""
     from pyspark.sql import Window
+    from pyspark.storagelevel import StorageLevel
     from pyspark.sql import functions as F
     cols = [f.name for f in _input_schema().fields]
     types = {f.name: f.dataType for f in _input_schema().fields}
@@ -98,6 +100,9 @@ def model_input(spark, sources):
     w = Window.partitionBy("log", "group").orderBy("ts", "pos").rowsBetween(Window.unboundedPreceding, 0)
     x = x.select("*", F.sum(F.col("commit").isNull().cast("int")).over(w).alias("epoch"),
                  F.sum(F.col("reset").cast("int")).over(w).alias("reset_epoch"))
+    # read three times below (lines, runs, offsets): parsed and sorted once (else once each)
+    x = x.persist(StorageLevel.MEMORY_AND_DISK)
+    cached.append(x)
 
     lines = shape(x.where(F.col("commit").isNull()), kind=F.lit("line"))
     first = F.min(F.struct("ts", "pos"))
@@ -192,13 +197,16 @@ def _int(v):
 
 
 def model_output(spark, sources):
-    """(tag, payload) rows of every table, computed (and kept) in one Spark job."""
+    """(tag, payload) rows of every table, computed (and kept) in one Spark job, and the
+    DataFrames persisted on the way (unpersist them once the rows are kept)."""
     from pyspark.storagelevel import StorageLevel
     metas = {s.log: {"cell": s.cell, "scenario": s.scenario_name, "seed": s.seed, "scenario_doc": s.scenario,
                      "start_ms": s.start_ms} for s in sources}
-    rows = (model_input(spark, sources).groupBy("log", "group")
+    cached = []
+    rows = (model_input(spark, sources, cached).groupBy("log", "group")
             .applyInPandas(lambda key, pdf: _group_rows(key, pdf, metas), "tag string, payload string"))
-    return rows.persist(StorageLevel.MEMORY_AND_DISK)
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    return rows, cached
 
 
 def table(rows, name, fields):

@@ -6,6 +6,9 @@ and analysed in Python (:func:`~groupcoord.client.analytics.model.analyze_group`
 per group. The per-scenario summary is computed with DataFrame aggregations. Tables (Parquet,
 one directory each under OUT): ``rebalances``, ``sessions``, ``groups``, ``invariants``,
 ``violations``, ``summary``.
+
+That is the default engine ("rdd"). The other, "dataframe" (:mod:`.pipeline`), computes the same
+tables with the per-line work in the JVM (``analyze(engine=...)`` or GROUPCOORD_ANALYTICS_ENGINE).
 """
 from __future__ import annotations
 

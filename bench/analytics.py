@@ -2,11 +2,15 @@
 per-group computation in one Python process without Spark (the peer: read, parse, group, analyse).
 
     .venv/bin/python bench/analytics.py [LOG_DIR ...] [--scenario FILE] [--seed N] [--master URL]
+        [--engines rdd,dataframe] [--copies 1,4] [--jvm-quick-tier on|off]
 
 Without LOG_DIR, the scenario (default examples/scenarios/crashes-and-coordinator-move.toml) is
 simulated first into a temporary directory. The Spark job runs once on the logs to warm up (JVM
 start, Python workers) and is then timed on a second run, report included; Spark's start-up is
 reported separately. ``events_per_second(logs)`` is the function other benchmarks call.
+``--engines`` runs each engine of ``analyze`` side by side in the same Spark session;
+``--copies N`` gives the logs N times (named apart), to see the cost grow with the input;
+``--jvm-quick-tier off`` drops -XX:TieredStopAtLevel=1 from the local driver's JVM options.
 """
 from __future__ import annotations
 
@@ -43,7 +47,8 @@ def python_events_per_second(logs) -> dict:
     return {"events": events, "seconds": seconds, "events_per_s": events / seconds if seconds else None}
 
 
-def events_per_second(logs, master: str | None = None, out=None, warm_up: bool = True) -> dict:
+def events_per_second(logs, master: str | None = None, out=None, warm_up: bool = True,
+                      engine: str | None = None) -> dict:
     """Events per second ``groupcoord analyze`` processes over ``logs`` (log directories or
     events files), Parquet tables and report included, Spark already started.
 
@@ -59,10 +64,10 @@ def events_per_second(logs, master: str | None = None, out=None, warm_up: bool =
         warm = 0.0
         if warm_up:
             t1 = time.perf_counter()
-            analyze(sources, out / "warm-up", spark=spark)
+            analyze(sources, out / "warm-up", spark=spark, engine=engine)
             warm = time.perf_counter() - t1
         t1 = time.perf_counter()
-        analysis = analyze(sources, out / "run", spark=spark)
+        analysis = analyze(sources, out / "run", spark=spark, engine=engine)
         seconds = time.perf_counter() - t1
     return {"events": analysis.events, "seconds": seconds, "events_per_s": analysis.events / seconds,
             "spark_start_s": started, "warm_up_s": warm}
@@ -83,17 +88,26 @@ def main(argv=None) -> int:
     p.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--master", default=None)
+    p.add_argument("--engines", default="rdd,dataframe", help="comma-separated analyze engines")
+    p.add_argument("--copies", default="1", help="comma-separated numbers of copies of the logs")
+    p.add_argument("--jvm-quick-tier", choices=("on", "off"), default="on")
     args = p.parse_args(argv)
+    from groupcoord.client.analytics import job
+    if args.jvm_quick_tier == "off":
+        job.LOCAL_JAVA_OPTIONS = " ".join(o for o in job.LOCAL_JAVA_OPTIONS.split() if "TieredStopAtLevel" not in o)
+    print(f"driver JVM options (local): {job.LOCAL_JAVA_OPTIONS}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-analytics-log-") as tmp:
         logs = args.logs or [simulate(args.scenario, args.seed, Path(tmp) / "log")]
         peer = python_events_per_second(logs)
-        spark = events_per_second(logs, master=args.master)
-    print(f"events: {spark['events']}")
-    print(f"spark start-up: {spark['spark_start_s']:.1f} s, warm-up run: {spark['warm_up_s']:.1f} s")
-    print(f"groupcoord analyze (Spark {args.master or 'local[2]'}): {spark['seconds']:.2f} s, "
-          f"{spark['events_per_s']:,.0f} events/s")
-    print(f"peer, one Python process without Spark: {peer['seconds']:.2f} s, {peer['events_per_s']:,.0f} events/s")
-    print(f"ratio (Spark / peer): {spark['events_per_s'] / peer['events_per_s']:.2f}")
+        print(f"peer, one Python process without Spark: {peer['events']} events, {peer['seconds']:.2f} s, "
+              f"{peer['events_per_s']:,.0f} events/s", flush=True)
+        for copies in (int(c) for c in args.copies.split(",")):
+            for engine in args.engines.split(","):
+                r = events_per_second(logs * copies, master=args.master, engine=engine)
+                print(f"groupcoord analyze --engine {engine} (Spark {args.master or 'local[2]'}), {copies} cop"
+                      f"{'y' if copies == 1 else 'ies'}: {r['events']} events, {r['seconds']:.2f} s, "
+                      f"{r['events_per_s']:,.0f} events/s (x{r['events_per_s'] / peer['events_per_s']:.2f} the peer; "
+                      f"warm-up run {r['warm_up_s']:.1f} s, Spark start-up {r['spark_start_s']:.1f} s)", flush=True)
     return 0
 
 

@@ -24,6 +24,12 @@ INVARIANT_TITLES = {
 MEMBER_INVARIANTS = ("single_owner", "all_owned_when_stable", "commits_kept")
 #: Counterexamples kept per invariant and group (all are counted).
 MAX_COUNTEREXAMPLES = 20
+#: A run of commits (``client.committed`` of one client, or ``offset.committed``, with one member
+#: and generation, and no other event of the group among them) given as one event: its first
+#: commit, with ``RUN`` the number of commits and ``RUN_LAST_TS`` the time of the last (the
+#: DataFrame pipeline sends these; their offsets are checked there). Real events have neither.
+RUN = "_commits"
+RUN_LAST_TS = "_last_ts_ms"
 #: Timeline points kept per group for the report.
 MAX_TIMELINE_POINTS = 400
 
@@ -212,6 +218,7 @@ class _GroupPass:
         self.committed: dict[tuple, tuple] = {}
         self.first_ts = None
         self.last_ts = None
+        self.run_last_ts = None
         self.events = 0
         self.member_events = 0
         self.coordinator_events = 0
@@ -223,15 +230,20 @@ class _GroupPass:
             if self.first_ts is None:
                 self.first_ts = ts
             self.last_ts = ts
-            self.events += 1
+            n = ev.get(RUN, 1)
+            if RUN_LAST_TS in ev and (self.run_last_ts is None or ev[RUN_LAST_TS] > self.run_last_ts):
+                self.run_last_ts = ev[RUN_LAST_TS]
+            self.events += n
             kind = ev["event"]
             if kind.startswith("client."):
-                self.member_events += 1
+                self.member_events += n
                 self.has_members = True
                 self._member_event(ev, kind, ts)
             else:
-                self.coordinator_events += 1
+                self.coordinator_events += n
                 self._coordinator_event(ev, kind, ts)
+        if self.run_last_ts is not None and self.run_last_ts > self.last_ts:
+            self.last_ts = self.run_last_ts     # a run of commits ends the group
         end = self.last_ts if self.last_ts is not None else 0
         if self.current is not None:
             self._finalize(self.current, end)
@@ -281,7 +293,7 @@ class _GroupPass:
             self.member_of[client] = member
         gen = ev.get("generation", -1)
         if gen is not None and gen >= 0:
-            self.inv.check("generations_grow")
+            self.inv.checked["generations_grow"] += ev.get(RUN, 1)
             prev = self.client_gen.get(client)
             if prev is not None and gen < prev:
                 self.inv.fail("generations_grow", ts, {"client": client, "generation": gen, "before": prev})
@@ -358,7 +370,7 @@ class _GroupPass:
                 self.pending_lost += len(parts)
             self._set_owned(client, new, ts)
         elif kind == "client.committed":
-            session.commits += 1
+            session.commits += ev.get(RUN, 1)
             for t, p, off in ev.get("offsets") or []:
                 key = (t, int(p))
                 self.inv.check("commits_kept")
@@ -403,9 +415,11 @@ class _GroupPass:
     def _coordinator_event(self, ev: dict, kind: str, ts: int) -> None:
         gen = ev.get("generation")
         if gen is not None:
-            self.inv.check("generations_grow")
+            n = ev.get(RUN, 1)
+            self.inv.checked["generations_grow"] += n
             if self.last_gen is not None and gen < self.last_gen:
-                self.inv.fail("generations_grow", ts, {"event": kind, "generation": gen, "before": self.last_gen})
+                for _ in range(n):
+                    self.inv.fail("generations_grow", ts, {"event": kind, "generation": gen, "before": self.last_gen})
             self.last_gen = gen if self.last_gen is None else max(gen, self.last_gen)
         if kind == "member.joined":
             self._coord_join(ev["member"], ev, ts)

@@ -1,0 +1,106 @@
+"""The DataFrame pipeline (engine "dataframe", client/analytics/pipeline.py) against the RDD job
+(the oracle): identical tables on a short run of every shipped scenario, on the hand-made logs,
+on logs with a commit gone backwards and a generation going down, and the same messages on bad
+input (the pipeline hands a line it does not take to the RDD job)."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from groupcoord.client.analytics import job
+from groupcoord.client.fleet import simulate
+
+from test_scenarios import SHORT, short  # same directory (rootdir-relative imports, no packages)
+
+DATA = Path(__file__).parent / "data"
+TABLES = ("rebalances", "sessions", "groups", "invariants", "violations", "summary")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    return job.spark_session()
+
+
+def tables(spark, out) -> dict:
+    got = {}
+    for name in TABLES:
+        rows = [r.asDict(recursive=True) for r in spark.read.parquet(str(out / name)).collect()]
+        got[name] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    return got
+
+
+def both(spark, logs, tmp: Path):
+    """The tables of each engine over the same logs."""
+    sources = job.find_logs([str(p) for p in logs])
+    rdd = job.analyze(sources, tmp / "rdd", spark=spark, report=False, engine="rdd")
+    df = job.analyze(sources, tmp / "df", spark=spark, report=False, engine="dataframe")
+    assert (rdd.invariants, rdd.violations, rdd.summary) == (df.invariants, df.violations, df.summary)
+    key = lambda r: json.dumps(r, sort_keys=True)
+    assert sorted(rdd.timeline, key=key) == sorted(df.timeline, key=key)
+    assert sorted(rdd.rebalances, key=key) == sorted(df.rebalances, key=key)
+    return tables(spark, tmp / "rdd"), tables(spark, tmp / "df")
+
+
+def write_log(d: Path, events, resolved=None) -> Path:
+    d.mkdir(parents=True)
+    (d / "events.jsonl").write_text("".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events))
+    if resolved is not None:
+        (d / "scenario.json").write_text(json.dumps(resolved))
+    return d
+
+
+def test_every_shipped_scenario_gives_identical_tables(spark, tmp_path):
+    logs = []
+    for name in sorted(SHORT):
+        events, _, resolved = simulate.simulate(short(name), 1)
+        logs.append(write_log(tmp_path / "logs" / name, events, resolved))
+    rdd, df = both(spark, logs, tmp_path)
+    for name in TABLES:
+        assert rdd[name] == df[name], name
+    lines = sum(len((d / "events.jsonl").read_text().splitlines()) for d in logs)
+    assert sum(r["events"] for r in df["summary"]) == lines > 10_000   # the commits are counted
+    assert {r["log"] for r in df["summary"]} == set(SHORT)
+
+
+def test_hand_made_logs_and_invariant_failures(spark, tmp_path):
+    # the eager log where a commit goes backwards (commits_kept, computed in the JVM by the
+    # pipeline), a client's commit of an older generation and a coordinator's (generations_grow)
+    lines = [json.loads(x) for x in (DATA / "cooperative" / "events.jsonl").read_text().splitlines() if x]
+    commits = [e for e in lines if e["event"] == "client.committed"]
+    assert commits
+    extra = []
+    for i, c in enumerate(commits):
+        back = dict(c, ts_ms=c["ts_ms"] + 1, offsets=[[t, p, off - 5] for t, p, off in c["offsets"]])
+        old = dict(c, ts_ms=c["ts_ms"] + 2, generation=c["generation"] - 1)
+        extra += [back, old]
+    coord = [e for e in lines if e["event"] == "offset.committed"]
+    extra += [dict(coord[-1], ts_ms=coord[-1]["ts_ms"] + 3, generation=0)] * 3
+    broken = sorted(lines + extra, key=lambda e: e["ts_ms"])
+    d = write_log(tmp_path / "logs" / "backwards", broken)
+    shutil.copy(DATA / "cooperative" / "scenario.json", d / "scenario.json")
+    rdd, df = both(spark, [DATA / "eager", DATA / "cooperative", DATA / "serve-events.jsonl", d], tmp_path)
+    for name in TABLES:
+        assert rdd[name] == df[name], name
+    failed = {(r["log"], r["invariant"]): r["failed"] for r in df["invariants"] if r["failed"]}
+    assert failed[("backwards", "commits_kept")] == len(commits)
+    assert failed[("backwards", "generations_grow")] >= 3
+    assert any(v["invariant"] == "commits_kept" for v in df["violations"])
+
+
+def test_bad_lines_get_the_rdd_jobs_messages(spark, tmp_path):
+    good = (DATA / "eager" / "events.jsonl").read_text().splitlines()
+    commit = json.loads(next(x for x in good if '"client.committed"' in x))
+    cases = {"json": "{oops", "offsets": json.dumps(dict(commit, offsets=[["t", 1]])),
+             "ts": json.dumps(dict(commit, ts_ms="later"))}
+    for name, bad in cases.items():
+        d = tmp_path / name
+        d.mkdir()
+        (d / "events.jsonl").write_text("\n".join(good[:3] + [bad] + good[3:]) + "\n")
+        messages = []
+        for engine in job.ENGINES:
+            with pytest.raises(job.LogError) as e:
+                job.analyze(job.find_logs([str(d)]), tmp_path / "out" / engine / name, spark=spark,
+                            report=False, engine=engine)
+            messages.append(str(e.value))
+        assert messages[0] == messages[1] and "events.jsonl:4:" in messages[0], messages

@@ -123,12 +123,17 @@ def bench_tcp(members: int, partitions: int, hold: float, limit: float, share: b
     except OSError as e:
         print(f"tcp      {members} members: {e}")
     finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+        _stop(proc)
+
+
+def _stop(proc) -> None:
+    """Stop the daemon: SIGTERM, then SIGKILL if it has not gone after a minute."""
+    proc.terminate()
+    try:
+        proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
 
 
 class _Sampler:
@@ -278,12 +283,7 @@ def bench_big(members: int, partitions: int, hold: float, limit: float, processe
                                 f"members stable ({r_check(runner)})")
         return row
     finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+        _stop(proc)
 
 
 def r_check(runner) -> str:

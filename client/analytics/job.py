@@ -425,6 +425,7 @@ class Analysis:
     logs: list[dict]
     events: int
     seconds: float
+    engine: str = "rdd"      # the engine that computed the tables (the RDD job when the pipeline handed over)
 
 
 #: How the tables are computed: "rdd" (lines keyed and grouped in Python, this module) or
@@ -456,8 +457,9 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         except Exception as e:     # raised in a Python worker: the RDD job names the line
             if _FALLBACK not in str(e):
                 raise
+    used = engine
     if computed is None:
-        computed = _compute_rdd(spark, sources, out)
+        computed, used = _compute_rdd(spark, sources, out), "rdd"
     tables, summary, small = computed
     by_tag = {"invariants": [], "violations": [], "timeline": [], "rebalances": []}
     for tag, row in small:
@@ -469,7 +471,7 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         rebalances=by_tag["rebalances"], timeline=by_tag["timeline"],
         logs=[{"log": s.log, "cell": s.cell, "scenario": s.scenario_name, "seed": s.seed,
                "path": s.events_path, "scenario_doc": s.scenario, "start_ms": s.start_ms} for s in sources],
-        events=sum(r["events"] or 0 for r in summary), seconds=0.0)
+        events=sum(r["events"] or 0 for r in summary), seconds=0.0, engine=used)
     analysis.seconds = time.perf_counter() - t0
     if report:
         from .report import write_report
@@ -491,28 +493,21 @@ def _compute_dataframe(spark, sources, out: str):
     saved = {k: conf.get(k) for k in settings}
     for k, v in settings.items():
         conf.set(k, v)
-    rows, cached = pipeline.model_output(spark, sources)
+    rows = pipeline.model_output(spark, sources)
     tables, frames = {}, {}
     try:
         for name in ("rebalances", "sessions", "groups", "invariants", "violations"):
             frames[name] = pipeline.table(rows, name, schemas[name])
             tables[name] = _write(frames[name], storage.join(out, name))
-            for df in cached:          # the rows are kept: the parsed lines are no longer needed
-                df.unpersist()
-            cached = []
         logs_df = spark.createDataFrame([(s.log, s.cell, s.scenario_name, s.seed, s.events_path) for s in sources],
                                         _struct(schemas["logs"]))
-        summary_df = _summary(frames, logs_df, F).coalesce(1)
-        tables["summary"] = _write(summary_df, storage.join(out, "summary"))
-        summary = [r.asDict() for r in summary_df.collect()]
+        tables["summary"], summary = _write_summary(frames, logs_df, out)
         small = []
         for tag, payload in rows.where(F.col("tag").isin(*_REPORT_COLUMNS)).collect():
             row = json.loads(payload)
             small.append((tag, {"log": row["log"], "cell": row["cell"],
                                 **{k: row.get(k) for k in _REPORT_COLUMNS[tag]}}))
     finally:
-        for df in cached:
-            df.unpersist()
         rows.unpersist()
         for k, v in saved.items():
             conf.set(k, v)
@@ -546,9 +541,7 @@ def _compute_rdd(spark, sources, out: str):
             tables[name] = _write(frames[name], storage.join(out, name))
         logs_df = spark.createDataFrame([(s.log, s.cell, s.scenario_name, s.seed, s.events_path) for s in sources],
                                         _struct(schemas["logs"]))
-        summary_df = _summary(frames, logs_df, F).coalesce(1)
-        tables["summary"] = _write(summary_df, storage.join(out, "summary"))
-        summary = [r.asDict() for r in summary_df.collect()]
+        tables["summary"], summary = _write_summary(frames, logs_df, out)
         small = rows.filter(lambda r: r[0] in ("invariants", "violations", "timeline", "rebalances")).map(
             _for_report).collect()
     except Exception as e:  # a bad log raises in a Spark task: surface its message
@@ -563,6 +556,17 @@ def _compute_rdd(spark, sources, out: str):
     finally:
         rows.unpersist()
     return tables, summary, small
+
+
+def _write_summary(frames, logs_df, out: str):
+    """The summary table written, and its rows (computed once: kept for the collect)."""
+    from pyspark.sql import functions as F
+    summary_df = _summary(frames, logs_df, F).coalesce(1).cache()
+    try:
+        path = _write(summary_df, storage.join(out, "summary"))
+        return path, [r.asDict() for r in summary_df.collect()]
+    finally:
+        summary_df.unpersist()
 
 
 def _write(df, path) -> str:

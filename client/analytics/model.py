@@ -24,12 +24,18 @@ INVARIANT_TITLES = {
 MEMBER_INVARIANTS = ("single_owner", "all_owned_when_stable", "commits_kept")
 #: Counterexamples kept per invariant and group (all are counted).
 MAX_COUNTEREXAMPLES = 20
-#: A run of commits (``client.committed`` of one client, or ``offset.committed``, with one member
-#: and generation, and no other event of the group among them) given as one event: its first
-#: commit, with ``RUN`` the number of commits and ``RUN_LAST_TS`` the time of the last (the
-#: DataFrame pipeline sends these; their offsets are checked there). Real events have neither.
+#: A run of commits given as one event at its first commit, with ``RUN`` the number of commits
+#: and ``RUN_LAST_TS`` the time of the last: the ``client.committed`` of one client with one member
+#: and generation, or the coordinator's ``offset.committed`` of one generation (the DataFrame
+#: pipeline sends these after checking that no event among them could tell the difference; it
+#: checks their offsets itself). Real events have neither.
 RUN = "_commits"
 RUN_LAST_TS = "_last_ts_ms"
+
+
+class RunOutOfOrder(Exception):
+    """A run of commits that would have to be taken commit by commit: it would start a session,
+    or give its client a member id no earlier event gave it."""
 #: Timeline points kept per group for the report.
 MAX_TIMELINE_POINTS = 400
 
@@ -288,6 +294,8 @@ class _GroupPass:
     def _member_event(self, ev: dict, kind: str, ts: int) -> None:
         client = ev["client"]
         member = ev.get("member") or ""
+        if RUN in ev and (client not in self.sessions or (member and self.member_of.get(client) != member)):
+            raise RunOutOfOrder(client)
         if member:
             self.client_of[member] = client
             self.member_of[client] = member

@@ -1,30 +1,32 @@
 """The DataFrame pipeline (``engine="dataframe"``): the same tables as the RDD job, with the
 per-event work in the JVM.
 
-* Each log is read as text with its position in the file, and parsed with ``from_json`` and an
-  explicit schema of the few fields needed; blank lines are dropped.
-* One window over (log, group) ordered by (time, position) numbers the stretches between
-  non-commit events (``epoch``) and between offset resets (``group.deleted``, ``offsets.*``).
-* Commit lines (``client.committed`` and ``offset.committed``, 98% of a long log) stop in the
-  JVM: each run of commits of one client (or of the coordinator) with one member and generation
-  within an epoch becomes one row with its count and first and last time (the model takes it as
-  one event, :data:`~groupcoord.client.analytics.model.RUN`); the ``commits_kept`` invariant is
-  computed from the exploded offsets with ``lag`` over (log, group, reset epoch, partition):
-  counts per group and the first counterexamples.
-* The other lines (2%), the runs and the ``commits_kept`` results go, grouped by (log, group),
+* Each log is read as text with its position in the file. A commit line (``client.committed``,
+  ``offset.committed``: 98% of a long log) written as groupcoord writes it is checked by one
+  regular expression and its few fields cut out of the text; any other line is parsed with
+  ``from_json`` (group and time) and kept whole for the model.
+* Commits never reach Python one by one: they are counted per run (one client's commits with one
+  member and generation, or the coordinator's of one generation) in one aggregation, partial
+  before the shuffle. ``commits_kept`` is a ``lag`` over each partition's offsets in time order,
+  counted per group, the first counterexamples riding along as JSON.
+* The other lines (2%), the runs and the ``commits_kept`` counts go, grouped by (log, group),
   through Arrow (``applyInPandas``) to the sequential model, which returns every table's rows as
-  JSON; these are kept (small) and each table is read from them with ``from_json``.
+  JSON; these are kept (small) and each table is read from them with ``from_json``. Each run is
+  taken as one event at its first commit, which is exact when nothing among its commits could tell
+  (:func:`_check_runs`).
 
-A line the JVM cannot vouch for (not JSON, a missing field, a commit with odd offsets) is sent to
-Python as text; any problem there raises :class:`Fallback`, and :func:`job.analyze` then runs the
-RDD job, whose messages name the file and line.
+A line the JVM cannot vouch for (not JSON, a missing field, a commit written otherwise), or runs
+that do not stand for their commits, raise :class:`Fallback`, and :func:`job.analyze` then runs the
+RDD job, which takes each line on its own and whose messages name the file and line.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 
-from .model import INVARIANTS, MAX_COUNTEREXAMPLES, RUN, RUN_LAST_TS, analyze_group, group_partitions
+from .model import (INVARIANTS, MAX_COUNTEREXAMPLES, RUN, RUN_LAST_TS, RunOutOfOrder, analyze_group,
+                    group_partitions)
 
 COMMITS = ("client.committed", "offset.committed")
 RESETS = ("group.deleted", "offsets.expired", "offsets.deleted")
@@ -49,29 +51,64 @@ def _input_schema():
     S, L = T.StringType(), T.LongType()
     return T.StructType([T.StructField(n, t, True) for n, t in (
         ("log", S), ("group", S), ("kind", S), ("ts", L), ("pos", L), ("value", S), ("client", S),
-        ("member", S), ("gen", L), ("n", L), ("last_ts", L), ("topic", S), ("part", L), ("off", L),
-        ("prev_off", L), ("prev_client", S), ("prev_ts", L))])
+        ("member", S), ("gen", L), ("n", L), ("last_ts", L), ("last_pos", L))])
 
 
 def read_events(spark, sources):
-    """(log, pos, value) of every non-blank line; pos grows with the position in the file."""
+    """(log, pos, value) of every line; pos grows with the position in the file."""
     from pyspark.sql import functions as F
     frames = []
     for s in sources:
         frames.append(spark.read.text(s.events_path)
-                      .select(F.lit(s.log).alias("log"), F.monotonically_increasing_id().alias("pos"), "value")
-                      .where(F.trim("value") != ""))
+                      .select(F.lit(s.log).alias("log"), F.monotonically_increasing_id().alias("pos"), "value"))
     df = frames[0]
     for f in frames[1:]:
         df = df.unionAll(f)
     return df
 
 
-def model_input(spark, sources, cached: list):
-    """The rows the per-group model reads, all in one DataFrame (see the module docstring);
-    ``cached``: gets the DataFrames persisted on the way (to unpersist when done)."""
-    from pyspark.sql import Window
-    from pyspark.storagelevel import StorageLevel
+# A commit line exactly as groupcoord writes it (compact JSON, fields in this order, strings without
+# escapes). Such a line is checked by one match and its fields cut out between their names (cheaper
+# than parsing it as JSON: 98% of a long log); any other line is parsed with from_json.
+_S = r'"[^"\\]*"'
+_TOPIC = r'"[a-zA-Z0-9._-]{1,249}"'     # Kafka's legal topic names
+_CLIENT_COMMIT = re.compile(
+    r'^\{"v":1,"event":"client\.committed","ts_ms":\d{1,18},"group":' + _S + ',"client":' + _S
+    + ',"member":' + _S + r',"generation":-?\d{1,9},"offsets":\[(\[' + _TOPIC + r',\d{1,9},-?\d{1,18}\]'
+    r'(,\[' + _TOPIC + r',\d{1,9},-?\d{1,18}\])*)\]\}$')
+_COORDINATOR_COMMIT = re.compile(
+    r'^\{"v":1,"event":"offset\.committed","ts_ms":\d{1,18},"group":' + _S + r',"generation":-?\d{1,9},'
+    r'"state":' + _S + r',"members":\d{1,9},"member":' + _S + r',"instance_id":(null|' + _S + r'),'
+    r'"partitions":\d{1,9},"errors":\d{1,9},"topics":\d{1,9}\}$')
+
+
+def _between(value, after: str, before: str):
+    """The text between the first ``after`` and the next ``before`` (the fields before them hold
+    no quote: the patterns above checked it)."""
+    from pyspark.sql import functions as F
+    return F.substring_index(F.substring_index(value, after, -1), before, 1)
+
+
+def _cut(value, fields: list[tuple[str, str, str]]) -> dict:
+    """The fields of a line checked by one of the patterns above: name, the text before, the text after."""
+    return {name: _between(value, after, before) for name, after, before in fields}
+
+
+_CLIENT_PREFIX = '{"v":1,"event":"client.committed","ts_ms":'
+_COORDINATOR_PREFIX = '{"v":1,"event":"offset.committed","ts_ms":'
+_CLIENT_FIELDS = [("ts", '"ts_ms":', ','), ("group", ',"group":"', '","'), ("client", ',"client":"', '","'),
+                  ("member", ',"member":"', '","'), ("gen", ',"generation":', ','), ("offsets", '"offsets":', ']}')]
+_COORDINATOR_FIELDS = [("ts", '"ts_ms":', ','), ("group", ',"group":"', '","'), ("gen", ',"generation":', ',')]
+
+
+def model_input(spark, sources):
+    """The rows the per-group model reads, all in one DataFrame (see the module docstring)."""
+    shape = _shaper()
+    return _lines_and_runs(spark, sources, shape).unionAll(_kept(spark, sources, shape))
+
+
+def _shaper():
+    """shape(df, **columns): df's rows in the model input's columns (given, or df's, or null)."""
     from pyspark.sql import functions as F
     cols = [f.name for f in _input_schema().fields]
     types = {f.name: f.dataType for f in _input_schema().fields}
@@ -79,56 +116,72 @@ def model_input(spark, sources, cached: list):
     def shape(df, **given):
         return df.select(*[given[c].alias(c) if c in given else
                            (F.col(c) if c in df.columns else F.lit(None).cast(types[c]).alias(c)) for c in cols])
+    return shape
 
-    e = F.from_json("value", _event_schema()).alias("e")
-    parsed = read_events(spark, sources).select("log", "pos", "value", e)
-    ev = F.col("e.event")
-    offsets = F.col("e.offsets")
-    ok_commit = (F.col("e").isNotNull() & ev.isin(*COMMITS) & F.col("e.ts_ms").isNotNull()
-                 & F.col("e.group").isNotNull() & (F.col("e.v").isNull() | (F.col("e.v") == 1))
-                 & F.when(ev == "client.committed",
-                          F.col("e.client").isNotNull()
-                          & (offsets.isNull() | F.forall(offsets, lambda o: F.size(o) == 3)))
-                  .otherwise(F.col("e.generation").isNotNull()))
-    x = parsed.select(
-        "log", "pos", F.col("e.group").alias("group"), F.col("e.ts_ms").alias("ts"),
-        F.when(ok_commit, ev).alias("commit"),
-        F.when(ok_commit, F.lit(None)).otherwise(F.col("value")).alias("value"),
-        F.col("e.client").alias("client"), F.col("e.member").alias("member"), F.col("e.generation").alias("gen"),
-        F.when(ok_commit & (ev == "client.committed"), offsets).alias("offsets"),
-        ev.isin(*RESETS).alias("reset"))
-    w = Window.partitionBy("log", "group").orderBy("ts", "pos").rowsBetween(Window.unboundedPreceding, 0)
-    x = x.select("*", F.sum(F.col("commit").isNull().cast("int")).over(w).alias("epoch"),
-                 F.sum(F.col("reset").cast("int")).over(w).alias("reset_epoch"))
-    # read three times below (lines, runs, offsets): parsed and sorted once (else once each)
-    x = x.persist(StorageLevel.MEMORY_AND_DISK)
-    cached.append(x)
 
-    lines = shape(x.where(F.col("commit").isNull()), kind=F.lit("line"))
-    first = F.min(F.struct("ts", "pos"))
-    runs = (x.where(F.col("commit").isNotNull())
-            .groupBy("log", "group", "epoch", "commit", "client", "member", "gen")
-            .agg(first.alias("first"), F.count(F.lit(1)).alias("n"), F.max("ts").alias("last_ts")))
-    runs = shape(runs, kind=F.col("commit"), ts=F.col("first.ts"), pos=F.col("first.pos"))
+def _lines_and_runs(spark, sources, shape):
+    """One row per line other than a commit, and one per run of commits."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    L = T.LongType()
+    v = F.col("value")
+    form = (F.when(v.startswith(_CLIENT_PREFIX) & v.rlike(_CLIENT_COMMIT.pattern), 1)
+            .when(v.startswith(_COORDINATOR_PREFIX) & v.rlike(_COORDINATOR_COMMIT.pattern), 2)
+            .otherwise(0))
+    x = (read_events(spark, sources).select("log", "pos", "value", form.alias("form"))
+         .where((F.col("form") > 0) | (F.trim("value") != "")))     # blank lines skipped (trim: only for the 2%)
+    commit, client_commit, line = F.col("form") > 0, F.col("form") == 1, F.col("form") == 0
+    cc, oc = _cut(v, _CLIENT_FIELDS), _cut(v, _COORDINATOR_FIELDS)
 
-    exploded = (x.where(F.col("offsets").isNotNull())
-                .select("log", "group", "reset_epoch", "ts", "pos", "client",
-                        F.posexplode("offsets").alias("idx", "o"))
-                .select("log", "group", "reset_epoch", "ts", "pos", "client", "idx",
-                        F.col("o")[0].alias("topic"), F.col("o")[1].cast("long").alias("part"),
-                        F.col("o")[2].cast("long").alias("off")))
-    wp = Window.partitionBy("log", "group", "reset_epoch", "topic", "part").orderBy("ts", "pos", "idx")
-    kept = exploded.select("*", F.lag("off").over(wp).alias("prev_off"), F.lag("client").over(wp).alias("prev_client"),
-                           F.lag("ts").over(wp).alias("prev_ts"))
-    kept = kept.withColumn("fail", F.col("prev_off").isNotNull() & (F.col("off") < F.col("prev_off")))
-    stats = shape(kept.groupBy("log", "group").agg(F.count(F.lit(1)).alias("n"),
-                                                   F.sum(F.col("fail").cast("long")).alias("gen")),
-                  kind=F.lit("kept"))
-    wf = Window.partitionBy("log", "group").orderBy("ts", "pos", "idx")
-    examples = kept.where("fail").select("*", F.row_number().over(wf).alias("rn")) \
-        .where(F.col("rn") <= MAX_COUNTEREXAMPLES)
-    examples = shape(examples, kind=F.lit("kept_example"))
-    return lines.unionAll(runs).unionAll(stats).unionAll(examples)
+    def either(name):
+        return F.when(client_commit, cc[name]).when(commit, oc[name])
+    general = F.from_json("value", _event_schema())   # any other line: 2% of a long log, or a foreign writer
+    x = x.select(
+        "log", "pos",
+        F.when(commit, either("group")).otherwise(general["group"]).alias("group"),
+        F.when(commit, either("ts").cast(L)).otherwise(general["ts_ms"]).alias("ts"),
+        F.when(client_commit, F.lit("client.committed")).when(commit, F.lit("offset.committed")).alias("kind"),
+        F.when(client_commit, cc["client"]).alias("client"),
+        F.when(client_commit, cc["member"]).alias("member"),
+        either("gen").cast(L).alias("gen"),
+        F.when(line, v).alias("value"), F.when(line, F.col("pos")).alias("line"))
+    # one row per line, and one per run of commits (partial counts before the shuffle)
+    rows = (x.groupBy("log", "group", "kind", "client", "member", "gen", "value", "line")
+            .agg(F.count(F.lit(1)).alias("n"), F.min("ts").alias("ts"), F.max("ts").alias("last_ts"),
+                 F.min("pos").alias("pos"), F.max("pos").alias("last_pos")))
+    return shape(rows, kind=F.coalesce("kind", F.lit("line")))
+
+
+def _kept(spark, sources, shape):
+    """``commits_kept``: per group, the offsets checked and gone backwards, and the first cases."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    L, S = T.LongType(), T.StringType()
+    v = F.col("value")
+    # commits_kept: each partition's offsets in time order (the lines of the run above vouch for
+    # the commit lines: one that fails them sends everything to the RDD job)
+    c = read_events(spark, sources).where(v.startswith(_CLIENT_PREFIX))
+    cc = _cut(v, _CLIENT_FIELDS)
+    # [["topic",partition,offset],...,["topic",partition,offset] cut at "],[" and "," (topic names have neither): 2.3x
+    # faster than from_json here
+    entries = F.split(F.expr("substring(o, 3, length(o) - 3)"), r"\],\[")
+    c = c.select("log", "pos", cc["group"].alias("group"), cc["ts"].try_cast(L).alias("ts"),
+                 cc["client"].alias("client"), cc["offsets"].alias("o"))
+    c = (c.select("log", "group", "ts", "pos", "client", F.posexplode(entries).alias("idx", "o"))
+         .select("log", "group", "ts", "pos", "client", "idx", F.split("o", ",").alias("o"))
+         .select("log", "group", "ts", "pos", "client", "idx", F.expr("substring(o[0], 2, length(o[0]) - 2)").alias("topic"),
+                 F.col("o")[1].try_cast(L).alias("part"), F.col("o")[2].try_cast(L).alias("off")))
+    wp = Window.partitionBy("log", "group", "topic", "part").orderBy("ts", "pos", "idx")
+    kept = c.select("*", F.lag("off").over(wp).alias("prev_off"), F.lag("client").over(wp).alias("prev_client"),
+                    F.lag("ts").over(wp).alias("prev_ts"))
+    fail = F.col("prev_off").isNotNull() & (F.col("off") < F.col("prev_off"))
+    # the first counterexamples ride along as JSON in the group's row (one pass over the commits)
+    example = F.struct("ts", "pos", "idx", "topic", "part", "off", "client", "prev_off", "prev_client", "prev_ts")
+    stats = kept.groupBy("log", "group").agg(
+        F.count(F.lit(1)).alias("n"), F.sum(fail.cast(L)).alias("gen"),
+        F.to_json(F.slice(F.sort_array(F.collect_list(F.when(fail, example))), 1, MAX_COUNTEREXAMPLES)).alias("value"))
+    return shape(stats, kind=F.lit("kept"))
 
 
 def _group_rows(key, pdf, metas):
@@ -142,6 +195,7 @@ def _group_rows(key, pdf, metas):
         raise Fallback(f"{_FALLBACK} an event without a group")
     pdf = pdf.sort_values(["ts", "pos"], kind="stable")
     events, kept_checked, kept_failed, kept_examples = [], 0, 0, []
+    lines, runs = [], []          # ((ts, pos), event)
     for r in pdf.itertuples(index=False):
         kind = r.kind
         if kind == "line":
@@ -151,21 +205,30 @@ def _group_rows(key, pdf, metas):
                 raise Fallback(f"{_FALLBACK} not JSON") from None
             if _problem(ev) or ev["event"] in COMMITS:
                 raise Fallback(f"{_FALLBACK} a line to check")
+            lines.append(((int(r.ts), int(r.pos)), ev))
             events.append(ev)
         elif kind == "kept":
             kept_checked, kept_failed = int(r.n), int(r.gen)
-        elif kind == "kept_example":
-            kept_examples.append((int(r.ts), int(r.pos), {
-                "group": group, "invariant": "commits_kept", "ts_ms": int(r.ts),
-                "detail": {"partition": [r.topic, int(r.part)], "offset": int(r.off), "client": r.client,
-                           "acknowledged_before": int(r.prev_off), "by": r.prev_client, "at_ms": int(r.prev_ts)}}))
+            for x in json.loads(r.value):
+                kept_examples.append({
+                    "group": group, "invariant": "commits_kept", "ts_ms": x["ts"],
+                    "detail": {"partition": [x["topic"], x["part"]], "offset": x["off"], "client": x["client"],
+                               "acknowledged_before": x["prev_off"], "by": x["prev_client"], "at_ms": x["prev_ts"]}})
         else:
             ev = {"event": kind, "ts_ms": int(r.ts), "group": group, "generation": _int(r.gen),
                   RUN: int(r.n), RUN_LAST_TS: int(r.last_ts)}
             if kind == "client.committed":
                 ev["client"], ev["member"] = r.client, r.member
+            runs.append(((int(r.ts), int(r.pos)), (int(r.last_ts), int(r.last_pos)), ev))
             events.append(ev)
-    result = analyze_group(group, events, group_partitions(meta["scenario_doc"], group), meta["start_ms"])
+    _check_runs(lines, runs)
+    resets = [at for at, ev in lines if ev["event"] in RESETS]
+    if resets and kept_failed:
+        raise Fallback(f"{_FALLBACK} offsets reset in a group whose commits went backwards")
+    try:
+        result = analyze_group(group, events, group_partitions(meta["scenario_doc"], group), meta["start_ms"])
+    except RunOutOfOrder:
+        raise Fallback(f"{_FALLBACK} a run of commits to take commit by commit") from None
     inv = result["invariants"]
     inv["checked"]["commits_kept"] += kept_checked
     inv["failed"]["commits_kept"] += kept_failed
@@ -184,7 +247,7 @@ def _group_rows(key, pdf, metas):
     for name in INVARIANTS:
         add("invariants", {"group": group, "invariant": name, "status": inv["status"][name],
                            "checked": inv["checked"][name], "failed": inv["failed"][name]})
-    for ex in inv["examples"] + [e for _, _, e in sorted(kept_examples, key=lambda x: (x[0], x[1]))]:
+    for ex in inv["examples"] + kept_examples:
         add("violations", {"group": group, "invariant": ex["invariant"], "ts_ms": ex["ts_ms"],
                            "detail": json.dumps(ex["detail"], sort_keys=True)})
     for row in result["timeline"]:
@@ -192,21 +255,47 @@ def _group_rows(key, pdf, metas):
     return pd.DataFrame(out, columns=["tag", "payload"])
 
 
+def _check_runs(lines, runs) -> None:
+    """A run stands for its commits only if no other event among them could tell: none of its
+    client's own events that start or stop it or change its member or generation (nor a group
+    deletion) falls among a client's commits, no coordinator
+    event of another generation (or a deletion) among the coordinator's, and the runs of one
+    stream do not interleave. Else: Fallback (the RDD job takes the commits one by one)."""
+    import bisect
+    keys = [at for at, _ in lines]
+    ends = {}       # stream (client, or None: the coordinator) -> where its previous run ended
+    for first, last, run in sorted(runs, key=lambda r: r[0]):
+        client = run.get("client")
+        if ends.get(client, first) > first:        # runs of one stream that interleave (A B A)
+            raise Fallback(f"{_FALLBACK} runs of commits of one stream that interleave")
+        ends[client] = last
+        for _, ev in lines[bisect.bisect_left(keys, first):bisect.bisect_right(keys, last)]:
+            kind = ev["event"]
+            if kind == "group.deleted":
+                clash = True
+            elif client is not None:      # its own events, unless they keep its session, member and generation
+                gen = ev.get("generation")
+                clash = kind.startswith("client.") and ev.get("client") == client and (
+                    kind in ("client.started", "client.stopped") or ev.get("member") not in ("", None, run["member"])
+                    or (gen is not None and gen >= 0 and gen != run["generation"]))
+            else:
+                clash = not kind.startswith("client.") and ev.get("generation") not in (None, run["generation"])
+            if clash:
+                raise Fallback(f"{_FALLBACK} an event among a run of commits that sees their order")
+
+
 def _int(v):
     return None if v is None or v != v else int(v)   # NaN: a null in a pandas column
 
 
 def model_output(spark, sources):
-    """(tag, payload) rows of every table, computed (and kept) in one Spark job, and the
-    DataFrames persisted on the way (unpersist them once the rows are kept)."""
+    """(tag, payload) rows of every table, computed in one Spark job and kept (persisted)."""
     from pyspark.storagelevel import StorageLevel
     metas = {s.log: {"cell": s.cell, "scenario": s.scenario_name, "seed": s.seed, "scenario_doc": s.scenario,
                      "start_ms": s.start_ms} for s in sources}
-    cached = []
-    rows = (model_input(spark, sources, cached).groupBy("log", "group")
+    rows = (model_input(spark, sources).groupBy("log", "group")
             .applyInPandas(lambda key, pdf: _group_rows(key, pdf, metas), "tag string, payload string"))
-    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-    return rows, cached
+    return rows.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 def table(rows, name, fields):

@@ -261,13 +261,15 @@ def _plot_timeline(analysis, series: dict, keys: list, path: Path) -> None:
         if any(p["unowned"] is not None for p in pts):
             unowned = [p["unowned"] or 0 for p in pts]
             ax.step(xs, unowned + unowned[-1:], where="post", color="#c44", label="partitions without owner")
-        for s, d in rebalances[key]:
-            ax.axvspan((s - t0) / 1000, (s + d - t0) / 1000, color="#fc8", alpha=0.6, linewidth=0)
-            ax.axvline((s - t0) / 1000, color="#e80", linewidth=0.6)
+        spans = [((s - t0) / 1000, d / 1000) for s, d in rebalances[key]]
+        if spans:     # one collection each (an artist per rebalance: 5x slower to draw)
+            ax.broken_barh(spans, (0, 1), transform=ax.get_xaxis_transform(), color="#fc8", alpha=0.6, linewidth=0)
+            ax.vlines([x for x, _ in spans], 0, 1, transform=ax.get_xaxis_transform(), color="#e80", linewidth=0.6)
         ax.set_title(f"{key[0]} / {key[1]}: {len(rebalances[key])} rebalances", fontsize=9, loc="left")
         ax.tick_params(labelsize=8)
     axes[0, 0].legend(fontsize=8, loc="upper right")
     axes[-1, 0].set_xlabel("seconds from the log's start")
-    fig.tight_layout()
+    height = 1.6 * len(keys) + 0.6      # fixed margins: tight_layout measured every tick label (half the time)
+    fig.subplots_adjust(left=0.07, right=0.98, top=1 - 0.3 / height, bottom=0.5 / height, hspace=0.45)
     fig.savefig(path, dpi=80)
     plt.close(fig)

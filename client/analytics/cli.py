@@ -14,6 +14,10 @@ def register(subparsers) -> None:
     p.add_argument("--master", default=None, metavar="URL", help="Spark master (default local[2])")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=_conf,
                    help="a Spark setting for the session (repeatable)")
+    p.add_argument("--engine", choices=("rdd", "dataframe"), default=None,
+                   help="how the tables are computed: 'dataframe' (per-event work in the JVM; hands a log "
+                        "it cannot take to the other) or 'rdd' (every line in Python); default: "
+                        "GROUPCOORD_ANALYTICS_ENGINE, else dataframe")
     p.set_defaults(func=_analyze)
     s = subparsers.add_parser("sweep", help="simulate a parameter grid as Spark tasks and analyse it",
                               description="Run one virtual-time simulation per cell of GRID (a TOML file) "
@@ -55,7 +59,7 @@ def _analyze(args) -> int:
         spark = spark_session(args.master, conf=dict(args.conf))
         if uris:
             sources = find_logs(logs, spark=spark)
-        analysis = analyze(sources, out, spark=spark)
+        analysis = analyze(sources, out, spark=spark, engine=args.engine)
     except (LogError, storage.LocationError) as e:
         print(f"groupcoord analyze: {e}", file=sys.stderr)
         return 2
@@ -63,10 +67,12 @@ def _analyze(args) -> int:
 
 
 def _sweep(args) -> int:
-    from .job import LogError
-    from .sweep import GridError, sweep
     from . import storage
+    from .job import LogError, check_out
+    from .sweep import GridError, sweep
     try:
+        if not storage.is_uri(storage.local(args.out)):
+            check_out(storage.local(args.out))      # before Spark starts
         analysis = sweep(args.grid, storage.local(args.out), master=args.master, conf=dict(args.conf))
     except (GridError, LogError, storage.LocationError) as e:
         print(f"groupcoord sweep: {e}", file=sys.stderr)

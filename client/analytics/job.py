@@ -7,8 +7,9 @@ per group. The per-scenario summary is computed with DataFrame aggregations. Tab
 one directory each under OUT): ``rebalances``, ``sessions``, ``groups``, ``invariants``,
 ``violations``, ``summary``.
 
-That is the default engine ("rdd"). The other, "dataframe" (:mod:`.pipeline`), computes the same
-tables with the per-line work in the JVM (``analyze(engine=...)`` or GROUPCOORD_ANALYTICS_ENGINE).
+That is the "rdd" engine, which takes every line on its own. The default, "dataframe"
+(:mod:`.pipeline`), computes the same tables with the per-line work in the JVM and hands a log it
+cannot take to the RDD job (``analyze(engine=...)``, ``--engine`` or GROUPCOORD_ANALYTICS_ENGINE).
 """
 from __future__ import annotations
 
@@ -432,7 +433,7 @@ class Analysis:
 #: "dataframe" (:mod:`.pipeline`: parsing, commits and commits_kept in the JVM, the model through
 #: Arrow). ``analyze(engine=...)`` or the environment variable GROUPCOORD_ANALYTICS_ENGINE choose.
 ENGINES = ("rdd", "dataframe")
-DEFAULT_ENGINE = "rdd"
+DEFAULT_ENGINE = "dataframe"
 
 
 def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
@@ -488,7 +489,7 @@ def _compute_dataframe(spark, sources, out: str):
     conf = spark.conf
     # from_json is parsed once per line: the JSON optimiser would give each field read from it its
     # own from_json with a one-field schema (a parse per field: 2.3x slower on hour-1000)
-    settings = {"spark.sql.files.maxPartitionBytes": str(pipeline.split_size(sources, spark.sparkContext.defaultParallelism)),
+    settings = {"spark.sql.files.maxPartitionBytes": str(pipeline.split_size(spark, sources, spark.sparkContext.defaultParallelism)),
                 "spark.sql.optimizer.enableJsonExpressionOptimization": "false"}
     saved = {k: conf.get(k) for k in settings}
     for k, v in settings.items():

@@ -307,7 +307,9 @@ def table(rows, name, fields):
             .select(*[F.col("r")[n].alias(n) for n, _ in fields]))
 
 
-def split_size(sources, parallelism: int) -> int:
+def split_size(spark, sources, parallelism: int) -> int:
     """Bytes per input split: each core gets two or more splits of a big log (at least 4 MiB)."""
-    total = sum(os.path.getsize(s.events_path) for s in sources)
+    from . import storage
+    total = sum(storage.HadoopFs(spark, s.events_path).size() if storage.is_uri(s.events_path)
+                else os.path.getsize(s.events_path) for s in sources)
     return max(4 << 20, total // max(1, 2 * parallelism) + 1)

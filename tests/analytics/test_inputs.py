@@ -76,3 +76,16 @@ def test_check_out_creates_nothing(tmp_path):
     job.check_out(tmp_path / "a" / "b")
     assert not (tmp_path / "a").exists()
     job.check_out(tmp_path)
+
+
+def test_sweep_refuses_an_out_that_is_a_file_before_spark(tmp_path):
+    # before: the grid's cells were simulated on Spark first (no java on PATH here: reaching
+    # Spark would be another error)
+    out = tmp_path / "report.html"
+    out.write_text("")
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "sweep", str(DATA / "sweep" / "tiny.toml"),
+                        "--out", str(out)], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.strip() == f"groupcoord sweep: --out {out}: exists and is not a directory"

@@ -163,8 +163,7 @@ def _kept(spark, sources, shape):
     # the commit lines: one that fails them sends everything to the RDD job)
     c = read_events(spark, sources).where(v.startswith(_CLIENT_PREFIX))
     cc = _cut(v, _CLIENT_FIELDS)
-    # [["topic",partition,offset],...,["topic",partition,offset] cut at "],[" and "," (topic names have neither): 2.3x
-    # faster than from_json here
+    # the entries cut at "],[" and "," (topic names have neither): 2.3x faster than from_json here
     entries = F.split(F.expr("substring(o, 3, length(o) - 3)"), r"\],\[")
     c = c.select("log", "pos", cc["group"].alias("group"), cc["ts"].try_cast(L).alias("ts"),
                  cc["client"].alias("client"), cc["offsets"].alias("o"))
@@ -257,10 +256,10 @@ def _group_rows(key, pdf, metas):
 
 def _check_runs(lines, runs) -> None:
     """A run stands for its commits only if no other event among them could tell: none of its
-    client's own events that start or stop it or change its member or generation (nor a group
-    deletion) falls among a client's commits, no coordinator
-    event of another generation (or a deletion) among the coordinator's, and the runs of one
-    stream do not interleave. Else: Fallback (the RDD job takes the commits one by one)."""
+    client's own events that start or stop it or change its member or generation falls among a
+    client's commits, no coordinator event of another generation among the coordinator's, no group
+    deletion among either, and the runs of one stream do not interleave. Else: Fallback (the RDD
+    job takes the commits one by one)."""
     import bisect
     keys = [at for at, _ in lines]
     ends = {}       # stream (client, or None: the coordinator) -> where its previous run ended

@@ -250,21 +250,28 @@ def _parse_types(text: str) -> list[str]:
 
 # ================================================================================ groups: running
 def run_groups(args) -> int:
+    return _run(args, check_group_options, _groups, "groups", "Error: {}",
+                "Error: Executing consumer group command failed due to {}")
+
+
+def _run(args, check, command, name: str, command_error: str, failed: str) -> int:
+    """An admin command: its options checked, then run; its errors printed as Kafka's tool prints
+    them (``command_error``, ``failed``: formats of the message) with the exit status it gives."""
     try:
-        check_group_options(args)
-        return asyncio.run(_groups(args))
+        check(args)
+        return asyncio.run(command(args))
     except UsageError as exc:
         _err(str(exc))
-        _err("See 'groupcoord groups --help'.")
+        _err(f"See 'groupcoord {name} --help'.")
         return 2
     except CommandError as exc:
-        _err(f"Error: {exc}")
+        _err(command_error.format(exc))
         return 1
     except KafkaError as exc:
-        _err(f"Error: Executing consumer group command failed due to {kafka_message(exc)}")
+        _err(failed.format(kafka_message(exc)))
         return 1
     except (AdminError, ProtocolError) as exc:      # ProtocolError: an answer that does not decode
-        _err(f"Error: Executing consumer group command failed due to {exc}")
+        _err(failed.format(exc))
         return 1
 
 
@@ -784,22 +791,7 @@ def check_topic_options(args) -> None:
 
 
 def run_topics(args) -> int:
-    try:
-        check_topic_options(args)
-        return asyncio.run(_topics(args))
-    except UsageError as exc:
-        _err(str(exc))
-        _err("See 'groupcoord topics --help'.")
-        return 2
-    except CommandError as exc:
-        _err(str(exc))
-        return 1
-    except KafkaError as exc:
-        _err(f"Error while executing topic command : {kafka_message(exc)}")
-        return 1
-    except (AdminError, ProtocolError) as exc:      # ProtocolError: an answer that does not decode
-        _err(f"Error while executing topic command : {exc}")
-        return 1
+    return _run(args, check_topic_options, _topics, "topics", "{}", "Error while executing topic command : {}")
 
 
 async def _topics(args) -> int:

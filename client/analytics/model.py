@@ -32,12 +32,13 @@ MAX_COUNTEREXAMPLES = 20
 RUN = "_commits"
 RUN_LAST_TS = "_last_ts_ms"
 
+#: Timeline points kept per group for the report.
+MAX_TIMELINE_POINTS = 400
+
 
 class RunOutOfOrder(Exception):
     """A run of commits that would have to be taken commit by commit: it would start a session,
     or give its client a member id no earlier event gave it."""
-#: Timeline points kept per group for the report.
-MAX_TIMELINE_POINTS = 400
 
 
 def tp_set(pairs) -> frozenset:

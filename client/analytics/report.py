@@ -251,7 +251,8 @@ def _plot_timeline(analysis, series: dict, keys: list, path: Path) -> None:
         start = log_start.get(key[0])
         return start if start is not None else min(p["ts_ms"] for p in series[key])
     end = max((p["ts_ms"] - origin(k)) / 1000 for k in keys for p in series[k])
-    fig, axes = plt.subplots(len(keys), 1, figsize=(9, 1.6 * len(keys) + 0.6), squeeze=False, sharex=True)
+    height = 1.6 * len(keys) + 0.6
+    fig, axes = plt.subplots(len(keys), 1, figsize=(9, height), squeeze=False, sharex=True)
     for ax, key in zip(axes[:, 0], keys):
         t0 = origin(key)
         pts = sorted(series[key], key=lambda p: p["ts_ms"])
@@ -269,7 +270,7 @@ def _plot_timeline(analysis, series: dict, keys: list, path: Path) -> None:
         ax.tick_params(labelsize=8)
     axes[0, 0].legend(fontsize=8, loc="upper right")
     axes[-1, 0].set_xlabel("seconds from the log's start")
-    height = 1.6 * len(keys) + 0.6      # fixed margins: tight_layout measured every tick label (half the time)
+    # fixed margins: tight_layout measured every tick label (half the time)
     fig.subplots_adjust(left=0.07, right=0.98, top=1 - 0.3 / height, bottom=0.5 / height, hspace=0.45)
     fig.savefig(path, dpi=80)
     plt.close(fig)

@@ -10,7 +10,7 @@ start, Python workers) and is then timed on a second run, report included; Spark
 reported separately. ``events_per_second(logs)`` is the function other benchmarks call.
 ``--engines`` runs each engine of ``analyze`` side by side in the same Spark session;
 ``--copies N`` gives the logs N times (named apart), to see the cost grow with the input;
-``--jvm-quick-tier off`` drops -XX:TieredStopAtLevel=1 from the local driver's JVM options.
+``--jvm-quick-tier on`` adds -XX:TieredStopAtLevel=1 to the local driver's JVM options (off by default).
 """
 from __future__ import annotations
 
@@ -90,11 +90,11 @@ def main(argv=None) -> int:
     p.add_argument("--master", default=None)
     p.add_argument("--engines", default="rdd,dataframe", help="comma-separated analyze engines")
     p.add_argument("--copies", default="1", help="comma-separated numbers of copies of the logs")
-    p.add_argument("--jvm-quick-tier", choices=("on", "off"), default="on")
+    p.add_argument("--jvm-quick-tier", choices=("on", "off"), default="off")
     args = p.parse_args(argv)
     from groupcoord.client.analytics import job
-    if args.jvm_quick_tier == "off":
-        job.LOCAL_JAVA_OPTIONS = " ".join(o for o in job.LOCAL_JAVA_OPTIONS.split() if "TieredStopAtLevel" not in o)
+    if args.jvm_quick_tier == "on":
+        job.LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 " + job.LOCAL_JAVA_OPTIONS
     print(f"driver JVM options (local): {job.LOCAL_JAVA_OPTIONS}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-analytics-log-") as tmp:
         logs = args.logs or [simulate(args.scenario, args.seed, Path(tmp) / "log")]

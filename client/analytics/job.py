@@ -27,7 +27,7 @@ from .model import INVARIANTS, analyze_group, group_partitions
 EVENTS_FILE = "events.jsonl"
 SCENARIO_FILE = "scenario.json"
 _MARK = "groupcoord-analytics:"
-LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+LOCAL_JAVA_OPTIONS = "-XX:+UseSerialGC"
 
 
 class LogError(ValueError):
@@ -262,7 +262,8 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
     check_java()
     builder = SparkSession.builder
     if (master or "local").startswith("local"):
-        # jobs here are short: the quick JIT tier alone and the serial GC start faster
+        # the serial GC: one process on two cores (the quick JIT tier alone, tried too, made the
+        # JVM-side parsing slower and the tests no faster: bench/README.md)
         builder = builder.config("spark.driver.extraJavaOptions", LOCAL_JAVA_OPTIONS)
         # everything stays in this process: on loopback, whatever the host name resolves to
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")

@@ -16,7 +16,7 @@ LISTED_REBALANCES = 100
 
 _CSS = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right}th{background:#eee}
-td.l,th.l{text-align:left}.pass{color:#080;font-weight:bold}.fail{color:#b00;font-weight:bold}
+td{white-space:nowrap}td.w{white-space:normal}td.l,th.l{text-align:left}.pass{color:#080;font-weight:bold}.fail{color:#b00;font-weight:bold}
 .skipped{color:#888}.note{background:#ffd;padding:.5em 1em;border:1px solid #dd8}img{max-width:100%}
 code{font-size:12px}"""
 
@@ -42,7 +42,8 @@ def _table(rows, columns, left=("log", "cell", "scenario", "group", "invariant",
     head = "".join(f"<th class='{'l' if k in left else ''}'>{html.escape(t)}</th>" for k, t in columns)
     body = []
     for r in rows:
-        cells = "".join(f"<td class='{'l' if k in left else ''}'>{_fmt(r.get(k))}</td>" for k, _ in columns)
+        cells = "".join(f"<td class='{'l' if k in left else ''}{' w' if k == 'detail' else ''}'>{_fmt(r.get(k))}</td>"
+                        for k, _ in columns)     # cells keep to one line, but a counterexample's detail
         body.append(f"<tr>{cells}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 

@@ -10,11 +10,16 @@ start, Python workers) and is then timed on a second run, report included; Spark
 reported separately. ``events_per_second(logs)`` is the function other benchmarks call.
 ``--engines`` runs each engine of ``analyze`` side by side in the same Spark session;
 ``--copies N`` gives the logs N times (named apart), to see the cost grow with the input;
-``--jvm-quick-tier on`` adds -XX:TieredStopAtLevel=1 to the local driver's JVM options (off by default).
+``--jvm-quick-tier on`` adds -XX:TieredStopAtLevel=1 to the local driver's JVM options (off by default);
+``--phases`` prints where the timed run's time went (the first table's write runs the whole pipeline,
+the other writes read its kept rows; then the summary, the report); ``--without-commits`` is a probe,
+not an analysis: the dataframe engine drops the commit lines by their prefix (98% of a long log; the
+tables come out wrong), what is left is the cost of everything else.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
@@ -47,8 +52,47 @@ def python_events_per_second(logs) -> dict:
     return {"events": events, "seconds": seconds, "events_per_s": events / seconds if seconds else None}
 
 
+def timed_phases() -> list:
+    """Record (name, seconds) of each table write, the summary and the report into the list returned."""
+    from groupcoord.client.analytics import job, report
+    phases, depth = [], [0]
+
+    def timed(module, name, label):
+        f = getattr(module, name)
+
+        @functools.wraps(f)
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            depth[0] += 1
+            try:
+                return f(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if not depth[0]:          # the summary's own write is within the summary
+                    phases.append((label(args), time.perf_counter() - t0))
+        setattr(module, name, wrapper)
+    timed(job, "_write", lambda args: "write " + Path(str(args[1])).name)
+    timed(job, "_write_summary", lambda args: "summary (its write and rows)")
+    timed(report, "write_report", lambda args: "report")
+    return phases
+
+
+def drop_commits() -> None:
+    """The --without-commits probe: the pipeline reads no commit line (wrong tables, a floor)."""
+    from pyspark.sql import functions as F
+
+    from groupcoord.client.analytics import pipeline
+    read = pipeline.read_events
+
+    def without_commits(spark, sources):
+        v = F.col("value")
+        return read(spark, sources).where(~v.startswith(pipeline._CLIENT_PREFIX)
+                                          & ~v.startswith(pipeline._COORDINATOR_PREFIX))
+    pipeline.read_events = without_commits
+
+
 def events_per_second(logs, master: str | None = None, out=None, warm_up: bool = True,
-                      engine: str | None = None) -> dict:
+                      engine: str | None = None, phases: list | None = None) -> dict:
     """Events per second ``groupcoord analyze`` processes over ``logs`` (log directories or
     events files), Parquet tables and report included, Spark already started.
 
@@ -66,6 +110,8 @@ def events_per_second(logs, master: str | None = None, out=None, warm_up: bool =
             t1 = time.perf_counter()
             analyze(sources, out / "warm-up", spark=spark, engine=engine)
             warm = time.perf_counter() - t1
+        if phases is not None:
+            phases.clear()
         t1 = time.perf_counter()
         analysis = analyze(sources, out / "run", spark=spark, engine=engine)
         seconds = time.perf_counter() - t1
@@ -91,11 +137,17 @@ def main(argv=None) -> int:
     p.add_argument("--engines", default="rdd,dataframe", help="comma-separated analyze engines")
     p.add_argument("--copies", default="1", help="comma-separated numbers of copies of the logs")
     p.add_argument("--jvm-quick-tier", choices=("on", "off"), default="off")
+    p.add_argument("--phases", action="store_true", help="print where the timed run's time went")
+    p.add_argument("--without-commits", action="store_true", help="probe: drop the commit lines (wrong tables)")
     args = p.parse_args(argv)
     from groupcoord.client.analytics import job
     if args.jvm_quick_tier == "on":
         job.LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 " + job.LOCAL_JAVA_OPTIONS
     print(f"driver JVM options (local): {job.LOCAL_JAVA_OPTIONS}", flush=True)
+    phases = timed_phases() if args.phases else None
+    if args.without_commits:
+        drop_commits()
+        print("probe --without-commits: the dataframe engine drops every commit line (the tables are wrong)")
     with tempfile.TemporaryDirectory(prefix="bench-analytics-log-") as tmp:
         logs = args.logs or [simulate(args.scenario, args.seed, Path(tmp) / "log")]
         peer = python_events_per_second(logs)
@@ -103,11 +155,18 @@ def main(argv=None) -> int:
               f"{peer['events_per_s']:,.0f} events/s", flush=True)
         for copies in (int(c) for c in args.copies.split(",")):
             for engine in args.engines.split(","):
-                r = events_per_second(logs * copies, master=args.master, engine=engine)
+                r = events_per_second(logs * copies, master=args.master, engine=engine, phases=phases)
+                if args.without_commits:          # the tables count only the lines read: the log's events
+                    r["events"] = peer["events"] * copies
+                    r["events_per_s"] = r["events"] / r["seconds"]
                 print(f"groupcoord analyze --engine {engine} (Spark {args.master or 'local[2]'}), {copies} cop"
                       f"{'y' if copies == 1 else 'ies'}: {r['events']} events, {r['seconds']:.2f} s, "
                       f"{r['events_per_s']:,.0f} events/s (x{r['events_per_s'] / peer['events_per_s']:.2f} the peer; "
                       f"warm-up run {r['warm_up_s']:.1f} s, Spark start-up {r['spark_start_s']:.1f} s)", flush=True)
+                if phases is not None:
+                    rest = r["seconds"] - sum(s for _, s in phases)
+                    print("  " + ", ".join(f"{name} {s:.2f} s" for name, s in phases) + f", the rest {rest:.2f} s",
+                          flush=True)
     return 0
 
 

@@ -11,19 +11,19 @@ JS        := tests/interop/js
 # one given wins)
 HTTP_PORT ?= 8080
 
-.PHONY: install install-dev run test bench js browser clean
+.PHONY: install install-dev run lint test bench js browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
 # what `groupcoord serve`, fleet and simulate need (no PySpark, browser driver or test clients)
-$(RUN_STAMP): pyproject.toml | $(BIN)/python
+$(RUN_STAMP): pyproject.toml setup.py | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
 # the dev extra: analytics (PySpark), Playwright, pytest and the Kafka clients of the tests
-$(DEV_STAMP): pyproject.toml | $(BIN)/python
+$(DEV_STAMP): pyproject.toml setup.py | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@ $(RUN_STAMP)
 
@@ -51,7 +51,12 @@ js: $(JS)/node_modules/.installed
 run: $(RUN_STAMP)
 	$(BIN)/groupcoord serve $(if $(HTTP_PORT),--http-port $(HTTP_PORT)) $(ARGS)
 
-test: $(DEV_STAMP) js browser
+# ruff, and the import contracts of pyproject.toml (which part may import which)
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check --quiet .
+	$(BIN)/lint-imports --no-cache
+
+test: lint js browser
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(DEV_STAMP)

@@ -33,8 +33,8 @@ DEFAULT_SCENARIO = ROOT / "examples" / "scenarios" / "crashes-and-coordinator-mo
 
 def python_events_per_second(logs) -> dict:
     """The peer: the analysis in one process, no Spark (no Parquet, no report)."""
-    from groupcoord.client.analytics.job import find_logs
-    from groupcoord.client.analytics.model import analyze_group, group_partitions
+    from groupcoord.analytics.job import find_logs
+    from groupcoord.analytics.model import analyze_group, group_partitions
     t0 = time.perf_counter()
     events = 0
     for source in find_logs(logs):
@@ -54,7 +54,7 @@ def python_events_per_second(logs) -> dict:
 
 def timed_phases() -> list:
     """Record (name, seconds) of each table write, the summary and the report into the list returned."""
-    from groupcoord.client.analytics import job, report
+    from groupcoord.analytics import job, report
     phases, depth = [], [0]
 
     def timed(module, name, label):
@@ -81,7 +81,7 @@ def drop_commits() -> None:
     """The --without-commits probe: the pipeline reads no commit line (wrong tables, a floor)."""
     from pyspark.sql import functions as F
 
-    from groupcoord.client.analytics import pipeline
+    from groupcoord.analytics import pipeline
     read = pipeline.read_events
 
     def without_commits(spark, sources):
@@ -97,7 +97,7 @@ def events_per_second(logs, master: str | None = None, out=None, warm_up: bool =
     events files), Parquet tables and report included, Spark already started.
 
     Returns ``{"events", "seconds", "events_per_s", "spark_start_s", "warm_up_s"}``."""
-    from groupcoord.client.analytics.job import analyze, find_logs, spark_session
+    from groupcoord.analytics.job import analyze, find_logs, spark_session
     t0 = time.perf_counter()
     spark = spark_session(master)
     spark.sparkContext.parallelize([0], 1).count()
@@ -120,8 +120,8 @@ def events_per_second(logs, master: str | None = None, out=None, warm_up: bool =
 
 
 def simulate(scenario: Path, seed: int | None, out: Path) -> Path:
-    from groupcoord.client.fleet import scenario as scenario_mod
-    from groupcoord.client.fleet import simulate as simulate_mod
+    from groupcoord.sim import scenario as scenario_mod
+    from groupcoord.sim import simulate as simulate_mod
     t0 = time.perf_counter()
     events = simulate_mod.run(scenario_mod.load(scenario), seed, out)
     print(f"simulated {scenario.name}: {len(events)} events in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -140,7 +140,7 @@ def main(argv=None) -> int:
     p.add_argument("--phases", action="store_true", help="print where the timed run's time went")
     p.add_argument("--without-commits", action="store_true", help="probe: drop the commit lines (wrong tables)")
     args = p.parse_args(argv)
-    from groupcoord.client.analytics import job
+    from groupcoord.analytics import job
     if args.jvm_quick_tier == "on":
         job.LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 " + job.LOCAL_JAVA_OPTIONS
     print(f"driver JVM options (local): {job.LOCAL_JAVA_OPTIONS}", flush=True)

@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import socket
-import statistics
 import struct
 import sys
 import threading
@@ -28,7 +27,7 @@ from groupcoord.coordinator.embed import ThreadedCoordinator
 from groupcoord.coordinator.logs import configure
 from groupcoord.protocol import frames
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "tests" / "client"))
 from rdkafka_mock import MockCluster  # noqa: E402
 
 TOPIC = "bench"

@@ -44,7 +44,7 @@ import sys
 import time
 from pathlib import Path
 
-from groupcoord.client.fleet import fleet, scenario, simulate
+from groupcoord.sim import fleet, scenario, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,7 +95,7 @@ def bench_virtual(path: Path, duration: float | None, profile: int = 0, workers:
 
 
 def _daemon(partitions: int):
-    cmd = [sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--no-data-dir",
+    cmd = [sys.executable, "-m", "groupcoord.cli", "serve", "--port", "0", "--no-data-dir",
            "--log-level", "warning", "--topic", f"t:{partitions}",
            "--set", "group.initial.rebalance.delay.ms=3000"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -228,7 +228,7 @@ def _raise_fd_limit() -> None:
 def bench_big(members: int, partitions: int, hold: float, limit: float, processes: int, delay_ms: int,
               join_interval_ms: int) -> dict:
     """(f): one row of the big table (see the module's docstring)."""
-    cmd = [sys.executable, "-m", "groupcoord.coordinator", "serve", "--profile", "test", "--in-memory",
+    cmd = [sys.executable, "-m", "groupcoord.cli", "serve", "--profile", "test", "--in-memory",
            "--port", "0", "--log-level", "warning", "--topic", f"t:{partitions}",
            "--set", f"group.initial.rebalance.delay.ms={delay_ms}",
            # a fleet member's share of the group record is ~90-150 bytes: 10,000 of them are near or over
@@ -409,7 +409,7 @@ def bench_instructions(path: Path, spans=(61, 64)) -> None:
         print("instructions: valgrind is not installed (apt-get install valgrind)")
         return
     code = ("import sys, logging; logging.disable(logging.WARNING); "
-            "from groupcoord.client.fleet import scenario, simulate; "
+            "from groupcoord.sim import scenario, simulate; "
             "sc = scenario.apply_overrides(scenario.load(sys.argv[1]), {'duration_s': float(sys.argv[2])}); "
             "s = simulate.Simulator(sc, sc.seed); s.run(); print('requests', s.stats['requests'])")
     with tempfile.TemporaryDirectory() as tmp:

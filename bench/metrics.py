@@ -40,10 +40,9 @@ import coordinator as bench_coordinator  # noqa: E402  (bench/coordinator.py: it
 def heartbeats(variant: str, connections: int, depth: int, seconds: float) -> tuple[float, float]:
     """Heartbeats per second, and CPU microseconds of the service's thread per heartbeat."""
     gc = ThreadedCoordinator(profile="test", http=(variant == "admin app")).start()
-    metrics = None
     try:
         if variant == "metrics":
-            metrics = gc.call(lambda: Metrics(gc.service, gc.server).attach())
+            gc.call(lambda: Metrics(gc.service, gc.server).attach())
         host, port = gc.bootstrap_servers.split(":")
         ctx = mp.get_context("spawn")
         out = ctx.Queue()

@@ -1,4 +1,4 @@
-"""The ``groupcoord`` command."""
+"""``groupcoord serve`` and ``groupcoord configs``: the coordinator's subcommands."""
 from __future__ import annotations
 
 import argparse
@@ -43,9 +43,7 @@ def _setting(spec: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="groupcoord", description="Kafka consumer-group coordinator emulator")
-    sub = parser.add_subparsers(dest="command", required=True)
+def register(sub) -> None:
     serve = sub.add_parser("serve", help="run the coordinator service")
     serve.add_argument("--nodes", type=int, default=1, help="emulated brokers (default 1)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -76,16 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="address of the admin listener (default 127.0.0.1; elsewhere needs --http-token)")
     serve.add_argument("--http-token", default=None, metavar="TOKEN",
                        help="bearer token for mutating admin endpoints (default: $GROUPCOORD_HTTP_TOKEN)")
-    sub.add_parser("configs", help="list the broker configs and their defaults")
-    # fleets, simulation, analytics and the groups/topics tools add their own subcommands: each module has
-    # register(subparsers), and sets ``func`` (args -> exit code) on its parsers
-    import importlib
-    for module in _COMMAND_MODULES:
-        importlib.import_module(module).register(sub)
-    return parser
-
-
-_COMMAND_MODULES = ("groupcoord.client.fleet.cli", "groupcoord.client.analytics.cli", "groupcoord.client.admin_cli")
+    serve.set_defaults(func=_serve)
+    sub.add_parser("configs", help="list the broker configs and their defaults").set_defaults(func=_configs)
 
 
 def _topics(specs: list[tuple[str, int]]) -> dict[str, int]:
@@ -201,21 +191,13 @@ async def serve(args) -> int:
     return 0
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "log_level", None) is not None:
-        from .logs import check_level
-        try:
-            args.log_level = check_level(args.log_level)
-        except ValueError as exc:
-            print(f"groupcoord: --log-level: {exc}", file=sys.stderr)
-            return 2
-    if getattr(args, "func", None) is not None:
-        return args.func(args)
-    if args.command == "configs":
-        for key, s in sorted(SETTINGS.items()):
-            print(f"{key} = {s.default}    # {s.doc}")
-        return 0
+def _configs(args) -> int:
+    for key, s in sorted(SETTINGS.items()):
+        print(f"{key} = {s.default}    # {s.doc}")
+    return 0
+
+
+def _serve(args) -> int:
     if args.nodes < 1:
         print("groupcoord: --nodes must be at least 1", file=sys.stderr)
         return 2
@@ -230,7 +212,3 @@ def main(argv=None) -> int:
     except OSError as exc:      # a listener (the message names its address) or the data dir
         print(f"groupcoord: {exc}", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

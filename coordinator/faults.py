@@ -661,7 +661,8 @@ class FaultEngine:
             self.log.append({"fault": s.id, "ts_ms": event.get("ts_ms"), "kind": "scheduled",
                              "event": event.get("event"), "group": event.get("group"),
                              "action": s.do["action"]})
-            action = (lambda s=s, event=dict(event): self._run_action(s, event))
+            def action(s=s, event=dict(event)):       # noqa: B006 (a copy bound now, on purpose)
+                self._run_action(s, event)
             if s.do["action"] in _CONNECTION_ACTIONS:
                 self._after_responses(action)
             else:

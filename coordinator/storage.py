@@ -625,7 +625,7 @@ class _LogFile:
         self.size = sum(len(f[3]) for f in frames)
         self.live.clear()
         self.live_bytes = 0
-        for key, value, key_bytes, frame in frames:
+        for _key, value, key_bytes, frame in frames:
             self.track(key_bytes, frame, value is None)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         return frames

@@ -22,8 +22,7 @@ from typing import Any, Iterable
 
 from .errors import DecodeError, UnsupportedVersionError
 from .types import (
-    BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, ZERO_UUID,
-    Array, Bytes, KField, KStruct, KType, String, Uuid, UVarint, Varint, Varlong,
+    BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, Array, Bytes, KField, KStruct, KType, String, Uuid, UVarint, Varint, Varlong,
 )
 
 MISSING = object()

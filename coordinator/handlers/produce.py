@@ -15,7 +15,6 @@ ADVERTISED = {"4.1": (0, 9)}
 
 def handle(ctx, version, body, respond):
     cluster = ctx.service.cluster
-    now = ctx.service.clock()
     max_bytes = ctx.service.config["message.max.bytes"]
     responses = []
     for topic in body["topic_data"]:

@@ -3,8 +3,8 @@ import zipfile
 
 import pytest
 
-from groupcoord.client.analytics import job, storage
-from groupcoord.coordinator.cli import main
+from groupcoord.analytics import job, storage
+from groupcoord.cli import main
 
 
 def test_locations():
@@ -39,7 +39,7 @@ def test_a_task_that_cannot_open_a_log_is_one_line():
 
 def test_the_shipped_zip_holds_the_package(tmp_path):
     names = set(zipfile.ZipFile(storage.package_zip(tmp_path)).namelist())
-    assert {"groupcoord/__init__.py", "groupcoord/client/analytics/job.py", "groupcoord/client/fleet/simulate.py",
+    assert {"groupcoord/__init__.py", "groupcoord/analytics/job.py", "groupcoord/sim/simulate.py",
             "groupcoord/coordinator/service.py", "groupcoord/protocol/records.py"} <= names
     assert not any("__pycache__" in n for n in names)
 

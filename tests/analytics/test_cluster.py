@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.client.analytics import job
+from groupcoord.analytics import job
 
 DATA = Path(__file__).parent / "data"
 START_TIMEOUT = 60          # seconds for the master to listen and the worker to register
@@ -133,7 +133,7 @@ class Run:
 
     def __init__(self, cluster, args, conf):
         self.t0, self.command = time.monotonic(), args[0]
-        self.proc = subprocess.Popen([sys.executable, "-c", "import sys; from groupcoord.coordinator.cli import main; "
+        self.proc = subprocess.Popen([sys.executable, "-c", "import sys; from groupcoord.cli import main; "
                                                             "sys.exit(main(sys.argv[1:]))", *args,
                                       "--master", cluster["url"], *conf],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster["env"])
@@ -210,7 +210,7 @@ def test_sweep_on_the_cluster(cluster, spark, tmp_path):
     out = cluster["base"] / "shared" / "sweep"
     run = run_cli(cluster, "sweep", str(grid), "--out", str(out), python=_executor_python(cluster["base"]), wait=False)
     local_out = tmp_path / "local"
-    from groupcoord.client.analytics.sweep import sweep
+    from groupcoord.sim.sweep import sweep
     sweep(grid, local_out, spark=spark)
     r = run.result()
     assert r.returncode == 0, r.stderr[-3000:]

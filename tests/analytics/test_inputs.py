@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.client.analytics import job
+from groupcoord.analytics import job
 
 DATA = Path(__file__).parent / "data"
 
@@ -19,7 +19,7 @@ DATA = Path(__file__).parent / "data"
 def analyze(tmp_path, log, out, **env_changes) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in env_changes}
     env.update({k: v for k, v in env_changes.items() if v is not None})
-    return subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "analyze", str(log), "--out", str(out)],
+    return subprocess.run([sys.executable, "-m", "groupcoord.cli", "analyze", str(log), "--out", str(out)],
                           capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -85,7 +85,7 @@ def test_sweep_refuses_an_out_that_is_a_file_before_spark(tmp_path):
     out.write_text("")
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = str(tmp_path)
-    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "sweep", str(DATA / "sweep" / "tiny.toml"),
+    r = subprocess.run([sys.executable, "-m", "groupcoord.cli", "sweep", str(DATA / "sweep" / "tiny.toml"),
                         "--out", str(out)], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.strip() == f"groupcoord sweep: --out {out}: exists and is not a directory"

@@ -11,8 +11,8 @@ import json
 import random
 from pathlib import Path
 
-from groupcoord.client.analytics import check_invariants, check_log, min_moves
-from groupcoord.client.analytics.model import Timeline, analyze_group, group_partitions
+from groupcoord.analytics import check_invariants, check_log, min_moves
+from groupcoord.analytics.model import Timeline, analyze_group, group_partitions
 
 DATA = Path(__file__).parent / "data"
 

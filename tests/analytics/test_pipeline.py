@@ -1,4 +1,4 @@
-"""The DataFrame pipeline (engine "dataframe", client/analytics/pipeline.py) against the RDD job
+"""The DataFrame pipeline (engine "dataframe", analytics/pipeline.py) against the RDD job
 (the oracle): identical tables on a short run of every shipped scenario, on the hand-made logs,
 on logs with a commit gone backwards and a generation going down, and the same messages on bad
 input (the pipeline hands a line it does not take to the RDD job)."""
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.client.analytics import job
-from groupcoord.client.fleet import simulate
+from groupcoord.analytics import job
+from groupcoord.sim import simulate
 
 from test_scenarios import SHORT, short  # same directory (rootdir-relative imports, no packages)
 
@@ -38,7 +38,8 @@ def both(spark, logs, tmp: Path, handed_over=False):
     df = job.analyze(sources, tmp / "df", spark=spark, report=False, engine="dataframe")
     assert df.engine == ("rdd" if handed_over else "dataframe")
     assert (rdd.invariants, rdd.violations, rdd.summary) == (df.invariants, df.violations, df.summary)
-    key = lambda r: json.dumps(r, sort_keys=True)
+    def key(r):
+        return json.dumps(r, sort_keys=True)
     assert sorted(rdd.timeline, key=key) == sorted(df.timeline, key=key)
     assert sorted(rdd.rebalances, key=key) == sorted(df.rebalances, key=key)
     return tables(spark, tmp / "rdd"), tables(spark, tmp / "df")
@@ -72,7 +73,7 @@ def test_hand_made_logs_and_invariant_failures(spark, tmp_path):
     commits = [e for e in lines if e["event"] == "client.committed"]
     assert commits
     extra = []
-    for i, c in enumerate(commits):
+    for c in commits:
         back = dict(c, ts_ms=c["ts_ms"] + 1, offsets=[[t, p, off - 5] for t, p, off in c["offsets"]])
         old = dict(c, ts_ms=c["ts_ms"] + 2, generation=c["generation"] - 1)
         extra += [back, old]

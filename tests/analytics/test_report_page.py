@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.client.analytics import job
-from groupcoord.client.analytics.report import TIMELINE_PAGE, write_report
+from groupcoord.analytics import job
+from groupcoord.analytics.report import TIMELINE_PAGE, write_report
 
 EPOCH = 1_795_000_000_000
 #: where the rendered page's screenshot goes for review (tests/analytics/report-screenshot.png is one)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.client.analytics.model import analyze_group, expected_notes, group_partitions
-from groupcoord.client.fleet import scenario, simulate
+from groupcoord.analytics.model import analyze_group, expected_notes, group_partitions
+from groupcoord.sim import scenario, simulate
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "scenarios"
 SEEDS = range(1, 21)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.client.analytics import job
-from groupcoord.client.analytics.model import analyze_group, group_partitions
-from groupcoord.coordinator.cli import main
+from groupcoord.analytics import job
+from groupcoord.analytics.model import analyze_group, group_partitions
+from groupcoord.cli import main
 
 DATA = Path(__file__).parent / "data"
 

@@ -4,9 +4,9 @@ fleet), and the report shows only that (no Spark here)."""
 import json
 from pathlib import Path
 
-from groupcoord.client.analytics import job
-from groupcoord.client.analytics.model import analyze_group, group_partitions
-from groupcoord.client.analytics.report import write_report
+from groupcoord.analytics import job
+from groupcoord.analytics.model import analyze_group, group_partitions
+from groupcoord.analytics.report import write_report
 
 DATA = Path(__file__).parent / "data"
 EPOCH = 1_764_000_000_000

@@ -13,9 +13,9 @@ import sys
 import pytest
 
 from groupcoord.client.connection import BrokerConnection
-from groupcoord.coordinator.cli import main
+from groupcoord.cli import main
 
-COMMAND = [sys.executable, "-m", "groupcoord.coordinator"]
+COMMAND = [sys.executable, "-m", "groupcoord.cli"]
 
 
 def one_line_error(capsys, argv) -> str:
@@ -140,7 +140,7 @@ def test_a_member_index_beyond_the_group_is_refused_at_load(capsys, tmp_path):
 
 
 def test_members_added_by_an_earlier_join_may_be_named(tmp_path):
-    from groupcoord.client.fleet import scenario
+    from groupcoord.sim import scenario
     path = tmp_path / "join.toml"
     path.write_text(SCENARIO + '[[events]]\nat_s = 2\naction = "crash"\nmembers = [4]\n'
                                '[[events]]\nat_s = 1\naction = "join"\ncount = 2\n')

@@ -16,7 +16,7 @@ from groupcoord.client.admin_cli import (
     assignment_string, fmt, parse_datetime, parse_duration_ms, print_reset_plan, read_reset_plan,
 )
 from groupcoord.client.assignors.base import TopicPartition as TP
-from groupcoord.coordinator.cli import main
+from groupcoord.cli import main
 
 
 @dataclass

@@ -289,7 +289,7 @@ def test_topic_balance_after_reassignment(h):
     ppt = {topic1: 12, topic2: 12}
 
     def per_topic(a, expected):
-        for c, ps in a.items():
+        for ps in a.values():
             assert sum(1 for p in ps if p.topic == topic1) == expected
             assert sum(1 for p in ps if p.topic == topic2) == expected
 

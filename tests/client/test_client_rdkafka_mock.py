@@ -1,7 +1,7 @@
 """Our member against librdkafka's built-in mock cluster (an independent group coordinator).
 
-The mock cluster lives in the librdkafka that confluent-kafka ships (bench/rdkafka_mock.py
-reaches it through ctypes). It advertises its own, older API ranges (JoinGroup 0-6,
+The mock cluster lives in the librdkafka that confluent-kafka ships (rdkafka_mock.py beside
+this file reaches it through ctypes). It advertises its own, older API ranges (JoinGroup 0-6,
 FindCoordinator 0-3, OffsetFetch 0-6 ...), so this also checks version negotiation.
 
 The mock advertises flexible versions of some group APIs it cannot parse: it reads the
@@ -13,12 +13,8 @@ members here are capped at what librdkafka uses: JoinGroup 5, SyncGroup 3, Leave
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from rdkafka_mock import MockCluster  # noqa: E402

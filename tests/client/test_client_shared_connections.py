@@ -2,7 +2,6 @@
 between connections (ResponseCache), against our real TCP coordinator (embed.running)."""
 from __future__ import annotations
 
-import asyncio
 
 import pytest
 

@@ -238,7 +238,9 @@ def test_request_timeout_drops_the_connection_and_retries():
     # swallow the next heartbeat: no response ever comes
     orig = sim._pump
 
-    def swallow(sm, c, _done=[]):
+    swallowed = []
+
+    def swallow(sm, c, _done=swallowed):
         if sm is a and not _done and c.queue and c.queue[0].api_key == HEARTBEAT:
             _done.append(c.queue.popleft())
             c.busy = True                                   # stuck forever

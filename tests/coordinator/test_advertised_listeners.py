@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 
 from groupcoord.client.connection import BrokerConnection
 from groupcoord.coordinator import listeners
-from groupcoord.coordinator.cli import main
+from groupcoord.cli import main
 from groupcoord.coordinator.cluster import partition_for
 from groupcoord.coordinator.config import BrokerConfig, ConfigError
 from groupcoord.coordinator.server import Server
@@ -132,7 +132,7 @@ def test_a_real_client_bootstraps_through_the_advertised_address(tmp_path):
     from confluent_kafka import Consumer, Producer
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "groupcoord.coordinator", "serve", "--in-memory", "--profile", "test",
+        [sys.executable, "-m", "groupcoord.cli", "serve", "--in-memory", "--profile", "test",
          "--port", str(port), "--topic", "orders:2", "--log-level", "warning",
          "--set", f"advertised.listeners=PLAINTEXT://localhost:{port}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -189,7 +189,7 @@ def test_scale_thousands_of_members():
     gc.sync_group(lambda r: syncs.__setitem__(0, r), group_id="big", generation_id=1, member_id=leader,
                   assignments=[(f"m{i}", b"a") for i in range(n)])
     assert len(syncs) == n and gc.group("big").state == "Stable"
-    for rnd in range(3):
+    for _ in range(3):
         now[0] += 3000
         for i in range(n):
             gc.heartbeat(lambda r: None, group_id="big", generation_id=1, member_id=f"m{i}")

@@ -255,7 +255,7 @@ def test_follower_changed_metadata_in_stable_rebalances(h, sub):
 
 def test_completing_rebalance_same_metadata_returns_current_generation(h):
     a = h.join_new(client_id="a")
-    b = h.join_new(client_id="b")
+    h.join_new(client_id="b")
     h.advance(0)
     assert h.state() == "CompletingRebalance"
     leader = a.result["member_id"]
@@ -268,8 +268,8 @@ def test_completing_rebalance_same_metadata_returns_current_generation(h):
 
 
 def test_completing_rebalance_changed_metadata_rebalances_and_fails_parked_syncs(h, sub):
-    a = h.join_new(client_id="a")
-    b = h.join_new(client_id="b")
+    h.join_new(client_id="a")
+    h.join_new(client_id="b")
     h.advance(0)
     parked = h.sync(member_id="b-2", generation=1)
     assert not parked.done

@@ -275,7 +275,7 @@ def test_offset_delete_of_subscribed_topic_in_consumer_group(h):
 
 
 def test_offset_delete_non_consumer_non_empty_group(h):
-    c = h.join_new(protocol_type="connect", protocols=[("default", b"")])
+    h.join_new(protocol_type="connect", protocols=[("default", b"")])
     h.advance(0)
     call = []
     h.gc.offset_delete(call.append, group_id=GROUP, topics=[{"name": "foo", "partitions": [{"partition_index": 0}]}])
@@ -294,7 +294,7 @@ def test_offset_delete_missing_group_and_empty_group(h):
 
 
 def test_offset_delete_unparseable_consumer_subscription_counts_as_subscribed(h):
-    c = h.join_new(protocols=[("range", b"\xff")])
+    h.join_new(protocols=[("range", b"\xff")])
     h.advance(0)
     call = []
     h.gc.offset_delete(call.append, group_id=GROUP, topics=[{"name": "any", "partitions": [{"partition_index": 0}]}])

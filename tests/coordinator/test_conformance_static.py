@@ -75,7 +75,7 @@ def test_static_leader_rejoin_below_v9_gets_old_leader_id(h):
 
 
 def test_static_rejoin_with_changed_selected_protocol_rebalances(h, sub):
-    ids = static_stable(h, instances=("leader",), protocols=[("range", sub(["foo"])), ("roundrobin", sub(["foo"]))])
+    static_stable(h, instances=("leader",), protocols=[("range", sub(["foo"])), ("roundrobin", sub(["foo"]))])
     call = h.join(instance_id="leader", protocols=[("roundrobin", sub(["foo"])), ("range", sub(["foo"]))])
     # the only member now prefers roundrobin: the selected protocol would change
     assert call.result["generation_id"] == 2 and call.result["protocol_name"] == "roundrobin"
@@ -84,7 +84,7 @@ def test_static_rejoin_with_changed_selected_protocol_rebalances(h, sub):
 
 
 def test_static_rejoin_with_changed_metadata_but_same_protocol_does_not_rebalance(h, sub):
-    ids = static_stable(h)
+    static_stable(h)
     call = h.join(instance_id="follower", protocols=[("range", sub(["foo", "bar"]))])
     assert call.result["generation_id"] == 1 and h.state() == "Stable"
     assert h.group().members["follower-3"].protocols == [("range", sub(["foo", "bar"]))]

@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import aiohttp
-import pytest
 from structlog.testing import capture_logs
 
 from groupcoord.coordinator import storage as st
@@ -282,7 +281,7 @@ class Serve:
 
     def __init__(self, data_dir, *args: str):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--profile", "test",
+            [sys.executable, "-m", "groupcoord.cli", "serve", "--port", "0", "--profile", "test",
              "--data-dir", str(data_dir), "--log-format", "json", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         line = self.proc.stdout.readline()

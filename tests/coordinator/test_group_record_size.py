@@ -22,7 +22,7 @@ from groupcoord.coordinator.storage import LogStore
 from groupcoord.protocol import frames
 from groupcoord.protocol.errors import ErrorCode
 
-from conftest import GROUP, Harness
+from group_harness import GROUP, Harness
 from test_conformance_static import static_stable
 from test_conformance_sync_heartbeat import completing
 

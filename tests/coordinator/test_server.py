@@ -438,7 +438,7 @@ async def test_connection_churn_with_resets_leaves_no_connection_or_slot_behind(
                                          "churn")
         sends = [frames.encode_request(18, 0, 1, {}, "churn"), describe * 3, describe[:20], b""]
         loop = asyncio.get_running_loop()
-        for round_ in range(10):
+        for _ in range(10):
             socks = []
             for i in range(20):
                 sock = socket.socket()
@@ -718,7 +718,7 @@ def test_config_precedence(tmp_path):
 def test_cli_serve_prints_bootstrap_servers_and_stops_on_sigterm(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--nodes", "2",
+        [sys.executable, "-m", "groupcoord.cli", "serve", "--port", "0", "--nodes", "2",
          "--topic", "orders:3", "--profile", "test", "--set", "group.max.size=5", "--log-format", "json",
          "--events", str(tmp_path / "events.jsonl"), "--data-dir", str(tmp_path / "data")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -758,7 +758,7 @@ def test_cli_serve_prints_bootstrap_servers_and_stops_on_sigterm(tmp_path):
 @pytest.mark.parametrize("flags,offset_commit", [([], (2, 9)), (["--kafka-version", "3.9"], (0, 9)),
                                                   (["--set", "groupcoord.kafka.version=3.9"], (0, 9))])
 def test_cli_serve_emulates_the_kafka_release_asked_for(flags, offset_commit):
-    proc = subprocess.Popen([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
+    proc = subprocess.Popen([sys.executable, "-m", "groupcoord.cli", "serve", "--port", "0", "--in-memory",
                              *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
@@ -777,23 +777,23 @@ def test_cli_serve_emulates_the_kafka_release_asked_for(flags, offset_commit):
 
 
 def test_cli_rejects_bad_config():
-    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
+    r = subprocess.run([sys.executable, "-m", "groupcoord.cli", "serve", "--port", "0", "--in-memory",
                         "--set", "no.such.config=1"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "unknown config 'no.such.config'" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
+    r = subprocess.run([sys.executable, "-m", "groupcoord.cli", "serve", "--port", "0", "--in-memory",
                         "--http-port", "70000"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "port must be 0-65535" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_cli_lists_the_connection_limits_and_refuses_bad_ones():
-    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "configs"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "groupcoord.cli", "configs"], capture_output=True, text=True,
                        timeout=30, check=True)
     for line in ("socket.request.max.bytes = 104857600", "sasl.server.max.receive.size = 524288",
                  "connections.max.idle.ms = 600000", "socket.listen.backlog.size = 4096",
                  "max.connections = 2147483647", "max.connections.per.ip = 2147483647",
                  "max.connections.per.ip.overrides = "):
         assert "\n" + line in r.stdout, line
-    r = subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--in-memory",
+    r = subprocess.run([sys.executable, "-m", "groupcoord.cli", "serve", "--port", "0", "--in-memory",
                         "--set", "max.connections.per.ip=0"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and "max.connections.per.ip can be set to zero only if" in r.stderr
     assert "Traceback" not in r.stderr

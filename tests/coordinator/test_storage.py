@@ -14,7 +14,7 @@ from groupcoord.coordinator import storage as st
 from groupcoord.coordinator.group_coordinator import GroupCoordinator
 from groupcoord.coordinator.service import Service
 
-from conftest import GROUP, Call, Harness, subscription
+from group_harness import GROUP, Call, Harness, subscription
 
 
 def harness(store, now: int = 0) -> Harness:

@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 
 from groupcoord.client.connection import BrokerConnection
-from groupcoord.coordinator.cli import build_parser
+from groupcoord.cli import build_parser
 
 ROOT = Path(__file__).parents[2]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.coordinator.cli import build_parser
+from groupcoord.cli import build_parser
 
 ROOT = Path(__file__).parents[2]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from clients import (TOPICS, ConfluentDriver, KafkaPythonDriver, AioKafkaDriver, all_partitions,
-                     confluent_config, kafka_python_config, wait_covered, wait_until)
+from clients import (TOPICS, ConfluentDriver, AioKafkaDriver, all_partitions,
+                     confluent_config, kafka_python_config, wait_covered)
 
 pytestmark = pytest.mark.interop
 

@@ -29,7 +29,7 @@ import pytest
 
 from clients import TOPICS, all_partitions, wait_covered, wait_until
 
-from groupcoord.coordinator.cli import main
+from groupcoord.cli import main
 
 pytestmark = pytest.mark.interop
 
@@ -54,9 +54,9 @@ def run(*argv: str) -> Result:
 
 
 def run_subprocess(*argv: str) -> Result:
-    """The installed `groupcoord` script (or `python -m groupcoord.coordinator` without it)."""
+    """The installed `groupcoord` script (or `python -m groupcoord.cli` without it)."""
     script = Path(sys.executable).with_name("groupcoord")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "groupcoord.coordinator"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "groupcoord.cli"]
     proc = subprocess.run(command + list(argv), capture_output=True, text=True, timeout=60)
     return Result(proc.returncode, proc.stdout, proc.stderr)
 

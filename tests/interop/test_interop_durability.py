@@ -34,7 +34,7 @@ class Daemon:
     def __init__(self, data_dir, events, port: int = 0):
         self.events = events
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", str(port), "--profile", "test",
+            [sys.executable, "-m", "groupcoord.cli", "serve", "--port", str(port), "--profile", "test",
              "--data-dir", str(data_dir), "--fsync", "always", "--topic", f"{TOPIC}:{PARTITIONS}",
              "--events", str(events), "--log-format", "json"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

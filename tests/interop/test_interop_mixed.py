@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from clients import TOPICS, ConfluentMember, KafkaPythonMember, wait_covered, wait_until
+from clients import TOPICS, ConfluentMember, KafkaPythonMember, wait_covered
 
 pytestmark = pytest.mark.interop
 

@@ -1,4 +1,5 @@
-"""Subcommands of ``groupcoord``: ``fleet`` (real time) and ``simulate`` (virtual time)."""
+"""Subcommands of ``groupcoord``: ``fleet`` (real time), ``simulate`` (virtual time) and ``sweep`` (a
+parameter grid simulated as Spark tasks, then analysed)."""
 from __future__ import annotations
 
 import asyncio
@@ -62,6 +63,16 @@ def register(subparsers) -> None:
     sim.add_argument("--log-level", default="error",
                      help="level of the coordinator's own log lines (default error: the event log has it all)")
     sim.set_defaults(func=_simulate)
+    from groupcoord.analytics.cli import spark_conf
+    s = subparsers.add_parser("sweep", help="simulate a parameter grid as Spark tasks and analyse it",
+                              description="Run one virtual-time simulation per cell of GRID (a TOML file) "
+                                          "as Spark tasks, then analyse them all into OUT.")
+    s.add_argument("grid", metavar="GRID", help="grid file (TOML)")
+    s.add_argument("--out", required=True, metavar="OUT", help="output directory (a path or a Hadoop URI)")
+    s.add_argument("--master", default=None, metavar="URL", help="Spark master (default local[2])")
+    s.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=spark_conf,
+                   help="a Spark setting for the session (repeatable)")
+    s.set_defaults(func=_sweep)
 
 
 def _value(text: str):
@@ -244,3 +255,19 @@ def print_summary(summary: dict, max_rows: int = 40) -> None:
         print(f"note: {totals['zombie_overlaps']} zombie overlap(s): partitions assigned while a client the "
               "coordinator had removed from the group (a frozen member, say) still believed it owned them; "
               "expected, not violations")
+
+
+def _sweep(args) -> int:
+    from groupcoord.analytics import storage
+    from groupcoord.analytics.cli import done
+    from groupcoord.analytics.job import LogError, check_out
+
+    from .sweep import GridError, sweep
+    try:
+        if not storage.is_uri(storage.local(args.out)):
+            check_out(storage.local(args.out))      # before Spark starts
+        analysis = sweep(args.grid, storage.local(args.out), master=args.master, conf=dict(args.conf))
+    except (GridError, LogError, storage.LocationError) as e:
+        print(f"groupcoord sweep: {e}", file=sys.stderr)
+        return 2
+    return done(analysis)

@@ -1,10 +1,10 @@
 'use strict'
-// KafkaJS against a SASL_PLAINTEXT groupcoord (tests/security/test_security_clients.py).
+// KafkaJS against a SASL_PLAINTEXT groupcoord (tests/coordinator/security/test_security_clients.py).
 // usage: node kafkajs_sasl.js BROKERS USER PASSWORD GROUP TOPIC
 // Prints one JSON line: {"ok": true, "groups": [...], "assignment": {...}} once the consumer joined,
 // or {"ok": false, "name": ..., "type": ..., "message": ...} for the first error.
 const path = require('path')
-const { Kafka, logLevel } = require(path.join(__dirname, '..', 'interop', 'js', 'node_modules', 'kafkajs'))
+const { Kafka, logLevel } = require(path.join(__dirname, '..', '..', 'interop', 'js', 'node_modules', 'kafkajs'))
 
 const [brokers, username, password, groupId, topic] = process.argv.slice(2)
 const kafka = new Kafka({

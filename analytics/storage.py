@@ -210,19 +210,21 @@ def check_written(spark, table_location) -> None:
 
 
 # ---------------------------------------------------------------- shipping the code
+#: the parts of the groupcoord package shipped (the sweep's simulations need all but cli); found by
+#: name, not imported (analytics imports none of them)
+SHIPPED_PARTS = ("analytics", "sim", "client", "coordinator", "protocol")
+
+
 def package_zip(dest_dir) -> str:
-    """A zip of the ``groupcoord`` package as this interpreter imports it (the .py files of
-    groupcoord.client, .coordinator and .protocol, with an empty groupcoord/__init__.py so that
-    it is a regular package in front of anything installed on the executors)."""
-    import groupcoord.client
-    import groupcoord.coordinator
-    import groupcoord.protocol
+    """A zip of the ``groupcoord`` package as this interpreter imports it (the .py files of its
+    parts, with an empty groupcoord/__init__.py so that it is a regular package in front of
+    anything installed on the executors)."""
+    import importlib.util
     zpath = os.path.join(dest_dir, "groupcoord.zip")
     with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("groupcoord/__init__.py", "")
-        for name, pkg in (("client", groupcoord.client), ("coordinator", groupcoord.coordinator),
-                          ("protocol", groupcoord.protocol)):
-            for root in pkg.__path__:
+        for name in SHIPPED_PARTS:
+            for root in importlib.util.find_spec(f"groupcoord.{name}").submodule_search_locations:
                 for dirpath, dirnames, filenames in os.walk(root):
                     dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
                     for f in sorted(filenames):

@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
-from groupcoord.client.fleet import fleet, scenario
-from groupcoord.client.fleet.processes import child_shards
-from groupcoord.coordinator.cli import main
+from groupcoord.sim import fleet, scenario
+from groupcoord.sim.processes import child_shards
+from groupcoord.cli import main
 from groupcoord.coordinator.embed import ThreadedCoordinator
 
 # two groups of five; at 1 s two members of each group crash (picked with the seed: every

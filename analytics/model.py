@@ -2,7 +2,7 @@
 
 :func:`analyze_group` turns the time-ordered events of one group into rebalance rows, member
 sessions, group totals, a compact timeline and invariant results. The definitions are in the
-package docstring (:mod:`groupcoord.client.analytics`). Spark runs this once per group.
+package docstring (:mod:`groupcoord.analytics`). Spark runs this once per group.
 """
 from __future__ import annotations
 

@@ -125,7 +125,7 @@ def _serve(*args, env_token: str | None = None) -> subprocess.Popen:
     if env_token is not None:
         env["GROUPCOORD_HTTP_TOKEN"] = env_token
     return subprocess.Popen(
-        [sys.executable, "-m", "groupcoord.coordinator", "serve", "--port", "0", "--no-data-dir",
+        [sys.executable, "-m", "groupcoord.cli", "serve", "--port", "0", "--no-data-dir",
          "--http-port", "0", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 

@@ -197,7 +197,7 @@ async def test_a_slow_client_is_dropped_and_nobody_waits_for_it():
             group = "bulk-" + "x" * 4000        # 4 KB events fill the socket buffers sooner
             with all_logs() as logs:
                 # real offset commits of a simple group, 3 per loop turn, until the slow client is gone
-                for batch in range(5000):
+                for _ in range(5000):
                     for _ in range(3):
                         coordinator.offset_commit(lambda _r: None, group_id=group, topics=[
                             {"name": "t", "partitions": [{"partition_index": sent % 8, "committed_offset": sent,

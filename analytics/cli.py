@@ -1,4 +1,4 @@
-"""``groupcoord analyze`` and ``groupcoord sweep``."""
+"""``groupcoord analyze``."""
 from __future__ import annotations
 
 import sys
@@ -12,25 +12,16 @@ def register(subparsers) -> None:
     p.add_argument("logs", nargs="+", metavar="LOG", help="a log directory or an events file")
     p.add_argument("--out", required=True, metavar="OUT", help="output directory (a path or a Hadoop URI)")
     p.add_argument("--master", default=None, metavar="URL", help="Spark master (default local[2])")
-    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=_conf,
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=spark_conf,
                    help="a Spark setting for the session (repeatable)")
     p.add_argument("--engine", choices=("rdd", "dataframe"), default=None,
                    help="how the tables are computed: 'dataframe' (per-event work in the JVM; hands a log "
                         "it cannot take to the other) or 'rdd' (every line in Python); default: "
                         "GROUPCOORD_ANALYTICS_ENGINE, else dataframe")
     p.set_defaults(func=_analyze)
-    s = subparsers.add_parser("sweep", help="simulate a parameter grid as Spark tasks and analyse it",
-                              description="Run one virtual-time simulation per cell of GRID (a TOML file) "
-                                          "as Spark tasks, then analyse them all into OUT.")
-    s.add_argument("grid", metavar="GRID", help="grid file (TOML)")
-    s.add_argument("--out", required=True, metavar="OUT", help="output directory (a path or a Hadoop URI)")
-    s.add_argument("--master", default=None, metavar="URL", help="Spark master (default local[2])")
-    s.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=_conf,
-                   help="a Spark setting for the session (repeatable)")
-    s.set_defaults(func=_sweep)
 
 
-def _conf(text: str):
+def spark_conf(text: str):
     import argparse
     key, eq, value = text.partition("=")
     if not eq or not key.strip():
@@ -38,7 +29,7 @@ def _conf(text: str):
     return key.strip(), value
 
 
-def _done(analysis) -> int:
+def done(analysis) -> int:
     bad = sum(s.get("violations") or 0 for s in analysis.summary)
     print(f"{len(analysis.logs)} log(s), {analysis.events} events in {analysis.seconds:.1f} s; "
           f"report: {analysis.out}/report.html" + (f"; {bad} invariant violation(s)" if bad else ""))
@@ -63,18 +54,4 @@ def _analyze(args) -> int:
     except (LogError, storage.LocationError) as e:
         print(f"groupcoord analyze: {e}", file=sys.stderr)
         return 2
-    return _done(analysis)
-
-
-def _sweep(args) -> int:
-    from . import storage
-    from .job import LogError, check_out
-    from .sweep import GridError, sweep
-    try:
-        if not storage.is_uri(storage.local(args.out)):
-            check_out(storage.local(args.out))      # before Spark starts
-        analysis = sweep(args.grid, storage.local(args.out), master=args.master, conf=dict(args.conf))
-    except (GridError, LogError, storage.LocationError) as e:
-        print(f"groupcoord sweep: {e}", file=sys.stderr)
-        return 2
-    return _done(analysis)
+    return done(analysis)

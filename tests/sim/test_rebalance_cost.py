@@ -1,16 +1,11 @@
 """The coordinator's cost of a rebalance round grows linearly with the group's members: counted in
-executed lines of coordinator/ (bench/rebalance.py's lines(): sys.settrace), not timed, so the
+executed lines of coordinator/ (rebalance_round.py's lines(): sys.settrace), not timed, so the
 test does not depend on the machine's load. A step quadratic in members (a walk over the members
 per JoinGroup, SyncGroup or heartbeat) makes 4 times the members cost about 8 times the lines at
 these sizes, where a linear round costs 4 times."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import rebalance  # noqa: E402
+import rebalance_round as rebalance
 
 
 def test_a_rebalance_round_costs_the_coordinator_lines_linear_in_members():

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from groupcoord.client.fleet.events import EVENT_FIELDS, check_event
-from groupcoord.coordinator.cli import main
+from groupcoord.sim.events import EVENT_FIELDS, check_event
+from groupcoord.cli import main
 
 GOOD = {"v": 1, "event": "client.assigned", "ts_ms": 5, "group": "g", "client": "g/m000", "member": "m-1",
         "generation": 1, "partitions": [["t", 0]], "owned": [["t", 0], ["t", 1]]}

@@ -95,7 +95,7 @@ def run_cell(item) -> dict:
     t0 = time.perf_counter()
     tmp = tempfile.mkdtemp(prefix=f"groupcoord-{cell}-")
     try:
-        from groupcoord.client.fleet import simulate
+        from groupcoord.sim import simulate
         events = simulate.run(scenario, seed, tmp)
         files = {p.name: zlib.compress(p.read_bytes(), 1) for p in sorted(Path(tmp).iterdir()) if p.is_file()}
         return {"cell": cell, "events": len(events), "seconds": time.perf_counter() - t0, "error": None,
@@ -112,9 +112,9 @@ def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = 
     and every cell's overrides are checked before Spark starts."""
     import zlib
 
-    from . import storage
-    from .job import analyze, find_logs, spark_session
-    from groupcoord.client.fleet import scenario as scenario_mod
+    from groupcoord.analytics import storage
+    from groupcoord.analytics.job import analyze, find_logs, spark_session
+    from groupcoord.sim import scenario as scenario_mod
 
     grid = load_grid(grid_path)
     try:
@@ -155,6 +155,6 @@ def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = 
     analysis = analyze(sources, out, spark=spark, report=False)
     analysis.tables["grid"] = storage.join(out, "grid")
     if report:
-        from .report import write_report
+        from groupcoord.analytics.report import write_report
         write_report(analysis, cell_params=params)
     return analysis

@@ -1,8 +1,8 @@
 """Sweep grid files: cells and clear errors, checked before Spark starts."""
 import pytest
 
-from groupcoord.client.analytics.sweep import GridError, load_grid
-from groupcoord.coordinator.cli import main
+from groupcoord.sim.sweep import GridError, load_grid
+from groupcoord.cli import main
 
 
 def write(tmp_path, text):

@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
-from groupcoord.client.fleet import events as member_events
-from groupcoord.client.fleet import scenario, simulate
-from groupcoord.client.fleet.model import summarize
+from groupcoord.sim import events as member_events
+from groupcoord.sim import scenario, simulate
+from groupcoord.sim.model import summarize
 from groupcoord.coordinator import events as coordinator_events
 
 
@@ -234,7 +234,7 @@ interval_ms = 300
 
 def _simulate_cli(path, out, seed, hashseed):
     env = {**os.environ, "PYTHONHASHSEED": str(hashseed)}
-    subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "simulate", str(path), "--seed", str(seed),
+    subprocess.run([sys.executable, "-m", "groupcoord.cli", "simulate", str(path), "--seed", str(seed),
                     "--out", str(out), "--no-progress"], check=True, env=env, capture_output=True, timeout=120)
     return (out / "events.jsonl").read_bytes()
 
@@ -276,7 +276,7 @@ node = 1
     logs, summaries = {}, {}
     for workers in (1, 2, 3):
         out = tmp_path / f"w{workers}"
-        subprocess.run([sys.executable, "-m", "groupcoord.coordinator", "simulate", str(path), "--seed", "7",
+        subprocess.run([sys.executable, "-m", "groupcoord.cli", "simulate", str(path), "--seed", "7",
                         "--out", str(out), "--no-progress", "--workers", str(workers)],
                        check=True, capture_output=True, timeout=120)
         logs[workers] = (out / "events.jsonl").read_bytes()

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from groupcoord.client.fleet import events as member_events
-from groupcoord.client.fleet import fleet, scenario
+from groupcoord.sim import events as member_events
+from groupcoord.sim import fleet, scenario
 from groupcoord.coordinator import events as coordinator_events
-from groupcoord.coordinator.cli import main
+from groupcoord.cli import main
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "scenarios"
 

@@ -2,7 +2,7 @@
 
 Each log file is read as text (blocks in file order), each line keyed by (log, group); the
 lines of a group are gathered (``groupByKey``), sorted by time then position in the file, parsed
-and analysed in Python (:func:`~groupcoord.client.analytics.model.analyze_group`), rebalances being sequential
+and analysed in Python (:func:`~groupcoord.analytics.model.analyze_group`), rebalances being sequential
 per group. The per-scenario summary is computed with DataFrame aggregations. Tables (Parquet,
 one directory each under OUT): ``rebalances``, ``sessions``, ``groups``, ``invariants``,
 ``violations``, ``summary``.
@@ -518,7 +518,6 @@ def _compute_dataframe(spark, sources, out: str):
 
 def _compute_rdd(spark, sources, out: str):
     """The tables by the RDD job: (tables, summary rows, small rows for the report)."""
-    from pyspark.sql import functions as F
     sc = spark.sparkContext
     schemas = _schemas()
     metas = {}

@@ -155,7 +155,7 @@ def _kept(spark, sources, shape):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-    L, S = T.LongType(), T.StringType()
+    L = T.LongType()
     v = F.col("value")
     # commits_kept: each partition's offsets in time order (the lines of the run above vouch for
     # the commit lines: one that fails them sends everything to the RDD job)

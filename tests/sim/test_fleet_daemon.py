@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from groupcoord.client.fleet import fleet
-from groupcoord.coordinator.cli import main
+from groupcoord.sim import fleet
+from groupcoord.cli import main
 from groupcoord.coordinator.embed import ThreadedCoordinator
 
 SCENARIO = """
@@ -80,6 +80,6 @@ def test_fleet_against_a_daemon_keeps_to_its_groups_and_warns_of_ignored_setting
 
 
 def test_no_warning_for_a_scenario_without_coordinator_settings():
-    from groupcoord.client.fleet import scenario
+    from groupcoord.sim import scenario
     sc = scenario.from_dict({"topics": {"t": 1}, "groups": [{"name": "g", "topics": ["t"]}]})
     assert fleet.ignored_against_daemon(sc) == []

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.client.fleet import scenario
-from groupcoord.client.fleet.scenario import ScenarioError
+from groupcoord.sim import scenario
+from groupcoord.sim.scenario import ScenarioError
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples" / "scenarios").glob("*.toml"))
 

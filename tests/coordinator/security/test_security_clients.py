@@ -18,7 +18,7 @@ from groupcoord.coordinator.embed import ThreadedCoordinator
 from groupcoord.coordinator.security import Acl
 from groupcoord.protocol.errors import ErrorCode
 
-KAFKAJS = Path(__file__).resolve().parents[1] / "interop" / "js" / "node_modules" / "kafkajs"
+KAFKAJS = Path(__file__).resolve().parents[2] / "interop" / "js" / "node_modules" / "kafkajs"
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
 CONFIG = {
     "sasl.enabled.mechanisms": "PLAIN",

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from groupcoord.analytics import job
+from groupcoord.cli import main
 
 DATA = Path(__file__).parent / "data"
 
@@ -89,3 +90,12 @@ def test_sweep_refuses_an_out_that_is_a_file_before_spark(tmp_path):
                         "--out", str(out)], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.strip() == f"groupcoord sweep: --out {out}: exists and is not a directory"
+
+
+def test_analyze_without_pyspark_says_how_to_install_it(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
+    assert main(["analyze", str(DATA / "eager"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "PySpark" in err and "groupcoord[analytics]" in err
+    assert not (tmp_path / "out").exists()

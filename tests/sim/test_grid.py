@@ -42,14 +42,3 @@ def test_bad_override_fails_before_spark(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cell c001 {'strategy': 'nope'}" in err and "unknown assignor 'nope'" in err
     assert not (tmp_path / "out").exists()
-
-
-def test_analyze_without_pyspark_says_how_to_install_it(monkeypatch, tmp_path, capsys):
-    import sys
-    monkeypatch.setitem(sys.modules, "pyspark", None)
-    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
-    data = __import__("pathlib").Path(__file__).parent / "data" / "eager"
-    assert main(["analyze", str(data), "--out", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert "PySpark" in err and "groupcoord[analytics]" in err
-    assert not (tmp_path / "out").exists()

@@ -1,7 +1,7 @@
 """Codec throughput: groupcoord's codec against kafka-python 3.x's, in the same run.
 
-Each message is encoded and decoded (one round trip) by both codecs; we encode from
-and decode to plain dicts, kafka-python from and to its own objects. Prints a table
+Each message is encoded and decoded (one round trip) by both codecs, in turns (five runs each,
+the best kept); we encode from and decode to plain dicts, kafka-python from and to its own objects. Prints a table
 of round trips per second and the ratio ours/theirs, then the summary line
 ``codec speedup vs kafka-python: min X.XX median Y.YY``.
 
@@ -68,8 +68,8 @@ def messages():
                                     "offline_replicas": []} for p in range(10)]} for t in range(100)]}
 
 
-def rate(fn, seconds: float) -> float:
-    """Calls per second of fn, best of 3 runs of about seconds/3 each."""
+def _calls_for(fn, seconds: float) -> int:
+    """How many calls of fn take about ``seconds``."""
     n = 1
     while True:
         t0 = time.perf_counter()
@@ -77,21 +77,27 @@ def rate(fn, seconds: float) -> float:
             fn()
         dt = time.perf_counter() - t0
         if dt > 0.05:
-            break
+            return max(1, int(n * seconds / dt))
         n *= 4
-    per_run = max(1, int(n * (seconds / 3) / dt))
-    best = 0.0
-    for _ in range(3):
-        t0 = time.perf_counter()
-        for _ in range(per_run):
-            fn()
-        best = max(best, per_run / (time.perf_counter() - t0))
-    return best
+
+
+def rates(ours, theirs, seconds: float, rounds: int = 5) -> tuple[float, float]:
+    """Calls per second of each, the best of ``rounds`` runs of about seconds/rounds, the two taking
+    turns (a change in the machine's load then weighs on both alike)."""
+    n_ours, n_theirs = _calls_for(ours, seconds / rounds), _calls_for(theirs, seconds / rounds)
+    best = [0.0, 0.0]
+    for _ in range(rounds):
+        for i, (fn, n) in enumerate(((ours, n_ours), (theirs, n_theirs))):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            best[i] = max(best[i], n / (time.perf_counter() - t0))
+    return best[0], best[1]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=1.5, help="time per measurement")
+    ap.add_argument("--seconds", type=float, default=1.5, help="time per codec and message")
     args = ap.parse_args(argv)
     theirs_by_name = their_classes()
     rows = []
@@ -113,7 +119,7 @@ def main(argv=None) -> int:
         def theirs():
             cls.decode(their_obj.encode(version=version, header=False), version=version, header=False)
 
-        r_ours, r_theirs = rate(ours, args.seconds), rate(theirs, args.seconds)
+        r_ours, r_theirs = rates(ours, theirs, args.seconds)
         rows.append((title, len(data), r_ours, r_theirs, r_ours / r_theirs))
 
     w = max(len(r[0]) for r in rows)

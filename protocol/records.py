@@ -72,6 +72,7 @@ from construct import (
     Struct,
 )
 
+from . import varint
 from .errors import DecodeError
 
 __all__ = [
@@ -167,8 +168,6 @@ _INT16 = (-(1 << 15), (1 << 15) - 1)
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
-_MAX_VARINT_BYTES = 5
-_MAX_VARLONG_BYTES = 10
 
 
 class UnsupportedCompression(DecodeError):
@@ -332,25 +331,16 @@ class DecodedRecord(Record):
 
 
 # --------------------------------------------------------------------------
-# Zig-zag varints (our own code; construct's VarInt is unsigned only).
+# Zig-zag varints (protocol/varint.py's, with this module's errors)
 # --------------------------------------------------------------------------
 
 
 def zigzag_encode(value: int) -> int:
     """Map a signed int to an unsigned one: 0,-1,1,-2.. -> 0,1,2,3.. (valid for int64 inputs)."""
-    return (value << 1) ^ (value >> 63)
+    return varint.zigzag(value, 64)
 
 
-def zigzag_decode(value: int) -> int:
-    """Inverse of :func:`zigzag_encode`."""
-    return (value >> 1) ^ -(value & 1)
-
-
-def _write_uvarint(out: bytearray, value: int) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
+zigzag_decode = varint.unzigzag
 
 
 def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
@@ -363,38 +353,21 @@ def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
 def encode_varint(value: int) -> bytes:
     """Zig-zag varint of a signed 32-bit value (1-5 bytes)."""
     _check_range("varint", value, _INT32)
-    out = bytearray()
-    _write_uvarint(out, zigzag_encode(value))
-    return bytes(out)
+    return varint.uvarint_bytes(varint.zigzag(value, 32))
 
 
 def encode_varlong(value: int) -> bytes:
     """Zig-zag varint of a signed 64-bit value (1-10 bytes)."""
     _check_range("varlong", value, _INT64)
-    out = bytearray()
-    _write_uvarint(out, zigzag_encode(value))
-    return bytes(out)
+    return varint.uvarint_bytes(varint.zigzag(value, 64))
 
 
-def _read_uvarint(buf, pos: int, end: int, max_bytes: int, bits: int, what: str, where):
-    """Unsigned varint at buf[pos:end] of at most max_bytes and < 2**bits; returns (value, pos)."""
-    result = 0
-    shift = 0
-    start = pos
-    while True:
-        if pos >= end:
-            raise where(start, f"truncated {what}")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if pos - start >= max_bytes:
-            raise where(start, f"{what} longer than {max_bytes} bytes")
-    if result >> bits:
-        raise where(start, f"{what} does not fit in {bits} bits")
-    return result, pos
+def _read_uvarint(buf, pos: int, end: int, bits: int, what: str, where):
+    """Unsigned varint at buf[pos:end] of < 2**bits; returns (value, pos); ``where`` builds the error."""
+    try:
+        return varint.read_uvarint(buf, pos, bits, end, what)
+    except varint.VarintError as exc:
+        raise where(exc.pos, str(exc)) from None
 
 
 def _raw_error(offset: int, reason: str) -> DecodeError:
@@ -409,7 +382,7 @@ def decode_varint(buf, pos: int = 0, end: Optional[int] = None) -> tuple[int, in
     """
     if end is None:
         end = len(buf)
-    u, pos = _read_uvarint(buf, pos, end, _MAX_VARINT_BYTES, 32, "varint", _raw_error)
+    u, pos = _read_uvarint(buf, pos, end, 32, "varint", _raw_error)
     return zigzag_decode(u), pos
 
 
@@ -417,7 +390,7 @@ def decode_varlong(buf, pos: int = 0, end: Optional[int] = None) -> tuple[int, i
     """Read a signed 64-bit zig-zag varint (at most 10 bytes); returns ``(value, next_pos)``."""
     if end is None:
         end = len(buf)
-    u, pos = _read_uvarint(buf, pos, end, _MAX_VARLONG_BYTES, 64, "varlong", _raw_error)
+    u, pos = _read_uvarint(buf, pos, end, 64, "varlong", _raw_error)
     return zigzag_decode(u), pos
 
 
@@ -574,7 +547,7 @@ def _encode_nullable(out: bytearray, data, what: str) -> None:
     data = bytes(data)
     if len(data) > _INT32[1]:
         raise ValueError(f"{what} too long")
-    _write_uvarint(out, len(data) << 1)
+    varint.write_uvarint(out, len(data) << 1)
     out += data
 
 
@@ -584,23 +557,23 @@ def _encode_record(out: bytearray, rec: Record) -> None:
     _check_range("timestamp_delta", rec.timestamp_delta, _INT64)
     body = bytearray()
     body.append(rec.attributes & 0xFF)
-    _write_uvarint(body, zigzag_encode(rec.timestamp_delta))
-    _write_uvarint(body, zigzag_encode(rec.offset_delta))
+    varint.write_uvarint(body, zigzag_encode(rec.timestamp_delta))
+    varint.write_uvarint(body, zigzag_encode(rec.offset_delta))
     _encode_nullable(body, rec.key, "key")
     _encode_nullable(body, rec.value, "value")
     headers = rec.headers if rec.headers is not None else ()
-    _write_uvarint(body, zigzag_encode(len(headers)))
+    varint.write_uvarint(body, zigzag_encode(len(headers)))
     for item in headers:
         hkey, hvalue = item
         if not isinstance(hkey, str):
             raise TypeError(f"header key must be str, got {type(hkey).__name__}")
         kb = hkey.encode("utf-8")
-        _write_uvarint(body, len(kb) << 1)
+        varint.write_uvarint(body, len(kb) << 1)
         body += kb
         _encode_nullable(body, hvalue, "header value")
     if len(body) > _INT32[1]:
         raise ValueError("record too large")
-    _write_uvarint(out, len(body) << 1)
+    varint.write_uvarint(out, len(body) << 1)
     out += body
 
 
@@ -767,7 +740,7 @@ def _decode_records(
             u = b
             pos += 1
         else:
-            u, pos = rd(buf, pos, end, 5, 32, "record length", where)
+            u, pos = rd(buf, pos, end, 32, "record length", where)
         length = (u >> 1) ^ -(u & 1)
         if length < 0:
             raise where(rec_start, f"negative record length {length}")
@@ -780,13 +753,13 @@ def _decode_records(
         if attributes >= 0x80:
             attributes -= 0x100
         pos += 1
-        u, pos = rd(buf, pos, rec_end, 10, 64, "timestamp delta", where)
+        u, pos = rd(buf, pos, rec_end, 64, "timestamp delta", where)
         timestamp_delta = (u >> 1) ^ -(u & 1)
-        u, pos = rd(buf, pos, rec_end, 5, 32, "offset delta", where)
+        u, pos = rd(buf, pos, rec_end, 32, "offset delta", where)
         offset_delta = (u >> 1) ^ -(u & 1)
 
         # Key and value: nullable bytes.
-        u, pos = rd(buf, pos, rec_end, 5, 32, "key length", where)
+        u, pos = rd(buf, pos, rec_end, 32, "key length", where)
         n = (u >> 1) ^ -(u & 1)
         if n == -1:
             key = None
@@ -797,7 +770,7 @@ def _decode_records(
         else:
             key = buf[pos : pos + n]
             pos += n
-        u, pos = rd(buf, pos, rec_end, 5, 32, "value length", where)
+        u, pos = rd(buf, pos, rec_end, 32, "value length", where)
         n = (u >> 1) ^ -(u & 1)
         if n == -1:
             value = None
@@ -809,7 +782,7 @@ def _decode_records(
             value = buf[pos : pos + n]
             pos += n
 
-        u, pos = rd(buf, pos, rec_end, 5, 32, "header count", where)
+        u, pos = rd(buf, pos, rec_end, 32, "header count", where)
         hcount = (u >> 1) ^ -(u & 1)
         if hcount < 0:
             raise where(pos, f"negative header count {hcount}")
@@ -817,7 +790,7 @@ def _decode_records(
             raise where(pos, f"header count {hcount} cannot fit in the record")
         headers: list[tuple[str, Optional[bytes]]] = []
         for _ in range(hcount):
-            u, pos = rd(buf, pos, rec_end, 5, 32, "header key length", where)
+            u, pos = rd(buf, pos, rec_end, 32, "header key length", where)
             n = (u >> 1) ^ -(u & 1)
             if n < 0:
                 raise where(pos, f"negative header key length {n}")
@@ -828,7 +801,7 @@ def _decode_records(
             except UnicodeDecodeError:
                 raise where(pos, "header key is not valid UTF-8") from None
             pos += n
-            u, pos = rd(buf, pos, rec_end, 5, 32, "header value length", where)
+            u, pos = rd(buf, pos, rec_end, 32, "header value length", where)
             n = (u >> 1) ^ -(u & 1)
             if n == -1:
                 hvalue = None

@@ -23,6 +23,7 @@ from typing import Any
 
 from construct import Construct, ConstructError, stream_read, stream_write
 
+from . import varint
 from .errors import DecodeError, EncodeError
 
 UNKNOWN_TAGS = "_unknown_tags"
@@ -45,58 +46,27 @@ class Fail(Exception):
 # run-time helpers shared by interpreted and generated code
 # --------------------------------------------------------------------------
 
-def _read_varbits(buf, pos: int, value: int, shift: int, bits: int, what: str):
-    """The rest of an unsigned varint of at most ``bits`` bits; (value, new pos)."""
-    max_shift = (bits + 6) // 7 * 7 - 7
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            if value >> bits:
-                raise Fail(f"{what} does not fit in {bits} bits")
-            return value, pos
-        shift += 7
-        if shift > max_shift:
-            raise Fail(f"{what} is longer than {(bits + 6) // 7} bytes")
-
-
-def read_uvarint(buf, pos: int, first: int):
-    """Continue an unsigned varint whose first byte (>= 0x80) was already read at pos-1.
-
-    Returns (value, new_pos). At most 5 bytes (32 bits), as Kafka's readUnsignedVarint.
-    """
-    return _read_varbits(buf, pos, first & 0x7F, 7, 32, "varint")
+def read_uvarint(buf, pos: int):
+    """Unsigned varint of up to 5 bytes (32 bits, as Kafka's readUnsignedVarint) at pos; the
+    generated code reads the one- and two-byte ones itself. Returns (value, new_pos)."""
+    try:
+        return varint.read_uvarint(buf, pos, 32)
+    except varint.VarintError as exc:
+        raise Fail(str(exc), exc.pos) from None
 
 
 def read_uvarlong(buf, pos: int):
     """Unsigned varint of up to 10 bytes (64 bits) at pos. Returns (value, new_pos)."""
-    return _read_varbits(buf, pos, 0, 0, 64, "varlong")
+    try:
+        return varint.read_uvarint(buf, pos, 64, what="varlong")
+    except varint.VarintError as exc:
+        raise Fail(str(exc), exc.pos) from None
 
 
 def uvarint_bytes(value: int) -> bytes:
     if value < 0:
         raise Fail(f"unsigned varint cannot hold {value}")
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def zigzag32(v: int) -> int:
-    return ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF
-
-
-def zigzag64(v: int) -> int:
-    return ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF
-
-
-def unzigzag(v: int) -> int:
-    return (v >> 1) ^ -(v & 1)
+    return varint.uvarint_bytes(value)
 
 
 def read_unknown_tags(buf, pos: int, end: int) -> tuple[dict, int]:
@@ -107,7 +77,7 @@ def read_unknown_tags(buf, pos: int, end: int) -> tuple[dict, int]:
         pos += 1
         if b < 0x80:
             return b
-        value, pos = read_uvarint(buf, pos, b)
+        value, pos = read_uvarint(buf, pos - 1)
         return value
 
     tags = {}
@@ -227,17 +197,27 @@ class Gen:
     def fail(self, reason_expr: str) -> None:
         self.line(f"raise _Fail({reason_expr})")
 
+    # varints of one and two bytes (lengths below 16384) inline, longer ones through varint.py:
+    # a call per compact string or array costs the codec 10-15% (bench/codec.py's SyncGroup)
     def emit_uvarint(self, dst: str) -> None:
         self.line(f"{dst} = buf[pos]")
         self.line("pos += 1")
         with self.block(f"if {dst} > 127:"):
-            self.line(f"{dst}, pos = _read_uvarint(buf, pos, {dst})")
+            b = self.var("b")
+            self.line(f"{b} = buf[pos]")
+            with self.block(f"if {b} < 128:"):
+                self.line(f"{dst} = ({dst} & 127) | ({b} << 7)")
+                self.line("pos += 1")
+            with self.block("else:"):
+                self.line(f"{dst}, pos = _read_uvarint(buf, pos - 1)")
 
     def emit_put_uvarint(self, out: str, expr: str) -> None:
         n = self.var("n")
         self.line(f"{n} = {expr}")
         with self.block(f"if {n} < 128:"):
             self.line(f"{out}.append({n})")
+        with self.block(f"elif {n} < 16384:"):
+            self.line(f"{out} += bytes(({n} & 127 | 128, {n} >> 7))")
         with self.block("else:"):
             self.line(f"{out} += _uvarint_bytes({n})")
 
@@ -313,22 +293,25 @@ FLOAT64 = Fixed("d", "float64", 0.0)
 BOOL = Fixed("?", "bool", False)
 
 
+def _stream_uvarint(stream, bits: int, path) -> int:
+    """An unsigned varint read from a construct stream: its bytes, then :func:`varint.read_uvarint`."""
+    data = bytearray()
+    while not data or (data[-1] >= 0x80 and len(data) < (bits + 6) // 7 + 1):
+        data += _sread(stream, 1, path)
+    try:
+        value, _ = varint.read_uvarint(data, 0, bits)
+    except varint.VarintError as exc:
+        raise Fail(str(exc)) from None
+    return value
+
+
 class UVarint(KType):
     """Unsigned varint (up to 32 bits)."""
 
     default = 0
 
     def _parse(self, stream, context, path):
-        value, shift = 0, 0
-        for _ in range(5):
-            b = _sread(stream, 1, path)[0]
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                if value > 0xFFFFFFFF:
-                    raise Fail("varint does not fit in 32 bits")
-                return value
-            shift += 7
-        raise Fail("varint is longer than 5 bytes")
+        return _stream_uvarint(stream, 32, path)
 
     def _build(self, obj, stream, context, path):
         if not 0 <= obj <= 0xFFFFFFFF:
@@ -352,22 +335,12 @@ class Varint(KType):
     _bits = 32
 
     def _parse(self, stream, context, path):
-        value, shift = 0, 0
-        for _ in range((self._bits + 6) // 7):
-            b = _sread(stream, 1, path)[0]
-            value |= (b & 0x7F) << shift
-            if b < 0x80:
-                if value >> self._bits:
-                    raise Fail(f"varint does not fit in {self._bits} bits")
-                return unzigzag(value)
-            shift += 7
-        raise Fail("varint too long")
+        return varint.unzigzag(_stream_uvarint(stream, self._bits, path))
 
     def _build(self, obj, stream, context, path):
         if not -(1 << (self._bits - 1)) <= obj < 1 << (self._bits - 1):
             raise Fail(f"{path}: {obj} does not fit in a {self._bits}-bit varint")
-        z = zigzag32(obj) if self._bits == 32 else zigzag64(obj)
-        data = uvarint_bytes(z)
+        data = uvarint_bytes(varint.zigzag(obj, self._bits))
         stream_write(stream, data, len(data), path)
         return obj
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-MEMBER_EVENTS = ("client.started", "client.assigned", "client.revoked", "client.lost",
-                 "client.committed", "client.stopped")
 OWNERSHIP_EVENTS = ("client.assigned", "client.revoked", "client.lost")
 
 INVARIANTS = ("single_owner", "all_owned_when_stable", "generations_grow", "commits_kept")

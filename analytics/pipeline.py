@@ -30,7 +30,6 @@ from .model import (INVARIANTS, MAX_COUNTEREXAMPLES, RUN, RUN_LAST_TS, RunOutOfO
 
 COMMITS = ("client.committed", "offset.committed")
 RESETS = ("group.deleted", "offsets.expired", "offsets.deleted")
-TABLES = ("rebalances", "sessions", "groups", "invariants", "violations")
 _FALLBACK = "groupcoord-analytics-fallback:"
 
 

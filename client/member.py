@@ -134,7 +134,6 @@ BOOTSTRAP, COORDINATOR, BROKER = "bootstrap", "coordinator", "broker"
 
 _E = ErrorCode
 _COORDINATOR_ERRORS = (_E.COORDINATOR_NOT_AVAILABLE, _E.NOT_COORDINATOR)
-NETWORK_ERROR = -100                        # what handlers see when no response came
 
 
 class MemberState(enum.Enum):
@@ -290,10 +289,6 @@ class _Conn:
     port: int | None
     versions: dict | None = None    # None while connecting
     picked: dict = field(default_factory=dict)   # api key -> version chosen (pick_version)
-
-    @property
-    def ready(self) -> bool:
-        return self.versions is not None
 
 
 @dataclass(slots=True)
@@ -927,13 +922,6 @@ class Member:
         role = key if isinstance(key, str) else BROKER
         self._actions.append(Connect(cid, role, node_id, host, port))
         return None
-
-    def _broker_conn(self, node_id: int, now: int) -> _Conn | None:
-        broker = self._brokers.get(node_id)
-        if broker is None:
-            self._metadata_requested = True
-            return None
-        return self._conn((BROKER, node_id), now, (node_id, broker[0], broker[1]))
 
     def _drop_conn(self, conn: _Conn, now: int, *, backoff: bool, disconnect: bool = False) -> None:
         self._conns.pop(conn.conn_id, None)
@@ -1818,7 +1806,7 @@ class Member:
                 op.in_flight = True
 
     def _on_commit(self, resp: dict | None, req: _Request, now: int) -> bool | None:
-        op, sent_generation, sent_member, sent_state = req.ctx
+        op, sent_generation, sent_member, _ = req.ctx
         op.in_flight = False
         if op.done:
             return None

@@ -141,14 +141,6 @@ class Member:
         return self.group_instance_id is not None
 
     @property
-    def is_awaiting_join(self) -> bool:
-        return self.awaiting_join is not None
-
-    @property
-    def is_awaiting_sync(self) -> bool:
-        return self.awaiting_sync is not None
-
-    @property
     def protocol_names(self) -> list[str]:
         return [name for name, _ in self.protocols]
 
@@ -185,7 +177,7 @@ class ClassicGroup:
                  "protocol_name", "generation_id", "leader_id", "members", "static_members",
                  "pending_join_members", "num_members_awaiting_join", "supported_protocols",
                  "pending_sync_members", "subscribed_topics", "new_member_added", "offsets",
-                 "created_ms", "rebalance_started_ms", "rebalance_rounds")
+                 "rebalance_started_ms", "rebalance_rounds")
 
     def __init__(self, group_id: str, now_ms: int, state: str = EMPTY):
         self.group_id = group_id
@@ -206,7 +198,6 @@ class ClassicGroup:
         self.new_member_added = False
         #: committed offsets: topic -> partition -> OffsetAndMetadata
         self.offsets: dict[str, dict[int, OffsetAndMetadata]] = {}
-        self.created_ms = now_ms
         self.rebalance_started_ms: int | None = None
         self.rebalance_rounds = 0
 
@@ -225,10 +216,6 @@ class ClassicGroup:
 
     def can_rebalance(self) -> bool:
         return self.state in _CAN_REBALANCE
-
-    @property
-    def is_empty(self) -> bool:
-        return self.state == EMPTY
 
     def is_simple_group(self) -> bool:
         return self.protocol_type is None and self.state == EMPTY and not self.pending_join_members
@@ -459,9 +446,6 @@ class ClassicGroup:
         protocol = self.protocol_name
         return [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                  "metadata": m.metadata(protocol)} for m in self.members.values()]
-
-    def group_assignment(self) -> dict[str, bytes]:
-        return {m.member_id: m.assignment for m in self.members.values()}
 
     # ---- offsets -----------------------------------------------------------------
     def offset_count(self) -> int:

@@ -72,7 +72,7 @@ import struct
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Protocol
+from typing import Iterable, Protocol
 
 import crc32c as _crc32c
 import structlog
@@ -526,16 +526,6 @@ class MemoryStore:
         pass
 
 
-class RecordingStore:
-    """Keeps the appended records in memory, per partition (tests, the simulator)."""
-
-    def __init__(self) -> None:
-        self.logs: dict[int, list[Record]] = {}
-
-    def append(self, partition: int, records: Iterable[Record]) -> None:
-        self.logs.setdefault(partition, []).extend(records)
-
-
 FSYNC_POLICIES = ("always", "interval", "never")
 
 
@@ -901,7 +891,3 @@ def replay_topics(records: Iterable[tuple]) -> TopicState:
     state.end_offsets = {k: v for k, v in state.end_offsets.items() if k[0] in live}
     return state
 
-
-def iter_all(store: LogStore) -> Iterator[tuple[int, list[Record]]]:
-    for partition in store.partitions():
-        yield partition, store.load(partition)

@@ -40,7 +40,7 @@ from typing import Iterable, NamedTuple
 
 from .base import (AbstractPartitionAssignor, Assignment, ClusterMetadata, GroupAssignment,
                    GroupSubscription, PartitionLayout, Subscription, TopicPartition, _make_tp,
-                   gc_paused, java_hashmap_order, java_sorted, java_string_hash)
+                   java_hashmap_order, java_sorted, java_string_hash)
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,6 @@ class AbstractStickyAssignor(AbstractPartitionAssignor):
     def assign_partitions(self, partitions_per_topic, subscriptions, cluster=None):
         return self.assign_pairs(partitions_per_topic, subscriptions, cluster, _make_tp)
 
-    @gc_paused
     def assign_pairs(self, partitions_per_topic: dict[str, int],
                      subscriptions: dict[str, Subscription],
                      cluster: ClusterMetadata | None = None, factory=None,

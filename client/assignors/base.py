@@ -9,7 +9,6 @@ from __future__ import annotations
 import bisect
 import enum
 import functools
-import gc
 import operator
 from array import array
 from abc import ABC, abstractmethod
@@ -298,9 +297,6 @@ class PartitionLayout:
         pairs = zip(names, map(self._part_of.__getitem__, pids))
         return list(map(factory, pairs)) if factory is not None else list(pairs)
 
-    def to_topic_partitions(self, pids) -> list[TopicPartition]:
-        return self.to_pairs(pids, _make_tp)
-
 
 class TopicPartitionGroups:
     """Partitions grouped by topic, [(topic, [partition, ...]), ...], as user data carries them;
@@ -329,22 +325,6 @@ class TopicPartitionGroups:
 _first = operator.itemgetter(0)
 _second = operator.itemgetter(1)
 _make_tp = functools.partial(tuple.__new__, TopicPartition)
-
-
-def gc_paused(fn):
-    """Run ``fn`` with the cyclic garbage collector paused: assignors allocate millions of
-    small acyclic objects (tuples, ints) and the collector's repeated scans of them would cost
-    more than the assignment itself."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if was_enabled:
-                gc.enable()
-    return wrapper
 
 
 class AbstractPartitionAssignor(ConsumerPartitionAssignor):

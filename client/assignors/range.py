@@ -16,7 +16,7 @@ from __future__ import annotations
 from itertools import repeat
 
 from .base import (AbstractPartitionAssignor, ClusterMetadata, Subscription, TopicPartition,
-                   _make_tp, gc_paused, member_order_key)
+                   _make_tp, member_order_key)
 
 
 def use_rack_aware_assignment(consumer_racks: set[str], partition_racks: set[str],
@@ -84,7 +84,6 @@ class RangeAssignor(AbstractPartitionAssignor):
     def assign_partitions(self, partitions_per_topic, subscriptions, cluster=None):
         return self.assign_pairs(partitions_per_topic, subscriptions, cluster, _make_tp)
 
-    @gc_paused
     def assign_pairs(self, partitions_per_topic: dict[str, int],
                      subscriptions: dict[str, Subscription],
                      cluster: ClusterMetadata | None = None, factory=None) -> dict[str, list]:
@@ -172,7 +171,7 @@ class RangeAssignor(AbstractPartitionAssignor):
                     elif co[0].needs_rack_aware:
                         assign_ranges(co[0], rack_match)
         for s in states:
-            assign_ranges(s, lambda c, st, p: True)
+            assign_ranges(s, lambda c, _st, p: True)
         out = {}
         for m, pairs in assignment.items():
             pairs.sort()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 from itertools import repeat
 
-from .base import AbstractPartitionAssignor, Subscription, _make_tp, gc_paused, member_order_key
+from .base import AbstractPartitionAssignor, Subscription, _make_tp, member_order_key
 
 
 class RoundRobinAssignor(AbstractPartitionAssignor):
@@ -21,7 +21,6 @@ class RoundRobinAssignor(AbstractPartitionAssignor):
     def assign_partitions(self, partitions_per_topic, subscriptions, cluster=None):
         return self.assign_pairs(partitions_per_topic, subscriptions, cluster, _make_tp)
 
-    @gc_paused
     def assign_pairs(self, partitions_per_topic: dict[str, int],
                      subscriptions: dict[str, Subscription], cluster=None, factory=None) -> dict[str, list]:
         circle = sorted(subscriptions, key=lambda m: member_order_key(m, subscriptions[m]))

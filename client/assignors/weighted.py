@@ -20,7 +20,7 @@ import heapq
 import struct
 from itertools import repeat
 
-from .base import AbstractPartitionAssignor, Subscription, _make_tp, gc_paused, member_order_key
+from .base import AbstractPartitionAssignor, Subscription, _make_tp, member_order_key
 
 _USER_DATA = struct.Struct(">hi")
 
@@ -62,7 +62,6 @@ class WeightedAssignor(AbstractPartitionAssignor):
     def assign_partitions(self, partitions_per_topic, subscriptions, cluster=None):
         return self.assign_pairs(partitions_per_topic, subscriptions, cluster, _make_tp)
 
-    @gc_paused
     def assign_pairs(self, partitions_per_topic, subscriptions, cluster=None, factory=None):
         order = sorted(subscriptions, key=lambda m: member_order_key(m, subscriptions[m]))
         caps = [self.capacity_of(subscriptions[m]) for m in order]

@@ -198,9 +198,7 @@ BATCH_HEADER_STRUCT = Struct(
     "record_count" / Int32sb,
 )
 
-# construct's compiled form parses and builds this header several times faster
-# than the interpreted Struct (measured with construct 2.10.70: parse ~5x,
-# build ~3.5x); fall back to the interpreted one should compilation fail.
+# construct's compiled form parses and builds this header several times faster; the interpreted one if it fails
 try:
     _HEADER = BATCH_HEADER_STRUCT.compile()
 except Exception:  # pragma: no cover - depends on the construct version

@@ -29,6 +29,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.consumer import decode_assignment, flatten_partitions
 from groupcoord.protocol.errors import DecodeError, ErrorCode, KafkaError
 from groupcoord.protocol.messages import APIS
@@ -36,10 +37,19 @@ from groupcoord.protocol.messages import APIS
 from .assignors.base import TopicPartition as TP
 from .connection import BrokerConnection
 from .member import (
-    CLIENT_VERSIONS, EARLIEST, FIND_COORDINATOR, LATEST, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH,
+    CLIENT_VERSIONS,
+    EARLIEST,
+    FIND_COORDINATOR,
+    LATEST,
+    LIST_OFFSETS,
+    METADATA,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
 )
 
-DESCRIBE_GROUPS, LIST_GROUPS, CREATE_TOPICS, DELETE_TOPICS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 19, 20, 42, 47
+DESCRIBE_GROUPS, LIST_GROUPS, CREATE_TOPICS, DELETE_TOPICS, DELETE_GROUPS, OFFSET_DELETE = (
+    ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.DELETE_GROUPS,
+    ApiKey.OFFSET_DELETE)
 
 #: The versions whose request bodies this client builds, per API key (inclusive ranges); the
 #: member's own where it sends the same requests. OffsetFetch starts at v2, the first that

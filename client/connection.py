@@ -23,13 +23,14 @@ from collections import deque
 from typing import Callable
 
 from groupcoord.protocol import frames
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 from groupcoord.protocol.messages import APIS
 
 log = logging.getLogger("groupcoord.client.connection")
 
-API_VERSIONS = 18
-METADATA = 3
+API_VERSIONS = ApiKey.API_VERSIONS
+METADATA = ApiKey.METADATA
 CLIENT_SOFTWARE_NAME = "groupcoord"
 CLIENT_SOFTWARE_VERSION = "0.1.0"
 _SIZE = struct.Struct(">i")

@@ -32,14 +32,25 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import KafkaError
 
 from .assignors.base import TopicPartition
 from .connection import BrokerConnection, ResponseCache
 from .consumer_config import ConsumerConfig
 from .member import (
-    BOOTSTRAP, Closed, CommitCompleted, Connect, ConsumerRecord, Disconnect, ErrorRaised, Member, OffsetAndMetadata,
-    OffsetsFetched, RebalanceCallback, SendRequest,
+    BOOTSTRAP,
+    Closed,
+    CommitCompleted,
+    Connect,
+    ConsumerRecord,
+    Disconnect,
+    ErrorRaised,
+    Member,
+    OffsetAndMetadata,
+    OffsetsFetched,
+    RebalanceCallback,
+    SendRequest,
 )
 
 log = logging.getLogger("groupcoord.client.consumer")
@@ -47,7 +58,7 @@ log = logging.getLogger("groupcoord.client.consumer")
 TP = TopicPartition
 
 
-_PARKING = (11, 14)          # JoinGroup, SyncGroup: Kafka may hold their answers for long
+_PARKING = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP)      # Kafka may hold their answers for long
 
 
 def monotonic_ms() -> int:

@@ -89,15 +89,26 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from groupcoord.protocol import records as records_codec
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.consumer import (
-    decode_assignment, decode_subscription, encode_assignment, encode_subscription, flatten_partitions,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+    flatten_partitions,
     group_partitions,
 )
 from groupcoord.protocol.errors import DecodeError, ErrorCode, KafkaError
 
 from .assignors.base import (
-    Assignment, ClusterMetadata, ConsumerGroupMetadata, ConsumerPartitionAssignor, GroupSubscription,
-    RebalanceProtocol, Subscription, TopicPartition,
+    Assignment,
+    ClusterMetadata,
+    ConsumerGroupMetadata,
+    ConsumerPartitionAssignor,
+    GroupSubscription,
+    RebalanceProtocol,
+    Subscription,
+    TopicPartition,
 )
 from .consumer_config import ConfigError, ConsumerConfig
 
@@ -106,10 +117,11 @@ log = logging.getLogger("groupcoord.client")
 TP = TopicPartition
 
 # ---------------------------------------------------------------------------------- API keys
-FETCH, LIST_OFFSETS, METADATA = 1, 2, 3
-OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
-API_VERSIONS = 18
+FETCH, LIST_OFFSETS, METADATA = ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.FIND_COORDINATOR
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+                                                  ApiKey.SYNC_GROUP)
+API_VERSIONS = ApiKey.API_VERSIONS
 
 #: The versions this client speaks, per API key (inclusive ranges).
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {

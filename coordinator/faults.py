@@ -60,15 +60,15 @@ from groupcoord.protocol.messages import APIS
 from .context import RequestContext, Verdict
 from .events import BASE_FIELDS, EVENT_FIELDS
 from .group_coordinator import join_error, sync_error
+from .handlers import HANDLERS
 
 log = structlog.get_logger("groupcoord.faults")
 
-INT32_MIN = -(2**31)
 LOG_SIZE = 1000
 
 _API_BY_NAME = {re.sub(r"[^a-z0-9]", "", a.name.lower()): key for key, a in APIS.items()}
 #: APIs whose requests carry group ids
-GROUP_APIS = frozenset({8, 9, 10, 11, 12, 13, 14, 15, 42, 47})
+GROUP_APIS = frozenset(key for key, handler in HANDLERS.items() if hasattr(handler, "groups"))
 _REQUEST_KEYS = {"id", "api", "group", "node", "client_id", "count", "skip", "error", "latency_ms", "drop"}
 _SCHEDULE_KEYS = {"id", "when", "do", "times"}
 _EVENT_KEYS = set(BASE_FIELDS).union(*EVENT_FIELDS.values())
@@ -159,177 +159,38 @@ def _unknown(spec: dict, allowed, what: str) -> None:
 
 # ============================================================================ requests' groups
 def request_groups(api_key: int, version: int, body: dict) -> list | None:
-    """The group ids a request names (None for APIs without groups)."""
-    if api_key in (8, 11, 12, 13, 14, 47):
-        return [body.get("group_id")]
-    if api_key == 9:
-        if version >= 8:
-            return [g["group_id"] for g in body.get("groups") or ()]
-        return [body.get("group_id")]
-    if api_key == 10:
-        if body.get("key_type", 0) != 0:
-            return []            # transaction or share keys
-        return list(body.get("coordinator_keys") or ()) if version >= 4 else [body.get("key")]
-    if api_key == 15:
-        return list(body.get("groups") or ())
-    if api_key == 42:
-        return list(body.get("groups_names") or ())
-    return None
+    """The group ids a request names (None for APIs without groups): its handler's answer."""
+    groups = getattr(HANDLERS[api_key], "groups", None)
+    return None if groups is None else groups(version, body)
 
 
 # ============================================================================ error responses
 def error_response(api_key: int, version: int, body: dict, error: int) -> dict | None:
     """The response to ``body`` failing with ``error`` as a whole, in the shape Kafka's
-    ``getErrorResponse`` gives it: the error in every partition, group or key entry the request
-    names, and in the top-level ErrorCode where the version has one. Keys are the latest
-    version's; the encoder drops what ``version`` lacks. None for Produce with acks=0 (it has
-    no response)."""
-    code = int(error)
-    message = ErrorCode(code).message if code in ErrorCode._value2member_map_ else None
-    b = body
-    if api_key == 0:        # Produce
-        if b.get("acks") == 0:
-            return None
-        return {"throttle_time_ms": 0, "responses": [
-            {"name": t["name"], "partition_responses": [
-                {"index": p["index"], "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
-                 "log_start_offset": -1, "record_errors": [], "error_message": message}
-                for p in t["partition_data"]]} for t in b["topic_data"]]}
-    if api_key == 1:        # Fetch
-        return {"throttle_time_ms": 0, "error_code": code, "session_id": 0, "responses": [
-            {"topic": t["topic"], "partitions": [
-                {"partition_index": p["partition"], "error_code": code, "high_watermark": -1,
-                 "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-                 "preferred_read_replica": -1, "records": b""} for p in t["partitions"]]}
-            for t in b["topics"]]}
-    if api_key == 2:        # ListOffsets
-        return {"throttle_time_ms": 0, "topics": [
-            {"name": t["name"], "partitions": [
-                {"partition_index": p["partition_index"], "error_code": code, "old_style_offsets": [],
-                 "timestamp": -1, "offset": -1, "leader_epoch": -1} for p in t["partitions"]]}
-            for t in b["topics"]]}
-    if api_key == 3:        # Metadata: no brokers, every requested topic failed (v13: also top level)
-        return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
-                "error_code": code, "cluster_authorized_operations": INT32_MIN, "topics": [
-                    {"error_code": code, "name": t.get("name") or "", "topic_id": t.get("topic_id"),
-                     "is_internal": False, "partitions": [], "topic_authorized_operations": INT32_MIN}
-                    for t in b.get("topics") or ()]}
-    if api_key == 8:        # OffsetCommit
-        return {"throttle_time_ms": 0, "topics": [
-            {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
-                                               for p in t["partitions"]]} for t in b["topics"]]}
-    if api_key == 9:        # OffsetFetch
-        if version >= 8:
-            return {"throttle_time_ms": 0, "groups": [_offset_fetch_group(g["group_id"], code)
-                                                      for g in b["groups"]]}
-        topics = []
-        if version < 2:     # no top-level error: it goes into every partition asked for
-            topics = [{"name": t["name"], "partitions": [
-                {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
-                 "error_code": code} for i in t["partition_indexes"]]} for t in b.get("topics") or ()]
-        return {"throttle_time_ms": 0, "error_code": code, "topics": topics}
-    if api_key == 10:       # FindCoordinator
-        if version < 4:
-            return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "node_id": -1,
-                    "host": "", "port": -1}
-        return {"throttle_time_ms": 0, "coordinators": [_coordinator_entry(k, code) for k in b["coordinator_keys"]]}
-    if api_key == 11:       # JoinGroup
-        resp = join_error("", code)
-        resp["protocol_name"] = None if version >= 7 else ""
-        return resp
-    if api_key == 12:       # Heartbeat
-        return {"throttle_time_ms": 0, "error_code": code}
-    if api_key == 13:       # LeaveGroup
-        return {"throttle_time_ms": 0, "error_code": code, "members": []}
-    if api_key == 14:       # SyncGroup
-        return sync_error(code)
-    if api_key == 15:       # DescribeGroups
-        return {"throttle_time_ms": 0, "groups": [_describe_entry(g, code) for g in b["groups"]]}
-    if api_key == 16:       # ListGroups
-        return {"throttle_time_ms": 0, "error_code": code, "groups": []}
-    if api_key == 17:       # SaslHandshake
-        return {"error_code": code, "mechanisms": []}
-    if api_key == 18:       # ApiVersions (UNSUPPORTED_VERSION names its own versions, as Kafka does)
-        keys = []
-        if code == ErrorCode.UNSUPPORTED_VERSION:
-            lo, hi = APIS[18].request.valid
-            keys = [{"api_key": 18, "min_version": lo, "max_version": hi}]
-        return {"error_code": code, "api_keys": keys, "throttle_time_ms": 0}
-    if api_key == 19:       # CreateTopics
-        return {"throttle_time_ms": 0, "topics": [
-            {"name": t["name"], "error_code": code, "error_message": message, "num_partitions": -1,
-             "replication_factor": -1, "configs": None} for t in b["topics"]]}
-    if api_key == 20:       # DeleteTopics
-        if version >= 6:
-            wanted = [(t.get("name"), t.get("topic_id")) for t in b["topics"]]
-        else:
-            wanted = [(name, None) for name in b["topic_names"]]
-        out = []
-        for name, topic_id in wanted:
-            entry = {"name": name, "error_code": code, "error_message": message}
-            if topic_id is not None:
-                entry["topic_id"] = topic_id
-            out.append(entry)
-        return {"throttle_time_ms": 0, "responses": out}
-    if api_key == 22:       # InitProducerId
-        return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
-    if api_key == 36:       # SaslAuthenticate
-        return {"error_code": code, "error_message": message, "auth_bytes": b"", "session_lifetime_ms": 0}
-    if api_key == 42:       # DeleteGroups
-        return {"throttle_time_ms": 0, "results": [{"group_id": g, "error_code": code} for g in b["groups_names"]]}
-    if api_key == 47:       # OffsetDelete: the top-level error only
-        return {"error_code": code, "throttle_time_ms": 0, "topics": []}
-    raise FaultError(f"no error response for API key {api_key}")
+    ``getErrorResponse`` gives it, built by the API's handler module: the error in every
+    partition, group or key entry the request names, and in the top-level ErrorCode where the
+    version has one. Keys are the latest version's; the encoder drops what ``version`` lacks.
+    None for Produce with acks=0 (it has no response)."""
+    handler = HANDLERS.get(api_key)
+    if handler is None:
+        raise FaultError(f"no error response for API key {api_key}")
+    return handler.error_response(version, body, int(error))
 
 
-def _offset_fetch_group(group_id, code: int) -> dict:
-    return {"group_id": group_id, "topics": [], "error_code": code}
-
-
-def _coordinator_entry(key, code: int) -> dict:
-    message = ErrorCode(code).message if code in ErrorCode._value2member_map_ else None
-    return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code, "error_message": message}
-
-
-def _describe_entry(group_id, code: int) -> dict:
-    return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "",
-            "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": INT32_MIN}
-
-
-#: batched group APIs: (the request's list of group ids, the response's list of entries, the
-#: entry's group id key, the error entry of a group)
-_BATCHED = {
-    9: ("groups", "groups", "group_id", lambda g, code: _offset_fetch_group(g, code)),
-    10: ("coordinator_keys", "coordinators", "key", lambda g, code: _coordinator_entry(g, code)),
-    15: ("groups", "groups", "group_id", lambda g, code: _describe_entry(g, code)),
-    42: ("groups_names", "results", "group_id", lambda g, code: {"group_id": g, "error_code": code}),
-}
+def group_batch(api_key: int):
+    """How a request of ``api_key`` names several groups (:class:`.handlers.common.GroupBatch`), or None."""
+    return getattr(HANDLERS[api_key], "GROUP_BATCH", None)
 
 
 def split_batch(api_key: int, body: dict, group_id: str) -> dict:
     """The request without ``group_id``'s entries (for the handler to answer the others)."""
-    request_key = _BATCHED[api_key][0]
-    items = body[request_key]
-    if api_key == 9:
-        kept = [g for g in items if g["group_id"] != group_id]
-    else:
-        kept = [g for g in items if g != group_id]
-    return {**body, request_key: kept}
+    return group_batch(api_key).without(body, group_id)
 
 
 def merge_batch(api_key: int, body: dict, response: dict, group_id: str, error: int) -> dict:
     """The handler's answer to :func:`split_batch`'s request, with ``group_id``'s error entries put
     back where the original request named it."""
-    request_key, response_key, id_key, error_entry = _BATCHED[api_key]
-    answered = iter(response[response_key])
-    names = [g["group_id"] if api_key == 9 else g for g in body[request_key]]
-    if api_key == 42:
-        names = list(dict.fromkeys(names))      # DeleteGroups answers each group once
-    out = []
-    for name in names:
-        out.append(error_entry(group_id, int(error)) if name == group_id else next(answered))
-    response[response_key] = out
-    return response
+    return group_batch(api_key).merged(body, response, group_id, int(error))
 
 
 # ============================================================================ faults
@@ -636,8 +497,8 @@ class FaultEngine:
 
     @staticmethod
     def _batched(ctx) -> bool:
-        key = ctx.api_key
-        return key in (15, 42) or (key == 9 and ctx.api_version >= 8) or (key == 10 and ctx.api_version >= 4)
+        batch = group_batch(ctx.api_key)
+        return batch is not None and ctx.api_version >= batch.min_version
 
     def _fail_one_group(self, ctx, body, rule) -> dict | None:
         """Answer a batched request: the handler does the other groups, the fault this one."""

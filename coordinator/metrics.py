@@ -63,13 +63,13 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Iterator
 
-from prometheus_client import CollectorRegistry, ProcessCollector
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
-from prometheus_client.exposition import generate_latest
-
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import APIS
 from groupcoord.protocol.schema import A, S
+from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.exposition import generate_latest
 
 from .group import GroupState
 
@@ -82,7 +82,6 @@ REQUEST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 #: upper bounds (seconds) of the rebalance-latency buckets
 REBALANCE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
-_JOIN_GROUP, _HEARTBEAT, _SYNC_GROUP = 11, 12, 14
 
 
 def error_paths(fields, prefix: tuple = ()) -> list[tuple]:
@@ -382,11 +381,11 @@ class Snapshot:
             times.add_metric([name], cumulative, seconds)
             for code, n in sorted(errs.items()):
                 errors.add_metric([name, _error_name(code)], n)
-            if key == _HEARTBEAT:
+            if key == ApiKey.HEARTBEAT:
                 heartbeats = sum(versions)
-            elif key == _JOIN_GROUP:
+            elif key == ApiKey.JOIN_GROUP:
                 join = (cumulative, seconds)
-            elif key == _SYNC_GROUP:
+            elif key == ApiKey.SYNC_GROUP:
                 sync = (cumulative, seconds)
         yield requests
         yield times

@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields
 from typing import Iterable, Mapping
 
 import structlog
-
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import APIS
 
@@ -40,7 +40,7 @@ log = structlog.get_logger("groupcoord.security")
 ANONYMOUS = "User:ANONYMOUS"
 CLUSTER_NAME = "kafka-cluster"
 MECHANISMS = ("PLAIN",)
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
 
 # ---- Kafka's ACL enums (AclOperation, ResourceType, PatternType, AclPermissionType) -----------------
 OPERATIONS = {"ALL": 2, "READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8,

@@ -212,6 +212,11 @@ class ErrorCode(enum.IntEnum):
         return self is not ErrorCode.NONE
 
 
+def error_message(code: int) -> str | None:
+    """Kafka's default message of an error code (None for a code it does not know)."""
+    return ErrorCode(code).message if code in ErrorCode._value2member_map_ else None
+
+
 class KafkaError(Exception):
     """An error carrying a Kafka :class:`ErrorCode` (attribute ``code``).
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from .api_keys import ApiKey
 from .errors import DecodeError, UnsupportedVersionError
 from .messages import APIS
 from .schema import F, MessageSpec
 
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = ApiKey.API_VERSIONS
 
 REQUEST_HEADER = MessageSpec("RequestHeader", [
     F("RequestApiKey", "int16"),

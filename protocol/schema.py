@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from .api_keys import ApiKey
 from .errors import DecodeError, UnsupportedVersionError
 from .types import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, Array, Bytes, KField, KStruct, KType, String, Uuid, UVarint, Varint, Varlong,
@@ -251,8 +252,9 @@ class Api:
         return self.request.versions
 
 
-def api(key: int, name: str, *, valid: str, flexible: str | None,
+def api(key: ApiKey, *, valid: str, flexible: str | None,
         request: Iterable[F], response: Iterable[F]) -> Api:
+    name = key.title
     return Api(key, name,
                MessageSpec(f"{name}Request", request, valid, flexible, key),
                MessageSpec(f"{name}Response", response, valid, flexible, key))

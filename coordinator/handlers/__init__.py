@@ -1,7 +1,12 @@
 """One handler module per API, as franz-go's kfake does.
 
-Each module has ``API_KEY`` and ``handle(ctx, version, body, respond)``; ``HANDLERS``
-maps API keys to the modules. ApiVersions advertises exactly these APIs.
+Everything one API needs is in its module: ``API_KEY`` (an :class:`~groupcoord.protocol.api_keys.ApiKey`),
+``handle(ctx, version, body, respond)``, ``error_response(version, body, code)`` (the response of
+a request failed as a whole, as Kafka's ``AbstractRequest.getErrorResponse`` builds it: faults and
+security answer with it), and for the group APIs ``groups(version, body)`` (the group ids the
+request names) and, where one request names several groups, ``GROUP_BATCH``
+(:class:`.common.GroupBatch`). ``HANDLERS`` maps API keys to the modules; ApiVersions advertises
+exactly these APIs.
 
 The versions served depend on the Kafka release emulated (``groupcoord.kafka.version``): a
 module whose range differs from what we declare has ``VERSIONS = {release: (lo, hi)}``, and
@@ -20,7 +25,7 @@ _MODULES = (
     "find_coordinator", "join_group", "heartbeat", "leave_group", "sync_group",
     "describe_groups", "list_groups", "api_versions", "create_topics", "delete_topics",
     "init_producer_id", "delete_groups", "offset_delete", "sasl_handshake", "sasl_authenticate",
-)
+)     # common.py: what several of them share
 
 HANDLERS = {}
 for _name in _MODULES:

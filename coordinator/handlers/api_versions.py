@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.messages import APIS
 
-API_KEY = 18
+API_KEY = ApiKey.API_VERSIONS
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
@@ -33,3 +35,12 @@ def unsupported_version_response(service) -> dict:
     lo, hi = service.supported_versions()[API_KEY]
     return {"error_code": ErrorCode.UNSUPPORTED_VERSION,
             "api_keys": [{"api_key": API_KEY, "min_version": lo, "max_version": hi}]}
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    """UNSUPPORTED_VERSION names ApiVersions' own versions, as Kafka does."""
+    keys = []
+    if code == ErrorCode.UNSUPPORTED_VERSION:
+        lo, hi = APIS[API_KEY].request.valid
+        keys = [{"api_key": API_KEY, "min_version": lo, "max_version": hi}]
+    return {"error_code": code, "api_keys": keys, "throttle_time_ms": 0}

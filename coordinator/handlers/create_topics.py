@@ -1,11 +1,12 @@
 """CreateTopics (19)."""
 from __future__ import annotations
 
-from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.api_keys import ApiKey
+from groupcoord.protocol.errors import ErrorCode, error_message
 
 from ..cluster import validate_topic_name
 
-API_KEY = 19
+API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = {"4.1": (2, 7)}      # Kafka 4.0 removed v0-1 (KIP-896)
 
 
@@ -47,3 +48,10 @@ def handle(ctx, version, body, respond):
         if r["topic_id"] is None:
             del r["topic_id"]
     respond({"throttle_time_ms": 0, "topics": results})
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    message = error_message(code)
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t["name"], "error_code": code, "error_message": message, "num_partitions": -1,
+         "replication_factor": -1, "configs": None} for t in body["topics"]]}

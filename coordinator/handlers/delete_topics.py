@@ -1,10 +1,11 @@
 """DeleteTopics (20). Deleting a topic also drops every group's offsets for it."""
 from __future__ import annotations
 
-from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.api_keys import ApiKey
+from groupcoord.protocol.errors import ErrorCode, error_message
 from groupcoord.protocol.types import ZERO_UUID
 
-API_KEY = 20
+API_KEY = ApiKey.DELETE_TOPICS
 VERSIONS = {"4.1": (1, 6)}      # Kafka 4.0 removed v0 (KIP-896)
 
 
@@ -29,3 +30,17 @@ def handle(ctx, version, body, respond):
             drop(topic.name)
         responses.append({"name": topic.name, "topic_id": topic.topic_id, "error_code": 0, "error_message": None})
     respond({"throttle_time_ms": 0, "responses": responses})
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    if version >= 6:
+        wanted = [(t.get("name"), t.get("topic_id")) for t in body["topics"]]
+    else:
+        wanted = [(name, None) for name in body["topic_names"]]
+    out = []
+    for name, topic_id in wanted:
+        entry = {"name": name, "error_code": code, "error_message": error_message(code)}
+        if topic_id is not None:
+            entry["topic_id"] = topic_id
+        out.append(entry)
+    return {"throttle_time_ms": 0, "responses": out}

@@ -8,12 +8,14 @@ answered GROUP_AUTHORIZATION_FAILED first, then the others in request order (``K
 """
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..group_coordinator import AUTHORIZED_OPERATIONS_OMITTED, GROUP_AUTHORIZED_OPERATIONS
 from ..security import DESCRIBE, GROUP, authorize, authorized_operations
+from .common import INT32_MIN, GroupBatch
 
-API_KEY = 15
+API_KEY = ApiKey.DESCRIBE_GROUPS
 VERSIONS = {"3.9": (0, 5)}      # v6 (ErrorMessage, GROUP_ID_NOT_FOUND) came with Kafka 4.0
 
 
@@ -42,3 +44,19 @@ def handle(ctx, version, body, respond):
                                                                        GROUP_AUTHORIZED_OPERATIONS)
         groups.append(entry)
     respond({"throttle_time_ms": 0, "groups": groups})
+
+
+def _group_error(group_id, code: int) -> dict:
+    return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "",
+            "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": INT32_MIN}
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return {"throttle_time_ms": 0, "groups": [_group_error(g, code) for g in body["groups"]]}
+
+
+def groups(version: int, body: dict) -> list:
+    return list(body.get("groups") or ())
+
+
+GROUP_BATCH = GroupBatch("groups", "groups", _group_error)

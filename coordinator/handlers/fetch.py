@@ -6,9 +6,10 @@ A fetch that finds fewer than MinBytes parks until data arrives or the wait ends
 """
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-API_KEY = 1
+API_KEY = ApiKey.FETCH
 VERSIONS = {"4.1": (4, 12)}     # Kafka 4.0 removed v0-3 (KIP-896)
 
 
@@ -90,3 +91,12 @@ def handle(ctx, version, body, respond):
     parked = _ParkedFetch(ctx, version, body, respond, {t["topic"] for t in body["topics"]})
     ctx.service.cluster.add_waiter(parked)
     ctx.service.timers.schedule(parked.key, ctx.service.clock() + body["max_wait_ms"], parked.expire)
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "session_id": 0, "responses": [
+        {"topic": t["topic"], "partitions": [
+            {"partition_index": p["partition"], "error_code": code, "high_watermark": -1,
+             "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+             "preferred_read_replica": -1, "records": b""} for p in t["partitions"]]}
+        for t in body["topics"]]}

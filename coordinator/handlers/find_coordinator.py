@@ -6,11 +6,14 @@ The coordinator of a group is the leader of partition abs(javaHash(group_id)) % 
 """
 from __future__ import annotations
 
-from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.api_keys import ApiKey
+from groupcoord.protocol.errors import ErrorCode, error_message
 
-from ..security import DESCRIBE, GROUP as GROUP_RESOURCE, TRANSACTIONAL_ID, authorize
+from ..security import DESCRIBE, TRANSACTIONAL_ID, authorize
+from ..security import GROUP as GROUP_RESOURCE
+from .common import GroupBatch
 
-API_KEY = 10
+API_KEY = ApiKey.FIND_COORDINATOR
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
@@ -50,3 +53,25 @@ def handle(ctx, version, body, respond):
         return
     coordinators = [{"key": key, **_lookup(ctx, key, key_type, version)} for key in body["coordinator_keys"]]
     respond({"throttle_time_ms": 0, "coordinators": coordinators})
+
+
+def _coordinator_error(key, code: int) -> dict:
+    return {"key": key, "node_id": -1, "host": "", "port": -1, "error_code": code,
+            "error_message": error_message(code)}
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    if version < 4:
+        return {"throttle_time_ms": 0, "error_code": code, "error_message": error_message(code), "node_id": -1,
+                "host": "", "port": -1}
+    return {"throttle_time_ms": 0, "coordinators": [_coordinator_error(k, code) for k in body["coordinator_keys"]]}
+
+
+def groups(version: int, body: dict) -> list:
+    if body.get("key_type", 0) != 0:
+        return []            # transaction or share keys
+    return list(body.get("coordinator_keys") or ()) if version >= 4 else [body.get("key")]
+
+
+#: v4+ looks up several keys
+GROUP_BATCH = GroupBatch("coordinator_keys", "coordinators", _coordinator_error, min_version=4)

@@ -2,11 +2,12 @@
 then NOT_COORDINATOR, then the core."""
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..security import GROUP, READ, authorize
 
-API_KEY = 12
+API_KEY = ApiKey.HEARTBEAT
 
 
 def handle(ctx, version, body, respond):
@@ -24,3 +25,11 @@ def handle(ctx, version, body, respond):
     respond({"throttle_time_ms": 0, "error_code": service.group_coordinator.heartbeat_error(
         group_id, body["generation_id"], body["member_id"],
         body.get("group_instance_id") if version >= 3 else None)})
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+def groups(version: int, body: dict) -> list:
+    return [body.get("group_id")]

@@ -5,7 +5,9 @@ transaction coordinator state.
 """
 from __future__ import annotations
 
-API_KEY = 22
+from groupcoord.protocol.api_keys import ApiKey
+
+API_KEY = ApiKey.INIT_PRODUCER_ID
 
 
 def handle(ctx, version, body, respond):
@@ -16,3 +18,7 @@ def handle(ctx, version, body, respond):
     else:
         new_pid, new_epoch = ctx.service.next_producer_id(), 0
     respond({"throttle_time_ms": 0, "error_code": 0, "producer_id": new_pid, "producer_epoch": new_epoch})
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}

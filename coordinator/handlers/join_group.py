@@ -12,12 +12,13 @@ and "" -> null from v7 (``JoinGroupResponse``).
 """
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..group_coordinator import join_error
 from ..security import GROUP, READ, authorize
 
-API_KEY = 11
+API_KEY = ApiKey.JOIN_GROUP
 
 
 def _shim(version: int, respond):
@@ -67,3 +68,13 @@ def handle(ctx, version, body, respond):
         require_known_member_id=version >= 4,
         supports_skip_assignment=version >= 9,
     )
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    resp = join_error("", code)
+    resp["protocol_name"] = None if version >= 7 else ""
+    return resp
+
+
+def groups(version: int, body: dict) -> list:
+    return [body.get("group_id")]

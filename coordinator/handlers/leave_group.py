@@ -7,11 +7,12 @@ READ on the group comes first, else GROUP_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..security import GROUP, READ, authorize
 
-API_KEY = 13
+API_KEY = ApiKey.LEAVE_GROUP
 
 
 def _shim(version: int, respond):
@@ -46,3 +47,11 @@ def handle(ctx, version, body, respond):
         reply({"throttle_time_ms": 0, "error_code": int(ErrorCode.NOT_COORDINATOR), "members": []})
         return
     service.group_coordinator.leave_group(reply, group_id=group_id, members=members)
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "members": []}
+
+
+def groups(version: int, body: dict) -> list:
+    return [body.get("group_id")]

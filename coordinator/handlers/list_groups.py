@@ -6,9 +6,11 @@ the cluster (``KafkaApis.handleListGroupsRequest``).
 """
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
+
 from ..security import CLUSTER, CLUSTER_NAME, DESCRIBE, GROUP, authorize, authorizer_of
 
-API_KEY = 16
+API_KEY = ApiKey.LIST_GROUPS
 
 
 def handle(ctx, version, body, respond):
@@ -25,3 +27,7 @@ def handle(ctx, version, body, respond):
                 ctx, DESCRIBE, GROUP, group_id, log_denied=False)
     service.group_coordinator.list_groups(
         respond, states_filter=states, types_filter=types, group_filter=group_filter)
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": code, "groups": []}

@@ -1,9 +1,10 @@
 """ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3) or by timestamp."""
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-API_KEY = 2
+API_KEY = ApiKey.LIST_OFFSETS
 VERSIONS = {"4.1": (1, 7)}      # Kafka 4.0 removed v0 (KIP-896)
 LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3
 
@@ -43,3 +44,11 @@ def handle(ctx, version, body, respond):
     topics = [{"name": t["name"], "partitions": [_one(ctx, version, t["name"], p) for p in t["partitions"]]}
               for t in body["topics"]]
     respond({"throttle_time_ms": 0, "topics": topics})
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t["name"], "partitions": [
+            {"partition_index": p["partition_index"], "error_code": code, "old_style_offsets": [],
+             "timestamp": -1, "offset": -1, "leader_epoch": -1} for p in t["partitions"]]}
+        for t in body["topics"]]}

@@ -4,14 +4,15 @@ Only live nodes are listed as brokers; leaders are the cluster's current ones (t
 when a node goes down, see :mod:`..cluster`; leader epochs stay 0)."""
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.frames import SharedBody
 
 from ..cluster import validate_topic_name
+from .common import INT32_MIN
 
-API_KEY = 3
+API_KEY = ApiKey.METADATA
 VERSIONS = {"3.9": (0, 12)}     # v13 (top-level ErrorCode) came with Kafka 4.0
-INT32_MIN = -(2**31)
 
 
 def _topic_entry(cluster, topic, version) -> dict:
@@ -104,3 +105,12 @@ def _build(service, cluster, version, requested, allow_auto) -> dict:
     return SharedBody({"throttle_time_ms": 0, "brokers": brokers, "cluster_id": cluster.cluster_id,
                        "controller_id": cluster.controller_id, "topics": topics,
                        "cluster_authorized_operations": INT32_MIN, "error_code": 0})
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    """No brokers, every requested topic failed (v13: also the top level)."""
+    return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+            "error_code": code, "cluster_authorized_operations": INT32_MIN, "topics": [
+                {"error_code": code, "name": t.get("name") or "", "topic_id": t.get("topic_id"),
+                 "is_internal": False, "partitions": [], "topic_authorized_operations": INT32_MIN}
+                for t in body.get("topics") or ()]}

@@ -16,11 +16,12 @@ group with generation >= 0 is GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
 """
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..security import GROUP, READ, TOPIC, authorize
 
-API_KEY = 8
+API_KEY = ApiKey.OFFSET_COMMIT
 VERSIONS = {"4.1": (2, 9)}      # Kafka 4.0 removed v0-1 (KIP-896); v10 (topic ids) came after 4.1
 
 
@@ -113,3 +114,13 @@ def handle(ctx, version, body, respond):
         topics=valid,
         group_id_not_found=version >= 9,
     )
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
+                                           for p in t["partitions"]]} for t in body["topics"]]}
+
+
+def groups(version: int, body: dict) -> list:
+    return [body.get("group_id")]

@@ -10,11 +10,12 @@ Service layer: empty group id -> INVALID_GROUP_ID, then NOT_COORDINATOR (top lev
 """
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..security import DELETE, GROUP, READ, TOPIC, authorize
 
-API_KEY = 47
+API_KEY = ApiKey.OFFSET_DELETE
 
 
 def handle(ctx, version, body, respond):
@@ -69,3 +70,12 @@ def handle(ctx, version, body, respond):
         reply({"error_code": int(ErrorCode.NOT_COORDINATOR), "topics": []})
         return
     service.group_coordinator.offset_delete(reply, group_id=group_id, topics=valid)
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    """The top-level error only."""
+    return {"error_code": code, "throttle_time_ms": 0, "topics": []}
+
+
+def groups(version: int, body: dict) -> list:
+    return [body.get("group_id")]

@@ -17,11 +17,13 @@ whole group failed.
 """
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..security import DESCRIBE, GROUP, TOPIC, authorize
+from .common import GroupBatch
 
-API_KEY = 9
+API_KEY = ApiKey.OFFSET_FETCH
 VERSIONS = {"4.1": (1, 9)}      # Kafka 4.0 removed v0 (KIP-896); v10 (topic ids) came after 4.1
 
 
@@ -86,3 +88,28 @@ def handle(ctx, version, body, respond):
                 parts.append(p)
         out_topics.append({"name": t["name"], "partitions": parts})
     respond({"throttle_time_ms": 0, "topics": out_topics, "error_code": error})
+
+
+def _group_error(group_id, code: int) -> dict:
+    return {"group_id": group_id, "topics": [], "error_code": code}
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    if version >= 8:
+        return {"throttle_time_ms": 0, "groups": [_group_error(g["group_id"], code) for g in body["groups"]]}
+    topics = []
+    if version < 2:     # no top-level error: it goes into every partition asked for
+        topics = [{"name": t["name"], "partitions": [
+            {"partition_index": i, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+             "error_code": code} for i in t["partition_indexes"]]} for t in body.get("topics") or ()]
+    return {"throttle_time_ms": 0, "error_code": code, "topics": topics}
+
+
+def groups(version: int, body: dict) -> list:
+    if version >= 8:
+        return [g["group_id"] for g in body.get("groups") or ()]
+    return [body.get("group_id")]
+
+
+#: v8+ asks for several groups: where they are in the request and the response
+GROUP_BATCH = GroupBatch("groups", "groups", _group_error, min_version=8, group_of=lambda entry: entry["group_id"])

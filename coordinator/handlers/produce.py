@@ -5,9 +5,10 @@ batches are appended (there is no replication to wait for).
 """
 from __future__ import annotations
 
-from groupcoord.protocol.errors import ErrorCode
+from groupcoord.protocol.api_keys import ApiKey
+from groupcoord.protocol.errors import ErrorCode, error_message
 
-API_KEY = 0
+API_KEY = ApiKey.PRODUCE
 # Kafka 4.0 removed v0-2 (KIP-896) but still lists them in ApiVersions, for librdkafka (KAFKA-18659)
 VERSIONS = {"4.1": (3, 9)}
 ADVERTISED = {"4.1": (0, 9)}
@@ -42,3 +43,15 @@ def handle(ctx, version, body, respond):
         respond(None)
         return
     respond({"responses": responses, "throttle_time_ms": 0})
+
+
+def error_response(version: int, body: dict, code: int) -> dict | None:
+    """Every partition failed with ``code`` (None with acks=0: no response)."""
+    if body.get("acks") == 0:
+        return None
+    message = error_message(code)
+    return {"throttle_time_ms": 0, "responses": [
+        {"name": t["name"], "partition_responses": [
+            {"index": p["index"], "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
+             "log_start_offset": -1, "record_errors": [], "error_message": message}
+            for p in t["partition_data"]]} for t in body["topic_data"]]}

@@ -7,8 +7,15 @@ exchange the answer is ILLEGAL_SASL_STATE, as ``KafkaApis`` gives.
 """
 from __future__ import annotations
 
-API_KEY = 36
+from groupcoord.protocol.api_keys import ApiKey
+from groupcoord.protocol.errors import error_message
+
+API_KEY = ApiKey.SASL_AUTHENTICATE
 
 
 def handle(ctx, version, body, respond):
     respond(ctx.service.security.authenticate(ctx.connection, body.get("auth_bytes") or b""))
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return {"error_code": code, "error_message": error_message(code), "auth_bytes": b"", "session_lifetime_ms": 0}

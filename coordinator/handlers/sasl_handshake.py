@@ -6,8 +6,14 @@ mechanism gets UNSUPPORTED_SASL_MECHANISM with the enabled ones, then the connec
 """
 from __future__ import annotations
 
-API_KEY = 17
+from groupcoord.protocol.api_keys import ApiKey
+
+API_KEY = ApiKey.SASL_HANDSHAKE
 
 
 def handle(ctx, version, body, respond):
     respond(ctx.service.security.handshake(ctx.connection, version, body["mechanism"]))
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return {"error_code": code, "mechanisms": []}

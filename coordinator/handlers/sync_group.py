@@ -7,12 +7,13 @@ then NOT_COORDINATOR.
 """
 from __future__ import annotations
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..group_coordinator import sync_error
 from ..security import GROUP, READ, authorize
 
-API_KEY = 14
+API_KEY = ApiKey.SYNC_GROUP
 
 
 def handle(ctx, version, body, respond):
@@ -42,3 +43,11 @@ def handle(ctx, version, body, respond):
         protocol_name=protocol_name,
         assignments=[(a["member_id"], a["assignment"]) for a in body.get("assignments") or ()],
     )
+
+
+def error_response(version: int, body: dict, code: int) -> dict:
+    return sync_error(code)
+
+
+def groups(version: int, body: dict) -> list:
+    return [body.get("group_id")]

@@ -1,8 +1,9 @@
 """CreateTopics (key 19)."""
+from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    19, "CreateTopics", valid="0-7", flexible="5+",
+    ApiKey.CREATE_TOPICS, valid="0-7", flexible="5+",
     request=[
         F("Topics", A(S(
             F("Name", "string"),

@@ -1,8 +1,9 @@
 """DeleteGroups (key 42). ThrottleTimeMs comes first in every version."""
+from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    42, "DeleteGroups", valid="0-2", flexible="2+",
+    ApiKey.DELETE_GROUPS, valid="0-2", flexible="2+",
     request=[
         F("GroupsNames", "[]string"),
     ],

@@ -1,8 +1,9 @@
 """Heartbeat (key 12)."""
+from ..api_keys import ApiKey
 from ..schema import F, api
 
 API = api(
-    12, "Heartbeat", valid="0-4", flexible="4+",
+    ApiKey.HEARTBEAT, valid="0-4", flexible="4+",
     request=[
         F("GroupId", "string"),
         F("GenerationId", "int32"),

@@ -1,8 +1,9 @@
 """InitProducerId (key 22)."""
+from ..api_keys import ApiKey
 from ..schema import F, api
 
 API = api(
-    22, "InitProducerId", valid="0-4", flexible="2+",
+    ApiKey.INIT_PRODUCER_ID, valid="0-4", flexible="2+",
     request=[
         F("TransactionalId", "string", nullable="0+"),
         F("TransactionTimeoutMs", "int32"),

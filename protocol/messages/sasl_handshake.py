@@ -1,8 +1,9 @@
 """SaslHandshake (key 17)."""
+from ..api_keys import ApiKey
 from ..schema import F, api
 
 API = api(
-    17, "SaslHandshake", valid="0-1", flexible=None,
+    ApiKey.SASL_HANDSHAKE, valid="0-1", flexible=None,
     request=[
         F("Mechanism", "string"),
     ],

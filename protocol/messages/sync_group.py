@@ -1,8 +1,9 @@
 """SyncGroup (key 14)."""
+from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    14, "SyncGroup", valid="0-5", flexible="4+",
+    ApiKey.SYNC_GROUP, valid="0-5", flexible="4+",
     request=[
         F("GroupId", "string"),
         F("GenerationId", "int32"),

@@ -59,7 +59,7 @@ from groupcoord.protocol.messages import APIS
 
 from .context import RequestContext, Verdict
 from .events import BASE_FIELDS, EVENT_FIELDS
-from .group_coordinator import join_error, sync_error
+from .group.manager import join_error, sync_error
 from .handlers import HANDLERS
 
 log = structlog.get_logger("groupcoord.faults")

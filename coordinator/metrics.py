@@ -71,7 +71,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import generate_latest
 
-from .group import GroupState
+from .group.classic import GroupState
 
 PREFIX = "groupcoord_"
 

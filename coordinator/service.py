@@ -19,7 +19,7 @@ from .config import BrokerConfig
 from .context import RequestContext, Respond
 from .events import default_emit
 from .faults import FaultEngine
-from .group_coordinator import GroupCoordinator
+from .group.manager import GroupCoordinator
 from .handlers import HANDLERS, advertised_versions, served_versions
 from .security import Security
 from .timer import Timers

@@ -16,7 +16,7 @@ from aiohttp import web
 from groupcoord.protocol.consumer import decode_assignment, decode_subscription
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 
-from ..group import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY
+from ..group.classic import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY
 from .app import changed, json_body
 from .errors import ApiError, error_responses
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-from ..group_coordinator import join_error
+from ..group.manager import join_error
 from ..security import GROUP, READ, authorize
 
 API_KEY = ApiKey.JOIN_GROUP

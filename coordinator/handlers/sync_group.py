@@ -10,7 +10,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-from ..group_coordinator import sync_error
+from ..group.manager import sync_error
 from ..security import GROUP, READ, authorize
 
 API_KEY = ApiKey.SYNC_GROUP

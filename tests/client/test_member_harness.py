@@ -400,7 +400,7 @@ class Sim:
 
 
 def _error_body(api_key: int, body: dict, error: int) -> dict:
-    from groupcoord.coordinator.group_coordinator import join_error, sync_error
+    from groupcoord.coordinator.group.manager import join_error, sync_error
     if api_key == 11:
         return join_error("", error)
     if api_key == 14:

@@ -17,7 +17,7 @@ import struct
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.events import check_event
-from groupcoord.coordinator.group_coordinator import GroupCoordinator
+from groupcoord.coordinator.group.manager import GroupCoordinator
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"

@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from groupcoord.coordinator.group import (
+from groupcoord.coordinator.group.classic import (
     VALID_PREVIOUS_STATES, ClassicGroup, GroupState, IllegalStateTransition, Member, parse_subscription_topics,
 )
 

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from groupcoord.coordinator.config import BrokerConfig
-from groupcoord.coordinator.group import Member
-from groupcoord.coordinator.group_coordinator import GroupCoordinator
+from groupcoord.coordinator.group.classic import Member
+from groupcoord.coordinator.group.manager import GroupCoordinator
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.coordinator.group import OffsetAndMetadata
+from groupcoord.coordinator.group.classic import OffsetAndMetadata
 
 GROUP = "group-id"
 DAY = 24 * 3600 * 1000

@@ -11,7 +11,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from groupcoord.coordinator import storage as st
-from groupcoord.coordinator.group_coordinator import GroupCoordinator
+from groupcoord.coordinator.group.manager import GroupCoordinator
 from groupcoord.coordinator.service import Service
 
 from group_harness import GROUP, Call, Harness, subscription

@@ -1,10 +1,11 @@
-"""Sans-I/O core of Kafka's classic group coordinator.
+"""Sans-I/O core of Kafka's group coordinator: the group manager.
 
-:class:`GroupCoordinator` follows the Java coordinator of Kafka 4.x (``GroupMetadataManager``,
-``OffsetMetadataManager``, ``ClassicGroup``; "J" in the reference spec) for classic groups:
-JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete,
-DescribeGroups, ListGroups, DeleteGroups, every timer of a classic group and the offset
-retention sweep.
+:class:`GroupCoordinator` follows the Java coordinator of Kafka 4.x (``GroupMetadataManager``;
+"J" in the reference spec) for classic groups: the groups of this coordinator, their records and
+loading, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, ListGroups, DeleteGroups
+and every timer of a classic group. The offset requests and the retention sweep go to its
+:class:`~.offsets.OffsetManager` (``OffsetMetadataManager``); a group is a
+:class:`~.classic.ClassicGroup`.
 
 Purity: no sockets, no asyncio, no wall clock. Time comes only from ``clock()`` (ms);
 delays go through the keyed :class:`~groupcoord.coordinator.timer.Timers`, which the driver
@@ -31,15 +32,16 @@ from typing import Callable, Iterable, Iterator
 
 from groupcoord.protocol.errors import ErrorCode
 
-from . import storage as _st
-from .cluster import partition_for
-from .config import BrokerConfig
-from .events import SCHEMA_VERSION, default_emit
-from .group import (
+from .. import storage as _st
+from ..cluster import partition_for
+from ..config import BrokerConfig
+from ..events import SCHEMA_VERSION, default_emit
+from .offsets import OffsetManager
+from .classic import (
     COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, PREPARING_REBALANCE, STABLE, ClassicGroup, Member,
     OffsetAndMetadata,
 )
-from .timer import Timers
+from ..timer import Timers
 
 #: Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
@@ -50,14 +52,6 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 _NONE = 0
 _E = ErrorCode
-
-
-def java_string_length(s: str) -> int:
-    """``String.length()`` of Java: UTF-16 code units."""
-    n = len(s)
-    if s.isascii():
-        return n
-    return n + sum(1 for c in s if ord(c) > 0xFFFF)
 
 
 def default_member_id_factory(prefix: str) -> str:
@@ -155,15 +149,13 @@ class GroupCoordinator:
         self.initial_rebalance_delay_ms = int(config["group.initial.rebalance.delay.ms"])
         self.group_max_size = int(config["group.max.size"])
         self.new_member_join_timeout_ms = NEW_MEMBER_JOIN_TIMEOUT_MS
-        self.offsets_retention_ms = int(config["offsets.retention.minutes"]) * 60_000
-        self.offsets_retention_check_interval_ms = int(config["offsets.retention.check.interval.ms"])
-        self.offset_metadata_max_bytes = int(config["offset.metadata.max.bytes"])
         # the offsets topic's max.message.bytes; never above what the log can read back
         self.max_message_bytes = min(int(config["message.max.bytes"]), _st.MAX_FRAME - 4)
         self.num_offsets_partitions = int(config["offsets.topic.num.partitions"])
         self.store = store if store is not None else _st.MemoryStore()
         self._persist = not isinstance(self.store, _st.MemoryStore)
         self._loading: set[int] = set()
+        self.offsets = OffsetManager(self)
         self._schedule_offset_expiration()
 
     # ==================================================================== durability
@@ -249,10 +241,6 @@ class GroupCoordinator:
         value = _st.GroupMetadataValue(group.protocol_type, group.generation_id, protocol,
                                        group.leader_id if members else None, -1 if ts is None else ts, members)
         return _st.GroupMetadataKey(group.group_id), value
-
-    def _offset_tombstones(self, group_id: str, pairs) -> None:
-        if self._persist:
-            self._append(group_id, [(_st.OffsetCommitKey(group_id, t, p), None) for t, p in pairs])
 
     # ==================================================================== lookup / admin
     def groups(self) -> Iterator[ClassicGroup]:
@@ -975,194 +963,6 @@ class GroupCoordinator:
         self._event(group, "member.left", now, {"member": member_id, "instance_id": member.group_instance_id,
                                                 "reason": reason, "pending": False, "initiator": initiator})
 
-    # ==================================================================== OffsetCommit
-    def offset_commit(self, respond: Callable[[dict], None], *, group_id: str | None, generation_id: int = -1,
-                      member_id: str = "", group_instance_id: str | None = None, retention_time_ms: int = -1,
-                      topics, group_id_not_found: bool = False) -> None:
-        """OffsetCommit (the partitions the API layer let through).
-
-        ``topics``: [{"name", "partitions": [{"partition_index", "committed_offset",
-        "committed_leader_epoch" (-1), "commit_timestamp" (-1, v1 only), "committed_metadata"}]}].
-        ``group_id_not_found``: answer GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION for a
-        missing group with generation >= 0 (request version >= 9).
-        ``retention_time_ms``: v2-4 RetentionTimeMs (-1: none).
-        """
-        clock = self._clock           # (see heartbeat_error)
-        now = clock()
-        error = None
-        group = None
-        if group_id is None:
-            error = _E.INVALID_GROUP_ID
-        elif self._loading and self._is_loading(group_id):
-            error = _E.COORDINATOR_LOAD_IN_PROGRESS
-        else:
-            group = self._groups.get(group_id)
-            if group is None:
-                if generation_id < 0:
-                    group = self._create_group(group_id, now, "offset_commit")   # a "simple" group
-                else:
-                    error = _E.GROUP_ID_NOT_FOUND if group_id_not_found else _E.ILLEGAL_GENERATION
-            if error is None:
-                error = self._validate_offset_commit(group, member_id, group_instance_id, generation_id)
-        if error is not None:
-            code = int(error)
-            respond({"throttle_time_ms": 0, "topics": [
-                {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
-                                                   for p in t["partitions"]]} for t in topics]})
-            return
-        state = group.state
-        if state == STABLE or state == PREPARING_REBALANCE:
-            self._rearm_session(group.group_id, group.members[member_id], now)
-        expire = None if retention_time_ms is None or retention_time_ms == -1 else now + retention_time_ms
-        max_len = self.offset_metadata_max_bytes
-        offsets = group.offsets
-        out_topics = []
-        stored = rejected = 0
-        persist = self._persist
-        records = [] if persist else None
-        for t in topics:
-            name = t["name"]
-            parts_out = []
-            parts = None
-            for p in t["partitions"]:
-                metadata = p.get("committed_metadata")
-                if metadata is not None and len(metadata) > max_len // 2 and java_string_length(metadata) > max_len:
-                    parts_out.append({"partition_index": p["partition_index"],
-                                      "error_code": int(_E.OFFSET_METADATA_TOO_LARGE)})
-                    rejected += 1
-                    continue
-                if parts is None:
-                    parts = offsets.get(name)
-                    if parts is None:
-                        parts = offsets[name] = {}
-                ts = p.get("commit_timestamp", -1)
-                epoch = p.get("committed_leader_epoch", -1)
-                o = parts[p["partition_index"]] = OffsetAndMetadata(
-                    p["committed_offset"], -1 if epoch is None else epoch,
-                    "" if metadata is None else metadata,
-                    now if ts is None or ts == -1 else ts, expire)
-                if persist:
-                    records.append((_st.OffsetCommitKey(group.group_id, name, p["partition_index"]),
-                                    _st.OffsetCommitValue(o.committed_offset, o.leader_epoch, o.metadata,
-                                                          o.commit_timestamp, -1 if expire is None else expire)))
-                stored += 1
-                parts_out.append({"partition_index": p["partition_index"], "error_code": _NONE})
-            out_topics.append({"name": name, "partitions": parts_out})
-        if self._emit_commits:
-            self._event(group, "offset.committed", now, {
-                "member": member_id, "instance_id": group_instance_id, "partitions": stored,
-                "errors": rejected, "topics": len({t["name"] for t in topics})})
-        if records:
-            # acknowledged only once written to the operating system
-            self._append(group.group_id, records)
-        respond({"throttle_time_ms": 0, "topics": out_topics})
-
-    @staticmethod
-    def _validate_offset_commit(group: ClassicGroup, member_id: str, instance_id: str | None,
-                                generation_id: int) -> ErrorCode | None:
-        state = group.state
-        if state == DEAD:
-            return _E.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and state == EMPTY:
-            return None   # admin / manual assignment commits to an empty group
-        if generation_id >= 0 or member_id or instance_id is not None:
-            error = group.validate_member(member_id, instance_id)
-            if error is not None:
-                return error
-            if generation_id != group.generation_id:
-                return _E.ILLEGAL_GENERATION
-        elif state != EMPTY:
-            return _E.UNKNOWN_MEMBER_ID
-        if state == COMPLETING_REBALANCE:
-            return _E.REBALANCE_IN_PROGRESS
-        return None
-
-    # ==================================================================== OffsetFetch
-    def offset_fetch(self, respond: Callable[[dict], None], *, group_id: str | None, topics=None,
-                     require_stable: bool = False, member_id: str | None = None, member_epoch: int = -1) -> None:
-        """OffsetFetch for one group, answered in the v8+ group shape
-        ``{"group_id", "topics": [{"name", "partitions": [...]}], "error_code"}``.
-
-        ``topics``: [{"name", "partition_indexes"}], or None for every committed offset.
-        ``require_stable`` has no effect (no transactional offsets are pending here);
-        ``member_id``/``member_epoch`` are only checked for KIP-848 groups in Kafka."""
-        if group_id is None:
-            respond({"group_id": group_id, "topics": [], "error_code": int(_E.INVALID_GROUP_ID)})
-            return
-        if self._loading and self._is_loading(group_id):
-            respond({"group_id": group_id, "topics": [], "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS)})
-            return
-        group = self._groups.get(group_id)
-        if group is not None and group.state == DEAD:
-            group = None
-        out = []
-        if topics is None:
-            if group is not None:
-                for name, parts in group.offsets.items():
-                    out.append({"name": name, "partitions": [
-                        {"partition_index": index, "committed_offset": o.committed_offset,
-                         "committed_leader_epoch": o.leader_epoch, "metadata": o.metadata, "error_code": _NONE}
-                        for index, o in parts.items()]})
-        else:
-            offsets = group.offsets if group is not None else {}
-            for t in topics:
-                parts = offsets.get(t["name"])
-                parts_out = []
-                for index in t["partition_indexes"]:
-                    o = parts.get(index) if parts is not None else None
-                    if o is None:
-                        parts_out.append({"partition_index": index, "committed_offset": -1,
-                                          "committed_leader_epoch": -1, "metadata": "", "error_code": _NONE})
-                    else:
-                        parts_out.append({"partition_index": index, "committed_offset": o.committed_offset,
-                                          "committed_leader_epoch": o.leader_epoch, "metadata": o.metadata,
-                                          "error_code": _NONE})
-                out.append({"name": t["name"], "partitions": parts_out})
-        respond({"group_id": group_id, "topics": out, "error_code": _NONE})
-
-    # ==================================================================== OffsetDelete
-    def offset_delete(self, respond: Callable[[dict], None], *, group_id: str, topics) -> None:
-        """OffsetDelete. ``topics``: [{"name", "partitions": [{"partition_index"}]}].
-        Response ``{"error_code", "throttle_time_ms", "topics"}``."""
-        if not group_id:
-            respond({"error_code": int(_E.INVALID_GROUP_ID), "throttle_time_ms": 0, "topics": []})
-            return
-        if self._loading and self._is_loading(group_id):
-            respond({"error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "throttle_time_ms": 0, "topics": []})
-            return
-        group = self._groups.get(group_id)
-        if group is None or group.state == DEAD:
-            respond({"error_code": int(_E.GROUP_ID_NOT_FOUND), "throttle_time_ms": 0, "topics": []})
-            return
-        if group.state != EMPTY and not group.uses_consumer_protocol():
-            respond({"error_code": int(_E.NON_EMPTY_GROUP), "throttle_time_ms": 0, "topics": []})
-            return
-        out = []
-        deleted = 0
-        gone = []
-        for t in topics:
-            name = t["name"]
-            if group.is_subscribed_to_topic(name):
-                code = int(_E.GROUP_SUBSCRIBED_TO_TOPIC)
-                out.append({"name": name, "partitions": [{"partition_index": p["partition_index"], "error_code": code}
-                                                         for p in t["partitions"]]})
-                continue
-            parts = group.offsets.get(name)
-            parts_out = []
-            for p in t["partitions"]:
-                index = p["partition_index"]
-                if parts is not None and parts.pop(index, None) is not None:
-                    deleted += 1
-                    gone.append((name, index))
-                parts_out.append({"partition_index": index, "error_code": _NONE})
-            if parts is not None and not parts:
-                del group.offsets[name]
-            out.append({"name": name, "partitions": parts_out})
-        if deleted:
-            self._offset_tombstones(group_id, gone)
-            self._event(group, "offsets.deleted", self._clock(), {"partitions": deleted})
-        respond({"error_code": _NONE, "throttle_time_ms": 0, "topics": out})
-
     # ==================================================================== DescribeGroups
     def describe_groups(self, respond: Callable[[dict], None], *, group_ids: Iterable[str | None],
                         group_id_not_found: bool = False) -> None:
@@ -1264,106 +1064,32 @@ class GroupCoordinator:
         del self._groups[group.group_id]
         self._event(group, "group.deleted", now, {"reason": reason, "offsets": offsets})
 
-    def delete_topic_offsets(self, topic: str, partitions: Iterable[int] | None = None) -> int:
-        """Drop the committed offsets of a deleted topic (or of some of its partitions) in every
-        group, as Kafka's ``onPartitionsDeleted``; returns how many were dropped."""
-        now = self._clock()
-        wanted = None if partitions is None else set(partitions)
-        total = 0
-        for group in list(self._groups.values()):
-            parts = group.offsets.get(topic)
-            if not parts:
-                continue
-            if wanted is None:
-                dropped = len(parts)
-                gone = [(topic, index) for index in parts]
-                del group.offsets[topic]
-            else:
-                dropped = 0
-                gone = []
-                for index in wanted:
-                    if parts.pop(index, None) is not None:
-                        dropped += 1
-                        gone.append((topic, index))
-                if not parts:
-                    del group.offsets[topic]
-            self._offset_tombstones(group.group_id, gone)
-            if dropped:
-                total += dropped
-                self._event(group, "offsets.deleted", now, {"partitions": dropped})
-        return total
+    # ==================================================================== offsets (offsets.py)
+    def offset_commit(self, respond: Callable[[dict], None], **request) -> None:
+        self.offsets.offset_commit(respond, **request)
 
-    # ==================================================================== offset retention
+    def offset_fetch(self, respond: Callable[[dict], None], **request) -> None:
+        self.offsets.offset_fetch(respond, **request)
+
+    def offset_delete(self, respond: Callable[[dict], None], **request) -> None:
+        self.offsets.offset_delete(respond, **request)
+
+    def delete_topic_offsets(self, topic: str, partitions: Iterable[int] | None = None) -> int:
+        return self.offsets.delete_topic_offsets(topic, partitions)
+
+    def cleanup_group_metadata(self) -> tuple[int, int]:
+        return self.offsets.cleanup_group_metadata()
+
+    def _offset_tombstones(self, group_id: str, pairs) -> None:
+        self.offsets._offset_tombstones(group_id, pairs)
+
     def _schedule_offset_expiration(self) -> None:
-        self.timers.schedule(("offsets-expiry",), self._clock() + self.offsets_retention_check_interval_ms,
+        self.timers.schedule(("offsets-expiry",), self._clock() + self.offsets.offsets_retention_check_interval_ms,
                              self._on_offset_expiration_timer)
 
     @_entry
     def _on_offset_expiration_timer(self) -> None:
         try:
-            self.cleanup_group_metadata()
+            self.offsets.cleanup_group_metadata()
         finally:
             self._schedule_offset_expiration()
-
-    def cleanup_group_metadata(self) -> tuple[int, int]:
-        """One retention sweep (Kafka's ``cleanupGroupMetadata``): expire offsets by each group's
-        expiration condition, then delete Empty groups left without offsets.
-
-        Runs by itself every ``offsets.retention.check.interval.ms``; returns
-        (offsets expired, groups deleted)."""
-        now = self._clock()
-        retention = self.offsets_retention_ms
-        expired_total = deleted_groups = 0
-        for group in list(self._groups.values()):
-            gone = [] if self._persist else None
-            all_expired, expired = self._cleanup_expired_offsets(group, now, retention, gone)
-            if gone:
-                self._offset_tombstones(group.group_id, gone)
-            expired_total += expired
-            if expired:
-                self._event(group, "offsets.expired", now, {"partitions": expired})
-            if all_expired and group.state == EMPTY:
-                self._delete_group(group, now, "offsets_expired")
-                deleted_groups += 1
-        return expired_total, deleted_groups
-
-    @staticmethod
-    def _cleanup_expired_offsets(group: ClassicGroup, now: int, retention: int,
-                                 removed: list | None = None) -> tuple[bool, int]:
-        """Returns (no offsets left, number expired)."""
-        if not group.offsets:
-            return True, 0
-        state = group.state
-        if group.protocol_type is not None:
-            if state == EMPTY:
-                base_state = group.current_state_timestamp
-            elif group.uses_consumer_protocol() and group.subscribed_topics is not None and state == STABLE:
-                base_state = None
-            else:
-                return False, 0
-        else:
-            base_state = None   # simple group: from the commit time
-        all_expired = True
-        expired = 0
-        for topic in list(group.offsets):
-            if group.is_subscribed_to_topic(topic):
-                all_expired = False
-                continue
-            parts = group.offsets[topic]
-            for index in list(parts):
-                o = parts[index]
-                if o.expire_timestamp is not None:
-                    gone = now >= o.expire_timestamp
-                else:
-                    base = base_state if base_state is not None else o.commit_timestamp
-                    gone = now - base >= retention
-                if gone:
-                    del parts[index]
-                    if removed is not None:
-                        removed.append((topic, index))
-                    expired += 1
-                else:
-                    all_expired = False
-            if not parts:
-                del group.offsets[topic]
-        return all_expired, expired

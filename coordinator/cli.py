@@ -151,8 +151,7 @@ async def serve(args) -> int:
     await server.start()
     if store is not None:
         # listeners are open: groups of partitions not yet loaded answer COORDINATOR_LOAD_IN_PROGRESS
-        await service.load_async()
-        server.rearm()
+        await server.load_state()
     admin = None
     if args.http_port is not None:
         from .admin.app import AdminListener

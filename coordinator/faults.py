@@ -45,7 +45,6 @@ bus only while a scheduled fault is.
 """
 from __future__ import annotations
 
-import asyncio
 import collections
 import itertools
 import re
@@ -107,7 +106,7 @@ def parse_api(value) -> int:
             key = _API_BY_NAME.get(re.sub(r"[^a-z0-9]", "", value.lower()))
             if key is None:
                 raise FaultError(f"unknown API {value!r}; known: {', '.join(a.name for a in APIS.values())}")
-            return key
+            return int(key)
     if value not in APIS:
         raise FaultError(f"API key {value} is not one groupcoord speaks")
     return value
@@ -246,11 +245,6 @@ class ScheduledFault:
 
 
 _ABSENT = object()
-
-
-def _log_failure(task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("fault_action_failed", action="node_up", error=repr(task.exception()))
 
 
 def _moves_json(moves) -> list[dict]:
@@ -539,12 +533,10 @@ class FaultEngine:
         """Run fn on the next turn of the event loop, once the responses of the request being
         handled are written (a dropped connection does not swallow them); as
         :meth:`_after_current_operation` without a running loop."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        if self.server is not None and self.server.running:
+            self.server.call_soon(fn)
+        else:
             self._after_current_operation(fn)
-            return
-        loop.call_soon(fn)
 
     def _run_action(self, s: ScheduledFault, event: dict) -> None:
         do = s.do
@@ -636,9 +628,8 @@ class FaultEngine:
         return m.member_id
 
     def _changed(self) -> None:
-        server = self.server
-        if server is not None and getattr(server, "_loop", None) is not None:
-            server.rearm()
+        if self.server is not None and self.server.running:
+            self.server.rearm()
 
     # ---- cluster faults -------------------------------------------------------------
     def _node(self, node_id: int):
@@ -660,39 +651,38 @@ class FaultEngine:
         log.warning("node_down", node=node_id, moves=len(moves))
         return {"node": node_id, "up": False, "moves": _moves_json(moves)}
 
-    async def node_up(self, node_id: int, preferred_election: bool = False) -> dict:
+    def node_up_soon(self, node_id: int, preferred_election: bool = False, done=None) -> dict | None:
         """Bring a node back: it listens again on its port; with ``preferred_election`` the
-        partitions it prefers go back to it at once (else they stay where they are)."""
+        partitions it prefers go back to it at once (else they stay where they are). Without a
+        running TCP driver at once, returning the result; with one, the driver opens the listener
+        and ``done(result, None)`` (or ``done(None, exception)``) follows, and None is returned."""
         node = self._node(node_id)
         if node.up:
             raise FaultError(f"node {node_id} is up already", "conflict")
-        if self.server is not None and getattr(self.server, "_loop", None) is not None:
-            moves = await self.server.start_node(node_id)
-        else:
-            moves = self.service.cluster.node_up(node_id)
-        if preferred_election:
-            elected = self.service.cluster.elect_preferred_leaders(node_id)
-            self._unload({p for topic, p, old, new in elected if topic is None})
-            moves = list(moves) + elected
-        log.warning("node_up", node=node_id, moves=len(moves))
-        return {"node": node_id, "up": True, "moves": _moves_json(moves)}
 
-    def node_up_soon(self, node_id: int, preferred_election: bool = False):
-        """node_up from synchronous code: a task on the running loop (at once without one)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        coro = self.node_up(node_id, preferred_election)
-        if loop is None:
-            try:
-                coro.send(None)
-            except StopIteration as done:
-                return done.value
-            raise RuntimeError("node_up needs an event loop with a server")
-        task = loop.create_task(coro)
-        task.add_done_callback(_log_failure)
-        return task
+        def finish(moves) -> dict:
+            if preferred_election:
+                elected = self.service.cluster.elect_preferred_leaders(node_id)
+                self._unload({p for topic, p, old, new in elected if topic is None})
+                moves = list(moves) + elected
+            log.warning("node_up", node=node_id, moves=len(moves))
+            return {"node": node_id, "up": True, "moves": _moves_json(moves)}
+        if self.server is None or not self.server.running:
+            result = finish(self.service.cluster.node_up(node_id))
+            if done is not None:
+                done(result, None)
+            return result
+
+        def started(moves, exc) -> None:
+            if exc is None:
+                result, exc = finish(moves), None
+            else:
+                result = None
+                log.error("fault_action_failed", action="node_up", error=repr(exc))
+            if done is not None:
+                done(result, exc)
+        self.server.start_node_then(node_id, started)
+        return None
 
     def _next_live(self, current: int) -> int:
         cluster = self.service.cluster

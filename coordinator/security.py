@@ -20,7 +20,6 @@ no ACL matches (for any principal) is allowed only with ``allow.everyone.if.no.a
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import weakref
@@ -380,12 +379,11 @@ def close_after_response(connection) -> None:
     """Close a connection shortly after the response being produced now is written."""
     if connection is None:
         return
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
+    close_after = getattr(connection, "close_after", None)     # a driver's connection keeps the time
+    if close_after is not None:
+        close_after(CLOSE_GRACE_S)
+    else:
         connection.close()
-        return
-    loop.call_later(CLOSE_GRACE_S, connection.close)
 
 
 class Security:

@@ -197,6 +197,37 @@ class Server:
                              "address they reach")
         return self
 
+    async def load_state(self, between=None) -> dict:
+        """Replay the store's logs (:meth:`Service.loader`) while the listeners are open, yielding
+        to the event loop after each offsets-topic partition; ``between`` (an async function of
+        the partition just loaded) is awaited there instead. Returns the load's statistics."""
+        for partition in self.service.loader():
+            if between is not None:
+                await between(partition)
+            else:
+                await asyncio.sleep(0)
+        self.rearm()
+        return self.service.load_stats
+
+    # ---- what the sans-I/O core asks of its driver (faults.py) ----------------------
+    @property
+    def running(self) -> bool:
+        """Started (on an event loop)."""
+        return self._loop is not None
+
+    def call_soon(self, fn) -> None:
+        """Run fn on the next turn of the loop, once the responses being produced are written."""
+        self._loop.call_soon(fn)
+
+    def start_node_then(self, node_id: int, done) -> None:
+        """Listen as node_id again (:meth:`start_node`), then ``done(moves, None)``, or
+        ``done(None, exception)`` if it cannot listen."""
+        def finished(task) -> None:
+            if not task.cancelled():
+                exc = task.exception()
+                done(None if exc is not None else task.result(), exc)
+        self._loop.create_task(self.start_node(node_id)).add_done_callback(finished)
+
     async def start_node(self, node_id: int, port: int | None = None) -> list:
         """Listen as node_id (again: on its previous port). A node coming back up is marked
         up in the cluster (see :meth:`Cluster.node_up`); returns the leadership moves."""
@@ -577,12 +608,8 @@ class _Connection(asyncio.Protocol):
         ctx = RequestContext(service, self.node_id, request.client_id, self.client_host, request.api_key,
                              request.api_version, request.correlation_id, self.conn_id,
                              self.principal, self)
-        verdict = None
         try:
-            for hook in service.before_request:
-                verdict = hook(ctx, request.body)
-                if verdict is not None:
-                    break
+            verdict = service.admit(ctx, request.body)
         except Exception:   # a failing hook closes this connection only (never leaves the frame unread)
             log.exception("before_request_hook_failed", api=request.api_name, connection=self.conn_id)
             self.close()
@@ -612,23 +639,9 @@ class _Connection(asyncio.Protocol):
 
     def _dispatch(self, request, ctx: RequestContext, verdict: Verdict | None) -> None:
         service = self.service
-        if verdict is not None and verdict.close:
-            log.info("closing_connection", reason=verdict.reason or "fault", connection=self.conn_id,
-                     node=self.node_id, api=request.api_name)
-            self.close()
-            return
-        started = time.perf_counter()
-        after = service.after_request
         state = [False, None]   # [answered synchronously, body]
 
         def respond(body, _state=state, _request=request):
-            if after:
-                elapsed = time.perf_counter() - started
-                for hook in after:
-                    try:
-                        hook(ctx, _request.body, body, elapsed)
-                    except Exception:
-                        log.exception("after_request_hook_failed", api=_request.api_name)
             if self.waiting and _state[0] is None:
                 # a parked request is answered: send it, then carry on with what queued up
                 _state[0] = True
@@ -643,18 +656,20 @@ class _Connection(asyncio.Protocol):
                 _state[0] = True
                 _state[1] = body
 
-        if verdict is not None and verdict.respond is not None:
-            respond(verdict.respond)
-        else:
-            try:
-                service.handle(ctx, request.body, respond)
-            except Exception:
-                log.exception("handler_failed", api=request.api_name, version=request.api_version,
-                              connection=self.conn_id)
-                self.close()
-                return
-            finally:
-                self.server.rearm()
+        try:
+            dispatched = service.dispatch(ctx, request.body, respond, verdict)
+        except Exception:
+            log.exception("handler_failed", api=request.api_name, version=request.api_version,
+                          connection=self.conn_id)
+            self.close()
+            return
+        finally:
+            self.server.rearm()
+        if not dispatched:
+            log.info("closing_connection", reason=verdict.reason or "fault", connection=self.conn_id,
+                     node=self.node_id, api=request.api_name)
+            self.close()
+            return
         if state[0]:
             self._send(request, state[1])
         else:
@@ -742,3 +757,8 @@ class _Connection(asyncio.Protocol):
             self.closed = True
             self.buf.clear()
             self.transport.close()
+
+    def close_after(self, seconds: float) -> None:
+        """Close this connection ``seconds`` from now (security.py's command after a failed
+        authentication: the answer goes out first)."""
+        self.server._loop.call_later(seconds, self.close)

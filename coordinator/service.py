@@ -1,9 +1,13 @@
 """The whole emulated service as one sans-I/O object.
 
 A :class:`Service` holds the configuration, the cluster (nodes, topics, logs), the
-timers and the group coordinator, and dispatches decoded requests to the handler
-of their API. Drivers (the asyncio TCP server, the in-process embedding, the
-virtual-time simulator) feed it requests and the time, and deliver the responses.
+timers and the group coordinator, and runs the request pipeline: :meth:`Service.admit`
+(the SASL gate and authorization, the request faults), then :meth:`Service.dispatch`
+(the fault's answer or the API's handler, the metrics seeing each response). Drivers
+(the asyncio TCP server, the in-process embedding, the virtual-time simulator) frame
+messages, keep time and deliver; what the core asks of them (hold a request, close a
+connection, open a listener again, run something once the responses are written) they
+carry out, none of it with asyncio below them.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import structlog
 from .bus import EventBus
 from .cluster import Cluster, Node
 from .config import BrokerConfig
-from .context import RequestContext, Respond
+from .context import RequestContext, Respond, Verdict
 from .events import default_emit
 from .faults import FaultEngine
 from .group.manager import GroupCoordinator
@@ -50,9 +54,10 @@ class Service:
         # is its first subscriber
         self.bus = EventBus()
         self.bus.subscribe(emit if emit is not None else default_emit)
-        # drivers consult these around every request (see server.py):
-        #   before(ctx, body) -> None to go on, or a Verdict (respond with a body, delay, close)
-        #   after(ctx, body, response, seconds) once the response is produced
+        # the request pipeline's hooks (admit and dispatch below), in order:
+        #   before(ctx, body) -> None to go on, or a Verdict (respond with a body, delay, close):
+        #     the SASL gate and authorization (security.py), the request faults (faults.py)
+        #   after(ctx, body, response, seconds) once the response is produced (metrics.py)
         self.before_request: list[Callable] = []
         self.after_request: list[Callable] = []
         # SASL/PLAIN and ACLs (sets self.security; with SASL on, its connection gate is the first hook)
@@ -83,25 +88,15 @@ class Service:
     def load(self) -> dict:
         """Replay the store's logs into the coordinator, synchronously (for drivers that load
         before their listeners open). Returns statistics."""
-        loader = self._loader()
-        for _ in loader:
+        for _ in self.loader():
             pass
-        return self._load_stats
+        return self.load_stats
 
-    async def load_async(self, between=None) -> dict:
-        """Replay the store's logs while the listeners are already open, one offsets-topic
-        partition at a time, yielding to the event loop in between: until its partition is
-        loaded, a group answers COORDINATOR_LOAD_IN_PROGRESS, as in Kafka. ``between``
-        (an async function of the partition just loaded) is awaited after each partition."""
-        import asyncio
-        for partition in self._loader():
-            if between is not None:
-                await between(partition)
-            else:
-                await asyncio.sleep(0)
-        return self._load_stats
-
-    def _loader(self):
+    def loader(self):
+        """Replay the store's logs one offsets-topic partition at a time, yielding each partition
+        once loaded (a driver may serve requests in between: until its partition is loaded, a
+        group answers COORDINATOR_LOAD_IN_PROGRESS, as in Kafka); then ``load_stats`` holds the
+        statistics."""
         store = self.store
         partitions = store.partitions() if hasattr(store, "partitions") else []
         started = time.monotonic()
@@ -109,7 +104,7 @@ class Service:
         gc = self.group_coordinator
         for p in partitions:
             gc.begin_loading(p)     # every partition with data is loading from now on
-        self._load_stats = stats = {"partitions": len(partitions), "records": 0, "groups": 0,
+        self.load_stats = stats = {"partitions": len(partitions), "records": 0, "groups": 0,
                                     "duration_ms": 0.0}
         for i, p in enumerate(partitions):
             try:
@@ -165,6 +160,45 @@ class Service:
         """Whether a request of this API and version is answered (else its connection closes)."""
         rng = self.served_versions.get(api_key)
         return rng is not None and rng[0] <= api_version <= rng[1]
+
+    # ---- the request pipeline: what every driver runs for a request -----------------------
+    def admit(self, ctx: RequestContext, body: dict) -> Verdict | None:
+        """The hooks before the handler (``before_request``, in order: the first verdict wins).
+        None: on to the handler. A verdict is the driver's to carry out: hold the request
+        ``delay_ms`` (the connection behind it too), then :meth:`dispatch` it with the verdict."""
+        for hook in self.before_request:
+            verdict = hook(ctx, body)
+            if verdict is not None:
+                return verdict
+        return None
+
+    def dispatch(self, ctx: RequestContext, body: dict, respond: Respond, verdict: Verdict | None = None) -> bool:
+        """Answer with the verdict's body, or run the handler; ``after_request`` (metrics) sees
+        each response as ``respond`` gets it. False: the verdict closes the connection instead
+        (the driver closes it; nothing is answered)."""
+        if verdict is not None and verdict.close:
+            return False
+        if self.after_request:
+            respond = self._observed(ctx, body, respond)
+        if verdict is not None and verdict.respond is not None:
+            respond(verdict.respond)
+        else:
+            self.handle(ctx, body, respond)
+        return True
+
+    def _observed(self, ctx: RequestContext, body: dict, respond: Respond) -> Respond:
+        started = time.perf_counter()
+        hooks = self.after_request
+
+        def observed(response) -> None:
+            elapsed = time.perf_counter() - started
+            for hook in hooks:
+                try:
+                    hook(ctx, body, response, elapsed)
+                except Exception:
+                    log.exception("after_request_hook_failed", api=ctx.api_key)
+            respond(response)
+        return observed
 
     def handle(self, ctx: RequestContext, body: dict, respond: Respond) -> None:
         """Dispatch one decoded request; respond(body) is called now or later.

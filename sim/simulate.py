@@ -545,7 +545,22 @@ class Simulator(Driver):
             body = frames.decode_request(wire).body
         ctx = RequestContext(self.service, conn.node, client_id, "/127.0.0.1", a.api_key, a.api_version, corr,
                              conn.cid)
-        self.service.handle(ctx, body, partial(self._respond_cb, r, conn, a, corr))
+        service = self.service
+        verdict = service.admit(ctx, body) if service.before_request else None     # faults, SASL
+        if verdict is not None and verdict.delay_ms > 0:      # held, the connection behind it too
+            self._push(self.now + verdict.delay_ms, self._dispatch_held, (r, conn, a, corr, ctx, body, verdict))
+            return
+        self._dispatch(r, conn, a, corr, ctx, body, verdict)
+
+    def _dispatch_held(self, arg) -> None:
+        r, conn, a, corr, ctx, body, verdict = arg
+        if conn.alive:
+            self._dispatch(r, conn, a, corr, ctx, body, verdict)
+
+    def _dispatch(self, r: _Running, conn: _Conn, a: SendRequest, corr: int, ctx, body, verdict) -> None:
+        if not self.service.dispatch(ctx, body, partial(self._respond_cb, r, conn, a, corr), verdict):
+            self._break(r, conn)          # the verdict closes the connection
+            self._wake_or_defer(r)
         self._arm_service()
 
     def _respond(self, r: _Running, conn: _Conn, a: SendRequest, corr: int, resp: dict | None) -> None:

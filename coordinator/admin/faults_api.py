@@ -4,6 +4,8 @@ these routes only translate its answers and errors (invalid: 400, unknown: 404, 
 with the cluster's state: 409)."""
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
 from ..faults import FaultError
@@ -107,6 +109,17 @@ async def node_down(request: web.Request) -> web.Response:
         raise _fail(exc) from None
 
 
+async def _node_up(engine, node_id: int, preferred: bool) -> dict:
+    """The engine's node_up, awaited here (the driver layer): the TCP driver opens the listener."""
+    future = asyncio.get_running_loop().create_future()
+
+    def done(result, exc) -> None:
+        if not future.done():
+            future.set_exception(exc) if exc is not None else future.set_result(result)
+    result = engine.node_up_soon(node_id, preferred, done)
+    return result if result is not None else await future
+
+
 @routes.post("/api/nodes/{node_id}/up")
 async def node_up(request: web.Request) -> web.Response:
     node_id = _int_param(request, "node_id")
@@ -116,7 +129,7 @@ async def node_up(request: web.Request) -> web.Response:
     if not isinstance(preferred, bool):
         raise ApiError(400, "invalid_body", "preferred_election must be true or false")
     try:
-        result = await _engine(request).node_up(node_id, preferred)
+        result = await _node_up(_engine(request), node_id, preferred)
     except FaultError as exc:
         raise _fail(exc) from None
     except OSError as exc:       # its port was taken meanwhile

@@ -853,7 +853,7 @@ async def test_groups_answer_load_in_progress_until_their_partition_is_loaded(tm
                 seen.append(await c.call(9, 7, dict(fetch, group_id=early)))
                 release.set()
 
-        loading = asyncio.create_task(service.load_async(between))
+        loading = asyncio.create_task(server.load_state(between))
         await asyncio.wait_for(release.wait(), 10)
         join, late_fetch, early_fetch = seen
         assert join["error_code"] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS

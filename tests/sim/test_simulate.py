@@ -486,3 +486,34 @@ def test_a_frozen_member_is_a_zombie_not_a_violation():
     assert g["zombie_overlaps"] == 2                     # m001's partitions 2 and 3
     (lost,) = of(ev, "client.lost", client="g/m001")
     assert lost["ts_ms"] == 35000 and lost["partitions"] == [["t", 2], ["t", 3]]
+
+
+def test_request_faults_fire_in_virtual_time():
+    # the request pipeline is the service's, so the simulator gets request faults: the first
+    # heartbeat of the Stable group answered REBALANCE_IN_PROGRESS makes its member rejoin (a
+    # second rebalance), a 700 ms latency holds the next heartbeat in virtual time, and a dropped
+    # one breaks that member's connection
+    sc = scenario.apply_overrides(three("range", []), {"duration_s": 30})
+    sim = simulate.Simulator(sc, 1)
+    faults = sim.service.faults
+    faults.add({"api": "Heartbeat", "group": "g", "count": 1, "error": "REBALANCE_IN_PROGRESS"})
+    faults.add({"api": "Heartbeat", "group": "g", "count": 1, "skip": 10, "latency_ms": 700})
+    faults.add({"api": "Heartbeat", "group": "g", "count": 1, "skip": 20, "drop": True})
+    ev = sim.run()
+    check_all(ev)
+    fired = list(faults.log)
+    assert [(f["fault"], f["error"], f["latency_ms"], f["drop"]) for f in fired] == [
+        ("f1", "REBALANCE_IN_PROGRESS", 0, False), ("f2", None, 700, False), ("f3", None, 0, True)]
+    assert 3000 <= fired[0]["ts_ms"] < fired[1]["ts_ms"] < fired[2]["ts_ms"] <= 30000     # virtual ms
+    first = fired[0]["ts_ms"]
+    g = summarize(ev)["g"]
+    assert g["rebalances"] == 2 and g["generation"] == 2 and g["state"] == "Stable"
+    # the rejoin came right after the faulty heartbeat, in virtual time
+    (second,) = [e for e in of(ev, "rebalance.started") if e["ts_ms"] >= first]
+    assert second["ts_ms"] - first < 1000
+    assert sim.summary(ev)["groups"]["g"]["final"]["check"] == "ok"
+
+
+def test_without_faults_the_same_scenario_rebalances_once():
+    g = summarize(simulate.run(scenario.apply_overrides(three("range", []), {"duration_s": 30}), 1))["g"]
+    assert (g["rebalances"], g["generation"]) == (1, 1)

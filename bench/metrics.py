@@ -28,6 +28,7 @@ from prometheus_client.exposition import generate_latest
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.embed import ThreadedCoordinator
 from groupcoord.coordinator.logs import configure
+from groupcoord.coordinator.group.manager import JoinGroupRequest
 from groupcoord.coordinator.metrics import Metrics
 from groupcoord.coordinator.server import Server, _Connection
 from groupcoord.coordinator.service import Service
@@ -105,9 +106,9 @@ def server_path_us(with_metrics: bool, bursts: int = 300, depth: int = 64) -> fl
     try:
         joined = []
         service.group_coordinator.join_group(
-            joined.append, group_id="hb", member_id="", group_instance_id="i", client_id="bench",
+            joined.append, JoinGroupRequest(group_id="hb", member_id="", group_instance_id="i", client_id="bench",
             client_host="/127.0.0.1", session_timeout_ms=30000, rebalance_timeout_ms=30000,
-            protocol_type="consumer", protocols=[("range", b"")], require_known_member_id=False)
+            protocol_type="consumer", protocols=[("range", b"")], require_known_member_id=False))
         service.advance(service.clock() + 10_000)        # the initial rebalance delay
         member, generation = joined[0]["member_id"], joined[0]["generation_id"]
         service.group_coordinator.sync_group(lambda r: None, group_id="hb", generation_id=generation,
@@ -138,10 +139,10 @@ def scrape_ms(groups: int, members: int) -> tuple[float, int]:
 
     for g in range(groups):
         for i in range(members):
-            gc.join_group(ignore, group_id=f"group-{g}", member_id="", group_instance_id=f"i-{i}",
+            gc.join_group(ignore, JoinGroupRequest(group_id=f"group-{g}", member_id="", group_instance_id=f"i-{i}",
                           client_id="bench", client_host="/127.0.0.1", session_timeout_ms=30000,
                           rebalance_timeout_ms=30000, protocol_type="consumer",
-                          protocols=[("range", meta)], require_known_member_id=False)
+                          protocols=[("range", meta)], require_known_member_id=False))
     m = Metrics(service, process=False)
     m.exposition()
     t0 = time.perf_counter()

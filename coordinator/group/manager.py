@@ -26,6 +26,7 @@ as in Kafka), ``("join", group)`` (join phase and initial delay), ``("sync", gro
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from collections import deque
 from functools import partial, wraps
 from typing import Callable, Iterable, Iterator
@@ -101,16 +102,43 @@ def _entry(fn):
     return wrapper
 
 
-class _Join:
-    """The version-independent content of one JoinGroup request."""
+@dataclass(slots=True)
+class JoinGroupRequest:
+    """One JoinGroup, whatever its version (the handler shims the versions): what the core takes.
 
-    __slots__ = ("group_id", "member_id", "group_instance_id", "client_id", "client_host",
-                 "session_timeout_ms", "rebalance_timeout_ms", "protocol_type", "protocols", "reason",
-                 "require_known_member_id", "supports_skip_assignment", "respond")
+    ``rebalance_timeout_ms`` None means "same as the session timeout" (JoinGroup v0).
+    ``require_known_member_id``: request version >= 4 (KIP-394).
+    ``supports_skip_assignment``: request version >= 9 (KIP-814).
+    ``protocols``: [(name, metadata)] or [{"name", "metadata"}] in preference order.
+    ``respond``: where the answer goes (set by :meth:`GroupCoordinator.join_group`)."""
+    group_id: str
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list
+    member_id: str = ""
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int | None = None
+    reason: str | None = None
+    require_known_member_id: bool = True
+    supports_skip_assignment: bool = True
+    respond: Callable[[dict], None] | None = None
 
-    def __init__(self, **kw):
-        for k, v in kw.items():
-            setattr(self, k, v)
+    def __post_init__(self) -> None:
+        if self.rebalance_timeout_ms is None:
+            self.rebalance_timeout_ms = self.session_timeout_ms
+        self.protocols = _protocols(self.protocols)
+
+    def error(self, min_session_timeout_ms: int, max_session_timeout_ms: int) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees the request: an empty group
+        id (INVALID_GROUP_ID), a session timeout out of the group.{min,max}.session.timeout.ms
+        bounds (INVALID_SESSION_TIMEOUT). None: valid."""
+        if not self.group_id:
+            return _E.INVALID_GROUP_ID
+        if not min_session_timeout_ms <= self.session_timeout_ms <= max_session_timeout_ms:
+            return _E.INVALID_SESSION_TIMEOUT
+        return None
 
 
 class GroupCoordinator:
@@ -315,35 +343,13 @@ class GroupCoordinator:
 
     # ==================================================================== JoinGroup
     @_entry
-    def join_group(self, respond: Callable[[dict], None], *, group_id: str, member_id: str = "",
-                   group_instance_id: str | None = None, client_id: str = "", client_host: str = "",
-                   session_timeout_ms: int, rebalance_timeout_ms: int | None = None, protocol_type: str,
-                   protocols, reason: str | None = None, require_known_member_id: bool = True,
-                   supports_skip_assignment: bool = True) -> None:
-        """JoinGroup.
-
-        ``rebalance_timeout_ms`` None means "same as the session timeout" (JoinGroup v0).
-        ``require_known_member_id``: request version >= 4 (KIP-394).
-        ``supports_skip_assignment``: request version >= 9 (KIP-814).
-        ``protocols``: [(name, metadata)] or [{"name", "metadata"}] in preference order.
-        """
-        if not group_id:
-            self._reply(respond, join_error(member_id, _E.INVALID_GROUP_ID))
-            return
+    def join_group(self, respond: Callable[[dict], None], req: JoinGroupRequest) -> None:
+        """JoinGroup of a request the API layer validated (:meth:`JoinGroupRequest.error`)."""
+        group_id, member_id = req.group_id, req.member_id
+        req.respond = respond
         if self._loading and self._is_loading(group_id):
             self._reply(respond, join_error(member_id, _E.COORDINATOR_LOAD_IN_PROGRESS))
             return
-        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
-            self._reply(respond, join_error(member_id, _E.INVALID_SESSION_TIMEOUT))
-            return
-        if rebalance_timeout_ms is None:
-            rebalance_timeout_ms = session_timeout_ms
-        req = _Join(group_id=group_id, member_id=member_id, group_instance_id=group_instance_id,
-                    client_id=client_id, client_host=client_host, session_timeout_ms=session_timeout_ms,
-                    rebalance_timeout_ms=rebalance_timeout_ms, protocol_type=protocol_type,
-                    protocols=_protocols(protocols), reason=reason,
-                    require_known_member_id=require_known_member_id,
-                    supports_skip_assignment=supports_skip_assignment, respond=respond)
         now = self._clock()
         group = self._groups.get(group_id)
         if group is None:
@@ -373,7 +379,7 @@ class GroupCoordinator:
                 group.num_members_awaiting_join < self.group_max_size
         return member is not None or len(group.members) < self.group_max_size
 
-    def _join_new_member(self, group: ClassicGroup, req: _Join, now: int) -> None:
+    def _join_new_member(self, group: ClassicGroup, req: JoinGroupRequest, now: int) -> None:
         if group.state == DEAD:
             self._reply(req.respond, join_error("", _E.COORDINATOR_NOT_AVAILABLE))
             return
@@ -398,7 +404,7 @@ class GroupCoordinator:
         else:
             self._add_member_then_rebalance_or_complete_join(group, req, new_id, now)
 
-    def _join_existing_member(self, group: ClassicGroup, req: _Join, now: int) -> None:
+    def _join_existing_member(self, group: ClassicGroup, req: JoinGroupRequest, now: int) -> None:
         member_id = req.member_id
         if group.state == DEAD:
             self._reply(req.respond, join_error(member_id, _E.COORDINATOR_NOT_AVAILABLE))
@@ -438,12 +444,12 @@ class GroupCoordinator:
         else:  # Empty
             self._reply(req.respond, join_error(member_id, _E.UNKNOWN_MEMBER_ID))
 
-    def _update_member_then_rebalance_or_complete_join(self, group: ClassicGroup, member: Member, req: _Join,
+    def _update_member_then_rebalance_or_complete_join(self, group: ClassicGroup, member: Member, req: JoinGroupRequest,
                                                        now: int, reason: str) -> None:
         group.update_member(member, req.protocols, req.rebalance_timeout_ms, req.session_timeout_ms, req.respond)
         self._maybe_prepare_rebalance_or_complete_join(group, now, reason, member.member_id, req.reason)
 
-    def _add_member_then_rebalance_or_complete_join(self, group: ClassicGroup, req: _Join, member_id: str,
+    def _add_member_then_rebalance_or_complete_join(self, group: ClassicGroup, req: JoinGroupRequest, member_id: str,
                                                     now: int) -> None:
         member = Member(member_id, req.group_instance_id, req.client_id, req.client_host,
                         req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type, req.protocols,
@@ -462,7 +468,7 @@ class GroupCoordinator:
             "leader": group.leader_id == member_id})
         self._maybe_prepare_rebalance_or_complete_join(group, now, "new_member", member_id, req.reason)
 
-    def _update_static_member(self, group: ClassicGroup, req: _Join, old_id: str, new_id: str, now: int) -> None:
+    def _update_static_member(self, group: ClassicGroup, req: JoinGroupRequest, old_id: str, new_id: str, now: int) -> None:
         """A known static member rejoined with member id "": replace the old id (KIP-345)."""
         instance_id = req.group_instance_id
         leader_before = group.leader_id

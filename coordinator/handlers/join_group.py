@@ -15,7 +15,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-from ..group.manager import join_error
+from ..group.manager import JoinGroupRequest, join_error
 from ..security import GROUP, READ, authorize
 
 API_KEY = ApiKey.JOIN_GROUP
@@ -35,39 +35,34 @@ def _shim(version: int, respond):
 
 def handle(ctx, version, body, respond):
     reply = _shim(version, respond)
-    group_id = body["group_id"]
-    member_id = body.get("member_id") or ""
-    session_timeout_ms = body["session_timeout_ms"]
     service = ctx.service
-    if not authorize(ctx, READ, GROUP, group_id):
+    if not authorize(ctx, READ, GROUP, body["group_id"]):
         reply(join_error("", ErrorCode.GROUP_AUTHORIZATION_FAILED))
         return
-    if not group_id:
-        reply(join_error(member_id, ErrorCode.INVALID_GROUP_ID))
-        return
-    coordinator = service.group_coordinator
-    if not coordinator.min_session_timeout_ms <= session_timeout_ms <= coordinator.max_session_timeout_ms:
-        reply(join_error(member_id, ErrorCode.INVALID_SESSION_TIMEOUT))
-        return
-    if not service.is_coordinator(group_id, ctx.node_id):
-        reply(join_error("", ErrorCode.NOT_COORDINATOR))
-        return
-    rebalance_timeout_ms = session_timeout_ms if version == 0 else body.get("rebalance_timeout_ms", -1)
-    coordinator.join_group(
-        reply,
-        group_id=group_id,
-        member_id=member_id,
+    session_timeout_ms = body["session_timeout_ms"]
+    request = JoinGroupRequest(
+        group_id=body["group_id"],
+        member_id=body.get("member_id") or "",
         group_instance_id=body.get("group_instance_id") if version >= 5 else None,
         client_id=ctx.client_id,
         client_host=ctx.client_host,
         session_timeout_ms=session_timeout_ms,
-        rebalance_timeout_ms=rebalance_timeout_ms,
+        rebalance_timeout_ms=session_timeout_ms if version == 0 else body.get("rebalance_timeout_ms", -1),
         protocol_type=body["protocol_type"],
         protocols=[(p["name"], p["metadata"]) for p in body["protocols"]],
         reason=body.get("reason") if version >= 8 else None,
         require_known_member_id=version >= 4,
         supports_skip_assignment=version >= 9,
     )
+    coordinator = service.group_coordinator
+    error = request.error(coordinator.min_session_timeout_ms, coordinator.max_session_timeout_ms)
+    if error is not None:
+        reply(join_error(request.member_id, error))
+        return
+    if not service.is_coordinator(request.group_id, ctx.node_id):
+        reply(join_error("", ErrorCode.NOT_COORDINATOR))
+        return
+    coordinator.join_group(reply, request)
 
 
 def error_response(version: int, body: dict, code: int) -> dict:

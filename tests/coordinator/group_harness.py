@@ -17,7 +17,7 @@ import struct
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.events import check_event
-from groupcoord.coordinator.group.manager import GroupCoordinator
+from groupcoord.coordinator.group.manager import GroupCoordinator, JoinGroupRequest, join_error
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -126,11 +126,17 @@ class Harness:
         call = Call()
         if protocols is None:
             protocols = [("range", subscription(["foo"]))]
-        self.gc.join_group(call, group_id=group_id, member_id=member_id, group_instance_id=instance_id,
-                           client_id=client_id, client_host=client_host, session_timeout_ms=session,
-                           rebalance_timeout_ms=rebalance, protocol_type=protocol_type, protocols=protocols,
-                           reason=reason, require_known_member_id=version >= 4,
-                           supports_skip_assignment=version >= 9)
+        request = JoinGroupRequest(group_id=group_id, member_id=member_id, group_instance_id=instance_id,
+                                   client_id=client_id, client_host=client_host, session_timeout_ms=session,
+                                   rebalance_timeout_ms=rebalance, protocol_type=protocol_type, protocols=protocols,
+                                   reason=reason, require_known_member_id=version >= 4,
+                                   supports_skip_assignment=version >= 9)
+        # as the JoinGroup handler: the request's own checks, then the coordinator
+        error = request.error(self.gc.min_session_timeout_ms, self.gc.max_session_timeout_ms)
+        if error is not None:
+            call(join_error(member_id, error))
+        else:
+            self.gc.join_group(call, request)
         return call
 
     def join_new(self, group_id: str = GROUP, **kw) -> Call:

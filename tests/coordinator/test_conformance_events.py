@@ -8,7 +8,7 @@ import structlog
 
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.events import BASE_FIELDS, EVENT_FIELDS, EVENT_TYPES, check_event
-from groupcoord.coordinator.group.manager import GroupCoordinator
+from groupcoord.coordinator.group.manager import GroupCoordinator, JoinGroupRequest
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -137,8 +137,8 @@ def test_offset_commit_events_can_be_disabled(sub):
 def test_default_emit_logs_through_structlog(sub):
     gc = GroupCoordinator(BrokerConfig({"group.initial.rebalance.delay.ms": 0}, environ={}), Timers(), lambda: 5)
     with structlog.testing.capture_logs() as logs:
-        gc.join_group(lambda r: None, group_id="g", session_timeout_ms=10000, protocol_type="consumer",
-                      protocols=[("range", sub(["foo"]))], client_id="c")
+        gc.join_group(lambda r: None, JoinGroupRequest(group_id="g", session_timeout_ms=10000, protocol_type="consumer",
+                      protocols=[("range", sub(["foo"]))], client_id="c"))
     assert [log["event"] for log in logs] == ["group.created", "member.pending"]
     assert logs[1]["member"] == "c-" + logs[1]["member"][2:] and logs[1]["ts_ms"] == 5
     assert logs[0]["log_level"] == "info" and logs[1]["log_level"] == "debug"   # member.pending: per request
@@ -156,10 +156,10 @@ def test_respond_callbacks_may_reenter_the_coordinator(h):
 
     for client in ("a", "b"):
         first = []
-        h.gc.join_group(first.append, group_id=GROUP, client_id=client, session_timeout_ms=10000,
-                        protocol_type="consumer", protocols=[("range", b"")])
-        h.gc.join_group(on_join, group_id=GROUP, member_id=first[0]["member_id"], client_id=client,
-                        session_timeout_ms=10000, protocol_type="consumer", protocols=[("range", b"")])
+        h.gc.join_group(first.append, JoinGroupRequest(group_id=GROUP, client_id=client, session_timeout_ms=10000,
+                        protocol_type="consumer", protocols=[("range", b"")]))
+        h.gc.join_group(on_join, JoinGroupRequest(group_id=GROUP, member_id=first[0]["member_id"], client_id=client,
+                        session_timeout_ms=10000, protocol_type="consumer", protocols=[("range", b"")]))
     h.advance(0)
     # responses go out in the order they were produced, after each state change is complete
     assert log == [("join", "a-1", "CompletingRebalance"), ("join", "b-2", "Stable"), ("sync", "a-1", 0),
@@ -177,9 +177,9 @@ def test_scale_thousands_of_members():
     results = {}
     start = time.perf_counter()
     for i in range(n):
-        gc.join_group(lambda r, i=i: results.__setitem__(i, r), group_id="big", client_id=f"m{i}",
+        gc.join_group(lambda r, i=i: results.__setitem__(i, r), JoinGroupRequest(group_id="big", client_id=f"m{i}",
                       session_timeout_ms=30000, protocol_type="consumer", protocols=[("range", b"\x00\x00")],
-                      require_known_member_id=False)
+                      require_known_member_id=False))
     timers.advance(0)
     assert len(results) == n
     leader = results[0]["leader"]

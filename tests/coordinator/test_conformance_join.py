@@ -8,7 +8,7 @@ import pytest
 
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.group.classic import Member
-from groupcoord.coordinator.group.manager import GroupCoordinator
+from groupcoord.coordinator.group.manager import GroupCoordinator, JoinGroupRequest
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -199,8 +199,8 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
     # as Kafka's test: the group already holds more members than group.max.size
     h = make_harness(group_max_size=10, group_initial_rebalance_delay_ms=50)
     gc = h.gc
-    gc.join_group(lambda r: None, group_id=GROUP, member_id="", session_timeout_ms=10000,
-                  protocol_type="consumer", protocols=[("range", sub(["foo"]))], client_id="x")
+    gc.join_group(lambda r: None, JoinGroupRequest(group_id=GROUP, member_id="", session_timeout_ms=10000,
+                  protocol_type="consumer", protocols=[("range", sub(["foo"]))], client_id="x"))
     group = h.group()
     group.pending_join_members.clear()
     ids = [f"client-id-{i}" for i in range(12)]
@@ -444,12 +444,12 @@ def test_member_id_format(sub):
     cfg = BrokerConfig({"group.initial.rebalance.delay.ms": 0}, environ={})
     gc = GroupCoordinator(cfg, Timers(), lambda: 0, emit=lambda e: None)
     out = []
-    gc.join_group(out.append, group_id="g", client_id="my-client", session_timeout_ms=10000,
-                  protocol_type="consumer", protocols=[("range", sub(["foo"]))])
-    gc.join_group(out.append, group_id="g", group_instance_id="inst-7", client_id="my-client",
-                  session_timeout_ms=10000, protocol_type="consumer", protocols=[("range", sub(["foo"]))])
-    gc.join_group(out.append, group_id="g2", client_id="", session_timeout_ms=10000,
-                  protocol_type="consumer", protocols=[("range", sub(["foo"]))])
+    gc.join_group(out.append, JoinGroupRequest(group_id="g", client_id="my-client", session_timeout_ms=10000,
+                  protocol_type="consumer", protocols=[("range", sub(["foo"]))]))
+    gc.join_group(out.append, JoinGroupRequest(group_id="g", group_instance_id="inst-7", client_id="my-client",
+                  session_timeout_ms=10000, protocol_type="consumer", protocols=[("range", sub(["foo"]))]))
+    gc.join_group(out.append, JoinGroupRequest(group_id="g2", client_id="", session_timeout_ms=10000,
+                  protocol_type="consumer", protocols=[("range", sub(["foo"]))]))
     uuid4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
     assert re.fullmatch(f"my-client-{uuid4}", out[0]["member_id"])
     assert re.fullmatch(f"inst-7-{uuid4}", gc.group("g").static_members["inst-7"])

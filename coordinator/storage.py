@@ -77,19 +77,15 @@ from typing import Iterable, Protocol
 import crc32c as _crc32c
 import structlog
 
+from . import records
+
 log = structlog.get_logger("groupcoord.storage")
 
 OFFSET_COMMIT_KEY = 1
 GROUP_METADATA_KEY = 2
 
 _HDR = struct.Struct(">iI")
-_I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_OFFSET_VALUE = struct.Struct(">hqi")
-_TS2 = struct.Struct(">qq")
-_MEMBER_TIMEOUTS = struct.Struct(">ii")
 MAX_FRAME = 64 * 1024 * 1024
 
 
@@ -166,111 +162,43 @@ Value = OffsetCommitValue | GroupMetadataValue | None
 Record = tuple  # (Key, Value | None)
 
 
-# ============================================================================ codec
-def _w_str(out: bytearray, s: str | None) -> None:
-    if s is None:
-        out += _I16.pack(-1)
+# ============================================================================ codec (records.py)
+def _offsets_fields(key: Key, value: Value) -> tuple[int, dict, dict | None]:
+    if isinstance(key, OffsetCommitKey):
+        kind, k = OFFSET_COMMIT_KEY, {"group": key.group, "topic": key.topic, "partition": key.partition}
+        if value is not None and not isinstance(value, OffsetCommitValue):
+            raise TypeError(f"not an offset commit value: {value!r}")
+    elif isinstance(key, GroupMetadataKey):
+        kind, k = GROUP_METADATA_KEY, {"group": key.group}
+        if value is not None and not isinstance(value, GroupMetadataValue):
+            raise TypeError(f"not a group metadata value: {value!r}")
     else:
-        b = s.encode("utf-8")
-        out += _I16.pack(len(b))
-        out += b
+        raise TypeError(f"not a record key: {key!r}")
+    if value is None:
+        return kind, k, None
+    if kind == OFFSET_COMMIT_KEY:
+        return kind, k, {"offset": value.offset, "leader_epoch": value.leader_epoch, "metadata": value.metadata,
+                         "commit_timestamp": value.commit_timestamp, "expire_timestamp": value.expire_timestamp}
+    return kind, k, {
+        "protocol_type": value.protocol_type, "generation": value.generation, "protocol_name": value.protocol_name,
+        "leader": value.leader, "current_state_timestamp": value.current_state_timestamp,
+        "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+                     "client_host": m.client_host, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                     "session_timeout_ms": m.session_timeout_ms, "subscription": m.subscription,
+                     "assignment": m.assignment} for m in value.members]}
 
 
-def _w_bytes(out: bytearray, b: bytes | None) -> None:
-    if b is None:
-        out += _I32.pack(-1)
-    else:
-        out += _I32.pack(len(b))
-        out += b
-
-
-class _Reader:
-    __slots__ = ("buf", "pos")
-
-    def __init__(self, buf) -> None:
-        self.buf = buf
-        self.pos = 0
-
-    def take(self, s: struct.Struct):
-        v = s.unpack_from(self.buf, self.pos)
-        self.pos += s.size
-        return v
-
-    def str(self) -> str | None:
-        (n,) = self.take(_I16)
-        if n < 0:
-            return None
-        end = self.pos + n
-        if end > len(self.buf):
-            raise ValueError("string past the end")
-        s = bytes(self.buf[self.pos:end]).decode("utf-8")
-        self.pos = end
-        return s
-
-    def uuid(self) -> uuid.UUID:
-        end = self.pos + 16
-        if end > len(self.buf):
-            raise ValueError("uuid past the end")
-        u = uuid.UUID(bytes=bytes(self.buf[self.pos:end]))
-        self.pos = end
-        return u
-
-    def bytes(self) -> bytes | None:
-        (n,) = self.take(_I32)
-        if n < 0:
-            return None
-        end = self.pos + n
-        if end > len(self.buf):
-            raise ValueError("bytes past the end")
-        b = bytes(self.buf[self.pos:end])
-        self.pos = end
-        return b
+def encode_record(key: Key, value: Value) -> tuple[bytes, bytes]:
+    """(the key's bytes, the payload) of an offsets-log record."""
+    return records.encode(records.OFFSETS_LOG, *_offsets_fields(key, value))
 
 
 def encode_key(key: Key) -> bytes:
-    out = bytearray()
-    if isinstance(key, OffsetCommitKey):
-        out += _I16.pack(OFFSET_COMMIT_KEY)
-        _w_str(out, key.group)
-        _w_str(out, key.topic)
-        out += _I32.pack(key.partition)
-    elif isinstance(key, GroupMetadataKey):
-        out += _I16.pack(GROUP_METADATA_KEY)
-        _w_str(out, key.group)
-    else:
-        raise TypeError(f"not a record key: {key!r}")
-    return bytes(out)
+    return encode_record(key, None)[0]
 
 
 def encode_payload(key: Key, value: Value) -> bytes:
-    out = bytearray(encode_key(key))
-    if value is None:
-        out += _I8.pack(0)
-        return bytes(out)
-    out += _I8.pack(1)
-    if isinstance(value, OffsetCommitValue):
-        out += _OFFSET_VALUE.pack(0, value.offset, value.leader_epoch)
-        _w_str(out, value.metadata)
-        out += _TS2.pack(value.commit_timestamp, value.expire_timestamp)
-    elif isinstance(value, GroupMetadataValue):
-        out += _I16.pack(0)
-        _w_str(out, value.protocol_type)
-        out += _I32.pack(value.generation)
-        _w_str(out, value.protocol_name)
-        _w_str(out, value.leader)
-        out += _I64.pack(value.current_state_timestamp)
-        out += _I32.pack(len(value.members))
-        for m in value.members:
-            _w_str(out, m.member_id)
-            _w_str(out, m.group_instance_id)
-            _w_str(out, m.client_id)
-            _w_str(out, m.client_host)
-            out += _MEMBER_TIMEOUTS.pack(m.rebalance_timeout_ms, m.session_timeout_ms)
-            _w_bytes(out, m.subscription)
-            _w_bytes(out, m.assignment)
-    else:
-        raise TypeError(f"not a record value: {value!r}")
-    return bytes(out)
+    return encode_record(key, value)[1]
 
 
 def payload_size(key: Key, value: Value) -> int:
@@ -284,131 +212,76 @@ def payload_size(key: Key, value: Value) -> int:
         + string(value.leader) + 8 + 4
     for m in value.members:
         size += (string(m.member_id) + string(m.group_instance_id) + string(m.client_id) + string(m.client_host)
-                 + _MEMBER_TIMEOUTS.size + 4 + len(m.subscription or b"") + 4 + len(m.assignment or b""))
+                 + 4 + 4 + 4 + len(m.subscription or b"") + 4 + len(m.assignment or b""))
     return size
 
 
 def decode_payload(payload) -> tuple[Key, Value, int]:
-    """(key, value, length of the key's bytes). Raises ValueError/struct.error when malformed."""
-    r = _Reader(payload)
-    (kind,) = r.take(_I16)
+    """(key, value, length of the key's bytes). Raises ValueError when malformed."""
+    kind, k, v, key_len = records.decode(records.OFFSETS_LOG, payload)
     if kind == OFFSET_COMMIT_KEY:
-        group, topic = r.str(), r.str()
-        (partition,) = r.take(_I32)
-        key = OffsetCommitKey(group, topic, partition)
-    elif kind == GROUP_METADATA_KEY:
-        key = GroupMetadataKey(r.str())
-    else:
-        raise ValueError(f"unknown key version {kind}")
-    key_len = r.pos
-    (has_value,) = r.take(_I8)
+        key = OffsetCommitKey(k["group"], k["topic"], k["partition"])
+        value = None if v is None else OffsetCommitValue(v["offset"], v["leader_epoch"], v["metadata"],
+                                                         v["commit_timestamp"], v["expire_timestamp"])
+        return key, value, key_len
     value = None
-    if has_value:
-        if kind == OFFSET_COMMIT_KEY:
-            _, offset, epoch = r.take(_OFFSET_VALUE)
-            metadata = r.str()
-            commit_ts, expire_ts = r.take(_TS2)
-            value = OffsetCommitValue(offset, epoch, metadata, commit_ts, expire_ts)
-        else:
-            r.take(_I16)
-            protocol_type = r.str()
-            (generation,) = r.take(_I32)
-            protocol_name, leader = r.str(), r.str()
-            (ts,) = r.take(_I64)
-            (count,) = r.take(_I32)
-            if count < 0:
-                raise ValueError("negative member count")
-            members = []
-            for _ in range(count):
-                mid, iid, cid, host = r.str(), r.str(), r.str(), r.str()
-                rebalance, session = r.take(_MEMBER_TIMEOUTS)
-                members.append(MemberMetadata(mid, iid, cid, host, rebalance, session, r.bytes(), r.bytes()))
-            value = GroupMetadataValue(protocol_type, generation, protocol_name, leader, ts, tuple(members))
-    if r.pos != len(payload):
-        raise ValueError("trailing bytes in record")
-    return key, value, key_len
+    if v is not None:
+        value = GroupMetadataValue(v["protocol_type"], v["generation"], v["protocol_name"], v["leader"],
+                                   v["current_state_timestamp"], tuple(
+                                       MemberMetadata(m["member_id"], m["group_instance_id"], m["client_id"],
+                                                      m["client_host"], m["rebalance_timeout_ms"],
+                                                      m["session_timeout_ms"], m["subscription"], m["assignment"])
+                                       for m in v["members"]))
+    return GroupMetadataKey(k["group"]), value, key_len
 
 
 TOPIC_KEY = 1
 END_OFFSET_KEY = 2
 
 
-def encode_metadata_key(key: TopicKey | EndOffsetKey) -> bytes:
-    out = bytearray()
+def _metadata_fields(key, value) -> tuple[int, dict, dict | None]:
     if isinstance(key, TopicKey):
-        out += _I16.pack(TOPIC_KEY)
-        _w_str(out, key.name)
+        kind, k = TOPIC_KEY, {"name": key.name}
     elif isinstance(key, EndOffsetKey):
-        out += _I16.pack(END_OFFSET_KEY)
-        out += key.topic_id.bytes
-        out += _I32.pack(key.partition)
+        kind, k = END_OFFSET_KEY, {"topic_id": key.topic_id, "partition": key.partition}
     else:
         raise TypeError(f"not a metadata record key: {key!r}")
-    return bytes(out)
+    if value is None:
+        return kind, k, None
+    if isinstance(value, TopicValue) and kind == TOPIC_KEY:
+        return kind, k, {"topic_id": value.topic_id, "partitions": value.partitions,
+                         "replication_factor": value.replication_factor,
+                         "configs": [{"name": n, "value": c} for n, c in value.configs]}
+    if isinstance(value, EndOffsetValue) and kind == END_OFFSET_KEY:
+        return kind, k, {"end_offset": value.end_offset}
+    raise TypeError(f"not a metadata record value: {value!r}")
+
+
+def encode_metadata_record(key, value) -> tuple[bytes, bytes]:
+    """(the key's bytes, the payload) of a cluster metadata record."""
+    return records.encode(records.METADATA_LOG, *_metadata_fields(key, value))
+
+
+def encode_metadata_key(key: TopicKey | EndOffsetKey) -> bytes:
+    return records.encode(records.METADATA_LOG, *_metadata_fields(key, None))[0]
 
 
 def encode_metadata_payload(key: TopicKey | EndOffsetKey, value: TopicValue | EndOffsetValue | None) -> bytes:
     """A record of the cluster metadata log (topics and end offsets)."""
-    out = bytearray(encode_metadata_key(key))
-    if value is None:
-        out += _I8.pack(0)
-        return bytes(out)
-    out += _I8.pack(1)
-    out += _I16.pack(0)
-    if isinstance(value, TopicValue):
-        out += value.topic_id.bytes
-        out += _I32.pack(value.partitions)
-        out += _I16.pack(value.replication_factor)
-        out += _I32.pack(len(value.configs))
-        for name, config in value.configs:
-            _w_str(out, name)
-            _w_str(out, config)
-    elif isinstance(value, EndOffsetValue):
-        out += _I64.pack(value.end_offset)
-    else:
-        raise TypeError(f"not a metadata record value: {value!r}")
-    return bytes(out)
+    return records.encode(records.METADATA_LOG, *_metadata_fields(key, value))[1]
 
 
 def decode_metadata_payload(payload) -> tuple:
     """(key, value, length of the key's bytes) of a cluster metadata record. Raises
-    ValueError/struct.error when malformed."""
-    r = _Reader(payload)
-    (kind,) = r.take(_I16)
+    ValueError when malformed."""
+    kind, k, v, key_len = records.decode(records.METADATA_LOG, payload)
     if kind == TOPIC_KEY:
-        key = TopicKey(r.str())
-        if key.name is None:
-            raise ValueError("null topic name")
-    elif kind == END_OFFSET_KEY:
-        topic_id = r.uuid()
-        (partition,) = r.take(_I32)
-        key = EndOffsetKey(topic_id, partition)
+        key = TopicKey(k["name"])
+        value = None if v is None else TopicValue(v["topic_id"], v["partitions"], v["replication_factor"],
+                                                  tuple((c["name"], c["value"]) for c in v["configs"]))
     else:
-        raise ValueError(f"unknown metadata key version {kind}")
-    key_len = r.pos
-    (has_value,) = r.take(_I8)
-    value = None
-    if has_value:
-        r.take(_I16)
-        if kind == TOPIC_KEY:
-            topic_id = r.uuid()
-            (partitions,) = r.take(_I32)
-            (replication_factor,) = r.take(_I16)
-            (count,) = r.take(_I32)
-            if count < 0:
-                raise ValueError("negative config count")
-            configs = []
-            for _ in range(count):
-                name = r.str()
-                if name is None:
-                    raise ValueError("null config name")
-                configs.append((name, r.str()))
-            value = TopicValue(topic_id, partitions, replication_factor, tuple(configs))
-        else:
-            (end_offset,) = r.take(_I64)
-            value = EndOffsetValue(end_offset)
-    if r.pos != len(payload):
-        raise ValueError("trailing bytes in record")
+        key = EndOffsetKey(k["topic_id"], k["partition"])
+        value = None if v is None else EndOffsetValue(v["end_offset"])
     return key, value, key_len
 
 
@@ -585,15 +458,15 @@ class _LogFile:
             self.live[key_bytes] = frame
             self.live_bytes += len(frame)
 
-    def append(self, records: Iterable[Record], encode, encode_key) -> bool:
+    def append(self, records: Iterable[Record], encode) -> bool:
         """Write the records as frames (one os.write), then track them; False when there were none.
         A record the log could not read back (over MAX_FRAME) raises ValueError, and nothing is written."""
         frames = []
         for key, value in records:
-            payload = encode(key, value)
+            key_bytes, payload = encode(key, value)
             if len(payload) + 4 > MAX_FRAME:
                 raise ValueError(f"a record of {len(payload)} bytes is over the log's frame limit of {MAX_FRAME}")
-            frames.append((encode_key(key), _HDR.pack(len(payload) + 4, _crc32c.crc32c(payload)) + payload,
+            frames.append((key_bytes, _HDR.pack(len(payload) + 4, _crc32c.crc32c(payload)) + payload,
                            value is None))
         if not frames:
             return False
@@ -740,7 +613,7 @@ class LogStore:
             # that end offset is on disk before the commit can be (so no end comes back below it)
             self._sync_meta()
         plog = self._open(partition)
-        if not plog.append(records, encode_payload, encode_key):
+        if not plog.append(records, encode_record):
             return
         if self.fsync == "always":
             plog.fsync()
@@ -812,7 +685,7 @@ class LogStore:
         if meta is None:
             self.load_topics()
             meta = self._meta
-        meta.append(records, encode_metadata_payload, encode_metadata_key)
+        meta.append(records, encode_metadata_record)
         if fsync_now:
             self._sync_meta()
         elif self.fsync != "never":

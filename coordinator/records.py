@@ -1,0 +1,118 @@
+"""The records of groupcoord's logs, declared as Kafka declares its stored records (the
+``*Key.json`` / ``*Value.json`` schemas of its group coordinator) and read and written by the
+message codec (:mod:`groupcoord.protocol.schema`).
+
+A record's payload is its key (an int16 kind, Kafka's key version, then the key's fields), an int8
+(1: a value follows; 0: a tombstone) and the value (an int16 version, 0, then its fields). The
+offsets logs hold OffsetCommit (kind 1) and GroupMetadata (kind 2) records, the cluster metadata log
+Topic (kind 1) and EndOffset (kind 2) records. The classes of :mod:`.storage` are what the rest of
+the coordinator uses; these declarations fix their bytes.
+"""
+from __future__ import annotations
+
+import struct
+
+from groupcoord.protocol.errors import DecodeError
+from groupcoord.protocol.schema import A, F, MessageSpec, S
+
+
+def _record(name: str, fields: list) -> MessageSpec:
+    return MessageSpec(name, fields, valid="0", flexible=None)
+
+
+_N = "0+"       # nullable in every version
+
+OFFSET_COMMIT_KEY = _record("OffsetCommitKey", [
+    F("Group", "string"),
+    F("Topic", "string"),
+    F("Partition", "int32"),
+])
+OFFSET_COMMIT_VALUE = _record("OffsetCommitValue", [
+    F("Offset", "int64"),
+    F("LeaderEpoch", "int32"),
+    F("Metadata", "string", nullable=_N),
+    F("CommitTimestamp", "int64"),
+    F("ExpireTimestamp", "int64"),
+])
+GROUP_METADATA_KEY = _record("GroupMetadataKey", [
+    F("Group", "string"),
+])
+GROUP_METADATA_VALUE = _record("GroupMetadataValue", [
+    F("ProtocolType", "string", nullable=_N),
+    F("Generation", "int32"),
+    F("ProtocolName", "string", nullable=_N),
+    F("Leader", "string", nullable=_N),
+    F("CurrentStateTimestamp", "int64"),
+    F("Members", A(S(
+        F("MemberId", "string"),
+        F("GroupInstanceId", "string", nullable=_N),
+        F("ClientId", "string"),
+        F("ClientHost", "string"),
+        F("RebalanceTimeoutMs", "int32"),
+        F("SessionTimeoutMs", "int32"),
+        F("Subscription", "bytes", nullable=_N),
+        F("Assignment", "bytes", nullable=_N),
+    ))),
+])
+TOPIC_KEY = _record("TopicKey", [
+    F("Name", "string"),
+])
+TOPIC_VALUE = _record("TopicValue", [
+    F("TopicId", "uuid"),
+    F("Partitions", "int32"),
+    F("ReplicationFactor", "int16"),
+    F("Configs", A(S(
+        F("Name", "string"),
+        F("Value", "string", nullable=_N),
+    ))),
+])
+END_OFFSET_KEY = _record("EndOffsetKey", [
+    F("TopicId", "uuid"),
+    F("Partition", "int32"),
+])
+END_OFFSET_VALUE = _record("EndOffsetValue", [
+    F("EndOffset", "int64"),
+])
+
+#: the records of each log: key kind -> (key, value)
+OFFSETS_LOG = {1: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE), 2: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE)}
+METADATA_LOG = {1: (TOPIC_KEY, TOPIC_VALUE), 2: (END_OFFSET_KEY, END_OFFSET_VALUE)}
+
+_KIND = struct.Struct(">h")
+_VALUE_HEADER = struct.Struct(">bh")       # a value follows, its version
+_TOMBSTONE = b"\x00"
+
+
+def encode(log: dict, kind: int, key: dict, value: dict | None) -> tuple[bytes, bytes]:
+    """(the key's bytes, the whole payload) of a record of ``log``."""
+    key_spec, value_spec = log[kind]
+    key_bytes = _KIND.pack(kind) + key_spec.codec(0).encode(key)
+    if value is None:
+        return key_bytes, key_bytes + _TOMBSTONE
+    return key_bytes, key_bytes + _VALUE_HEADER.pack(1, 0) + value_spec.codec(0).encode(value)
+
+
+def decode(log: dict, payload) -> tuple[int, dict, dict | None, int]:
+    """(kind, key, value or None, length of the key's bytes) of a payload of ``log``. Raises
+    ValueError when it is not one (an unknown kind, a field cut short, trailing bytes)."""
+    data = bytes(payload)
+    try:
+        (kind,) = _KIND.unpack_from(data, 0)
+        specs = log.get(kind)
+        if specs is None:
+            raise ValueError(f"unknown key version {kind}")
+        key, pos = specs[0].codec(0).decode_from(data, 2)
+        key_len = pos
+        value = None
+        if data[pos:pos + 1] != _TOMBSTONE:
+            has_value, _version = _VALUE_HEADER.unpack_from(data, pos)     # any version: read as ours
+            if has_value != 1:
+                raise ValueError(f"bad value marker {has_value}")
+            value, pos = specs[1].codec(0).decode_from(data, pos + _VALUE_HEADER.size)
+        else:
+            pos += 1
+    except (DecodeError, struct.error) as exc:
+        raise ValueError(str(exc)) from None
+    if pos != len(data):
+        raise ValueError("trailing bytes in record")
+    return kind, key, value, key_len

@@ -477,6 +477,42 @@ class _Listener:
             self._resume()
 
 
+class _Answer:
+    """The answer to one request: given while it is dispatched (sent then, in order), or later
+    (a parked JoinGroup or SyncGroup: the connection waits for it, then carries on)."""
+
+    __slots__ = ("conn", "request", "stage", "body")
+    DISPATCHING, GIVEN, PARKED, SENT = range(4)
+
+    def __init__(self, conn: "_Connection", request) -> None:
+        self.conn, self.request = conn, request
+        self.stage, self.body = _Answer.DISPATCHING, None
+
+    def respond(self, body) -> None:
+        if self.stage == _Answer.DISPATCHING:
+            self.stage, self.body = _Answer.GIVEN, body
+        elif self.stage == _Answer.PARKED:
+            # a parked request is answered: send it, then carry on with what queued up
+            self.stage = _Answer.SENT
+            conn = self.conn
+            conn.waiting = False
+            conn._send(self.request, body)
+            conn._update_reading()
+            # carry on later: we may be inside the core (a leader's SyncGroup answering its
+            # followers), which must not be re-entered
+            if not conn.closed and conn.buf:
+                conn.server._loop.call_soon(conn._process)
+
+    def dispatched(self) -> None:
+        """The dispatch returned: send an answer given meanwhile, or wait for it."""
+        if self.stage == _Answer.GIVEN:
+            self.stage = _Answer.SENT
+            self.conn._send(self.request, self.body)
+        else:
+            self.stage = _Answer.PARKED
+            self.conn.waiting = True
+
+
 class _Connection(asyncio.Protocol):
     """One client connection: frames in, responses out, in order."""
 
@@ -638,26 +674,9 @@ class _Connection(asyncio.Protocol):
             self._process()
 
     def _dispatch(self, request, ctx: RequestContext, verdict: Verdict | None) -> None:
-        service = self.service
-        state = [False, None]   # [answered synchronously, body]
-
-        def respond(body, _state=state, _request=request):
-            if self.waiting and _state[0] is None:
-                # a parked request is answered: send it, then carry on with what queued up
-                _state[0] = True
-                self.waiting = False
-                self._send(_request, body)
-                self._update_reading()
-                # carry on later: we may be inside the core (a leader's SyncGroup answering
-                # its followers), which must not be re-entered
-                if not self.closed and self.buf:
-                    self.server._loop.call_soon(self._process)
-            elif _state[0] is False:
-                _state[0] = True
-                _state[1] = body
-
+        answer = _Answer(self, request)
         try:
-            dispatched = service.dispatch(ctx, request.body, respond, verdict)
+            dispatched = self.service.dispatch(ctx, request.body, answer.respond, verdict)
         except Exception:
             log.exception("handler_failed", api=request.api_name, version=request.api_version,
                           connection=self.conn_id)
@@ -670,11 +689,7 @@ class _Connection(asyncio.Protocol):
                      node=self.node_id, api=request.api_name)
             self.close()
             return
-        if state[0]:
-            self._send(request, state[1])
-        else:
-            state[0] = None     # parked: respond() will send it later
-            self.waiting = True
+        answer.dispatched()
 
     def _send(self, request, body) -> None:
         if body is None or self.closed:

@@ -29,7 +29,8 @@ event's group), ``inject`` (``fault``: a request fault to add), ``node_down``, `
 ``move_coordinator`` (``group`` or ``partition``, ``node``), ``drop_connections``. An action runs
 right after the coordinator operation that emitted the event, before anything else is handled;
 ``node_down`` and ``drop_connections`` (and ``node_up``, which has to wait for a listener) run on
-the next turn of the event loop instead, once the triggering request's response is written.
+the driver's next turn instead (its event loop: the engine asks its driver, it does not use asyncio),
+once the triggering request's response is written.
 
 Cluster faults (also methods here, and admin endpoints): a node taken down stops listening,
 its connections are dropped, and the partitions it led (offsets-topic partitions, so group
@@ -530,7 +531,7 @@ class FaultEngine:
         self.service.group_coordinator.defer(fn)
 
     def _after_responses(self, fn) -> None:
-        """Run fn on the next turn of the event loop, once the responses of the request being
+        """Run fn on the driver's next turn, once the responses of the request being
         handled are written (a dropped connection does not swallow them); as
         :meth:`_after_current_operation` without a running loop."""
         if self.server is not None and self.server.running:

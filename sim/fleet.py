@@ -311,22 +311,9 @@ class FleetRunner(Driver):
     def _fault(self, what: str, fn) -> None:
         from groupcoord.coordinator.faults import FaultError
         try:
-            result = fn()
+            fn()
         except FaultError as e:
             self.notes.append(f"{what}: {e}")
-            return
-        if asyncio.iscoroutine(result):
-            self._admin_calls += 1
-            self._spawn(self._counted(what, result))
-
-    async def _counted(self, what: str, coro) -> None:
-        from groupcoord.coordinator.faults import FaultError
-        try:
-            await coro
-        except FaultError as e:            # raised once started (an asynchronous fault): a note too
-            self.notes.append(f"{what}: {e}")
-        finally:
-            self._admin_calls -= 1
 
     def move_coordinator(self, group: str, node: int | None) -> None:
         if self.embedded is not None:
@@ -342,7 +329,20 @@ class FleetRunner(Driver):
 
     def node_up(self, node: int) -> None:
         if self.embedded is not None:
-            self._fault(f"node_up {node}", lambda: self.embedded.service.faults.node_up(node))
+            self._admin_calls += 1          # until the listener is open (the server opens it on this loop)
+
+            def done(result, exc) -> None:
+                if exc is not None:
+                    self.notes.append(f"node_up {node}: {exc}")
+                self._admin_calls -= 1
+
+            def node_up() -> None:
+                try:
+                    self.embedded.service.faults.node_up_soon(node, False, done)
+                except BaseException:
+                    self._admin_calls -= 1      # refused before anything started
+                    raise
+            self._fault(f"node_up {node}", node_up)
         else:
             self._admin(f"/api/nodes/{node}/up", {})
 

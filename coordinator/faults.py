@@ -675,10 +675,13 @@ class FaultEngine:
             return result
 
         def started(moves, exc) -> None:
+            result = None
             if exc is None:
-                result, exc = finish(moves), None
-            else:
-                result = None
+                try:
+                    result = finish(moves)
+                except Exception as e:      # the caller (the admin API) hears of it
+                    exc = e
+            if exc is not None:
                 log.error("fault_action_failed", action="node_up", error=repr(exc))
             if done is not None:
                 done(result, exc)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 
-from groupcoord.protocol.errors import DecodeError
+from groupcoord.protocol.errors import DecodeError, EncodeError
 from groupcoord.protocol.schema import A, F, MessageSpec, S
 
 
@@ -20,11 +20,11 @@ def _record(name: str, fields: list) -> MessageSpec:
     return MessageSpec(name, fields, valid="0", flexible=None)
 
 
-_N = "0+"       # nullable in every version
+_N = "0+"       # nullable: the earlier hand-written encoder wrote any string as null (-1) when None
 
 OFFSET_COMMIT_KEY = _record("OffsetCommitKey", [
-    F("Group", "string"),
-    F("Topic", "string"),
+    F("Group", "string", nullable=_N),
+    F("Topic", "string", nullable=_N),
     F("Partition", "int32"),
 ])
 OFFSET_COMMIT_VALUE = _record("OffsetCommitValue", [
@@ -35,7 +35,7 @@ OFFSET_COMMIT_VALUE = _record("OffsetCommitValue", [
     F("ExpireTimestamp", "int64"),
 ])
 GROUP_METADATA_KEY = _record("GroupMetadataKey", [
-    F("Group", "string"),
+    F("Group", "string", nullable=_N),
 ])
 GROUP_METADATA_VALUE = _record("GroupMetadataValue", [
     F("ProtocolType", "string", nullable=_N),
@@ -44,10 +44,10 @@ GROUP_METADATA_VALUE = _record("GroupMetadataValue", [
     F("Leader", "string", nullable=_N),
     F("CurrentStateTimestamp", "int64"),
     F("Members", A(S(
-        F("MemberId", "string"),
+        F("MemberId", "string", nullable=_N),
         F("GroupInstanceId", "string", nullable=_N),
-        F("ClientId", "string"),
-        F("ClientHost", "string"),
+        F("ClientId", "string", nullable=_N),
+        F("ClientHost", "string", nullable=_N),
         F("RebalanceTimeoutMs", "int32"),
         F("SessionTimeoutMs", "int32"),
         F("Subscription", "bytes", nullable=_N),
@@ -55,14 +55,14 @@ GROUP_METADATA_VALUE = _record("GroupMetadataValue", [
     ))),
 ])
 TOPIC_KEY = _record("TopicKey", [
-    F("Name", "string"),
+    F("Name", "string", nullable=_N),
 ])
 TOPIC_VALUE = _record("TopicValue", [
     F("TopicId", "uuid"),
     F("Partitions", "int32"),
     F("ReplicationFactor", "int16"),
     F("Configs", A(S(
-        F("Name", "string"),
+        F("Name", "string", nullable=_N),
         F("Value", "string", nullable=_N),
     ))),
 ])
@@ -74,25 +74,36 @@ END_OFFSET_VALUE = _record("EndOffsetValue", [
     F("EndOffset", "int64"),
 ])
 
-#: the records of each log: key kind -> (key, value)
-OFFSETS_LOG = {1: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE), 2: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE)}
-METADATA_LOG = {1: (TOPIC_KEY, TOPIC_VALUE), 2: (END_OFFSET_KEY, END_OFFSET_VALUE)}
+class Log(dict):
+    """The records of one kind of log: key kind -> (key, value)."""
+
+    def __init__(self, name: str, records: dict) -> None:
+        super().__init__(records)
+        self.name = name
+
+
+OFFSETS_LOG = Log("offsets", {1: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE), 2: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE)})
+METADATA_LOG = Log("metadata", {1: (TOPIC_KEY, TOPIC_VALUE), 2: (END_OFFSET_KEY, END_OFFSET_VALUE)})
 
 _KIND = struct.Struct(">h")
 _VALUE_HEADER = struct.Struct(">bh")       # a value follows, its version
 _TOMBSTONE = b"\x00"
 
 
-def encode(log: dict, kind: int, key: dict, value: dict | None) -> tuple[bytes, bytes]:
-    """(the key's bytes, the whole payload) of a record of ``log``."""
+def encode(log: Log, kind: int, key: dict, value: dict | None) -> tuple[bytes, bytes]:
+    """(the key's bytes, the whole payload) of a record of ``log``. Raises ValueError for fields
+    the record cannot hold."""
     key_spec, value_spec = log[kind]
-    key_bytes = _KIND.pack(kind) + key_spec.codec(0).encode(key)
-    if value is None:
-        return key_bytes, key_bytes + _TOMBSTONE
-    return key_bytes, key_bytes + _VALUE_HEADER.pack(1, 0) + value_spec.codec(0).encode(value)
+    try:
+        key_bytes = _KIND.pack(kind) + key_spec.codec(0).encode(key)
+        if value is None:
+            return key_bytes, key_bytes + _TOMBSTONE
+        return key_bytes, key_bytes + _VALUE_HEADER.pack(1, 0) + value_spec.codec(0).encode(value)
+    except EncodeError as exc:
+        raise ValueError(f"{log.name} log record: {exc}") from None
 
 
-def decode(log: dict, payload) -> tuple[int, dict, dict | None, int]:
+def decode(log: Log, payload) -> tuple[int, dict, dict | None, int]:
     """(kind, key, value or None, length of the key's bytes) of a payload of ``log``. Raises
     ValueError when it is not one (an unknown kind, a field cut short, trailing bytes)."""
     data = bytes(payload)
@@ -100,14 +111,11 @@ def decode(log: dict, payload) -> tuple[int, dict, dict | None, int]:
         (kind,) = _KIND.unpack_from(data, 0)
         specs = log.get(kind)
         if specs is None:
-            raise ValueError(f"unknown key version {kind}")
+            raise ValueError(f"unknown {log.name} key version {kind}")
         key, pos = specs[0].codec(0).decode_from(data, 2)
         key_len = pos
         value = None
-        if data[pos:pos + 1] != _TOMBSTONE:
-            has_value, _version = _VALUE_HEADER.unpack_from(data, pos)     # any version: read as ours
-            if has_value != 1:
-                raise ValueError(f"bad value marker {has_value}")
+        if data[pos:pos + 1] != _TOMBSTONE:       # any other marker: a value follows, of any version
             value, pos = specs[1].codec(0).decode_from(data, pos + _VALUE_HEADER.size)
         else:
             pos += 1

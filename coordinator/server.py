@@ -216,8 +216,9 @@ class Server:
         return self._loop is not None
 
     def call_soon(self, fn) -> None:
-        """Run fn on the next turn of the loop, once the responses being produced are written."""
-        self._loop.call_soon(fn)
+        """Run fn on the next turn of the loop, once the responses being produced are written (from
+        any thread: an embedding's caller may be on another)."""
+        self._loop.call_soon_threadsafe(fn)
 
     def start_node_then(self, node_id: int, done) -> None:
         """Listen as node_id again (:meth:`start_node`), then ``done(moves, None)``, or
@@ -226,7 +227,7 @@ class Server:
             if not task.cancelled():
                 exc = task.exception()
                 done(None if exc is not None else task.result(), exc)
-        self._loop.create_task(self.start_node(node_id)).add_done_callback(finished)
+        self._loop.call_soon_threadsafe(lambda: self._loop.create_task(self.start_node(node_id)).add_done_callback(finished))
 
     async def start_node(self, node_id: int, port: int | None = None) -> list:
         """Listen as node_id (again: on its previous port). A node coming back up is marked
@@ -290,6 +291,7 @@ class Server:
             self._idle_sweep.cancel()
             self._idle_sweep = None
         await asyncio.sleep(0)  # let transports run their close callbacks
+        self._loop = None       # no longer running: the faults engine acts at once again
 
     async def __aenter__(self) -> "Server":
         return await self.start()

@@ -17,6 +17,8 @@ from typing import Callable, Iterable
 
 import structlog
 
+from groupcoord.protocol.api_keys import ApiKey
+
 from .bus import EventBus
 from .cluster import Cluster, Node
 from .config import BrokerConfig
@@ -196,7 +198,7 @@ class Service:
                 try:
                     hook(ctx, body, response, elapsed)
                 except Exception:
-                    log.exception("after_request_hook_failed", api=ctx.api_key)
+                    log.exception("after_request_hook_failed", api=ApiKey(ctx.api_key).title)
             respond(response)
         return observed
 

@@ -4,7 +4,7 @@ and one for the cluster's topics.
 As Kafka's group coordinator, every change to committed offsets and group metadata is a
 record appended to the log of the group's ``__consumer_offsets`` partition
 (``abs(javaHash(group_id)) % offsets.topic.num.partitions``); at start the logs are replayed
-to rebuild groups and offsets. The core (:mod:`.group_coordinator`) only sees the
+to rebuild groups and offsets. The core (:mod:`.group.manager`) only sees the
 :class:`Store` interface (``append(partition, records)``); :class:`MemoryStore` (the default)
 drops everything, :class:`LogStore` writes files. The cluster (:mod:`.cluster`) writes its topic
 changes and end offsets to a :class:`LogStore`'s ``put_topic``, ``delete_topic`` and
@@ -262,10 +262,6 @@ def encode_metadata_record(key, value) -> tuple[bytes, bytes]:
     return records.encode(records.METADATA_LOG, *_metadata_fields(key, value))
 
 
-def encode_metadata_key(key: TopicKey | EndOffsetKey) -> bytes:
-    return records.encode(records.METADATA_LOG, *_metadata_fields(key, None))[0]
-
-
 def encode_metadata_payload(key: TopicKey | EndOffsetKey, value: TopicValue | EndOffsetValue | None) -> bytes:
     """A record of the cluster metadata log (topics and end offsets)."""
     return records.encode(records.METADATA_LOG, *_metadata_fields(key, value))[1]
@@ -277,8 +273,14 @@ def decode_metadata_payload(payload) -> tuple:
     kind, k, v, key_len = records.decode(records.METADATA_LOG, payload)
     if kind == TOPIC_KEY:
         key = TopicKey(k["name"])
-        value = None if v is None else TopicValue(v["topic_id"], v["partitions"], v["replication_factor"],
-                                                  tuple((c["name"], c["value"]) for c in v["configs"]))
+        if key.name is None:
+            raise ValueError("null topic name")
+        value = None
+        if v is not None:
+            if any(c["name"] is None for c in v["configs"]):
+                raise ValueError("null config name")
+            value = TopicValue(v["topic_id"], v["partitions"], v["replication_factor"],
+                               tuple((c["name"], c["value"]) for c in v["configs"]))
     else:
         key = EndOffsetKey(k["topic_id"], k["partition"])
         value = None if v is None else EndOffsetValue(v["end_offset"])

@@ -296,7 +296,7 @@ BOOL = Fixed("?", "bool", False)
 def _stream_uvarint(stream, bits: int, path) -> int:
     """An unsigned varint read from a construct stream: its bytes, then :func:`varint.read_uvarint`."""
     data = bytearray()
-    while not data or (data[-1] >= 0x80 and len(data) < (bits + 6) // 7 + 1):
+    while not data or (data[-1] >= 0x80 and len(data) < (bits + 6) // 7):
         data += _sread(stream, 1, path)
     try:
         value, _ = varint.read_uvarint(data, 0, bits)

@@ -1,7 +1,7 @@
 """Classic consumer group state: :class:`ClassicGroup` and :class:`Member`.
 
 A plain-data model of Kafka's classic group (``ClassicGroup`` / ``ClassicGroupMember`` of
-the Java coordinator), without timers or I/O; :mod:`.group_coordinator` drives it.
+the Java coordinator), without timers or I/O; :mod:`.manager` drives it.
 
 States are Kafka's names, which are also what DescribeGroups and ListGroups return.
 Parked JoinGroup/SyncGroup requests are represented by their ``respond`` callbacks

@@ -250,7 +250,7 @@ def test_metadata_records_round_trip():
                (st.EndOffsetKey(tid, 8), None)]
     for key, value in records:
         k, v, key_len = st.decode_metadata_payload(st.encode_metadata_payload(key, value))
-        assert (k, v) == (key, value) and key_len == len(st.encode_metadata_key(key))
+        assert (k, v) == (key, value) and key_len == len(st.encode_metadata_record(key, None)[0])
 
 
 async def test_the_admin_api_and_embedding_keep_topics(tmp_path):

@@ -575,3 +575,15 @@ def test_offsets_records_keep_the_bytes_of_earlier_logs(key, value, earlier):
 def test_metadata_records_keep_the_bytes_of_earlier_logs(key, value, earlier):
     assert st.encode_metadata_payload(key, value).hex() == earlier
     assert st.decode_metadata_payload(bytes.fromhex(earlier))[:2] == (key, value)
+
+
+def test_a_member_without_a_client_id_is_kept_as_the_earlier_logs_kept_it():
+    # a request header's client id may be null: the earlier encoder wrote it as a null string
+    key, value, earlier = _EARLIER_OFFSETS_LOG[2]
+    without = st.GroupMetadataValue(value.protocol_type, value.generation, value.protocol_name, value.leader,
+                                    value.current_state_timestamp,
+                                    (st.MemberMetadata("m-1", None, None, "/127.0.0.1", 30000, 10000, b"\x00\x01sub",
+                                                       b"\x00\x01asg"), value.members[1]))
+    payload = st.encode_payload(key, without)
+    assert payload.hex() == earlier.replace("ffff00026331000a", "ffffffff000a", 1)
+    assert st.decode_payload(payload)[:2] == (key, without)

@@ -29,8 +29,8 @@ from groupcoord.protocol.messages import APIS
 
 log = logging.getLogger("groupcoord.client.connection")
 
-API_VERSIONS = ApiKey.API_VERSIONS
-METADATA = ApiKey.METADATA
+API_VERSIONS = int(ApiKey.API_VERSIONS)
+METADATA = int(ApiKey.METADATA)
 CLIENT_SOFTWARE_NAME = "groupcoord"
 CLIENT_SOFTWARE_VERSION = "0.1.0"
 _SIZE = struct.Struct(">i")

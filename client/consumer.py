@@ -58,7 +58,7 @@ log = logging.getLogger("groupcoord.client.consumer")
 TP = TopicPartition
 
 
-_PARKING = (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP)      # Kafka may hold their answers for long
+_PARKING = (int(ApiKey.JOIN_GROUP), int(ApiKey.SYNC_GROUP))      # Kafka may hold their answers for long
 
 
 def monotonic_ms() -> int:

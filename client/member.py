@@ -117,11 +117,13 @@ log = logging.getLogger("groupcoord.client")
 TP = TopicPartition
 
 # ---------------------------------------------------------------------------------- API keys
-FETCH, LIST_OFFSETS, METADATA = ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA
-OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.FIND_COORDINATOR
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
-                                                  ApiKey.SYNC_GROUP)
-API_VERSIONS = ApiKey.API_VERSIONS
+# plain ints (an IntEnum is slower as a dict key and in comparisons, on the member's every request)
+FETCH, LIST_OFFSETS, METADATA = int(ApiKey.FETCH), int(ApiKey.LIST_OFFSETS), int(ApiKey.METADATA)
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = (int(ApiKey.OFFSET_COMMIT), int(ApiKey.OFFSET_FETCH),
+                                                 int(ApiKey.FIND_COORDINATOR))
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (int(ApiKey.JOIN_GROUP), int(ApiKey.HEARTBEAT),
+                                                  int(ApiKey.LEAVE_GROUP), int(ApiKey.SYNC_GROUP))
+API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 #: The versions this client speaks, per API key (inclusive ranges).
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {

@@ -74,6 +74,7 @@ from prometheus_client.exposition import generate_latest
 from .group.classic import GroupState
 
 PREFIX = "groupcoord_"
+_JOIN_GROUP, _HEARTBEAT, _SYNC_GROUP = int(ApiKey.JOIN_GROUP), int(ApiKey.HEARTBEAT), int(ApiKey.SYNC_GROUP)
 
 #: upper bounds (seconds) of the request-time buckets: a heartbeat (well under 1 ms) up to a
 #: JoinGroup parked for the default 5 minute rebalance timeout
@@ -381,11 +382,11 @@ class Snapshot:
             times.add_metric([name], cumulative, seconds)
             for code, n in sorted(errs.items()):
                 errors.add_metric([name, _error_name(code)], n)
-            if key == ApiKey.HEARTBEAT:
+            if key == _HEARTBEAT:
                 heartbeats = sum(versions)
-            elif key == ApiKey.JOIN_GROUP:
+            elif key == _JOIN_GROUP:
                 join = (cumulative, seconds)
-            elif key == ApiKey.SYNC_GROUP:
+            elif key == _SYNC_GROUP:
                 sync = (cumulative, seconds)
         yield requests
         yield times

@@ -39,7 +39,8 @@ log = structlog.get_logger("groupcoord.security")
 ANONYMOUS = "User:ANONYMOUS"
 CLUSTER_NAME = "kafka-cluster"
 MECHANISMS = ("PLAIN",)
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = (int(ApiKey.API_VERSIONS), int(ApiKey.SASL_HANDSHAKE),
+                                                    int(ApiKey.SASL_AUTHENTICATE))
 
 # ---- Kafka's ACL enums (AclOperation, ResourceType, PatternType, AclPermissionType) -----------------
 OPERATIONS = {"ALL": 2, "READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8,

@@ -21,7 +21,7 @@ from .errors import DecodeError, UnsupportedVersionError
 from .messages import APIS
 from .schema import F, MessageSpec
 
-API_VERSIONS_KEY = ApiKey.API_VERSIONS
+API_VERSIONS_KEY = int(ApiKey.API_VERSIONS)
 
 REQUEST_HEADER = MessageSpec("RequestHeader", [
     F("RequestApiKey", "int16"),

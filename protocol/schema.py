@@ -254,7 +254,7 @@ class Api:
 
 def api(key: ApiKey, *, valid: str, flexible: str | None,
         request: Iterable[F], response: Iterable[F]) -> Api:
-    name = key.title
+    name, key = key.title, int(key)     # plain ints at run time: an IntEnum key is slower in every dict
     return Api(key, name,
                MessageSpec(f"{name}Request", request, valid, flexible, key),
                MessageSpec(f"{name}Response", response, valid, flexible, key))

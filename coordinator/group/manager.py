@@ -184,6 +184,12 @@ class GroupCoordinator:
         self._persist = not isinstance(self.store, _st.MemoryStore)
         self._loading: set[int] = set()
         self.offsets = OffsetManager(self)
+        # the offset requests are the offset manager's (bound here: no call in between)
+        self.offset_commit = self.offsets.offset_commit
+        self.offset_fetch = self.offsets.offset_fetch
+        self.offset_delete = self.offsets.offset_delete
+        self.delete_topic_offsets = self.offsets.delete_topic_offsets
+        self.cleanup_group_metadata = self.offsets.cleanup_group_metadata
         self._schedule_offset_expiration()
 
     # ==================================================================== durability
@@ -1071,21 +1077,6 @@ class GroupCoordinator:
         self._event(group, "group.deleted", now, {"reason": reason, "offsets": offsets})
 
     # ==================================================================== offsets (offsets.py)
-    def offset_commit(self, respond: Callable[[dict], None], **request) -> None:
-        self.offsets.offset_commit(respond, **request)
-
-    def offset_fetch(self, respond: Callable[[dict], None], **request) -> None:
-        self.offsets.offset_fetch(respond, **request)
-
-    def offset_delete(self, respond: Callable[[dict], None], **request) -> None:
-        self.offsets.offset_delete(respond, **request)
-
-    def delete_topic_offsets(self, topic: str, partitions: Iterable[int] | None = None) -> int:
-        return self.offsets.delete_topic_offsets(topic, partitions)
-
-    def cleanup_group_metadata(self) -> tuple[int, int]:
-        return self.offsets.cleanup_group_metadata()
-
     def _offset_tombstones(self, group_id: str, pairs) -> None:
         self.offsets._offset_tombstones(group_id, pairs)
 

@@ -30,7 +30,7 @@ _MODULES = (
 HANDLERS = {}
 for _name in _MODULES:
     _module = importlib.import_module(f"{__name__}.{_name}")
-    HANDLERS[_module.API_KEY] = _module
+    HANDLERS[int(_module.API_KEY)] = _module      # plain int keys: what requests carry
 
 # the Kafka releases a broker can be emulated as (the first is the default)
 KAFKA_RELEASES = SETTINGS["groupcoord.kafka.version"].choices

@@ -28,7 +28,7 @@ from prometheus_client.exposition import generate_latest
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.embed import ThreadedCoordinator
 from groupcoord.coordinator.logs import configure
-from groupcoord.coordinator.group.manager import JoinGroupRequest
+from groupcoord.coordinator.group.manager import JoinGroupRequest, SyncGroupRequest
 from groupcoord.coordinator.metrics import Metrics
 from groupcoord.coordinator.server import Server, _Connection
 from groupcoord.coordinator.service import Service
@@ -111,9 +111,9 @@ def server_path_us(with_metrics: bool, bursts: int = 300, depth: int = 64) -> fl
             protocol_type="consumer", protocols=[("range", b"")], require_known_member_id=False))
         service.advance(service.clock() + 10_000)        # the initial rebalance delay
         member, generation = joined[0]["member_id"], joined[0]["generation_id"]
-        service.group_coordinator.sync_group(lambda r: None, group_id="hb", generation_id=generation,
-                                             member_id=member, group_instance_id="i",
-                                             assignments=[(member, b"")])
+        service.group_coordinator.sync_group(lambda r: None, SyncGroupRequest(
+            group_id="hb", generation_id=generation, member_id=member, group_instance_id="i",
+            assignments=[(member, b"")]))
         if with_metrics:
             Metrics(service, server, process=False).attach()
         conn = _Connection(server, 0)

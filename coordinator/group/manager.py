@@ -88,6 +88,23 @@ def _protocols(protocols) -> list:
     return out
 
 
+@dataclass(slots=True)
+class SyncGroupRequest:
+    """One SyncGroup, whatever its version (the handler shims the versions): what the core takes.
+    ``assignments``: the leader's [(member_id, bytes)] or [{"member_id", "assignment"}]."""
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: list | tuple = ()
+
+    def error(self) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
+        return _E.INVALID_GROUP_ID if not self.group_id else None
+
+
 def _entry(fn):
     """Mark a public entry point (or timer callback): queued responses go out when it returns."""
     @wraps(fn)
@@ -757,13 +774,11 @@ class GroupCoordinator:
 
     # ==================================================================== SyncGroup
     @_entry
-    def sync_group(self, respond: Callable[[dict], None], *, group_id: str, generation_id: int, member_id: str,
-                   group_instance_id: str | None = None, protocol_type: str | None = None,
-                   protocol_name: str | None = None, assignments=()) -> None:
-        """SyncGroup. ``assignments``: [(member_id, bytes)] or [{"member_id", "assignment"}]."""
-        if not group_id:
-            self._reply(respond, sync_error(_E.INVALID_GROUP_ID))
-            return
+    def sync_group(self, respond: Callable[[dict], None], req: SyncGroupRequest) -> None:
+        """SyncGroup of a request the API layer validated (:meth:`SyncGroupRequest.error`)."""
+        group_id, generation_id, member_id = req.group_id, req.generation_id, req.member_id
+        group_instance_id, protocol_type, protocol_name = req.group_instance_id, req.protocol_type, req.protocol_name
+        assignments = req.assignments
         if self._loading and self._is_loading(group_id):
             self._reply(respond, sync_error(_E.COORDINATOR_LOAD_IN_PROGRESS))
             return

@@ -10,7 +10,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-from ..group.manager import sync_error
+from ..group.manager import SyncGroupRequest, sync_error
 from ..security import GROUP, READ, authorize
 
 API_KEY = ApiKey.SYNC_GROUP
@@ -22,20 +22,11 @@ def handle(ctx, version, body, respond):
     if version >= 5 and (protocol_type is None or protocol_name is None):
         respond(sync_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
         return
-    group_id = body["group_id"]
-    if not authorize(ctx, READ, GROUP, group_id):
+    if not authorize(ctx, READ, GROUP, body["group_id"]):
         respond(sync_error(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         return
-    if not group_id:
-        respond(sync_error(ErrorCode.INVALID_GROUP_ID))
-        return
-    service = ctx.service
-    if not service.is_coordinator(group_id, ctx.node_id):
-        respond(sync_error(ErrorCode.NOT_COORDINATOR))
-        return
-    service.group_coordinator.sync_group(
-        respond,
-        group_id=group_id,
+    request = SyncGroupRequest(
+        group_id=body["group_id"],
         generation_id=body["generation_id"],
         member_id=body["member_id"],
         group_instance_id=body.get("group_instance_id") if version >= 3 else None,
@@ -43,6 +34,15 @@ def handle(ctx, version, body, respond):
         protocol_name=protocol_name,
         assignments=[(a["member_id"], a["assignment"]) for a in body.get("assignments") or ()],
     )
+    error = request.error()
+    if error is not None:
+        respond(sync_error(error))
+        return
+    service = ctx.service
+    if not service.is_coordinator(request.group_id, ctx.node_id):
+        respond(sync_error(ErrorCode.NOT_COORDINATOR))
+        return
+    service.group_coordinator.sync_group(respond, request)
 
 
 def error_response(version: int, body: dict, code: int) -> dict:

@@ -17,7 +17,8 @@ import struct
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.events import check_event
-from groupcoord.coordinator.group.manager import GroupCoordinator, JoinGroupRequest, join_error
+from groupcoord.coordinator.group.manager import (GroupCoordinator, JoinGroupRequest, SyncGroupRequest, join_error,
+                                                  sync_error)
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -149,9 +150,14 @@ class Harness:
              instance_id: str | None = None, assignments=(), protocol_type: str | None = None,
              protocol_name: str | None = None) -> Call:
         call = Call()
-        self.gc.sync_group(call, group_id=group_id, generation_id=generation, member_id=member_id,
-                           group_instance_id=instance_id, protocol_type=protocol_type,
-                           protocol_name=protocol_name, assignments=assignments)
+        request = SyncGroupRequest(group_id=group_id, generation_id=generation, member_id=member_id,
+                                   group_instance_id=instance_id, protocol_type=protocol_type,
+                                   protocol_name=protocol_name, assignments=assignments)
+        error = request.error()          # as the SyncGroup handler: the request's check, then the coordinator
+        if error is not None:
+            call(sync_error(error))
+        else:
+            self.gc.sync_group(call, request)
         return call
 
     def heartbeat(self, group_id: str = GROUP, member_id: str = "", generation: int = 1,

@@ -8,7 +8,7 @@ import structlog
 
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.events import BASE_FIELDS, EVENT_FIELDS, EVENT_TYPES, check_event
-from groupcoord.coordinator.group.manager import GroupCoordinator, JoinGroupRequest
+from groupcoord.coordinator.group.manager import GroupCoordinator, JoinGroupRequest, SyncGroupRequest
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -150,9 +150,9 @@ def test_respond_callbacks_may_reenter_the_coordinator(h):
 
     def on_join(resp):
         log.append(("join", resp["member_id"], h.state()))
-        h.gc.sync_group(lambda r: log.append(("sync", resp["member_id"], r["error_code"])), group_id=GROUP,
-                        generation_id=resp["generation_id"], member_id=resp["member_id"],
-                        assignments=[(m["member_id"], b"x") for m in resp["members"]])
+        h.gc.sync_group(lambda r: log.append(("sync", resp["member_id"], r["error_code"])), SyncGroupRequest(
+            group_id=GROUP, generation_id=resp["generation_id"], member_id=resp["member_id"],
+            assignments=[(m["member_id"], b"x") for m in resp["members"]]))
 
     for client in ("a", "b"):
         first = []
@@ -185,9 +185,9 @@ def test_scale_thousands_of_members():
     leader = results[0]["leader"]
     syncs = {}
     for i in range(1, n):
-        gc.sync_group(lambda r, i=i: syncs.__setitem__(i, r), group_id="big", generation_id=1, member_id=f"m{i}")
-    gc.sync_group(lambda r: syncs.__setitem__(0, r), group_id="big", generation_id=1, member_id=leader,
-                  assignments=[(f"m{i}", b"a") for i in range(n)])
+        gc.sync_group(lambda r, i=i: syncs.__setitem__(i, r), SyncGroupRequest("big", 1, f"m{i}"))
+    gc.sync_group(lambda r: syncs.__setitem__(0, r), SyncGroupRequest("big", 1, leader,
+                                                                     assignments=[(f"m{i}", b"a") for i in range(n)]))
     assert len(syncs) == n and gc.group("big").state == "Stable"
     for _ in range(3):
         now[0] += 3000

@@ -267,6 +267,10 @@ class FaultEngine:
         #: what fired, oldest first: {"fault", "ts_ms", "kind", ...}
         self.log: collections.deque = collections.deque(maxlen=LOG_SIZE)
 
+    def _driver_running(self) -> bool:
+        """A TCP driver is attached and running: what it is asked to do it does on its loop."""
+        return self.server is not None and self.server.running
+
     def attach_server(self, server) -> None:
         self.server = server
 
@@ -534,7 +538,7 @@ class FaultEngine:
         """Run fn on the driver's next turn, once the responses of the request being
         handled are written (a dropped connection does not swallow them); as
         :meth:`_after_current_operation` without a running loop."""
-        if self.server is not None and self.server.running:
+        if self._driver_running():
             self.server.call_soon(fn)
         else:
             self._after_current_operation(fn)
@@ -629,7 +633,7 @@ class FaultEngine:
         return m.member_id
 
     def _changed(self) -> None:
-        if self.server is not None and self.server.running:
+        if self._driver_running():
             self.server.rearm()
 
     # ---- cluster faults -------------------------------------------------------------
@@ -668,7 +672,7 @@ class FaultEngine:
                 moves = list(moves) + elected
             log.warning("node_up", node=node_id, moves=len(moves))
             return {"node": node_id, "up": True, "moves": _moves_json(moves)}
-        if self.server is None or not self.server.running:
+        if not self._driver_running():
             result = finish(self.service.cluster.node_up(node_id))
             if done is not None:
                 done(result, None)

@@ -214,7 +214,8 @@ class ErrorCode(enum.IntEnum):
 
 def error_message(code: int) -> str | None:
     """Kafka's default message of an error code (None for a code it does not know)."""
-    return ErrorCode(code).message if code in ErrorCode._value2member_map_ else None
+    known = ErrorCode.lookup(code)
+    return known.message if isinstance(known, ErrorCode) else None
 
 
 class KafkaError(Exception):

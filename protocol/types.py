@@ -46,21 +46,23 @@ class Fail(Exception):
 # run-time helpers shared by interpreted and generated code
 # --------------------------------------------------------------------------
 
+def _read_varint(buf, pos: int, bits: int, what: str = "varint"):
+    """:func:`varint.read_uvarint`, its errors as :class:`Fail`. Returns (value, new_pos)."""
+    try:
+        return varint.read_uvarint(buf, pos, bits, what=what)
+    except varint.VarintError as exc:
+        raise Fail(str(exc), exc.pos) from None
+
+
 def read_uvarint(buf, pos: int):
     """Unsigned varint of up to 5 bytes (32 bits, as Kafka's readUnsignedVarint) at pos; the
     generated code reads the one- and two-byte ones itself. Returns (value, new_pos)."""
-    try:
-        return varint.read_uvarint(buf, pos, 32)
-    except varint.VarintError as exc:
-        raise Fail(str(exc), exc.pos) from None
+    return _read_varint(buf, pos, 32)
 
 
 def read_uvarlong(buf, pos: int):
     """Unsigned varint of up to 10 bytes (64 bits) at pos. Returns (value, new_pos)."""
-    try:
-        return varint.read_uvarint(buf, pos, 64, what="varlong")
-    except varint.VarintError as exc:
-        raise Fail(str(exc), exc.pos) from None
+    return _read_varint(buf, pos, 64, "varlong")
 
 
 def uvarint_bytes(value: int) -> bytes:
@@ -298,11 +300,7 @@ def _stream_uvarint(stream, bits: int, path) -> int:
     data = bytearray()
     while not data or (data[-1] >= 0x80 and len(data) < (bits + 6) // 7):
         data += _sread(stream, 1, path)
-    try:
-        value, _ = varint.read_uvarint(data, 0, bits)
-    except varint.VarintError as exc:
-        raise Fail(str(exc)) from None
-    return value
+    return _read_varint(data, 0, bits)[0]
 
 
 class UVarint(KType):

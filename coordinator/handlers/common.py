@@ -1,12 +1,13 @@
-"""What several handler modules share: Kafka's "no authorized operations" value and the shape of a
-request that names several groups (:class:`GroupBatch`)."""
+"""What several handler modules share: the groups of a request that names one (:func:`one_group`)
+and the shape of a request that names several (:class:`GroupBatch`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-#: Kafka's Integer.MIN_VALUE: authorized operations not asked for
-INT32_MIN = -(2**31)
+def one_group(version: int, body: dict) -> list:
+    """The ``groups`` of an API whose requests name one group, in GroupId."""
+    return [body.get("group_id")]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from groupcoord.protocol.errors import ErrorCode
 
 from ..group.manager import AUTHORIZED_OPERATIONS_OMITTED, GROUP_AUTHORIZED_OPERATIONS
 from ..security import DESCRIBE, GROUP, authorize, authorized_operations
-from .common import INT32_MIN, GroupBatch
+from .common import GroupBatch
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 VERSIONS = {"3.9": (0, 5)}      # v6 (ErrorMessage, GROUP_ID_NOT_FOUND) came with Kafka 4.0
@@ -48,7 +48,7 @@ def handle(ctx, version, body, respond):
 
 def _group_error(group_id, code: int) -> dict:
     return {"error_code": code, "error_message": None, "group_id": group_id, "group_state": "",
-            "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": INT32_MIN}
+            "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
 def error_response(version: int, body: dict, code: int) -> dict:

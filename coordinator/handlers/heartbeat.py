@@ -6,6 +6,7 @@ from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..security import GROUP, READ, authorize
+from .common import one_group
 
 API_KEY = ApiKey.HEARTBEAT
 
@@ -31,5 +32,4 @@ def error_response(version: int, body: dict, code: int) -> dict:
     return {"throttle_time_ms": 0, "error_code": code}
 
 
-def groups(version: int, body: dict) -> list:
-    return [body.get("group_id")]
+groups = one_group

@@ -17,6 +17,7 @@ from groupcoord.protocol.errors import ErrorCode
 
 from ..group.manager import JoinGroupRequest, join_error
 from ..security import GROUP, READ, authorize
+from .common import one_group
 
 API_KEY = ApiKey.JOIN_GROUP
 
@@ -71,5 +72,4 @@ def error_response(version: int, body: dict, code: int) -> dict:
     return resp
 
 
-def groups(version: int, body: dict) -> list:
-    return [body.get("group_id")]
+groups = one_group

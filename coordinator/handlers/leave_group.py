@@ -11,6 +11,7 @@ from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..security import GROUP, READ, authorize
+from .common import one_group
 
 API_KEY = ApiKey.LEAVE_GROUP
 
@@ -53,5 +54,4 @@ def error_response(version: int, body: dict, code: int) -> dict:
     return {"throttle_time_ms": 0, "error_code": code, "members": []}
 
 
-def groups(version: int, body: dict) -> list:
-    return [body.get("group_id")]
+groups = one_group

@@ -9,7 +9,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.frames import SharedBody
 
 from ..cluster import validate_topic_name
-from .common import INT32_MIN
+from ..group.manager import AUTHORIZED_OPERATIONS_OMITTED
 
 API_KEY = ApiKey.METADATA
 VERSIONS = {"3.9": (0, 12)}     # v13 (top-level ErrorCode) came with Kafka 4.0
@@ -29,12 +29,12 @@ def _topic_entry(cluster, topic, version) -> dict:
                           "offline_replicas": [leader]})
     return {"error_code": 0, "name": topic.name, "topic_id": topic.topic_id,
             "is_internal": topic.internal, "partitions": parts,
-            "topic_authorized_operations": INT32_MIN}
+            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
 def _error_entry(name, code) -> dict:
     return {"error_code": code, "name": name, "is_internal": False, "partitions": [],
-            "topic_authorized_operations": INT32_MIN}
+            "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
 _ANSWERS_KEPT = 64
@@ -104,13 +104,13 @@ def _build(service, cluster, version, requested, allow_auto) -> dict:
                for n in cluster.nodes.values() if n.up]
     return SharedBody({"throttle_time_ms": 0, "brokers": brokers, "cluster_id": cluster.cluster_id,
                        "controller_id": cluster.controller_id, "topics": topics,
-                       "cluster_authorized_operations": INT32_MIN, "error_code": 0})
+                       "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, "error_code": 0})
 
 
 def error_response(version: int, body: dict, code: int) -> dict:
     """No brokers, every requested topic failed (v13: also the top level)."""
     return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
-            "error_code": code, "cluster_authorized_operations": INT32_MIN, "topics": [
+            "error_code": code, "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED, "topics": [
                 {"error_code": code, "name": t.get("name") or "", "topic_id": t.get("topic_id"),
-                 "is_internal": False, "partitions": [], "topic_authorized_operations": INT32_MIN}
+                 "is_internal": False, "partitions": [], "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
                 for t in body.get("topics") or ()]}

@@ -20,6 +20,7 @@ from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..security import GROUP, READ, TOPIC, authorize
+from .common import one_group
 
 API_KEY = ApiKey.OFFSET_COMMIT
 VERSIONS = {"4.1": (2, 9)}      # Kafka 4.0 removed v0-1 (KIP-896); v10 (topic ids) came after 4.1
@@ -122,5 +123,4 @@ def error_response(version: int, body: dict, code: int) -> dict:
                                            for p in t["partitions"]]} for t in body["topics"]]}
 
 
-def groups(version: int, body: dict) -> list:
-    return [body.get("group_id")]
+groups = one_group

@@ -14,6 +14,7 @@ from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..security import DELETE, GROUP, READ, TOPIC, authorize
+from .common import one_group
 
 API_KEY = ApiKey.OFFSET_DELETE
 
@@ -77,5 +78,4 @@ def error_response(version: int, body: dict, code: int) -> dict:
     return {"error_code": code, "throttle_time_ms": 0, "topics": []}
 
 
-def groups(version: int, body: dict) -> list:
-    return [body.get("group_id")]
+groups = one_group

@@ -12,6 +12,7 @@ from groupcoord.protocol.errors import ErrorCode
 
 from ..group.manager import SyncGroupRequest, sync_error
 from ..security import GROUP, READ, authorize
+from .common import one_group
 
 API_KEY = ApiKey.SYNC_GROUP
 
@@ -49,5 +50,4 @@ def error_response(version: int, body: dict, code: int) -> dict:
     return sync_error(code)
 
 
-def groups(version: int, body: dict) -> list:
-    return [body.get("group_id")]
+groups = one_group

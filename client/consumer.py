@@ -365,7 +365,7 @@ class GroupConsumer:
             self._records_ready.set()
         elif isinstance(action, Closed):
             self._closed_event.set()
-        if self.member.fetch_enabled and self.member._completed:
+        if self.member.fetch_enabled and self.member.fetcher.completed:
             self._records_ready.set()
 
     # ---- connections shared between roles (share_connections) --------------------------------
@@ -439,7 +439,7 @@ class GroupConsumer:
             else:
                 conn.close(notify=True)      # every role using it is told
         self._wake()
-        if self.member._completed:
+        if self.member.fetcher.completed:
             self._records_ready.set()
 
     async def _connect(self, action: Connect) -> None:
@@ -454,7 +454,7 @@ class GroupConsumer:
             conn = await self._open(target)
             if conn is None:
                 continue
-            if action.conn_id not in self.member._conns:     # the member gave up on it meanwhile
+            if action.conn_id not in self.member.net.conns:     # the member gave up on it meanwhile
                 if not self._share or conn not in self._conns.values():
                     conn.close()
                 return

@@ -231,7 +231,7 @@ async def test_three_nodes_fetch_from_each_leader_and_commit_inside_the_revoke_c
                 break
         assert sorted(r.value for r in got) == sorted(f"{p}:{i}".encode() for p in range(6) for i in range(4))
         leaders = {tp.partition % 3 for tp in a.assignment()}
-        broker_conns = [c for c in a.member._conns.values() if isinstance(c.key, tuple)]
+        broker_conns = [c for c in a.member.net.conns.values() if isinstance(c.key, tuple)]
         assert leaders == {0, 1, 2} and {c.node_id for c in broker_conns} == {0, 1, 2}
         coordinator = gc.service.cluster.coordinator_for("grp")
         assert a.member.coordinator[0] == coordinator

@@ -81,14 +81,14 @@ async def wait_split(cs, total, timeout=20.0):
 def record_versions(c) -> dict:
     """api key -> versions the member sent."""
     used: dict[int, set] = {}
-    orig = c.member._send
+    orig = c.member.net.send
 
     def spy(key, api_key, build, handler, now, **kw):
         rid = orig(key, api_key, build, handler, now, **kw)
         if rid is not None:
-            used.setdefault(api_key, set()).add(c.member._inflight[rid].version)
+            used.setdefault(api_key, set()).add(c.member.net.inflight[rid].version)
         return rid
-    c.member._send = spy
+    c.member.net.send = spy
     return used
 
 

@@ -9,7 +9,7 @@ from groupcoord.client import GroupConsumer
 from groupcoord.client.assignors import RangeAssignor
 from groupcoord.client.assignors.base import TopicPartition as TP
 from groupcoord.client.connection import BrokerConnection, ResponseCache
-from groupcoord.client.member import _topic_tables
+from groupcoord.client.member.metadata import _topic_tables
 from groupcoord.coordinator.embed import running
 from groupcoord.protocol import records as rc
 

@@ -27,7 +27,7 @@ def test_coordinator_error_once_makes_the_member_rediscover_and_go_on(api_key, e
     finds = count(sim, FIND_COORDINATOR, "a")
     sim.fail_next(api_key, error, member="a")
     if api_key != HEARTBEAT:
-        a.member._request_rejoin("test")           # make it send JoinGroup/SyncGroup
+        a.member.membership.request_rejoin("test")           # make it send JoinGroup/SyncGroup
     sim.run(lambda: count(sim, FIND_COORDINATOR, "a") > finds and sim.stable(), max_ms=20000)
     assert count(sim, FIND_COORDINATOR, "a") == finds + 1
     assert sim.stable()
@@ -164,7 +164,7 @@ def test_illegal_generation_on_sync_keeps_the_member_id():
     sim.run_until_stable()
     old_id = a.member.member_id
     sim.fail_next(SYNC_GROUP, E.ILLEGAL_GENERATION, member="a")
-    a.member._request_rejoin("test")
+    a.member.membership.request_rejoin("test")
     sim.run_until_stable()
     assert a.member.member_id == old_id
     joins = [t for t, m, k, _ in sim.requests if k == JOIN_GROUP]
@@ -177,7 +177,7 @@ def test_rebalance_in_progress_rejoins_at_once(api_key):
     a = sim.add("a", config={"retry.backoff.ms": 5000})
     sim.run_until_stable()
     sim.fail_next(api_key, E.REBALANCE_IN_PROGRESS, member="a")
-    a.member._request_rejoin("test")
+    a.member.membership.request_rejoin("test")
     t0 = sim.now
     sim.run_until_stable()
     assert sim.now - t0 < 100                          # no retry backoff
@@ -188,7 +188,7 @@ def test_coordinator_load_in_progress_backs_off():
     a = sim.add("a", config={"retry.backoff.ms": 700})
     sim.run_until_stable()
     sim.fail_next(JOIN_GROUP, E.COORDINATOR_LOAD_IN_PROGRESS, member="a")
-    a.member._request_rejoin("test")
+    a.member.membership.request_rejoin("test")
     t0 = sim.now
     sim.run_until_stable()
     assert sim.now - t0 >= 700
@@ -280,17 +280,17 @@ def test_responses_that_settle_all_they_touch_need_no_poll():
         seen.append((api_key, body is not None and _first_error(body), out))
         if out is False:       # what the response added: the next heartbeat (while in the group)
             in_group = m.state in (MemberState.STABLE, MemberState.COMPLETING_REBALANCE)
-            assert m.settled_deadline == (m._hb_next if api_key == HEARTBEAT and in_group else None)
+            assert m.settled_deadline == (m.heartbeat.next if api_key == HEARTBEAT and in_group else None)
             assert m.settled_deadline is None or m.settled_deadline > now
         return out
     m.on_response = spy
-    original_send = m._send
+    original_send = m.net.send
 
     def send(key, api_key, *args, **kw):
         rid = original_send(key, api_key, *args, **kw)
         kinds[rid] = api_key
         return rid
-    m._send = send
+    m.net.send = send
     sim.advance(3000)
     assert (HEARTBEAT, 0, False) in seen and (OFFSET_COMMIT, 0, False) in seen
     assert all(out is False for key, error, out in seen if key in (HEARTBEAT, OFFSET_COMMIT) and error == 0)

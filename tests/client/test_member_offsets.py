@@ -197,12 +197,12 @@ def test_cooperative_rebalance_commits_the_revoked_partitions_before_revoking_th
                 config={"enable.auto.commit": True, "auto.commit.interval.ms": 60000}, listener=listener)
     sim.run_until_stable()
     sim.run(lambda: len(a.member.positions) == 4)
-    orig = a.member._complete_commit
+    orig = a.member.commits.complete
 
     def spy(op, error):
         order.append(("commit", op.kind, sorted(op.offsets)))
         orig(op, error)
-    a.member._complete_commit = spy
+    a.member.commits.complete = spy
     for tp in all_tps(sim, "t"):
         a.member.seek(tp, 50 + tp.partition)
     sim.add("b", assignors=[SimpleCooperative()])
@@ -271,8 +271,8 @@ def test_a_poll_that_changes_nothing_makes_one_pass():
     got = []
     sim.run(lambda: got.extend(a.member.take_records()) or len(got) == 3, max_ms=5000)
     m = a.member
-    m._rng = Counting(1)
+    m.fetcher.rng = Counting(1)
     sim.disconnect("a")
     m.poll(sim.now)                       # the connections go out again
-    before = m._rng.shuffles
-    assert m.poll(sim.now) == [] and m._rng.shuffles - before == 1
+    before = m.fetcher.rng.shuffles
+    assert m.poll(sim.now) == [] and m.fetcher.rng.shuffles - before == 1

@@ -105,6 +105,19 @@ class SyncGroupRequest:
         return _E.INVALID_GROUP_ID if not self.group_id else None
 
 
+@dataclass(slots=True)
+class HeartbeatRequest:
+    """One Heartbeat, whatever its version (the handler shims the versions): what the core takes."""
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+    def error(self) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
+        return _E.INVALID_GROUP_ID if not self.group_id else None
+
+
 def _entry(fn):
     """Mark a public entry point (or timer callback): queued responses go out when it returns."""
     @wraps(fn)
@@ -864,17 +877,14 @@ class GroupCoordinator:
             self.timers.cancel(("sync", group.group_id))
 
     # ==================================================================== Heartbeat
-    def heartbeat(self, respond: Callable[[dict], None], *, group_id: str, generation_id: int, member_id: str,
-                  group_instance_id: str | None = None) -> None:
-        """Heartbeat (hot path: no events, no queued responses)."""
-        error = self.heartbeat_error(group_id, generation_id, member_id, group_instance_id)
-        respond({"throttle_time_ms": 0, "error_code": error})
+    def heartbeat(self, respond: Callable[[dict], None], req: HeartbeatRequest) -> None:
+        """Heartbeat of a request the API layer validated (:meth:`HeartbeatRequest.error`)
+        (hot path: no events, no queued responses)."""
+        respond({"throttle_time_ms": 0, "error_code": self.heartbeat_error(req)})
 
-    def heartbeat_error(self, group_id: str, generation_id: int, member_id: str,
-                        group_instance_id: str | None) -> int:
-        """A heartbeat, answered at once: its error code (what :meth:`heartbeat` responds)."""
-        if not group_id:
-            return int(_E.INVALID_GROUP_ID)
+    def heartbeat_error(self, req: HeartbeatRequest) -> int:
+        """A validated heartbeat, answered at once: its error code (what :meth:`heartbeat` responds)."""
+        group_id = req.group_id
         if self._loading and self._is_loading(group_id):
             return _NONE   # Kafka: a heartbeat to a loading coordinator succeeds
         group = self._groups.get(group_id)
@@ -883,7 +893,9 @@ class GroupCoordinator:
         state = group.state
         if state == DEAD:
             return int(_E.COORDINATOR_NOT_AVAILABLE)
+        member_id = req.member_id
         member = group.members.get(member_id)
+        group_instance_id = req.group_instance_id
         if group_instance_id is not None:
             existing = group.static_members.get(group_instance_id)
             if existing is None:
@@ -892,7 +904,7 @@ class GroupCoordinator:
                 return int(_E.FENCED_INSTANCE_ID)
         if member is None:
             return int(_E.UNKNOWN_MEMBER_ID)
-        if generation_id != group.generation_id:
+        if req.generation_id != group.generation_id:
             return int(_E.ILLEGAL_GENERATION)
         if state == EMPTY:
             return int(_E.UNKNOWN_MEMBER_ID)

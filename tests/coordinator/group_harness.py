@@ -17,8 +17,8 @@ import struct
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.events import check_event
-from groupcoord.coordinator.group.manager import (GroupCoordinator, JoinGroupRequest, SyncGroupRequest, join_error,
-                                                  sync_error)
+from groupcoord.coordinator.group.manager import (GroupCoordinator, HeartbeatRequest, JoinGroupRequest,
+                                                  SyncGroupRequest, join_error, sync_error)
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -163,8 +163,13 @@ class Harness:
     def heartbeat(self, group_id: str = GROUP, member_id: str = "", generation: int = 1,
                   instance_id: str | None = None) -> int:
         call = Call()
-        self.gc.heartbeat(call, group_id=group_id, generation_id=generation, member_id=member_id,
-                          group_instance_id=instance_id)
+        request = HeartbeatRequest(group_id=group_id, generation_id=generation, member_id=member_id,
+                                   group_instance_id=instance_id)
+        error = request.error()          # as the Heartbeat handler: the request's check, then the coordinator
+        if error is not None:
+            call({"throttle_time_ms": 0, "error_code": int(error)})
+        else:
+            self.gc.heartbeat(call, request)
         return call.error
 
     def leave(self, group_id: str = GROUP, *members) -> dict:

@@ -8,7 +8,7 @@ import structlog
 
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.events import BASE_FIELDS, EVENT_FIELDS, EVENT_TYPES, check_event
-from groupcoord.coordinator.group.manager import GroupCoordinator, JoinGroupRequest, SyncGroupRequest
+from groupcoord.coordinator.group.manager import GroupCoordinator, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -192,7 +192,7 @@ def test_scale_thousands_of_members():
     for _ in range(3):
         now[0] += 3000
         for i in range(n):
-            gc.heartbeat(lambda r: None, group_id="big", generation_id=1, member_id=f"m{i}")
+            gc.heartbeat(lambda r: None, HeartbeatRequest("big", 1, f"m{i}"))
         timers.advance(now[0])
     assert len(gc.group("big").members) == n
     assert time.perf_counter() - start < 10

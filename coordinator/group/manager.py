@@ -118,6 +118,34 @@ class HeartbeatRequest:
         return _E.INVALID_GROUP_ID if not self.group_id else None
 
 
+def _leaving(members) -> list:
+    """Normalize LeaveGroup members to a list of (member_id, group_instance_id, reason)."""
+    out = []
+    for m in members:
+        if isinstance(m, dict):
+            out.append((m.get("member_id", ""), m.get("group_instance_id"), m.get("reason")))
+        else:
+            m = tuple(m)
+            out.append((m[0], m[1] if len(m) > 1 else None, m[2] if len(m) > 2 else None))
+    return out
+
+
+@dataclass(slots=True)
+class LeaveGroupRequest:
+    """One LeaveGroup, whatever its version (the handler shims the versions: v0-2's one MemberId is
+    a batch of one): what the core takes. ``members``: [(member_id, group_instance_id, reason)];
+    [{"member_id", "group_instance_id", "reason"}] and shorter tuples are normalized to that."""
+    group_id: str
+    members: list
+
+    def __post_init__(self) -> None:
+        self.members = _leaving(self.members)
+
+    def error(self) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
+        return _E.INVALID_GROUP_ID if not self.group_id else None
+
+
 def _entry(fn):
     """Mark a public entry point (or timer callback): queued responses go out when it returns."""
     @wraps(fn)
@@ -921,10 +949,10 @@ class GroupCoordinator:
 
     # ==================================================================== LeaveGroup
     @_entry
-    def leave_group(self, respond: Callable[[dict], None], *, group_id: str, members) -> None:
-        """LeaveGroup. ``members``: [{"member_id", "group_instance_id", "reason"}] or
-        [(member_id, group_instance_id[, reason])]. Response in the v3+ shape."""
-        self._reply(respond, self._leave(group_id, members, "member"))
+    def leave_group(self, respond: Callable[[dict], None], req: LeaveGroupRequest) -> None:
+        """LeaveGroup of a request the API layer validated (:meth:`LeaveGroupRequest.error`).
+        Response in the v3+ shape."""
+        self._reply(respond, self._leave(req.group_id, req.members, "member"))
 
     @_entry
     def remove_member(self, group_id: str, member_id: str = "", group_instance_id: str | None = None,
@@ -933,21 +961,18 @@ class GroupCoordinator:
 
         Same path as a LeaveGroup; returns the member's error code (the top-level one when
         the whole request fails)."""
-        resp = self._leave(group_id, [(member_id, group_instance_id, reason)], "admin")
+        req = LeaveGroupRequest(group_id, [(member_id, group_instance_id, reason)])
+        error = req.error()
+        if error is not None:
+            return int(error)
+        resp = self._leave(req.group_id, req.members, "admin")
         if resp["error_code"]:
             return resp["error_code"]
         return resp["members"][0]["error_code"]
 
-    def _leave(self, group_id: str, members, initiator: str) -> dict:
-        idents = []
-        for m in members:
-            if isinstance(m, dict):
-                idents.append((m.get("member_id", ""), m.get("group_instance_id"), m.get("reason")))
-            else:
-                m = tuple(m)
-                idents.append((m[0], m[1] if len(m) > 1 else None, m[2] if len(m) > 2 else None))
-        if not group_id:
-            return {"throttle_time_ms": 0, "error_code": int(_E.INVALID_GROUP_ID), "members": []}
+    def _leave(self, group_id: str, idents: list, initiator: str) -> dict:
+        """The members of a validated LeaveGroup (``idents``: [(member_id, group_instance_id, reason)])
+        leave the group."""
         if self._loading and self._is_loading(group_id):
             return {"throttle_time_ms": 0, "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "members": []}
         group = self._groups.get(group_id)

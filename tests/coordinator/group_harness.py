@@ -18,7 +18,7 @@ from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.events import check_event
 from groupcoord.coordinator.group.manager import (GroupCoordinator, HeartbeatRequest, JoinGroupRequest,
-                                                  SyncGroupRequest, join_error, sync_error)
+                                                  LeaveGroupRequest, SyncGroupRequest, join_error, sync_error)
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -174,7 +174,12 @@ class Harness:
 
     def leave(self, group_id: str = GROUP, *members) -> dict:
         call = Call()
-        self.gc.leave_group(call, group_id=group_id, members=list(members))
+        request = LeaveGroupRequest(group_id, list(members))
+        error = request.error()          # as the LeaveGroup handler: the request's check, then the coordinator
+        if error is not None:
+            call({"throttle_time_ms": 0, "error_code": int(error), "members": []})
+        else:
+            self.gc.leave_group(call, request)
         return call.result
 
     def commit(self, group_id: str = GROUP, *, member_id: str = "", generation: int = -1,

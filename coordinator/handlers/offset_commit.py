@@ -19,6 +19,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
+from ..group.offsets import OffsetCommitRequest, commit_error
 from ..security import GROUP, READ, TOPIC, authorize
 from .common import one_group
 
@@ -94,27 +95,22 @@ def handle(ctx, version, body, respond):
     else:
         reply = respond         # nothing to merge in front: the coordinator's response as it is
 
-    group_id = body["group_id"]
-    error = None
-    if group_id is None:
-        error = ErrorCode.INVALID_GROUP_ID
-    elif not service.is_coordinator(group_id, ctx.node_id):
+    request = OffsetCommitRequest(       # (positional: the hot path after Heartbeat)
+        body["group_id"],
+        valid,
+        body.get("generation_id_or_member_epoch", -1) if version >= 1 else -1,     # generation_id
+        (body.get("member_id") or "") if version >= 1 else "",                      # member_id
+        body.get("group_instance_id") if version >= 7 else None,                   # group_instance_id
+        body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1,            # retention_time_ms
+        version >= 9,                                                               # group_id_not_found
+    )
+    error = request.error()
+    if error is None and not service.is_coordinator(request.group_id, ctx.node_id):
         error = ErrorCode.NOT_COORDINATOR
     if error is not None:
-        reply({"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
-            {"partition_index": p["partition_index"], "error_code": int(error)} for p in t["partitions"]]}
-            for t in valid]})
+        reply(commit_error(valid, error))
         return
-    service.group_coordinator.offset_commit(
-        reply,
-        group_id=group_id,
-        generation_id=body.get("generation_id_or_member_epoch", -1) if version >= 1 else -1,
-        member_id=(body.get("member_id") or "") if version >= 1 else "",
-        group_instance_id=body.get("group_instance_id") if version >= 7 else None,
-        retention_time_ms=body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1,
-        topics=valid,
-        group_id_not_found=version >= 9,
-    )
+    service.group_coordinator.offset_commit(reply, request)
 
 
 def error_response(version: int, body: dict, code: int) -> dict:

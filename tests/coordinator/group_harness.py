@@ -19,6 +19,7 @@ from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.events import check_event
 from groupcoord.coordinator.group.manager import (GroupCoordinator, HeartbeatRequest, JoinGroupRequest,
                                                   LeaveGroupRequest, SyncGroupRequest, join_error, sync_error)
+from groupcoord.coordinator.group.offsets import OffsetCommitRequest, commit_error
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -192,10 +193,14 @@ class Harness:
             topics.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
                                                  "committed_leader_epoch": -1, "committed_metadata": metadata})
         call = Call()
-        self.gc.offset_commit(call, group_id=group_id, generation_id=generation, member_id=member_id,
-                              group_instance_id=instance_id, retention_time_ms=retention,
-                              topics=[{"name": t, "partitions": p} for t, p in topics.items()],
-                              group_id_not_found=group_id_not_found)
+        request = OffsetCommitRequest(group_id, [{"name": t, "partitions": p} for t, p in topics.items()],
+                                      generation_id=generation, member_id=member_id, group_instance_id=instance_id,
+                                      retention_time_ms=retention, group_id_not_found=group_id_not_found)
+        error = request.error()          # as the OffsetCommit handler: the request's check, then the coordinator
+        if error is not None:
+            call(commit_error(request.topics, error))
+        else:
+            self.gc.offset_commit(call, request)
         return call.result
 
     def fetch(self, group_id: str = GROUP, topics=None) -> dict:

@@ -9,6 +9,7 @@ import structlog
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.events import BASE_FIELDS, EVENT_FIELDS, EVENT_TYPES, check_event
 from groupcoord.coordinator.group.manager import GroupCoordinator, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
+from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -129,8 +130,8 @@ def test_offset_commit_events_can_be_disabled(sub):
     events = []
     gc = GroupCoordinator(BrokerConfig(environ={}), Timers(), lambda: 0, emit=events.append,
                           emit_offset_commits=False)
-    gc.offset_commit(lambda r: None, group_id="g", topics=[{"name": "t", "partitions": [
-        {"partition_index": 0, "committed_offset": 1, "committed_metadata": None}]}])
+    gc.offset_commit(lambda r: None, OffsetCommitRequest("g", [{"name": "t", "partitions": [
+        {"partition_index": 0, "committed_offset": 1, "committed_metadata": None}]}]))
     assert [e["event"] for e in events] == ["group.created"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from groupcoord.coordinator.group.classic import OffsetAndMetadata
+from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 
 GROUP = "group-id"
 DAY = 24 * 3600 * 1000
@@ -113,9 +114,9 @@ def test_offset_metadata_default_limit_is_4096(h):
 
 def test_stored_offset_fields(h):
     h.run_until(1234)
-    h.gc.offset_commit(lambda r: None, group_id="g", topics=[{"name": "foo", "partitions": [
+    h.gc.offset_commit(lambda r: None, OffsetCommitRequest("g", [{"name": "foo", "partitions": [
         {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": 3, "committed_metadata": None},
-        {"partition_index": 1, "committed_offset": 8, "commit_timestamp": 99, "committed_metadata": "m"}]}])
+        {"partition_index": 1, "committed_offset": 8, "commit_timestamp": 99, "committed_metadata": "m"}]}]))
     parts = h.group("g").offsets["foo"]
     assert parts[0] == OffsetAndMetadata(7, 3, "", 1234, None)
     assert parts[1] == OffsetAndMetadata(8, -1, "m", 99, None)    # v1 explicit commit timestamp
@@ -139,8 +140,8 @@ def test_fetch_missing_group_returns_minus_one(h):
 
 
 def test_fetch_committed_and_missing_partitions(h):
-    h.gc.offset_commit(lambda r: None, group_id="g", topics=[{"name": "foo", "partitions": [
-        {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": 3, "committed_metadata": "meta"}]}])
+    h.gc.offset_commit(lambda r: None, OffsetCommitRequest("g", [{"name": "foo", "partitions": [
+        {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": 3, "committed_metadata": "meta"}]}]))
     res = h.fetch("g", {"foo": [0, 5], "unknown-topic": [0]})
     assert res["topics"] == [
         {"name": "foo", "partitions": [

@@ -17,7 +17,7 @@ from groupcoord.protocol.consumer import decode_assignment, decode_subscription
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 
 from ..group.classic import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY
-from ..group.offsets import OffsetCommitRequest
+from ..group.offsets import OffsetCommitRequest, OffsetFetchRequest
 from .app import changed, json_body
 from .errors import ApiError, error_responses
 
@@ -87,7 +87,7 @@ def member_json(member, protocol_type: str | None, protocol_name: str | None) ->
 def committed_offsets(service, group_id: str, topics=None) -> dict[tuple[str, int], dict]:
     """(topic, partition) -> OffsetFetch partition entry, through the coordinator's OffsetFetch."""
     out: list[dict] = []
-    service.group_coordinator.offset_fetch(out.append, group_id=group_id, topics=topics)
+    service.group_coordinator.offset_fetch(out.append, OffsetFetchRequest(group_id, topics))
     response = out[0]
     if response["error_code"]:
         code = ErrorCode(response["error_code"])

@@ -59,6 +59,42 @@ class OffsetCommitRequest:
         return _E.INVALID_GROUP_ID if self.group_id is None else None
 
 
+def fetch_error(group_id: str | None, code: int) -> dict:
+    """An OffsetFetch group (the v8+ shape) failed as a whole."""
+    return {"group_id": group_id, "topics": [], "error_code": int(code)}
+
+
+@dataclass(slots=True)
+class OffsetFetchRequest:
+    """One group of an OffsetFetch, whatever its version (the handler shims the versions: v0-7
+    ask for one group, v8+ for several, each a request of its own): what the core takes.
+
+    ``topics``: [{"name", "partition_indexes"}], or None for every committed offset.
+    ``require_stable`` has no effect (no transactional offsets are pending here);
+    ``member_id``/``member_epoch`` are only checked for KIP-848 groups in Kafka."""
+    group_id: str | None
+    topics: list | None = None
+    require_stable: bool = False
+    member_id: str | None = None
+    member_epoch: int = -1
+
+    def error(self) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees it: a null group id."""
+        return _E.INVALID_GROUP_ID if self.group_id is None else None
+
+
+@dataclass(slots=True)
+class OffsetDeleteRequest:
+    """One OffsetDelete: what the core takes. ``topics``: the partitions the API layer let through,
+    [{"name", "partitions": [{"partition_index"}]}]."""
+    group_id: str
+    topics: list
+
+    def error(self) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
+        return _E.INVALID_GROUP_ID if not self.group_id else None
+
+
 class OffsetManager:
     """The offsets of the groups of one :class:`~.manager.GroupCoordinator` (``manager``)."""
 
@@ -165,19 +201,13 @@ class OffsetManager:
         return None
 
     # ==================================================================== OffsetFetch
-    def offset_fetch(self, respond: Callable[[dict], None], *, group_id: str | None, topics=None,
-                     require_stable: bool = False, member_id: str | None = None, member_epoch: int = -1) -> None:
-        """OffsetFetch for one group, answered in the v8+ group shape
-        ``{"group_id", "topics": [{"name", "partitions": [...]}], "error_code"}``.
-
-        ``topics``: [{"name", "partition_indexes"}], or None for every committed offset.
-        ``require_stable`` has no effect (no transactional offsets are pending here);
-        ``member_id``/``member_epoch`` are only checked for KIP-848 groups in Kafka."""
-        if group_id is None:
-            respond({"group_id": group_id, "topics": [], "error_code": int(_E.INVALID_GROUP_ID)})
-            return
+    def offset_fetch(self, respond: Callable[[dict], None], req: OffsetFetchRequest) -> None:
+        """OffsetFetch for one group of a request the API layer validated
+        (:meth:`OffsetFetchRequest.error`), answered in the v8+ group shape
+        ``{"group_id", "topics": [{"name", "partitions": [...]}], "error_code"}``."""
+        group_id, topics = req.group_id, req.topics
         if self.manager._loading and self.manager._is_loading(group_id):
-            respond({"group_id": group_id, "topics": [], "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS)})
+            respond(fetch_error(group_id, _E.COORDINATOR_LOAD_IN_PROGRESS))
             return
         group = self.manager._groups.get(group_id)
         if group is not None and group.state == DEAD:
@@ -208,12 +238,10 @@ class OffsetManager:
         respond({"group_id": group_id, "topics": out, "error_code": _NONE})
 
     # ==================================================================== OffsetDelete
-    def offset_delete(self, respond: Callable[[dict], None], *, group_id: str, topics) -> None:
-        """OffsetDelete. ``topics``: [{"name", "partitions": [{"partition_index"}]}].
+    def offset_delete(self, respond: Callable[[dict], None], req: OffsetDeleteRequest) -> None:
+        """OffsetDelete of a request the API layer validated (:meth:`OffsetDeleteRequest.error`).
         Response ``{"error_code", "throttle_time_ms", "topics"}``."""
-        if not group_id:
-            respond({"error_code": int(_E.INVALID_GROUP_ID), "throttle_time_ms": 0, "topics": []})
-            return
+        group_id, topics = req.group_id, req.topics
         if self.manager._loading and self.manager._is_loading(group_id):
             respond({"error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "throttle_time_ms": 0, "topics": []})
             return

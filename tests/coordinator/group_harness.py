@@ -19,7 +19,8 @@ from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.events import check_event
 from groupcoord.coordinator.group.manager import (GroupCoordinator, HeartbeatRequest, JoinGroupRequest,
                                                   LeaveGroupRequest, SyncGroupRequest, join_error, sync_error)
-from groupcoord.coordinator.group.offsets import OffsetCommitRequest, commit_error
+from groupcoord.coordinator.group.offsets import (OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
+                                                  commit_error, fetch_error)
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -206,8 +207,24 @@ class Harness:
     def fetch(self, group_id: str = GROUP, topics=None) -> dict:
         """topics: {topic: [partitions]} or None for all."""
         call = Call()
-        self.gc.offset_fetch(call, group_id=group_id, topics=None if topics is None else [
+        request = OffsetFetchRequest(group_id, None if topics is None else [
             {"name": t, "partition_indexes": list(p)} for t, p in topics.items()])
+        error = request.error()          # as the OffsetFetch handler: the request's check, then the coordinator
+        if error is not None:
+            call(fetch_error(group_id, error))
+        else:
+            self.gc.offset_fetch(call, request)
+        return call.result
+
+    def delete_offsets(self, group_id: str = GROUP, topics=()) -> dict:
+        """topics: [{"name", "partitions": [{"partition_index"}]}]"""
+        call = Call()
+        request = OffsetDeleteRequest(group_id, list(topics))
+        error = request.error()          # as the OffsetDelete handler: the request's check, then the coordinator
+        if error is not None:
+            call({"error_code": int(error), "throttle_time_ms": 0, "topics": []})
+        else:
+            self.gc.offset_delete(call, request)
         return call.result
 
     def offsets(self, group_id: str = GROUP) -> dict:

@@ -79,7 +79,7 @@ def test_every_event_type_is_emitted_somewhere(make_harness):
     h = make_harness(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000)
     leader, follower = h.stable_group(2, session=10000)
     h.commit(member_id=leader, generation=1, offsets={("foo", 0): 1, ("other", 0): 1})
-    h.gc.offset_delete(lambda r: None, group_id=GROUP, topics=[{"name": "other", "partitions": [{"partition_index": 0}]}])
+    h.delete_offsets(GROUP, [{"name": "other", "partitions": [{"partition_index": 0}]}])
     h.leave(GROUP, {"member_id": follower})                 # member.left, leader stays
     h.join(member_id=leader)
     h.sync(member_id=leader, generation=2, assignments=[])

@@ -136,7 +136,7 @@ def test_tombstones_remove_offsets_and_groups_on_replay(tmp_path):
     _populate(h)
     # OffsetDelete on the Empty group
     call = Call()
-    h.gc.offset_delete(call, group_id="empty-group", topics=[{"name": "foo", "partitions": [{"partition_index": 0}]}])
+    call(h.delete_offsets("empty-group", [{"name": "foo", "partitions": [{"partition_index": 0}]}]))
     assert call.result["error_code"] == 0
     # DeleteGroups on the simple group
     call = Call()

@@ -28,11 +28,14 @@ VERSIONS = {"4.1": (2, 9)}      # Kafka 4.0 removed v0-1 (KIP-896); v10 (topic i
 
 
 class _Builder:
-    """``OffsetCommitResponse.Builder``: topics in order of first appearance."""
+    """``OffsetCommitResponse.Builder``: topics in order of first appearance; ``refused``: the
+    (topic, partition, error) to add first."""
 
-    def __init__(self) -> None:
+    def __init__(self, refused=()) -> None:
         self.topics: list[dict] = []
         self._by_name: dict[str, dict] = {}
+        for topic, partition, error in refused:
+            self.add(topic, partition, error)
 
     def add(self, topic: str, partition: int, error: int) -> None:
         entry = self._by_name.get(topic)
@@ -56,40 +59,43 @@ class _Builder:
 
 def handle(ctx, version, body, respond):
     service = ctx.service
-    builder = _Builder()
     if not authorize(ctx, READ, GROUP, body["group_id"]):
+        builder = _Builder()
         for topic in body["topics"]:
             for p in topic["partitions"]:
                 builder.add(topic["name"], p["partition_index"], ErrorCode.GROUP_AUTHORIZATION_FAILED)
         respond({"throttle_time_ms": 0, "topics": builder.topics})
         return
     valid = []
+    refused = []        # what the API layer answers itself (a builder only when there is some)
     for topic in body["topics"]:
         name = topic["name"]
         if not authorize(ctx, READ, TOPIC, name):
             for p in topic["partitions"]:
-                builder.add(name, p["partition_index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                refused.append((name, p["partition_index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
         count = service.partition_count(name)
         if count is None:
             for p in topic["partitions"]:
-                builder.add(name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                refused.append((name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
         ok = []
         for p in topic["partitions"]:
             if 0 <= p["partition_index"] < count:
                 ok.append(p)
             else:
-                builder.add(name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                refused.append((name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         if ok and len(ok) == len(topic["partitions"]):
             valid.append(topic)             # all of it (the coordinator only reads it)
         elif ok:
             valid.append({"name": name, "partitions": ok})
     if not valid:
-        respond({"throttle_time_ms": 0, "topics": builder.topics})
+        respond({"throttle_time_ms": 0, "topics": _Builder(refused).topics})
         return
 
-    if builder.topics:
+    if refused:
+        builder = _Builder(refused)
+
         def reply(resp: dict) -> None:
             respond({"throttle_time_ms": 0, "topics": builder.merge(resp["topics"])})
     else:

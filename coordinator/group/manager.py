@@ -12,10 +12,13 @@ delays go through the keyed :class:`~groupcoord.coordinator.timer.Timers`, which
 advances. Group metadata "writes" always succeed at once, so callbacks Kafka runs after a
 log append run immediately.
 
-Calling convention: every request method takes ``respond`` first and keyword arguments that
-do not depend on the API version (the handlers do the version shims). The response is a
-dict in the field names of the API's latest version, handed to ``respond`` now or later
-(parked JoinGroup/SyncGroup). Responses produced while the coordinator is updating its
+Calling convention: every request method takes ``respond`` first, then what does not depend on
+the API version (the handlers do the version shims): JoinGroup, SyncGroup, Heartbeat, LeaveGroup
+and the offset requests one typed request object (:class:`JoinGroupRequest`, ...,
+:class:`~.offsets.OffsetCommitRequest`), which the handler has checked with its ``error()`` as
+Kafka's API layer does (the core does not repeat those checks); the others keyword arguments.
+The response is a dict in the field names of the API's latest version, handed to ``respond``
+now or later (parked JoinGroup/SyncGroup). Responses produced while the coordinator is updating its
 state are queued and delivered when the outermost call returns, so a ``respond`` callback
 may call back into the coordinator.
 

@@ -17,6 +17,7 @@ from groupcoord.protocol.consumer import decode_assignment, decode_subscription
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 
 from ..group.classic import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY
+from ..group.offsets import OffsetCommitRequest, OffsetFetchRequest
 from .app import changed, json_body
 from .errors import ApiError, error_responses
 
@@ -86,7 +87,7 @@ def member_json(member, protocol_type: str | None, protocol_name: str | None) ->
 def committed_offsets(service, group_id: str, topics=None) -> dict[tuple[str, int], dict]:
     """(topic, partition) -> OffsetFetch partition entry, through the coordinator's OffsetFetch."""
     out: list[dict] = []
-    service.group_coordinator.offset_fetch(out.append, group_id=group_id, topics=topics)
+    service.group_coordinator.offset_fetch(out.append, OffsetFetchRequest(group_id, topics))
     response = out[0]
     if response["error_code"]:
         code = ErrorCode(response["error_code"])
@@ -241,10 +242,10 @@ async def reset_offsets(request: web.Request) -> web.Response:
     dry_run = body.get("dry_run", False)
     if not dry_run and plan:
         out: list[dict] = []
-        gc.offset_commit(out.append, group_id=group_id, generation_id=-1, member_id="", topics=[
+        gc.offset_commit(out.append, OffsetCommitRequest(group_id, [
             {"name": topic.name, "partitions": [
                 {"partition_index": e["partition"], "committed_offset": e["offset"], "committed_leader_epoch": -1,
-                 "committed_metadata": ""} for e in plan]}])
+                 "committed_metadata": ""} for e in plan]}], generation_id=-1, member_id=""))
         changed(request)
         for t in out[0]["topics"]:
             for p in t["partitions"]:

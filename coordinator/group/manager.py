@@ -12,10 +12,13 @@ delays go through the keyed :class:`~groupcoord.coordinator.timer.Timers`, which
 advances. Group metadata "writes" always succeed at once, so callbacks Kafka runs after a
 log append run immediately.
 
-Calling convention: every request method takes ``respond`` first and keyword arguments that
-do not depend on the API version (the handlers do the version shims). The response is a
-dict in the field names of the API's latest version, handed to ``respond`` now or later
-(parked JoinGroup/SyncGroup). Responses produced while the coordinator is updating its
+Calling convention: every request method takes ``respond`` first, then what does not depend on
+the API version (the handlers do the version shims): JoinGroup, SyncGroup, Heartbeat, LeaveGroup
+and the offset requests one typed request object (:class:`JoinGroupRequest`, ...,
+:class:`~.offsets.OffsetCommitRequest`), which the handler has checked with its ``error()`` as
+Kafka's API layer does (the core does not repeat those checks); the others keyword arguments.
+The response is a dict in the field names of the API's latest version, handed to ``respond``
+now or later (parked JoinGroup/SyncGroup). Responses produced while the coordinator is updating its
 state are queued and delivered when the outermost call returns, so a ``respond`` callback
 may call back into the coordinator.
 
@@ -99,6 +102,47 @@ class SyncGroupRequest:
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignments: list | tuple = ()
+
+    def error(self) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
+        return _E.INVALID_GROUP_ID if not self.group_id else None
+
+
+@dataclass(slots=True)
+class HeartbeatRequest:
+    """One Heartbeat, whatever its version (the handler shims the versions): what the core takes."""
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+    def error(self) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
+        return _E.INVALID_GROUP_ID if not self.group_id else None
+
+
+def _leaving(members) -> list:
+    """Normalize LeaveGroup members to a list of (member_id, group_instance_id, reason)."""
+    out = []
+    for m in members:
+        if isinstance(m, dict):
+            out.append((m.get("member_id", ""), m.get("group_instance_id"), m.get("reason")))
+        else:
+            m = tuple(m)
+            out.append((m[0], m[1] if len(m) > 1 else None, m[2] if len(m) > 2 else None))
+    return out
+
+
+@dataclass(slots=True)
+class LeaveGroupRequest:
+    """One LeaveGroup, whatever its version (the handler shims the versions: v0-2's one MemberId is
+    a batch of one): what the core takes. ``members``: [(member_id, group_instance_id, reason)];
+    [{"member_id", "group_instance_id", "reason"}] and shorter tuples are normalized to that."""
+    group_id: str
+    members: list
+
+    def __post_init__(self) -> None:
+        self.members = _leaving(self.members)
 
     def error(self) -> int | None:
         """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
@@ -864,17 +908,14 @@ class GroupCoordinator:
             self.timers.cancel(("sync", group.group_id))
 
     # ==================================================================== Heartbeat
-    def heartbeat(self, respond: Callable[[dict], None], *, group_id: str, generation_id: int, member_id: str,
-                  group_instance_id: str | None = None) -> None:
-        """Heartbeat (hot path: no events, no queued responses)."""
-        error = self.heartbeat_error(group_id, generation_id, member_id, group_instance_id)
-        respond({"throttle_time_ms": 0, "error_code": error})
+    def heartbeat(self, respond: Callable[[dict], None], req: HeartbeatRequest) -> None:
+        """Heartbeat of a request the API layer validated (:meth:`HeartbeatRequest.error`)
+        (hot path: no events, no queued responses)."""
+        respond({"throttle_time_ms": 0, "error_code": self.heartbeat_error(req)})
 
-    def heartbeat_error(self, group_id: str, generation_id: int, member_id: str,
-                        group_instance_id: str | None) -> int:
-        """A heartbeat, answered at once: its error code (what :meth:`heartbeat` responds)."""
-        if not group_id:
-            return int(_E.INVALID_GROUP_ID)
+    def heartbeat_error(self, req: HeartbeatRequest) -> int:
+        """A validated heartbeat, answered at once: its error code (what :meth:`heartbeat` responds)."""
+        group_id = req.group_id
         if self._loading and self._is_loading(group_id):
             return _NONE   # Kafka: a heartbeat to a loading coordinator succeeds
         group = self._groups.get(group_id)
@@ -883,7 +924,9 @@ class GroupCoordinator:
         state = group.state
         if state == DEAD:
             return int(_E.COORDINATOR_NOT_AVAILABLE)
+        member_id = req.member_id
         member = group.members.get(member_id)
+        group_instance_id = req.group_instance_id
         if group_instance_id is not None:
             existing = group.static_members.get(group_instance_id)
             if existing is None:
@@ -892,7 +935,7 @@ class GroupCoordinator:
                 return int(_E.FENCED_INSTANCE_ID)
         if member is None:
             return int(_E.UNKNOWN_MEMBER_ID)
-        if generation_id != group.generation_id:
+        if req.generation_id != group.generation_id:
             return int(_E.ILLEGAL_GENERATION)
         if state == EMPTY:
             return int(_E.UNKNOWN_MEMBER_ID)
@@ -909,10 +952,10 @@ class GroupCoordinator:
 
     # ==================================================================== LeaveGroup
     @_entry
-    def leave_group(self, respond: Callable[[dict], None], *, group_id: str, members) -> None:
-        """LeaveGroup. ``members``: [{"member_id", "group_instance_id", "reason"}] or
-        [(member_id, group_instance_id[, reason])]. Response in the v3+ shape."""
-        self._reply(respond, self._leave(group_id, members, "member"))
+    def leave_group(self, respond: Callable[[dict], None], req: LeaveGroupRequest) -> None:
+        """LeaveGroup of a request the API layer validated (:meth:`LeaveGroupRequest.error`).
+        Response in the v3+ shape."""
+        self._reply(respond, self._leave(req.group_id, req.members, "member"))
 
     @_entry
     def remove_member(self, group_id: str, member_id: str = "", group_instance_id: str | None = None,
@@ -921,21 +964,18 @@ class GroupCoordinator:
 
         Same path as a LeaveGroup; returns the member's error code (the top-level one when
         the whole request fails)."""
-        resp = self._leave(group_id, [(member_id, group_instance_id, reason)], "admin")
+        req = LeaveGroupRequest(group_id, [(member_id, group_instance_id, reason)])
+        error = req.error()
+        if error is not None:
+            return int(error)
+        resp = self._leave(req.group_id, req.members, "admin")
         if resp["error_code"]:
             return resp["error_code"]
         return resp["members"][0]["error_code"]
 
-    def _leave(self, group_id: str, members, initiator: str) -> dict:
-        idents = []
-        for m in members:
-            if isinstance(m, dict):
-                idents.append((m.get("member_id", ""), m.get("group_instance_id"), m.get("reason")))
-            else:
-                m = tuple(m)
-                idents.append((m[0], m[1] if len(m) > 1 else None, m[2] if len(m) > 2 else None))
-        if not group_id:
-            return {"throttle_time_ms": 0, "error_code": int(_E.INVALID_GROUP_ID), "members": []}
+    def _leave(self, group_id: str, idents: list, initiator: str) -> dict:
+        """The members of a validated LeaveGroup (``idents``: [(member_id, group_instance_id, reason)])
+        leave the group."""
         if self._loading and self._is_loading(group_id):
             return {"throttle_time_ms": 0, "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "members": []}
         group = self._groups.get(group_id)

@@ -4,6 +4,7 @@ offsets of deleted topics and the offset retention sweep. The offsets live in ea
 keeps the groups, the log and the timers this uses."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
@@ -26,6 +27,74 @@ def java_string_length(s: str) -> int:
     return n + sum(1 for c in s if ord(c) > 0xFFFF)
 
 
+def commit_error(topics, code: int) -> dict:
+    """An OffsetCommit response giving every partition of ``topics`` the same error."""
+    code = int(code)
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
+                                           for p in t["partitions"]]} for t in topics]}
+
+
+@dataclass(slots=True)
+class OffsetCommitRequest:
+    """One OffsetCommit, whatever its version (the handler shims the versions): what the core takes.
+
+    ``topics``: the partitions the API layer let through, [{"name", "partitions": [{"partition_index",
+    "committed_offset", "committed_leader_epoch" (-1), "commit_timestamp" (-1, v1 only),
+    "committed_metadata"}]}].
+    ``generation_id`` -1 and ``member_id`` "": a commit of no member (v0, admin, a simple group).
+    ``retention_time_ms``: v2-4 RetentionTimeMs (-1: none).
+    ``group_id_not_found``: answer GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION for a
+    missing group with generation >= 0 (request version >= 9)."""
+    group_id: str | None
+    topics: list
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+    retention_time_ms: int = -1
+    group_id_not_found: bool = False
+
+    def error(self) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees it: a null group id."""
+        return _E.INVALID_GROUP_ID if self.group_id is None else None
+
+
+def fetch_error(group_id: str | None, code: int) -> dict:
+    """An OffsetFetch group (the v8+ shape) failed as a whole."""
+    return {"group_id": group_id, "topics": [], "error_code": int(code)}
+
+
+@dataclass(slots=True)
+class OffsetFetchRequest:
+    """One group of an OffsetFetch, whatever its version (the handler shims the versions: v0-7
+    ask for one group, v8+ for several, each a request of its own): what the core takes.
+
+    ``topics``: [{"name", "partition_indexes"}], or None for every committed offset.
+    ``require_stable`` has no effect (no transactional offsets are pending here);
+    ``member_id``/``member_epoch`` are only checked for KIP-848 groups in Kafka."""
+    group_id: str | None
+    topics: list | None = None
+    require_stable: bool = False
+    member_id: str | None = None
+    member_epoch: int = -1
+
+    def error(self) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees it: a null group id."""
+        return _E.INVALID_GROUP_ID if self.group_id is None else None
+
+
+@dataclass(slots=True)
+class OffsetDeleteRequest:
+    """One OffsetDelete: what the core takes. ``topics``: the partitions the API layer let through,
+    [{"name", "partitions": [{"partition_index"}]}]."""
+    group_id: str
+    topics: list
+
+    def error(self) -> int | None:
+        """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
+        return _E.INVALID_GROUP_ID if not self.group_id else None
+
+
 class OffsetManager:
     """The offsets of the groups of one :class:`~.manager.GroupCoordinator` (``manager``)."""
 
@@ -41,24 +110,15 @@ class OffsetManager:
             self.manager._append(group_id, [(_st.OffsetCommitKey(group_id, t, p), None) for t, p in pairs])
 
     # ==================================================================== OffsetCommit
-    def offset_commit(self, respond: Callable[[dict], None], *, group_id: str | None, generation_id: int = -1,
-                      member_id: str = "", group_instance_id: str | None = None, retention_time_ms: int = -1,
-                      topics, group_id_not_found: bool = False) -> None:
-        """OffsetCommit (the partitions the API layer let through).
-
-        ``topics``: [{"name", "partitions": [{"partition_index", "committed_offset",
-        "committed_leader_epoch" (-1), "commit_timestamp" (-1, v1 only), "committed_metadata"}]}].
-        ``group_id_not_found``: answer GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION for a
-        missing group with generation >= 0 (request version >= 9).
-        ``retention_time_ms``: v2-4 RetentionTimeMs (-1: none).
-        """
+    def offset_commit(self, respond: Callable[[dict], None], req: OffsetCommitRequest) -> None:
+        """OffsetCommit of a request the API layer validated (:meth:`OffsetCommitRequest.error`)."""
         clock = self.manager._clock           # (see heartbeat_error)
         now = clock()
+        group_id, generation_id, member_id = req.group_id, req.generation_id, req.member_id
+        group_instance_id, topics = req.group_instance_id, req.topics
         error = None
         group = None
-        if group_id is None:
-            error = _E.INVALID_GROUP_ID
-        elif self.manager._loading and self.manager._is_loading(group_id):
+        if self.manager._loading and self.manager._is_loading(group_id):
             error = _E.COORDINATOR_LOAD_IN_PROGRESS
         else:
             group = self.manager._groups.get(group_id)
@@ -66,18 +126,16 @@ class OffsetManager:
                 if generation_id < 0:
                     group = self.manager._create_group(group_id, now, "offset_commit")   # a "simple" group
                 else:
-                    error = _E.GROUP_ID_NOT_FOUND if group_id_not_found else _E.ILLEGAL_GENERATION
+                    error = _E.GROUP_ID_NOT_FOUND if req.group_id_not_found else _E.ILLEGAL_GENERATION
             if error is None:
                 error = self._validate_offset_commit(group, member_id, group_instance_id, generation_id)
         if error is not None:
-            code = int(error)
-            respond({"throttle_time_ms": 0, "topics": [
-                {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": code}
-                                                   for p in t["partitions"]]} for t in topics]})
+            respond(commit_error(topics, error))
             return
         state = group.state
         if state == STABLE or state == PREPARING_REBALANCE:
             self.manager._rearm_session(group.group_id, group.members[member_id], now)
+        retention_time_ms = req.retention_time_ms
         expire = None if retention_time_ms is None or retention_time_ms == -1 else now + retention_time_ms
         max_len = self.offset_metadata_max_bytes
         offsets = group.offsets
@@ -143,19 +201,13 @@ class OffsetManager:
         return None
 
     # ==================================================================== OffsetFetch
-    def offset_fetch(self, respond: Callable[[dict], None], *, group_id: str | None, topics=None,
-                     require_stable: bool = False, member_id: str | None = None, member_epoch: int = -1) -> None:
-        """OffsetFetch for one group, answered in the v8+ group shape
-        ``{"group_id", "topics": [{"name", "partitions": [...]}], "error_code"}``.
-
-        ``topics``: [{"name", "partition_indexes"}], or None for every committed offset.
-        ``require_stable`` has no effect (no transactional offsets are pending here);
-        ``member_id``/``member_epoch`` are only checked for KIP-848 groups in Kafka."""
-        if group_id is None:
-            respond({"group_id": group_id, "topics": [], "error_code": int(_E.INVALID_GROUP_ID)})
-            return
+    def offset_fetch(self, respond: Callable[[dict], None], req: OffsetFetchRequest) -> None:
+        """OffsetFetch for one group of a request the API layer validated
+        (:meth:`OffsetFetchRequest.error`), answered in the v8+ group shape
+        ``{"group_id", "topics": [{"name", "partitions": [...]}], "error_code"}``."""
+        group_id, topics = req.group_id, req.topics
         if self.manager._loading and self.manager._is_loading(group_id):
-            respond({"group_id": group_id, "topics": [], "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS)})
+            respond(fetch_error(group_id, _E.COORDINATOR_LOAD_IN_PROGRESS))
             return
         group = self.manager._groups.get(group_id)
         if group is not None and group.state == DEAD:
@@ -186,12 +238,10 @@ class OffsetManager:
         respond({"group_id": group_id, "topics": out, "error_code": _NONE})
 
     # ==================================================================== OffsetDelete
-    def offset_delete(self, respond: Callable[[dict], None], *, group_id: str, topics) -> None:
-        """OffsetDelete. ``topics``: [{"name", "partitions": [{"partition_index"}]}].
+    def offset_delete(self, respond: Callable[[dict], None], req: OffsetDeleteRequest) -> None:
+        """OffsetDelete of a request the API layer validated (:meth:`OffsetDeleteRequest.error`).
         Response ``{"error_code", "throttle_time_ms", "topics"}``."""
-        if not group_id:
-            respond({"error_code": int(_E.INVALID_GROUP_ID), "throttle_time_ms": 0, "topics": []})
-            return
+        group_id, topics = req.group_id, req.topics
         if self.manager._loading and self.manager._is_loading(group_id):
             respond({"error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "throttle_time_ms": 0, "topics": []})
             return

@@ -10,6 +10,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
+from ..group.manager import LeaveGroupRequest
 from ..security import GROUP, READ, authorize
 from .common import one_group
 
@@ -33,21 +34,23 @@ def handle(ctx, version, body, respond):
     reply = _shim(version, respond)
     group_id = body["group_id"]
     if version >= 3:
-        members = [{"member_id": m["member_id"], "group_instance_id": m.get("group_instance_id"),
-                    "reason": m.get("reason") if version >= 5 else None} for m in body["members"]]
+        members = [(m["member_id"], m.get("group_instance_id"), m.get("reason") if version >= 5 else None)
+                   for m in body["members"]]
     else:
-        members = [{"member_id": body["member_id"], "group_instance_id": None, "reason": None}]
+        members = [(body["member_id"], None, None)]
+    request = LeaveGroupRequest(group_id, members)
     if not authorize(ctx, READ, GROUP, group_id):
         reply({"throttle_time_ms": 0, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "members": []})
         return
-    if not group_id:
-        reply({"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_GROUP_ID), "members": []})
+    error = request.error()
+    if error is not None:
+        reply({"throttle_time_ms": 0, "error_code": int(error), "members": []})
         return
     service = ctx.service
     if not service.is_coordinator(group_id, ctx.node_id):
         reply({"throttle_time_ms": 0, "error_code": int(ErrorCode.NOT_COORDINATOR), "members": []})
         return
-    service.group_coordinator.leave_group(reply, group_id=group_id, members=members)
+    service.group_coordinator.leave_group(reply, request)
 
 
 def error_response(version: int, body: dict, code: int) -> dict:

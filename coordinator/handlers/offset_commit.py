@@ -19,6 +19,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
+from ..group.offsets import OffsetCommitRequest, commit_error
 from ..security import GROUP, READ, TOPIC, authorize
 from .common import one_group
 
@@ -27,11 +28,14 @@ VERSIONS = {"4.1": (2, 9)}      # Kafka 4.0 removed v0-1 (KIP-896); v10 (topic i
 
 
 class _Builder:
-    """``OffsetCommitResponse.Builder``: topics in order of first appearance."""
+    """``OffsetCommitResponse.Builder``: topics in order of first appearance; ``refused``: the
+    (topic, partition, error) to add first."""
 
-    def __init__(self) -> None:
+    def __init__(self, refused=()) -> None:
         self.topics: list[dict] = []
         self._by_name: dict[str, dict] = {}
+        for topic, partition, error in refused:
+            self.add(topic, partition, error)
 
     def add(self, topic: str, partition: int, error: int) -> None:
         entry = self._by_name.get(topic)
@@ -55,66 +59,64 @@ class _Builder:
 
 def handle(ctx, version, body, respond):
     service = ctx.service
-    builder = _Builder()
     if not authorize(ctx, READ, GROUP, body["group_id"]):
+        builder = _Builder()
         for topic in body["topics"]:
             for p in topic["partitions"]:
                 builder.add(topic["name"], p["partition_index"], ErrorCode.GROUP_AUTHORIZATION_FAILED)
         respond({"throttle_time_ms": 0, "topics": builder.topics})
         return
     valid = []
+    refused = []        # what the API layer answers itself (a builder only when there is some)
     for topic in body["topics"]:
         name = topic["name"]
         if not authorize(ctx, READ, TOPIC, name):
             for p in topic["partitions"]:
-                builder.add(name, p["partition_index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                refused.append((name, p["partition_index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
         count = service.partition_count(name)
         if count is None:
             for p in topic["partitions"]:
-                builder.add(name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                refused.append((name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
         ok = []
         for p in topic["partitions"]:
             if 0 <= p["partition_index"] < count:
                 ok.append(p)
             else:
-                builder.add(name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                refused.append((name, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         if ok and len(ok) == len(topic["partitions"]):
             valid.append(topic)             # all of it (the coordinator only reads it)
         elif ok:
             valid.append({"name": name, "partitions": ok})
     if not valid:
-        respond({"throttle_time_ms": 0, "topics": builder.topics})
+        respond({"throttle_time_ms": 0, "topics": _Builder(refused).topics})
         return
 
-    if builder.topics:
+    if refused:
+        builder = _Builder(refused)
+
         def reply(resp: dict) -> None:
             respond({"throttle_time_ms": 0, "topics": builder.merge(resp["topics"])})
     else:
         reply = respond         # nothing to merge in front: the coordinator's response as it is
 
-    group_id = body["group_id"]
-    error = None
-    if group_id is None:
-        error = ErrorCode.INVALID_GROUP_ID
-    elif not service.is_coordinator(group_id, ctx.node_id):
+    request = OffsetCommitRequest(       # (positional: the hot path after Heartbeat)
+        body["group_id"],
+        valid,
+        body.get("generation_id_or_member_epoch", -1) if version >= 1 else -1,     # generation_id
+        (body.get("member_id") or "") if version >= 1 else "",                      # member_id
+        body.get("group_instance_id") if version >= 7 else None,                   # group_instance_id
+        body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1,            # retention_time_ms
+        version >= 9,                                                               # group_id_not_found
+    )
+    error = request.error()
+    if error is None and not service.is_coordinator(request.group_id, ctx.node_id):
         error = ErrorCode.NOT_COORDINATOR
     if error is not None:
-        reply({"throttle_time_ms": 0, "topics": [{"name": t["name"], "partitions": [
-            {"partition_index": p["partition_index"], "error_code": int(error)} for p in t["partitions"]]}
-            for t in valid]})
+        reply(commit_error(valid, error))
         return
-    service.group_coordinator.offset_commit(
-        reply,
-        group_id=group_id,
-        generation_id=body.get("generation_id_or_member_epoch", -1) if version >= 1 else -1,
-        member_id=(body.get("member_id") or "") if version >= 1 else "",
-        group_instance_id=body.get("group_instance_id") if version >= 7 else None,
-        retention_time_ms=body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1,
-        topics=valid,
-        group_id_not_found=version >= 9,
-    )
+    service.group_coordinator.offset_commit(reply, request)
 
 
 def error_response(version: int, body: dict, code: int) -> dict:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
+from ..group.offsets import OffsetDeleteRequest
 from ..security import DELETE, GROUP, READ, TOPIC, authorize
 from .common import one_group
 
@@ -63,14 +64,15 @@ def handle(ctx, version, body, respond):
                 entry["partitions"].extend(t["partitions"])
         respond({"error_code": 0, "throttle_time_ms": 0, "topics": api_topics})
 
-    group_id = body["group_id"]
-    if not group_id:
-        reply({"error_code": int(ErrorCode.INVALID_GROUP_ID), "topics": []})
+    request = OffsetDeleteRequest(body["group_id"], valid)
+    error = request.error()
+    if error is not None:
+        reply({"error_code": int(error), "topics": []})
         return
-    if not service.is_coordinator(group_id, ctx.node_id):
+    if not service.is_coordinator(request.group_id, ctx.node_id):
         reply({"error_code": int(ErrorCode.NOT_COORDINATOR), "topics": []})
         return
-    service.group_coordinator.offset_delete(reply, group_id=group_id, topics=valid)
+    service.group_coordinator.offset_delete(reply, request)
 
 
 def error_response(version: int, body: dict, code: int) -> dict:

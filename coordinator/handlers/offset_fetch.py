@@ -20,6 +20,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
+from ..group.offsets import OffsetFetchRequest, fetch_error
 from ..security import DESCRIBE, GROUP, TOPIC, authorize
 from .common import GroupBatch
 
@@ -27,23 +28,26 @@ API_KEY = ApiKey.OFFSET_FETCH
 VERSIONS = {"4.1": (1, 9)}      # Kafka 4.0 removed v0 (KIP-896); v10 (topic ids) came after 4.1
 
 
-def _fetch_group(ctx, group_id, topics, require_stable, member_id, member_epoch) -> dict:
+def _fetch_group(ctx, request: OffsetFetchRequest) -> dict:
+    """One group's answer: the API layer's checks (the request's topics narrowed to those the
+    principal may describe), then the coordinator's."""
     service = ctx.service
+    group_id = request.group_id
     if not authorize(ctx, DESCRIBE, GROUP, group_id):
-        return {"group_id": group_id, "topics": [], "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)}
+        return fetch_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    topics = request.topics
     denied = []
     if topics is not None:
         denied = [t for t in topics if not authorize(ctx, DESCRIBE, TOPIC, t["name"])]
         if denied:
-            topics = [t for t in topics if t not in denied]
-    if group_id is None:
-        return {"group_id": group_id, "topics": [], "error_code": int(ErrorCode.INVALID_GROUP_ID)}
+            request.topics = topics = [t for t in topics if t not in denied]
+    error = request.error()
+    if error is not None:
+        return fetch_error(group_id, error)
     if not service.is_coordinator(group_id, ctx.node_id):
-        return {"group_id": group_id, "topics": [], "error_code": int(ErrorCode.NOT_COORDINATOR)}
+        return fetch_error(group_id, ErrorCode.NOT_COORDINATOR)
     out: list[dict] = []
-    service.group_coordinator.offset_fetch(
-        out.append, group_id=group_id, topics=topics, require_stable=require_stable,
-        member_id=member_id, member_epoch=member_epoch)
+    service.group_coordinator.offset_fetch(out.append, request)
     group = out[0]
     if group["error_code"]:
         return group
@@ -66,8 +70,8 @@ def handle(ctx, version, body, respond):
             topics = g.get("topics")
             if topics is not None:
                 topics = [{"name": t["name"], "partition_indexes": t["partition_indexes"]} for t in topics]
-            groups.append(_fetch_group(ctx, g["group_id"], topics, require_stable,
-                                       g.get("member_id"), g.get("member_epoch", -1)))
+            groups.append(_fetch_group(ctx, OffsetFetchRequest(g["group_id"], topics, require_stable,
+                                                               g.get("member_id"), g.get("member_epoch", -1))))
         respond({"throttle_time_ms": 0, "groups": groups})
         return
     topics = body.get("topics")
@@ -75,7 +79,7 @@ def handle(ctx, version, body, respond):
         topics = [{"name": t["name"], "partition_indexes": t["partition_indexes"]} for t in topics]
     elif version < 2:
         topics = []
-    group = _fetch_group(ctx, body["group_id"], topics, require_stable, None, -1)
+    group = _fetch_group(ctx, OffsetFetchRequest(body["group_id"], topics, require_stable))
     error = group["error_code"]
     out_topics = []
     for t in group["topics"]:

@@ -17,8 +17,10 @@ import struct
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.events import check_event
-from groupcoord.coordinator.group.manager import (GroupCoordinator, JoinGroupRequest, SyncGroupRequest, join_error,
-                                                  sync_error)
+from groupcoord.coordinator.group.manager import (GroupCoordinator, HeartbeatRequest, JoinGroupRequest,
+                                                  LeaveGroupRequest, SyncGroupRequest, join_error, sync_error)
+from groupcoord.coordinator.group.offsets import (OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
+                                                  commit_error, fetch_error)
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -163,13 +165,23 @@ class Harness:
     def heartbeat(self, group_id: str = GROUP, member_id: str = "", generation: int = 1,
                   instance_id: str | None = None) -> int:
         call = Call()
-        self.gc.heartbeat(call, group_id=group_id, generation_id=generation, member_id=member_id,
-                          group_instance_id=instance_id)
+        request = HeartbeatRequest(group_id=group_id, generation_id=generation, member_id=member_id,
+                                   group_instance_id=instance_id)
+        error = request.error()          # as the Heartbeat handler: the request's check, then the coordinator
+        if error is not None:
+            call({"throttle_time_ms": 0, "error_code": int(error)})
+        else:
+            self.gc.heartbeat(call, request)
         return call.error
 
     def leave(self, group_id: str = GROUP, *members) -> dict:
         call = Call()
-        self.gc.leave_group(call, group_id=group_id, members=list(members))
+        request = LeaveGroupRequest(group_id, list(members))
+        error = request.error()          # as the LeaveGroup handler: the request's check, then the coordinator
+        if error is not None:
+            call({"throttle_time_ms": 0, "error_code": int(error), "members": []})
+        else:
+            self.gc.leave_group(call, request)
         return call.result
 
     def commit(self, group_id: str = GROUP, *, member_id: str = "", generation: int = -1,
@@ -182,17 +194,37 @@ class Harness:
             topics.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
                                                  "committed_leader_epoch": -1, "committed_metadata": metadata})
         call = Call()
-        self.gc.offset_commit(call, group_id=group_id, generation_id=generation, member_id=member_id,
-                              group_instance_id=instance_id, retention_time_ms=retention,
-                              topics=[{"name": t, "partitions": p} for t, p in topics.items()],
-                              group_id_not_found=group_id_not_found)
+        request = OffsetCommitRequest(group_id, [{"name": t, "partitions": p} for t, p in topics.items()],
+                                      generation_id=generation, member_id=member_id, group_instance_id=instance_id,
+                                      retention_time_ms=retention, group_id_not_found=group_id_not_found)
+        error = request.error()          # as the OffsetCommit handler: the request's check, then the coordinator
+        if error is not None:
+            call(commit_error(request.topics, error))
+        else:
+            self.gc.offset_commit(call, request)
         return call.result
 
     def fetch(self, group_id: str = GROUP, topics=None) -> dict:
         """topics: {topic: [partitions]} or None for all."""
         call = Call()
-        self.gc.offset_fetch(call, group_id=group_id, topics=None if topics is None else [
+        request = OffsetFetchRequest(group_id, None if topics is None else [
             {"name": t, "partition_indexes": list(p)} for t, p in topics.items()])
+        error = request.error()          # as the OffsetFetch handler: the request's check, then the coordinator
+        if error is not None:
+            call(fetch_error(group_id, error))
+        else:
+            self.gc.offset_fetch(call, request)
+        return call.result
+
+    def delete_offsets(self, group_id: str = GROUP, topics=()) -> dict:
+        """topics: [{"name", "partitions": [{"partition_index"}]}]"""
+        call = Call()
+        request = OffsetDeleteRequest(group_id, list(topics))
+        error = request.error()          # as the OffsetDelete handler: the request's check, then the coordinator
+        if error is not None:
+            call({"error_code": int(error), "throttle_time_ms": 0, "topics": []})
+        else:
+            self.gc.offset_delete(call, request)
         return call.result
 
     def offsets(self, group_id: str = GROUP) -> dict:

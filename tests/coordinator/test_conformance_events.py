@@ -8,7 +8,8 @@ import structlog
 
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.events import BASE_FIELDS, EVENT_FIELDS, EVENT_TYPES, check_event
-from groupcoord.coordinator.group.manager import GroupCoordinator, JoinGroupRequest, SyncGroupRequest
+from groupcoord.coordinator.group.manager import GroupCoordinator, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
+from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -78,7 +79,7 @@ def test_every_event_type_is_emitted_somewhere(make_harness):
     h = make_harness(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000)
     leader, follower = h.stable_group(2, session=10000)
     h.commit(member_id=leader, generation=1, offsets={("foo", 0): 1, ("other", 0): 1})
-    h.gc.offset_delete(lambda r: None, group_id=GROUP, topics=[{"name": "other", "partitions": [{"partition_index": 0}]}])
+    h.delete_offsets(GROUP, [{"name": "other", "partitions": [{"partition_index": 0}]}])
     h.leave(GROUP, {"member_id": follower})                 # member.left, leader stays
     h.join(member_id=leader)
     h.sync(member_id=leader, generation=2, assignments=[])
@@ -129,8 +130,8 @@ def test_offset_commit_events_can_be_disabled(sub):
     events = []
     gc = GroupCoordinator(BrokerConfig(environ={}), Timers(), lambda: 0, emit=events.append,
                           emit_offset_commits=False)
-    gc.offset_commit(lambda r: None, group_id="g", topics=[{"name": "t", "partitions": [
-        {"partition_index": 0, "committed_offset": 1, "committed_metadata": None}]}])
+    gc.offset_commit(lambda r: None, OffsetCommitRequest("g", [{"name": "t", "partitions": [
+        {"partition_index": 0, "committed_offset": 1, "committed_metadata": None}]}]))
     assert [e["event"] for e in events] == ["group.created"]
 
 
@@ -192,7 +193,7 @@ def test_scale_thousands_of_members():
     for _ in range(3):
         now[0] += 3000
         for i in range(n):
-            gc.heartbeat(lambda r: None, group_id="big", generation_id=1, member_id=f"m{i}")
+            gc.heartbeat(lambda r: None, HeartbeatRequest("big", 1, f"m{i}"))
         timers.advance(now[0])
     assert len(gc.group("big").members) == n
     assert time.perf_counter() - start < 10

@@ -247,8 +247,8 @@ def test_offset_fetch_group_errors_by_version(h, wire, svc):
 
 
 def test_offset_fetch_v1_error_copied_into_partitions(h, wire, svc, monkeypatch):
-    def failing(respond, **kw):
-        respond({"group_id": kw["group_id"], "error_code": 14, "topics": [
+    def failing(respond, request):
+        respond({"group_id": request.group_id, "error_code": 14, "topics": [
             {"name": "foo", "partitions": [{"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": 1,
                                             "metadata": "x", "error_code": 0}]}]})
     monkeypatch.setattr(h.gc, "offset_fetch", failing)

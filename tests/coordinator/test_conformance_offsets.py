@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from groupcoord.coordinator.group.classic import OffsetAndMetadata
+from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 
 GROUP = "group-id"
 DAY = 24 * 3600 * 1000
@@ -113,9 +114,9 @@ def test_offset_metadata_default_limit_is_4096(h):
 
 def test_stored_offset_fields(h):
     h.run_until(1234)
-    h.gc.offset_commit(lambda r: None, group_id="g", topics=[{"name": "foo", "partitions": [
+    h.gc.offset_commit(lambda r: None, OffsetCommitRequest("g", [{"name": "foo", "partitions": [
         {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": 3, "committed_metadata": None},
-        {"partition_index": 1, "committed_offset": 8, "commit_timestamp": 99, "committed_metadata": "m"}]}])
+        {"partition_index": 1, "committed_offset": 8, "commit_timestamp": 99, "committed_metadata": "m"}]}]))
     parts = h.group("g").offsets["foo"]
     assert parts[0] == OffsetAndMetadata(7, 3, "", 1234, None)
     assert parts[1] == OffsetAndMetadata(8, -1, "m", 99, None)    # v1 explicit commit timestamp
@@ -139,8 +140,8 @@ def test_fetch_missing_group_returns_minus_one(h):
 
 
 def test_fetch_committed_and_missing_partitions(h):
-    h.gc.offset_commit(lambda r: None, group_id="g", topics=[{"name": "foo", "partitions": [
-        {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": 3, "committed_metadata": "meta"}]}])
+    h.gc.offset_commit(lambda r: None, OffsetCommitRequest("g", [{"name": "foo", "partitions": [
+        {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": 3, "committed_metadata": "meta"}]}]))
     res = h.fetch("g", {"foo": [0, 5], "unknown-topic": [0]})
     assert res["topics"] == [
         {"name": "foo", "partitions": [
@@ -264,9 +265,9 @@ def test_offset_delete_of_subscribed_topic_in_consumer_group(h):
     leader, = h.stable_group(1)
     h.commit(member_id=leader, generation=1, offsets={("foo", 0): 1, ("bar", 0): 2, ("bar", 1): 3})
     call = []
-    h.gc.offset_delete(call.append, group_id=GROUP, topics=[
+    call.append(h.delete_offsets(GROUP, [
         {"name": "foo", "partitions": [{"partition_index": 0}]},
-        {"name": "bar", "partitions": [{"partition_index": 0}, {"partition_index": 7}]}])
+        {"name": "bar", "partitions": [{"partition_index": 0}, {"partition_index": 7}]}]))
     assert call[0] == {"error_code": 0, "throttle_time_ms": 0, "topics": [
         {"name": "foo", "partitions": [{"partition_index": 0, "error_code": 86}]},
         {"name": "bar", "partitions": [{"partition_index": 0, "error_code": 0}, {"partition_index": 7, "error_code": 0}]}]}
@@ -278,18 +279,18 @@ def test_offset_delete_non_consumer_non_empty_group(h):
     h.join_new(protocol_type="connect", protocols=[("default", b"")])
     h.advance(0)
     call = []
-    h.gc.offset_delete(call.append, group_id=GROUP, topics=[{"name": "foo", "partitions": [{"partition_index": 0}]}])
+    call.append(h.delete_offsets(GROUP, [{"name": "foo", "partitions": [{"partition_index": 0}]}]))
     assert call[0] == {"error_code": 68, "throttle_time_ms": 0, "topics": []}
 
 
 def test_offset_delete_missing_group_and_empty_group(h):
     call = []
-    h.gc.offset_delete(call.append, group_id="nope", topics=[])
+    call.append(h.delete_offsets("nope", []))
     assert call[0]["error_code"] == 69
     h.commit("s", offsets={("foo", 0): 1})
-    h.gc.offset_delete(call.append, group_id="s", topics=[{"name": "foo", "partitions": [{"partition_index": 0}]}])
+    call.append(h.delete_offsets("s", [{"name": "foo", "partitions": [{"partition_index": 0}]}]))
     assert call[1]["error_code"] == 0 and h.offsets("s") == {}
-    h.gc.offset_delete(call.append, group_id="", topics=[])
+    call.append(h.delete_offsets("", []))
     assert call[2]["error_code"] == 24
 
 
@@ -297,7 +298,7 @@ def test_offset_delete_unparseable_consumer_subscription_counts_as_subscribed(h)
     h.join_new(protocols=[("range", b"\xff")])
     h.advance(0)
     call = []
-    h.gc.offset_delete(call.append, group_id=GROUP, topics=[{"name": "any", "partitions": [{"partition_index": 0}]}])
+    call.append(h.delete_offsets(GROUP, [{"name": "any", "partitions": [{"partition_index": 0}]}]))
     assert call[0]["topics"][0]["partitions"][0]["error_code"] == 86
 
 
@@ -318,8 +319,8 @@ def test_offset_delete_with_spec_v3_subscription_bytes(h):
     assert h.group().subscribed_topics == frozenset({"foo", "bar"})
     h.commit(member_id=leader, generation=1, offsets={("foo", 0): 1, ("baz", 0): 2})
     out = []
-    h.gc.offset_delete(out.append, group_id=GROUP, topics=[
-        {"name": n, "partitions": [{"partition_index": 0}]} for n in ("bar", "foo", "baz")])
+    out.append(h.delete_offsets(GROUP, [
+        {"name": n, "partitions": [{"partition_index": 0}]} for n in ("bar", "foo", "baz")]))
     assert [(t["name"], t["partitions"][0]["error_code"]) for t in out[0]["topics"]] == [
         ("bar", 86), ("foo", 86), ("baz", 0)]
     assert h.offsets() == {("foo", 0): 1}

@@ -815,13 +815,14 @@ def test_pytest_plugin_fixture_gives_a_running_coordinator(groupcoord):
 async def test_groups_answer_load_in_progress_until_their_partition_is_loaded(tmp_path):
     from groupcoord.coordinator.server import Server
     from groupcoord.coordinator.service import Service
+    from groupcoord.coordinator.group.offsets import OffsetCommitRequest
     from groupcoord.coordinator.storage import LogStore
 
     def commit(service, group):
         out = []
-        service.group_coordinator.offset_commit(out.append, group_id=group, topics=[{"name": "t", "partitions": [
+        service.group_coordinator.offset_commit(out.append, OffsetCommitRequest(group, [{"name": "t", "partitions": [
             {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1,
-             "committed_metadata": ""}]}])
+             "committed_metadata": ""}]}]))
         assert out[0]["topics"][0]["partitions"][0]["error_code"] == 0
 
     # two groups in different offsets-topic partitions, committed through a durable store

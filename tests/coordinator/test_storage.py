@@ -13,6 +13,7 @@ from structlog.testing import capture_logs
 
 from groupcoord.coordinator import storage as st
 from groupcoord.coordinator.group.manager import GroupCoordinator
+from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 from groupcoord.coordinator.service import Service
 
 from group_harness import GROUP, Call, Harness, subscription
@@ -135,7 +136,7 @@ def test_tombstones_remove_offsets_and_groups_on_replay(tmp_path):
     _populate(h)
     # OffsetDelete on the Empty group
     call = Call()
-    h.gc.offset_delete(call, group_id="empty-group", topics=[{"name": "foo", "partitions": [{"partition_index": 0}]}])
+    call(h.delete_offsets("empty-group", [{"name": "foo", "partitions": [{"partition_index": 0}]}]))
     assert call.result["error_code"] == 0
     # DeleteGroups on the simple group
     call = Call()
@@ -292,8 +293,8 @@ def test_service_load_through_the_store(tmp_path):
     svc = Service(store=store)
     gc = svc.group_coordinator
     call = Call()
-    gc.offset_commit(call, group_id="g", topics=[{"name": "t", "partitions": [
-        {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+    gc.offset_commit(call, OffsetCommitRequest("g", [{"name": "t", "partitions": [
+        {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": ""}]}]))
     assert call.result["topics"][0]["partitions"][0]["error_code"] == 0
     # acknowledged means written: the bytes are in the file before any close
     assert os.path.getsize(store.path(gc.partition_of("g"))) > 0

@@ -11,6 +11,7 @@ import pytest
 from groupcoord.sim import fleet
 from groupcoord.cli import main
 from groupcoord.coordinator.embed import ThreadedCoordinator
+from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 
 SCENARIO = """
 duration_s = 20
@@ -39,9 +40,9 @@ def commit_for_another_group(gc: ThreadedCoordinator) -> dict:
     seen = {"while_streaming": False}
 
     def commit() -> None:
-        gc.service.group_coordinator.offset_commit(lambda r: None, group_id="other", topics=[
+        gc.service.group_coordinator.offset_commit(lambda r: None, OffsetCommitRequest("other", [
             {"name": "orders", "partitions": [{"partition_index": 0, "committed_offset": 1,
-                                               "committed_metadata": None}]}])
+                                               "committed_metadata": None}]}]))
 
     def on_event(event: dict) -> None:
         if event["group"] == "billing" and hub.clients and not seen["while_streaming"]:

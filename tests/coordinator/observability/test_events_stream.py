@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 from groupcoord.client import GroupConsumer
 from groupcoord.coordinator.embed import running
 from groupcoord.coordinator.events import check_event
+from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 
 from observability_support import CONSUMER, TOPIC, Recorder, SSEReader, scrape, until
 
@@ -199,9 +200,9 @@ async def test_a_slow_client_is_dropped_and_nobody_waits_for_it():
                 # real offset commits of a simple group, 3 per loop turn, until the slow client is gone
                 for _ in range(5000):
                     for _ in range(3):
-                        coordinator.offset_commit(lambda _r: None, group_id=group, topics=[
+                        coordinator.offset_commit(lambda _r: None, OffsetCommitRequest(group, [
                             {"name": "t", "partitions": [{"partition_index": sent % 8, "committed_offset": sent,
-                                                          "committed_metadata": ""}]}])
+                                                          "committed_metadata": ""}]}]))
                         sent += 1
                     await asyncio.sleep(0)
                     if hub.dropped:

@@ -58,6 +58,9 @@ class Commits:
     def __init__(self, member, now: int):
         cfg = member.config
         self.member = member
+        self.net = member.net
+        self.discovery = member.discovery
+        self.group = member.membership
         self.ops: list[CommitOp] = []
         self.fetches: list[FetchOffsetsOp] = []
         self.committed_in_flight: set[TP] = set()
@@ -70,16 +73,16 @@ class Commits:
 
     # ---- commits ------------------------------------------------------------------------
     def start(self, offsets: dict, kind: str, now: int, *, retry: bool, timeout_ms: int | None = None) -> int:
-        member = self.member
-        handle = next(member.net.ids)
+        handle = next(self.net.ids)
         deadline = now + (self.api_timeout_ms if timeout_ms is None else timeout_ms)
         op = CommitOp(handle, kind, dict(offsets), deadline, retry)
         if not offsets:
             op.done = True
-            member.net.actions.append(CommitCompleted(handle, kind, {}, None))
+            self.net.actions.append(CommitCompleted(handle, kind, {}, None))
             return handle
-        if member.fatal_error is not None:
-            self.complete(op, member.fatal_error)
+        fatal = self.member.fatal_error
+        if fatal is not None:
+            self.complete(op, fatal)
             return handle
         self.ops.append(op)
         return handle
@@ -96,7 +99,7 @@ class Commits:
         if error is None:
             for tp, om in op.offsets.items():
                 self.committed_offsets[tp] = om.offset
-        self.member.net.actions.append(CommitCompleted(op.handle, op.kind, op.offsets, error))
+        self.net.actions.append(CommitCompleted(op.handle, op.kind, op.offsets, error))
 
     def fail_all(self, error: Exception) -> None:
         """End every commit under way with error (the member closed or failed)."""
@@ -107,21 +110,21 @@ class Commits:
 
     def step_auto_commit(self, now: int) -> None:
         """An auto-commit is due (the member's guard: auto-commit on, its time come)."""
-        member = self.member
-        if member.membership.state is not STABLE or member.membership.completion is not None:
+        group = self.group
+        if group.state is not STABLE or group.completion is not None:
             return
-        if member.discovery.coordinator is None:
+        if self.discovery.coordinator is None:
             self.next_auto_commit = now + self.retry_backoff_ms
             return
         self.next_auto_commit = now + self.auto_commit_interval_ms
-        offsets = member.all_consumed()
+        offsets = self.member.all_consumed()
         if offsets:
             self.start(offsets, "auto", now, retry=False)
 
     def step(self, now: int) -> None:
         """Commits wait (the member's guard)."""
         member = self.member
-        group = member.membership
+        group = self.group
         for op in list(self.ops):
             if op.done:
                 self.ops.remove(op)
@@ -150,7 +153,7 @@ class Commits:
                 generation_id, member_id = gen.generation_id, gen.member_id
             else:
                 generation_id, member_id = -1, ""
-            conn = member.discovery.conn(now)
+            conn = self.discovery.conn(now)
             if conn is None:
                 continue
             by_topic: dict[str, list] = {}
@@ -163,7 +166,7 @@ class Commits:
                     "member_id": member_id, "group_instance_id": member.group_instance_id,
                     "retention_time_ms": -1,
                     "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
-            rid = member.net.send(COORDINATOR, OFFSET_COMMIT, body, self.on_commit, now,
+            rid = self.net.send(COORDINATOR, OFFSET_COMMIT, body, self.on_commit, now,
                                   ctx=(op, generation_id, member_id, state), conn=conn)
             if rid is not None:
                 op.in_flight = True
@@ -183,7 +186,7 @@ class Commits:
                 if code and not first:
                     first = code
         member = self.member
-        group = member.membership
+        group = self.group
         if not first:
             self.complete(op, None)
             # settled when no rebalance step and no close() waits for a commit (the done op
@@ -330,19 +333,8 @@ class Commits:
                 self.member.net.actions.append(OffsetsFetched(op.handle, {}, error))
         self.fetches.clear()
 
-    def deadline(self, now: int, best: int) -> int:
-        """The commits' and OffsetFetches' next retry or timeout (the auto-commit's is the
-        member's to read)."""
-        for op in self.ops:
-            if op.done:
-                continue                   # settled by a response since the last poll
-            if not op.in_flight:
-                d = op.next_try
-                if now < d < best:
-                    best = d
-            d = op.deadline
-            if now < d < best:
-                best = d
+    def fetches_deadline(self, now: int, best: int) -> int:
+        """The OffsetFetches' next retry or timeout (the commits' are read by the member)."""
         for op in self.fetches:
             if not op.in_flight:
                 d = op.next_try

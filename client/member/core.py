@@ -115,6 +115,8 @@ class Member:
         self.assignment: frozenset[TP] = frozenset()
         self.positions: dict[TP, int] = {}
         self.pending_revocation: set[TP] = set()     # still assigned, being given up
+        self._sorted_assignment: tuple = (None, [])   # (assignment, sorted) for all_consumed
+        self._consumed_cache: dict[TP, OffsetAndMetadata] = {}
         self.settled_deadline: int | None = None      # see on_response
         self.closing: Closing | None = None
         self.closed = False
@@ -235,7 +237,20 @@ class Member:
 
     def all_consumed(self) -> dict[TP, OffsetAndMetadata]:
         """SubscriptionState.allConsumed: the position of every assigned partition that has one."""
-        return self.offsets.all_consumed(self.assignment, self.positions)
+        assignment = self.assignment
+        if self._sorted_assignment[0] is not assignment:
+            self._sorted_assignment = (assignment, sorted(assignment))
+        positions = self.positions
+        cache = self._consumed_cache        # OffsetAndMetadata is immutable: reuse unchanged ones
+        out = {}
+        for tp in self._sorted_assignment[1]:
+            if tp in positions:
+                offset = positions[tp]
+                om = cache.get(tp)
+                if om is None or om.offset != offset:
+                    om = cache[tp] = OffsetAndMetadata(offset)
+                out[tp] = om
+        return out
 
     def take_records(self, max_records: int | None = None) -> list[ConsumerRecord]:
         """Fetched records of assigned partitions, advancing their positions (fetch=True)."""
@@ -356,7 +371,7 @@ class Member:
         now = self._now
         net = self.net
         best = NEVER
-        # the timers read at every call are read here, not through their part's deadline(): four
+        # the timers read at every call are read here, not through their part's deadline(): five
         # calls more cost 4% of the simulator's instructions per request (bench/fleet.py instructions)
         for r in net.inflight.values():
             d = r.deadline
@@ -383,12 +398,22 @@ class Member:
                 d = commits.next_auto_commit
                 if now < d < best:
                     best = d
+            for op in commits.ops:
+                if op.done:
+                    continue                   # settled by a response since the last poll
+                if not op.in_flight:
+                    d = op.next_try
+                    if now < d < best:
+                        best = d
+                d = op.deadline
+                if now < d < best:
+                    best = d
             d = self.metadata.next_refresh
             if now < d < best:
                 best = d
             # the other parts are asked when they may have something scheduled
-            if commits.ops or commits.fetches:
-                best = commits.deadline(now, best)
+            if commits.fetches:
+                best = commits.fetches_deadline(now, best)
             if group.join_retry_at > now or group.prepare is not None or group.completion is not None:
                 best = group.deadline(now, best)
             if self.discovery.retry_at > now:

@@ -25,6 +25,8 @@ class Heartbeat:
     def __init__(self, member, now: int):
         cfg = member.config
         self.member = member
+        self.net = member.net
+        self.discovery = member.discovery
         self.group = member.membership
         self.in_flight = False
         self.next = 0
@@ -44,7 +46,7 @@ class Heartbeat:
             return
         log.warning("%s: no successful heartbeat for session.timeout.ms; considering the membership lost",
                     self.member.who())
-        self.member.discovery.unknown(now, "session timed out without a successful heartbeat")
+        self.discovery.unknown(now, "session timed out without a successful heartbeat")
         group.reset_generation("session timed out", reset_member_id=True)
         group.lose_partitions()
 
@@ -67,14 +69,14 @@ class Heartbeat:
     def step(self, now: int) -> bool:
         """A heartbeat is due (the member's guard: in a generation, none in flight, its time
         come); True if it went out."""
-        member = self.member
-        conn = member.discovery.conn(now)
+        conn = self.discovery.conn(now)
         if conn is None:
             return False
+        member = self.member
         gen = self.group.generation
         body = {"group_id": member.group_id, "generation_id": gen.generation_id, "member_id": gen.member_id,
                 "group_instance_id": member.group_instance_id}
-        if member.net.send(COORDINATOR, HEARTBEAT, body, self.on_heartbeat, now,
+        if self.net.send(COORDINATOR, HEARTBEAT, body, self.on_heartbeat, now,
                            ctx=(gen.generation_id, gen.member_id), conn=conn) is not None:
             self.in_flight = True
             self.next = now + self.interval_ms
@@ -101,7 +103,7 @@ class Heartbeat:
         unchanged = req.ctx == (gen.generation_id, gen.member_id)
         self.next = now + self.retry_backoff_ms
         if code in _COORDINATOR_ERRORS:
-            self.member.discovery.unknown(now, f"heartbeat: {code.name}")
+            self.discovery.unknown(now, f"heartbeat: {code.name}")
         elif code == _E.REBALANCE_IN_PROGRESS:
             # still a member: keep the session alive while the group rebalances
             self.session_deadline = now + self.session_timeout_ms

@@ -5,7 +5,7 @@ from __future__ import annotations
 from groupcoord.protocol.errors import ErrorCode
 
 from ..assignors.base import TopicPartition as TP
-from .actions import ErrorRaised, NoOffsetForPartitionError, OffsetAndMetadata
+from .actions import ErrorRaised, NoOffsetForPartitionError
 from .connections import BROKER, LIST_OFFSETS, Request
 
 EARLIEST, LATEST = -2, -1                   # ListOffsets timestamps
@@ -25,25 +25,8 @@ class Positions:
         self.need_reset: set[TP] = set()
         self.reset_in_flight: set[TP] = set()
         self.retry_at = 0
-        self.sorted_assignment: tuple = (None, [])      # (assignment, sorted) for all_consumed
-        self.consumed_cache: dict[TP, OffsetAndMetadata] = {}
         self.strategy: str = cfg["auto.offset.reset"]
         self.retry_backoff_ms: int = cfg["retry.backoff.ms"]
-
-    def all_consumed(self, assignment: frozenset, positions: dict) -> dict[TP, OffsetAndMetadata]:
-        """SubscriptionState.allConsumed: the position of every assigned partition that has one."""
-        if self.sorted_assignment[0] is not assignment:
-            self.sorted_assignment = (assignment, sorted(assignment))
-        cache = self.consumed_cache        # OffsetAndMetadata is immutable: reuse unchanged ones
-        out = {}
-        for tp in self.sorted_assignment[1]:
-            if tp in positions:
-                offset = positions[tp]
-                om = cache.get(tp)
-                if om is None or om.offset != offset:
-                    om = cache[tp] = OffsetAndMetadata(offset)
-                out[tp] = om
-        return out
 
     def forget(self, assignment: frozenset) -> None:
         """Keep only what concerns partitions still assigned."""

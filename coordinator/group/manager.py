@@ -110,15 +110,12 @@ class SyncGroupRequest:
 
 @dataclass(slots=True)
 class HeartbeatRequest:
-    """One Heartbeat, whatever its version (the handler shims the versions): what the core takes."""
+    """One Heartbeat, whatever its version (the handler shims the versions): what the core takes
+    (the handler refuses an empty group id)."""
     group_id: str
     generation_id: int
     member_id: str
     group_instance_id: str | None = None
-
-    def error(self) -> int | None:
-        """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
-        return _E.INVALID_GROUP_ID if not self.group_id else None
 
 
 def _leaving(members) -> list:

@@ -19,12 +19,11 @@ def handle(ctx, version, body, respond):
     if not authorize(ctx, READ, GROUP, group_id):
         respond({"throttle_time_ms": 0, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)})
         return
+    if not group_id:            # (here, not a method of the request: the hottest request)
+        respond({"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_GROUP_ID)})
+        return
     request = HeartbeatRequest(group_id, body["generation_id"], body["member_id"],
                                body.get("group_instance_id") if version >= 3 else None)
-    error = request.error()
-    if error is not None:
-        respond({"throttle_time_ms": 0, "error_code": int(error)})
-        return
     service = ctx.service
     if not service.is_coordinator(group_id, ctx.node_id):
         respond({"throttle_time_ms": 0, "error_code": int(ErrorCode.NOT_COORDINATOR)})

@@ -22,6 +22,7 @@ from groupcoord.coordinator.group.manager import (GroupCoordinator, HeartbeatReq
 from groupcoord.coordinator.group.offsets import (OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
                                                   commit_error, fetch_error)
 from groupcoord.coordinator.timer import Timers
+from groupcoord.protocol.errors import ErrorCode
 
 GROUP = "group-id"
 
@@ -167,9 +168,8 @@ class Harness:
         call = Call()
         request = HeartbeatRequest(group_id=group_id, generation_id=generation, member_id=member_id,
                                    group_instance_id=instance_id)
-        error = request.error()          # as the Heartbeat handler: the request's check, then the coordinator
-        if error is not None:
-            call({"throttle_time_ms": 0, "error_code": int(error)})
+        if not group_id:                 # as the Heartbeat handler: its check, then the coordinator
+            call({"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_GROUP_ID)})
         else:
             self.gc.heartbeat(call, request)
         return call.error

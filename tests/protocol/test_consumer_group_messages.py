@@ -6,7 +6,7 @@ Kafka's encoding rules (every version of both is flexible: compact strings and a
 an unsigned varint length + 1, 0 for null; every struct ends with a tagged-field section, 00
 when empty; a nullable struct field is an int8 marker, -1 null or 1 then the struct). Every
 layout is commented field by field. Round trips run on all three codec paths (compiled,
-construct-compiled, interpreted); test_interop_consumer_heartbeat.py decodes a real client's
+construct-compiled, interpreted); test_consumer_heartbeat_client.py decodes a real client's
 heartbeat.
 """
 from __future__ import annotations

@@ -906,7 +906,6 @@ class KStruct(KType):
         return f"(io.write(bytes({enc}(obj))), obj)[1]"
 
 
-
 class NullableStruct(KType):
     """A struct field that may be null (KIP-893): a presence marker, then the struct if present.
 

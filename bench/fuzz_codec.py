@@ -8,8 +8,8 @@
 The same cases and checks as tests/protocol/test_fuzz.py (they live in
 tests/protocol/fuzzcases.py), in rounds: every request and response of every API
 version truncated, corrupted, padded with garbage, its lengths rewritten to negative
-and huge values (allocation and time measured), plus whole request and response
-frames. Round r draws fresh valid messages (hypothesis seed = base seed + r) and
+and huge values (allocation and time measured), its nullable structs' presence markers
+rewritten, plus whole request and response frames. Round r draws fresh valid messages (hypothesis seed = base seed + r) and
 more mutations per message than the suite. Prints cases/s per round and every
 failure (the first few in full); exits 1 if anything failed. Not part of the suite.
 """
@@ -46,6 +46,9 @@ def one_round(seed: int, report) -> int:
             (f"random {fc.spec_id(spec, v)}", lambda s=spec, v=v: fc.run_random_bytes(s, v, seed, n=64)),
             (f"trailing {fc.spec_id(spec, v)}", lambda s=spec, v=v: fc.run_trailing(s, v, seed, n_msgs=4, per_msg=4)),
         ]
+        if fc.has_markers(spec.struct(v)):
+            jobs.append((f"markers {fc.spec_id(spec, v)}",
+                         lambda s=spec, v=v: fc.run_marker_rewrites(s, v, seed, n_msgs=8)))
         if fc.has_length_slots(spec.struct(v)):
             jobs.append((f"lengths {fc.spec_id(spec, v)}",
                          lambda s=spec, v=v: fc.run_length_rewrites(s, v, seed, n_msgs=4, max_slots=64)[0]))

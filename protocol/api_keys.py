@@ -27,6 +27,8 @@ class ApiKey(enum.IntEnum):
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
     @property
     def title(self) -> str:

@@ -11,6 +11,11 @@ Declaration example::
 
     F("GroupInstanceId", "string", "5+", nullable="5+", default=None)
     F("Protocols", A(S(F("Name", "string"), F("Metadata", "bytes"))))
+    F("Assignment", S(F("TopicPartitions", A(...))), nullable="0+", default=None)
+
+A struct field may be nullable (KIP-893): it then decodes to ``None`` or a dict, and is
+written as Kafka writes it, a presence marker before the struct
+(:class:`~groupcoord.protocol.types.NullableStruct`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from typing import Any, Iterable
 from .api_keys import ApiKey
 from .errors import DecodeError, UnsupportedVersionError
 from .types import (
-    BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, Array, Bytes, KField, KStruct, KType, String, Uuid, UVarint, Varint, Varlong,
+    BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, Array, Bytes, KField, KStruct, KType, NullableStruct, String, Uuid,
+    UVarint, Varint, Varlong,
 )
 
 MISSING = object()
@@ -111,6 +117,8 @@ class F:
 def _default_for(t: KType, explicit: Any) -> Any:
     if explicit is not MISSING:
         return explicit
+    if isinstance(t, NullableStruct):   # Kafka: no "default": "null" means an empty struct
+        t = t.struct
     if isinstance(t, KStruct):
         return {f.key: f.default for f in t.fields + t.tagged}
     return t.default
@@ -164,11 +172,12 @@ class MessageSpec:
                 continue
             compact = flexible if f.flexible is None else _in(parse_versions(f.flexible), version)
             nullable = _in(f.nullable, version)
-            t = self._resolve(f.type, f.name, version, flexible, compact, nullable)
+            t = self._resolve(f.type, f.name, version, flexible, compact, nullable, f.tag is not None)
             out.append(KField(f.key, t, _default_for(t, f.default), f.tag))
         return KStruct(name, out, flexible)
 
-    def _resolve(self, t, name: str, version: int, flexible: bool, compact: bool, nullable: bool) -> KType:
+    def _resolve(self, t, name: str, version: int, flexible: bool, compact: bool, nullable: bool,
+                 tagged: bool = False) -> KType:
         if isinstance(t, str):
             if t in _SIZED:
                 return _SIZED[t](compact=compact, nullable=nullable)
@@ -179,9 +188,8 @@ class MessageSpec:
             elem = self._resolve(t.elem, name, version, flexible, compact, False)
             return Array(elem, compact=compact, nullable=nullable)
         if isinstance(t, S):
-            if nullable:
-                raise ValueError(f"{self.name}.{name}: nullable structs are not supported")
-            return self._build_struct(f"{self.name}.{name}", t.fields, version, flexible)
+            struct = self._build_struct(f"{self.name}.{name}", t.fields, version, flexible)
+            return NullableStruct(struct, tagged) if nullable else struct
         raise TypeError(f"{self.name}.{name}: unknown type {t!r}")
 
     # ---- compiled codecs -------------------------------------------------------

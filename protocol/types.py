@@ -227,7 +227,7 @@ class Gen:
 RUNTIME_IMPORT = (
     "from groupcoord.protocol.types import Fail as _Fail, read_uvarint as _read_uvarint, read_uvarlong as _read_uvarlong, "
     "uvarint_bytes as _uvarint_bytes, write_tags as _write_tags, UNKNOWN_TAGS as _UNKNOWN_TAGS, "
-    "read_unknown_tags as _read_unknown_tags, "
+    "read_unknown_tags as _read_unknown_tags, _bad_marker, "
     "uuid_from as _uuid_from, unpack_array as _unpack_array, pack_array as _pack_array, "
     "_ARRAY_UNPACK, _ARRAY_PACK\n"
     "from groupcoord.protocol.errors import DecodeError as _DecodeError, EncodeError as _EncodeError\n"
@@ -904,6 +904,80 @@ class KStruct(KType):
     def _emitbuild(self, code):
         _, enc = self._emit_once(code)
         return f"(io.write(bytes({enc}(obj))), obj)[1]"
+
+
+class NullableStruct(KType):
+    """A struct field that may be null (KIP-893): a presence marker, then the struct if present.
+
+    Kafka's generated code (``MessageDataGenerator``, KAFKA-14425) writes an untagged nullable
+    struct as an int8 marker, -1 for null or 1 followed by the struct, in classic and flexible
+    versions alike (a flexible struct then ends with its own tagged-field section). Inside a
+    tagged field the marker is an unsigned varint instead: 0 for null, 1 for present. Kafka's
+    reader takes any negative int8 (any varint <= 0) as null and anything else as present; like
+    the rest of this codec (a null string is length -1, never -2) we accept only what Kafka's
+    writer produces, and any other marker is a DecodeError at the marker's offset.
+    """
+
+    def __init__(self, struct: KStruct, tagged: bool = False):
+        super().__init__()
+        self.struct = struct
+        self.tagged = tagged
+        self.min_size = 1
+        self.default = None
+
+    def __repr__(self):
+        return f"Nullable{'Tagged' if self.tagged else ''}({self.struct!r})"
+
+    def _parse(self, stream, context, path):
+        if self.tagged:
+            marker = _stream_uvarint(stream, 32, path)
+            null = 0
+        else:
+            marker = _sread(stream, 1, path)[0]
+            null = 0xFF
+        if marker == 1:
+            return self.struct._parsereport(stream, context, path)
+        if marker == null:
+            return None
+        raise Fail(f"{path}: {_bad_marker(marker, self.tagged)}")
+
+    def _build(self, obj, stream, context, path):
+        if obj is None:
+            stream_write(stream, b"\x00" if self.tagged else b"\xff", 1, path)
+            return obj
+        stream_write(stream, b"\x01", 1, path)
+        return self.struct._build(obj, stream, context, path)
+
+    def emit_decode(self, g, dst):
+        m = g.var("m")
+        if self.tagged:
+            at = g.var("at")          # the marker's offset, for the error
+            g.line(f"{at} = pos")
+            g.emit_uvarint(m)
+        else:
+            at = "pos - 1"
+            g.line(f"{m} = buf[pos]")
+            g.line("pos += 1")
+        with g.block(f"if {m} == 1:"):
+            self.struct.emit_decode(g, dst)
+        with g.block(f"elif {m} == {0 if self.tagged else 0xFF}:"):
+            g.line(f"{dst} = None")
+        with g.block("else:"):
+            g.line(f"raise _Fail(_bad_marker({m}, {self.tagged}), {at})")
+
+    def emit_encode(self, g, out, src, path):
+        with g.block(f"if {src} is None:"):
+            g.line(f"{out}.append({0 if self.tagged else 0xFF})")
+        with g.block("else:"):
+            g.line(f"{out}.append(1)")
+            self.struct.emit_encode(g, out, src, path)
+
+
+def _bad_marker(marker: int, tagged: bool) -> str:
+    if tagged:
+        return f"invalid presence marker {marker} of a tagged nullable struct (0: null, 1: present)"
+    signed = marker - 256 if marker > 127 else marker
+    return f"invalid presence marker {signed} of a nullable struct (-1: null, 1: present)"
 
 
 def _literal(g: Gen, value) -> str:

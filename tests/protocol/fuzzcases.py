@@ -18,7 +18,8 @@ ignoring trailing bytes, so it is compared with ``decode(..., allow_trailing=Tru
 
 A small independent walker (:func:`layout`) finds the length prefixes, array counts
 and tagged-field counts/sizes in a valid encoding so they can be rewritten to
-negative or huge values.
+negative or huge values, and the presence markers of nullable structs so they can be
+rewritten to values Kafka's writer never produces.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ from groupcoord.protocol.errors import DecodeError, UnsupportedVersionError
 from groupcoord.protocol.messages import APIS
 from groupcoord.protocol.schema import Codec, MessageSpec
 from groupcoord.protocol.types import (
-    Array, Fixed, KStruct, KType, UVarint, Uuid, Varint, Varlong, _Sized, uvarint_bytes,
+    Array, Fixed, KStruct, KType, NullableStruct, UVarint, Uuid, Varint, Varlong, _Sized, uvarint_bytes,
 )
 from kstrategies import for_struct
 
@@ -101,6 +102,8 @@ def with_unknown_tags(obj: dict, t: KStruct, rng: random.Random) -> dict:
     out = dict(obj)
     for f in t.fields + t.tagged:
         ft, value = f.type, obj.get(f.key)
+        if isinstance(ft, NullableStruct):
+            ft = ft.struct
         if isinstance(ft, KStruct) and isinstance(value, dict):
             out[f.key] = with_unknown_tags(value, ft, rng)
         elif isinstance(ft, Array) and isinstance(ft.elem, KStruct) and value:
@@ -254,12 +257,12 @@ def garbage(rng: random.Random) -> bytes:
 
 @dataclass(frozen=True)
 class Slot:
-    """A length prefix / count in a valid encoding."""
+    """A length prefix / count in a valid encoding, or a nullable struct's presence marker."""
 
     offset: int
     width: int        # bytes it takes as written
-    kind: str         # "int16", "int32" or "uvarint"
-    role: str         # "string", "bytes", "array", "tag_count", "tag_size"
+    kind: str         # "int8" (markers only), "int16", "int32" or "uvarint"
+    role: str         # "string", "bytes", "array", "tag_count", "tag_size", "marker"
     nullable: bool
     value: int        # as written (compact: the raw uvarint, i.e. length + 1)
     in_tag: bool = False  # inside a tagged field's payload (its size counts these bytes)
@@ -312,6 +315,17 @@ def layout(t: KType, data: bytes, pos: int = 0, slots: list[Slot] | None = None,
         for _ in range(max(n, 0)):
             pos, _ = layout(t.elem, data, pos, slots, in_tag)
         return pos, slots
+    if isinstance(t, NullableStruct):
+        if t.tagged:   # inside a tagged field: uvarint 0 (null) or 1
+            raw, end = _uvarint_at(data, pos)
+            slots.append(Slot(pos, end - pos, "uvarint", "marker", True, raw, in_tag))
+            present = raw == 1
+        else:          # int8 -1 (null) or 1
+            raw = struct.unpack_from(">b", data, pos)[0]
+            end = pos + 1
+            slots.append(Slot(pos, 1, "int8", "marker", True, raw, in_tag))
+            present = raw == 1
+        return layout(t.struct, data, end, slots, in_tag) if present else (end, slots)
     if isinstance(t, KStruct):
         for f in t.fields:
             pos, _ = layout(f.type, data, pos, slots, in_tag)
@@ -335,8 +349,21 @@ def layout(t: KType, data: bytes, pos: int = 0, slots: list[Slot] | None = None,
 def has_length_slots(t: KType) -> bool:
     if isinstance(t, (_Sized, Array)):
         return True
+    if isinstance(t, NullableStruct):
+        return has_length_slots(t.struct)
     if isinstance(t, KStruct):
         return t.flexible or any(has_length_slots(f.type) for f in t.fields)
+    return False
+
+
+def has_markers(t: KType) -> bool:
+    """Whether t holds a nullable struct (a presence marker in every encoding of its parent)."""
+    if isinstance(t, NullableStruct):
+        return True
+    if isinstance(t, Array):
+        return has_markers(t.elem)
+    if isinstance(t, KStruct):
+        return any(has_markers(f.type) for f in t.fields + t.tagged)
     return False
 
 
@@ -371,6 +398,8 @@ def length_rewrites(data: bytes, slots: list[Slot]) -> Iterator[Rewrite]:
     decode further before failing, or even decode.
     """
     for s in slots:
+        if s.role == "marker":
+            continue      # not a length: marker_rewrites
         if s.kind == "int16":
             values = [-2, -0x8000, 0x7FFF, -1]
         elif s.kind == "int32":
@@ -400,10 +429,22 @@ def length_rewrites(data: bytes, slots: list[Slot]) -> Iterator[Rewrite]:
             yield Rewrite(patched, s, -1, len(raw), True, f"{s.role}@{s.offset} 6-byte varint")
 
 
+def marker_rewrites(data: bytes, slots: list[Slot]) -> Iterator[tuple[bytes, Slot, int]]:
+    """Every presence marker rewritten to values Kafka's writer never produces (int8: anything
+    but -1 and 1; uvarint: anything but 0 and 1), same width: each must fail at the marker."""
+    for s in slots:
+        if s.role != "marker":
+            continue
+        values = (0, 2, 0x7F, -0x80, -2) if s.kind == "int8" else (2, 0x7F)
+        for v in values:
+            raw = struct.pack(">b", v) if s.kind == "int8" else uvarint_bytes(v)
+            yield data[:s.offset] + raw + data[s.offset + s.width:], s, v
+
+
 def padded_varints(data: bytes, slots: list[Slot]) -> Iterator[tuple[bytes, Slot]]:
     """Every varint prefix written one byte longer than needed (0 as 80 00): still valid."""
     for s in slots:
-        if s.kind == "uvarint" and s.width < 5 and not s.in_tag:
+        if s.kind == "uvarint" and s.width < 5 and not s.in_tag and s.role != "marker":
             raw = bytearray(uvarint_bytes(s.value))
             raw[-1] |= 0x80
             raw.append(0)
@@ -503,6 +544,25 @@ def run_trailing(spec: MessageSpec, version: int, seed: int = SEED, n_msgs: int 
     return count
 
 
+def run_marker_rewrites(spec: MessageSpec, version: int, seed: int = SEED, n_msgs: int = 3) -> int:
+    """Every nullable struct's presence marker rewritten to an invalid value: a DecodeError
+    at exactly the marker's offset, compiled and interpreted alike."""
+    codec = spec.codec(version)
+    struct_ = spec.struct(version)
+    count = 0
+    for data in valid_encodings(spec, version, n_msgs, seed):
+        end, slots = layout(struct_, data)
+        if end != len(data):
+            raise CaseFailure("layout", spec_id(spec, version), data, f"walker ended at {end}")
+        for patched, s, v in marker_rewrites(data, slots):
+            exc = check_decode(codec, patched, f"marker@{s.offset} {s.value}->{v}", must_fail=True,
+                               offset_range=(s.offset, s.offset))
+            if "presence marker" not in exc.reason:
+                raise CaseFailure("marker", spec_id(spec, version), patched, f"reason does not say so: {exc}")
+            count += 1
+    return count
+
+
 PEAK_LIMIT = 256 * 1024     # bytes a single malformed decode may allocate, at most
 # A hang guard, not a speed claim: lengths are checked against the bytes left before
 # anything loops or allocates, so a decode ends in time linear in its input; a decode
@@ -534,6 +594,7 @@ def run_length_rewrites(spec: MessageSpec, version: int, seed: int = SEED, n_msg
         end, slots = layout(struct_, data)
         if end != len(data):
             raise CaseFailure("layout", where_, data, f"walker ended at {end}")
+        slots = [s for s in slots if s.role != "marker"]
         if len(slots) > max_slots:
             slots = sorted(rng.sample(slots, max_slots), key=lambda s: s.offset)
         for rw in length_rewrites(data, slots):

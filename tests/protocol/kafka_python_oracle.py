@@ -13,7 +13,7 @@ from hypothesis import reject
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas.fields.codecs.types import BitField
 
-from groupcoord.protocol.types import Array, KStruct, Uuid, ZERO_UUID
+from groupcoord.protocol.types import Array, KStruct, NullableStruct, Uuid, ZERO_UUID
 
 
 def their_classes() -> dict[str, type]:
@@ -59,7 +59,8 @@ def to_theirs(cls, obj: dict, struct: KStruct, version=None):
         if field.is_struct_array() and value is not None:
             value = [to_theirs(field.data_class, x, sub.type.elem) for x in value]
         elif field.is_struct() and value is not None:
-            value = to_theirs(field.data_class, value, sub.type)
+            st = sub.type.struct if isinstance(sub.type, NullableStruct) else sub.type
+            value = to_theirs(field.data_class, value, st)
         elif _is_bitfield(field):
             if value == 0:
                 reject()  # kafka-python writes an empty operation set as INT32_MIN
@@ -70,6 +71,8 @@ def to_theirs(cls, obj: dict, struct: KStruct, version=None):
 
 def from_theirs(their, t):
     """A kafka-python value -> our representation of type t."""
+    if isinstance(t, NullableStruct):
+        return None if their is None else from_theirs(their, t.struct)
     if isinstance(t, KStruct):
         if their is None:
             return {f.key: f.default for f in t.fields + t.tagged}

@@ -5,7 +5,7 @@ import uuid
 
 from hypothesis import strategies as st
 
-from groupcoord.protocol.types import Array, Bytes, Fixed, KStruct, String, Uuid
+from groupcoord.protocol.types import Array, Bytes, Fixed, KStruct, NullableStruct, String, Uuid
 
 _RANGES = {
     "b": (-(2**7), 2**7 - 1), "h": (-(2**15), 2**15 - 1), "i": (-(2**31), 2**31 - 1),
@@ -34,6 +34,8 @@ def for_type(t, depth: int = 0):
         base = st.lists(for_type(t.elem, depth + 1), max_size=4 if depth < 2 else 2)
     elif isinstance(t, KStruct):
         return for_struct(t, depth + 1)
+    elif isinstance(t, NullableStruct):
+        return st.one_of(st.none(), for_struct(t.struct, depth + 1))
     else:
         raise TypeError(t)
     if getattr(t, "nullable", False):

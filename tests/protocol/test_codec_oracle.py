@@ -3,13 +3,16 @@
 For every (API, version) that both declare, hypothesis generates messages from our
 version-specific struct; we encode them and kafka-python decodes them, kafka-python
 encodes them and we decode them, field for field, and both encodings are compared
-byte for byte. Requests and responses alike.
+byte for byte. Requests and responses alike. The consumer group protocol's APIs (KIP-848),
+which kafka-python does not declare, are skipped with the reason (test_consumer_group_messages.py
+checks them against bytes written out by hand and against a real client).
 """
 from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.messages import APIS
 from kafka_python_oracle import from_theirs, strip_unknown, their_classes, to_theirs
 from kstrategies import for_struct
@@ -17,12 +20,22 @@ from kstrategies import for_struct
 
 THEIRS = their_classes()
 
+# APIs kafka-python 3.0.12 lists by key (kafka/protocol/api_key.py) but declares no schema for
+NOT_IN_KAFKA_PYTHON = {
+    int(ApiKey.CONSUMER_GROUP_HEARTBEAT): "kafka-python 3.0.12 has no ConsumerGroupHeartbeat (68) schema",
+    int(ApiKey.CONSUMER_GROUP_DESCRIBE): "kafka-python 3.0.12 has no ConsumerGroupDescribe (69) schema",
+}
+
 
 def _cases():
     for api in APIS.values():
         for spec in (api.request, api.response):
             cls = THEIRS.get(spec.name)
             if cls is None:
+                if api.key in NOT_IN_KAFKA_PYTHON:
+                    for v in spec.versions:
+                        yield pytest.param(spec, None, v, id=f"{spec.name}-v{v}",
+                                           marks=pytest.mark.skip(reason=NOT_IN_KAFKA_PYTHON[api.key]))
                 continue
             for v in spec.versions:
                 if v <= cls.max_version:
@@ -30,7 +43,8 @@ def _cases():
 
 
 CASES = list(_cases())
-STRATEGIES = {(p.values[0].name, p.values[2]): for_struct(p.values[0].struct(p.values[2])) for p in CASES}
+STRATEGIES = {(p.values[0].name, p.values[2]): for_struct(p.values[0].struct(p.values[2])) for p in CASES
+              if p.values[1] is not None}
 
 
 def test_every_version_of_every_api_is_covered():
@@ -38,6 +52,13 @@ def test_every_version_of_every_api_is_covered():
     expected = {s.name for a in APIS.values() for s in (a.request, a.response)}
     assert names == expected, expected - names
     assert len(CASES) == sum(len(s.versions) for a in APIS.values() for s in (a.request, a.response))
+
+
+def test_kafka_python_still_lacks_the_skipped_apis():
+    """When kafka-python gains these schemas, the skips above should go."""
+    for key in NOT_IN_KAFKA_PYTHON:
+        for spec in (APIS[key].request, APIS[key].response):
+            assert spec.name not in THEIRS
 
 
 @pytest.mark.parametrize("spec,cls,version", CASES)

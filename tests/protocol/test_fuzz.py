@@ -10,6 +10,7 @@ For every request and response of every API version: valid messages (kstrategies
 fixed hypothesis seed) truncated at every prefix (a sample for long ones), bit flips
 and smashed bytes, random byte strings, every length prefix / count / tagged-field
 size rewritten to negative and huge values (under tracemalloc and a time limit),
+every nullable struct's presence marker rewritten to values Kafka never writes,
 trailing garbage; then whole request and response frames. The case generators and
 checkers live in fuzzcases.py (shared with bench/fuzz_codec.py, the longer run).
 Everything is seeded: a failure reproduces, and its message carries the bytes.
@@ -30,6 +31,7 @@ from groupcoord.protocol.schema import MessageSpec
 SPEC_PARAMS = [pytest.param(s, v, id=fc.spec_id(s, v)) for s, v in fc.SPECS]
 LENGTH_PARAMS = [pytest.param(s, v, id=fc.spec_id(s, v)) for s, v in fc.SPECS
                  if fc.has_length_slots(s.struct(v))]
+MARKER_PARAMS = [pytest.param(s, v, id=fc.spec_id(s, v)) for s, v in fc.SPECS if fc.has_markers(s.struct(v))]
 API_VERSIONS = [pytest.param(k, v, id=f"{a.name}-v{v}") for k, a in sorted(APIS.items()) for v in a.versions]
 
 
@@ -78,6 +80,19 @@ def test_lengths_rewritten_negative_or_huge(spec: MessageSpec, version: int):
     count, worst = fc.run_length_rewrites(spec, version)
     assert count > 0
     assert worst < fc.PEAK_LIMIT
+
+
+def test_messages_with_nullable_structs():
+    """The marker cases below reach every message that has a nullable struct: today only
+    ConsumerGroupHeartbeat's response (its Assignment)."""
+    assert {(p.values[0].name, p.values[1]) for p in MARKER_PARAMS} == {
+        ("ConsumerGroupHeartbeatResponse", 0), ("ConsumerGroupHeartbeatResponse", 1)}
+
+
+@pytest.mark.parametrize("spec,version", MARKER_PARAMS)
+def test_nullable_struct_markers_rewritten(spec: MessageSpec, version: int):
+    """Presence markers patched to 0, 2, 127, -128, -2: a DecodeError at the marker itself."""
+    assert fc.run_marker_rewrites(spec, version) > 0
 
 
 def test_memory_meter_sees_an_allocation():

@@ -515,3 +515,108 @@ def test_decoded_tagged_defaults_are_fresh_objects():
         assert dec(b"\x01\x00") == {"x": 1, "pair": {"a": 0}, "ids": []}, name
         for enc in paths_encode(codec).values():
             assert enc({"x": 1, "pair": {"a": 0}, "ids": []}) == b"\x01\x00", name
+
+
+# --------------------------------------------------------------------------
+# nullable structs (KIP-893)
+# --------------------------------------------------------------------------
+
+def _my(versions: str = "0+"):
+    return S(F("MyString", "string", versions), F("MyInt", "int32", versions))
+
+
+# Kafka's own test message for nullable structs (clients/src/test/resources/common/message/
+# NullableStructMessage.json, KAFKA-14425): v0 classic, v1+ flexible; the second field is
+# nullable only from v1, the last two are tagged (one null by default, one not)
+NULLABLE_STRUCTS = MessageSpec("NullableStructMessage", [
+    F("NullableStruct", _my(), nullable="0+", default=None),
+    F("NullableStruct2", _my(), nullable="1+"),
+    F("NullableStruct3", _my("1+"), "1+", nullable="1+", default=None, tag=0),
+    F("NullableStruct4", _my("1+"), "1+", nullable="1+", tag=1),
+], valid="0-2", flexible="1+")
+
+
+def _nullable(version: int):
+    return NULLABLE_STRUCTS.codec(version)
+
+
+def test_nullable_struct_classic_marker_is_an_int8():
+    codec = _nullable(0)
+    one_ = {"my_string": "1", "my_int": 1}
+    two = {"my_string": "2", "my_int": 2}
+    # null: int8 -1, then NullableStruct2 (not nullable in v0: no marker at all)
+    roundtrip(codec, {"nullable_struct": None, "nullable_struct2": two},
+                 b"\xff" + b"\x00\x012" + struct.pack(">i", 2))
+    # present: int8 1, then the struct's fields
+    roundtrip(codec, {"nullable_struct": one_, "nullable_struct2": two},
+                 b"\x01" + b"\x00\x011" + struct.pack(">i", 1) + b"\x00\x012" + struct.pack(">i", 2))
+    # the field's default is null; NullableStruct2's is an empty struct (Kafka: new MyStruct2())
+    assert codec.encode({}) == b"\xff" + b"\x00\x00" + bytes(4)
+    # not nullable in v0: null cannot be written (Kafka: NullPointerException)
+    for fn in paths_encode(codec).values():
+        with pytest.raises(EncodeError):
+            fn({"nullable_struct": None, "nullable_struct2": None})
+
+
+def test_nullable_struct_flexible_marker_is_still_an_int8():
+    codec = _nullable(1)
+    one_ = {"my_string": "1", "my_int": 1}
+    empty4 = {"my_string": "", "my_int": 0}
+    obj = {"nullable_struct": one_, "nullable_struct2": None, "nullable_struct3": None, "nullable_struct4": empty4}
+    wire = (b"\x01" + b"\x021" + struct.pack(">i", 1) + b"\x00"   # marker 1, struct, its own (empty) tag section
+            + b"\xff"                                              # NullableStruct2: null
+            + b"\x00")                                             # tagged fields at their defaults: none written
+    roundtrip(codec, obj, wire)
+
+
+def test_tagged_nullable_structs_have_a_varint_marker():
+    codec = _nullable(2)
+    three = {"my_string": "3", "my_int": 3}
+    obj = {"nullable_struct": None, "nullable_struct2": None, "nullable_struct3": three, "nullable_struct4": None}
+    wire = (b"\xff" + b"\xff"
+            + b"\x02"                                              # two tagged fields
+            + b"\x00\x08" + b"\x01" + b"\x023" + struct.pack(">i", 3) + b"\x00"   # tag 0: marker 1, struct
+            + b"\x01\x01" + b"\x00")                               # tag 1: null (its default is not): marker 0
+    roundtrip(codec, obj, wire)
+
+
+@pytest.mark.parametrize("version,marker,offset", [
+    (0, b"\x00", 0), (0, b"\x02", 0), (0, b"\xfe", 0), (0, b"\x80", 0), (0, b"\x7f", 0),
+    (1, b"\x00", 0), (1, b"\xfe", 0), (2, b"\x02", 0),
+])
+def test_nullable_struct_markers_other_than_minus_one_and_one_are_refused(version, marker, offset):
+    codec = _nullable(version)
+    good = codec.encode({"nullable_struct": {"my_string": "x", "my_int": 5}})
+    assert good[:1] == b"\x01"
+    bad = marker + good[1:]
+    for name, fn in paths_decode(codec).items():
+        with pytest.raises(DecodeError) as info:
+            fn(bad)
+        e = info.value
+        assert type(e) is DecodeError, name
+        assert (e.api, e.version) == ("NullableStructMessage", version), name
+        assert "presence marker" in e.reason and "-1: null, 1: present" in e.reason, name
+        if name != "interpreted":
+            assert e.offset == offset, f"{name}: {e}"
+    signed = struct.unpack(">b", marker)[0]
+    with pytest.raises(DecodeError, match=f"at offset {offset}: invalid presence marker {signed} of a nullable struct"):
+        codec.decode(bad)
+
+
+def test_tagged_nullable_struct_marker_other_than_zero_and_one_is_refused():
+    codec = _nullable(2)
+    wire = b"\xff\xff" + b"\x01" + b"\x01\x01" + b"\x02"
+    for name, fn in paths_decode(codec).items():
+        with pytest.raises(DecodeError) as info:
+            fn(wire)
+        assert "tagged nullable struct (0: null, 1: present)" in info.value.reason, name
+        if name != "interpreted":
+            assert info.value.offset == 5, name
+
+
+def test_nullable_struct_truncated_after_its_marker():
+    codec = _nullable(0)
+    for wire in (b"", b"\x01", b"\x01\x00\x01x"):
+        for fn in paths_decode(codec).values():
+            with pytest.raises(DecodeError):
+                fn(wire)

@@ -28,8 +28,7 @@ from __future__ import annotations
 import uuid
 from typing import Mapping
 
-from .spec import (GroupSpec, PartitionAssignorError, java_string_key, kafka_uuid_str, sorted_member_ids,
-                   topic_order, uuid_key)
+from .spec import GroupSpec, PartitionAssignorError, TopicIndex, java_string_key, kafka_uuid_str, sorted_member_ids
 
 __all__ = ["RangeAssignor", "range_member_order"]
 
@@ -44,12 +43,8 @@ def range_member_order(group: GroupSpec) -> list[str]:
     return [m for _, m in static] + sorted_member_ids(dynamic)
 
 
-def _check_exist(topic_ids, topics: Mapping[uuid.UUID, int]) -> None:
-    missing = [t for t in topic_ids if t not in topics]
-    if missing:
-        first = min(missing, key=uuid_key)      # the same one whatever the set order
-        raise PartitionAssignorError(
-            f"Member is subscribed to a non-existent topic ({kafka_uuid_str(first)})")
+def _missing(topic_id: uuid.UUID) -> PartitionAssignorError:
+    return PartitionAssignorError(f"Member is subscribed to a non-existent topic ({kafka_uuid_str(topic_id)})")
 
 
 class RangeAssignor:
@@ -59,53 +54,54 @@ class RangeAssignor:
 
     def assign(self, group: GroupSpec, topics: Mapping[uuid.UUID, int]
                ) -> dict[str, dict[uuid.UUID, frozenset[int]]]:
-        if not group.members:
+        members = group.members
+        if not members:
             return {}
         order = range_member_order(group)
+        index = TopicIndex(topics)
         if group.homogeneous:
-            return self._homogeneous(group, topics, order)
-        return self._heterogeneous(group, topics, order)
-
-    @staticmethod
-    def _homogeneous(group, topics, order):
-        # Kafka reads the subscription of the first member in the sorted order.
-        subscribed = topic_order(group.members[order[0]].subscribed_topic_ids)
-        _check_exist(subscribed, topics)
-        k = len(order)
-        result: dict[str, dict[uuid.UUID, frozenset[int]]] = {m: {} for m in group.members}
-        for t in subscribed:
-            n = topics[t]
-            quota, extra = divmod(n, k)
-            start = 0
-            for i, m in enumerate(order):
-                end = min(start + quota + (1 if i < extra else 0), n)
-                if start >= end:
-                    break               # every later member's range is empty too
-                result[m][t] = frozenset(range(start, end))
-                start = end
-        return result
-
-    @staticmethod
-    def _heterogeneous(group, topics, order):
-        members = group.members
-        subscribers: dict[uuid.UUID, list[str]] = {}      # each list in member order
-        for m in order:
-            for t in members[m].subscribed_topic_ids:
-                s = subscribers.get(t)
-                if s is None:
-                    subscribers[t] = s = []
-                s.append(m)
-        _check_exist(subscribers, topics)
-        result: dict[str, dict[uuid.UUID, frozenset[int]]] = {m: {} for m in group.members}
-        for t in topic_order(subscribers):
-            subs = subscribers[t]
-            n = topics[t]
+            # Kafka reads the subscription of the first member in the sorted order
+            sub = index.subscription(members[order[0]].subscribed_topic_ids, _missing)[0]
+            subscribers = {i: order for i in sub}
+        else:
+            # members by subscription, in member order (members subscribing to the same topics
+            # usually share it: one list extension per topic and subscription)
+            by_subscription: dict[tuple[int, ...], list[int]] = {}
+            for k, m in enumerate(order):
+                sub = index.subscription(members[m].subscribed_topic_ids, _missing)[0]
+                same = by_subscription.get(sub)
+                if same is None:
+                    by_subscription[sub] = [k]
+                else:
+                    same.append(k)
+            positions: dict[int, list[int]] = {}        # topic index -> its subscribers' positions
+            for sub, ks in by_subscription.items():
+                for i in sub:
+                    s = positions.get(i)
+                    if s is None:
+                        positions[i] = list(ks)
+                    else:
+                        s.extend(ks)
+            subscribers = {}                            # topic index -> its subscribers, in member order
+            for i, ks in positions.items():
+                if len(by_subscription) > 1:
+                    ks.sort()
+                subscribers[i] = [order[k] for k in ks]
+        result: dict[str, dict[uuid.UUID, frozenset[int]]] = {m: {} for m in members}
+        ids, counts = index.ids, index.counts
+        ranges: dict[tuple[int, int], frozenset[int]] = {}     # shared: the same range of every topic
+        for i in sorted(subscribers):   # topic order: each member's topics come out in Uuid order
+            subs = subscribers[i]
+            t, n = ids[i], counts[i]
             quota, extra = divmod(n, len(subs))
             start = 0
-            for i, m in enumerate(subs):
-                end = min(start + quota + (1 if i < extra else 0), n)
+            for k, m in enumerate(subs):
+                end = start + quota + (1 if k < extra else 0)      # quota * len(subs) + extra == n
                 if start >= end:
-                    break
-                result[m][t] = frozenset(range(start, end))
+                    break               # every later member's range is empty too
+                r = ranges.get((start, end))
+                if r is None:
+                    r = ranges[(start, end)] = frozenset(range(start, end))
+                result[m][t] = r
                 start = end
         return result

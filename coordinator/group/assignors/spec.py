@@ -10,7 +10,8 @@ Kafka's counterparts (``group-coordinator-api`` and ``group-coordinator``, 4.x):
   assigned when some member's ``assignment`` holds it, which is what Kafka's inverted map says
   for the members it passes;
 - the ``topics`` argument of :meth:`ServerAssignor.assign` is ``SubscribedTopicDescriber``:
-  topic id -> partition count; a topic missing from it is Kafka's ``numPartitions == -1``;
+  topic id -> partition count; a topic missing from it is Kafka's ``numPartitions == -1``. It is
+  meant to hold the subscribed topics (every topic in it is numbered, see :class:`TopicIndex`);
 - :class:`PartitionAssignorError` is ``PartitionAssignorException``.
 
 Preconditions, as Kafka's target assignment guarantees them: a partition is in at most one
@@ -29,7 +30,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol
 
-__all__ = ["GroupSpec", "MemberSpec", "PartitionAssignorError", "ServerAssignor", "java_string_key",
+__all__ = ["GroupSpec", "MemberSpec", "PartitionAssignorError", "ServerAssignor", "TopicIndex", "java_string_key",
            "kafka_uuid_str", "sorted_member_ids", "topic_order", "uuid_key"]
 
 
@@ -96,3 +97,34 @@ def sorted_member_ids(member_ids: Iterable[str]) -> list[str]:
     if all(m.isascii() for m in ids):
         return sorted(ids)          # same order, without encoding every id
     return sorted(ids, key=java_string_key)
+
+
+class TopicIndex:
+    """The topics of one assignment numbered 0..n-1 in Kafka's ``Uuid`` order, for the assignors'
+    inner loops: sorting indices sorts topic ids, and lookups go through ``UUID.int`` (a
+    ``uuid.UUID`` hashes through a Python-level ``__hash__``, an int in C: several times faster)."""
+
+    __slots__ = ("ids", "counts", "by_int", "_subscriptions")
+
+    def __init__(self, topics: Mapping[uuid.UUID, int]):
+        self.ids: list[uuid.UUID] = topic_order(topics)
+        self.counts: list[int] = [topics[t] for t in self.ids]
+        self.by_int: dict[int, int] = {t.int: i for i, t in enumerate(self.ids)}
+        self._subscriptions: dict = {}
+
+    def subscription(self, topic_ids, missing) -> tuple[tuple[int, ...], frozenset[int]]:
+        """``topic_ids`` as (sorted indices, the same as a set); a topic not in the metadata raises
+        ``missing(topic_id)`` (for the first such topic in ``Uuid`` order). Members subscribing to
+        the same topics usually share one frozenset: converted once."""
+        try:
+            known = self._subscriptions.get(topic_ids)
+        except TypeError:               # not hashable: convert without remembering
+            known, topic_ids = None, frozenset(topic_ids)
+        if known is None:
+            by_int = self.by_int
+            found = [by_int.get(t.int) for t in topic_ids]
+            if None in found:
+                raise missing(min((t for t, i in zip(topic_ids, found) if i is None), key=uuid_key))
+            found.sort()
+            known = self._subscriptions[topic_ids] = (tuple(found), frozenset(found))
+        return known

@@ -47,9 +47,10 @@ The heterogeneous builder is otherwise fully ordered (comparators), as in Kafka.
 from __future__ import annotations
 
 import uuid
+from itertools import groupby
 from typing import Mapping
 
-from .spec import GroupSpec, PartitionAssignorError, kafka_uuid_str, sorted_member_ids, topic_order, uuid_key
+from .spec import GroupSpec, PartitionAssignorError, TopicIndex, kafka_uuid_str, sorted_member_ids
 
 __all__ = ["MAX_ITERATION_COUNT", "UniformAssignor"]
 
@@ -68,116 +69,136 @@ class UniformAssignor:
         if not members:
             return {}
         order = sorted_member_ids(members)
+        index = TopicIndex(topics)
         if group.homogeneous:
-            targets = _homogeneous(members, topics, order)
+            targets = _homogeneous(members, order, index)
         else:
-            targets = _Heterogeneous(members, topics, order).build()
+            targets = _Heterogeneous(members, order, index).build()
         return {m: targets[m] for m in members}
 
 
-def _check_exist(topic_ids, topics: Mapping[uuid.UUID, int]) -> None:
-    missing = [t for t in topic_ids if t not in topics]
-    if missing:
-        first = min(missing, key=uuid_key)      # the same one whatever the set order
-        raise PartitionAssignorError(f"Members are subscribed to topic {kafka_uuid_str(first)} which doesn't "
-                                     f"exist in the topic metadata.")
+def _missing(topic_id: uuid.UUID) -> PartitionAssignorError:
+    return PartitionAssignorError(f"Members are subscribed to topic {kafka_uuid_str(topic_id)} which doesn't "
+                                  f"exist in the topic metadata.")
 
 
-def _ordered(target: dict) -> dict[uuid.UUID, frozenset[int]]:
-    """A member's target with its topics in Kafka's topic order, no empty entry, frozensets."""
-    keys = target.keys() if len(target) < 2 else topic_order(target)
-    return {t: (s if type(s) is frozenset else frozenset(s)) for t in keys if (s := target[t])}
+def _current(assignment, by_int: dict[int, int], subscribed) -> tuple[list, bool]:
+    """A member's current target as [(topic index, partitions)] for the topics of ``subscribed``
+    (indices), and whether the mapping can be handed back as it is if it does not change: every
+    entry kept, non-empty, a frozenset, topics in ``Uuid`` order."""
+    entries = []
+    clean = True
+    last = -1
+    for t, parts in assignment.items():
+        i = by_int.get(t.int)
+        if i is None or i not in subscribed or not parts:
+            clean = False               # a topic no longer subscribed (or gone), or an empty entry
+            continue
+        if i < last or type(parts) is not frozenset:
+            clean = False
+        last = i
+        entries.append((i, parts))
+    return entries, clean
+
+
+def _output(assignment, target: dict, changed: bool, ids: list[uuid.UUID]) -> dict[uuid.UUID, frozenset[int]]:
+    """The member's new target keyed by topic id, topics in ``Uuid`` order."""
+    if not changed:
+        # a dict copy reuses the stored hashes (no UUID.__hash__ call); values are the caller's
+        # frozensets, as Kafka hands back the unchanged immutable maps
+        return dict(assignment)
+    return {ids[i]: (s if type(s) is frozenset else frozenset(s)) for i in sorted(target) if (s := target[i])}
 
 
 # -- homogeneous -------------------------------------------------------------------------------------
 
-def _homogeneous(members, topics, order: list[str]) -> dict[str, dict]:
+def _homogeneous(members, order: list[str], index: TopicIndex) -> dict[str, dict]:
     """Kafka's UniformHomogeneousAssignmentBuilder (4.0.1+, with KAFKA-18688)."""
-    subscribed = members[order[0]].subscribed_topic_ids
-    if not subscribed:
+    sub, subscribed = index.subscription(members[order[0]].subscribed_topic_ids, _missing)
+    if not sub:
         return {m: {} for m in order}
-    sub_order = topic_order(subscribed)
-    _check_exist(sub_order, topics)
+    counts, by_int = index.counts, index.by_int
 
+    currents = [_current(members[m].assignment, by_int, subscribed) for m in order]
     # The unassigned list, as runs of one topic's partitions (Kafka: a list of TopicIdPartitions;
     # runs are sliced instead of walked one partition at a time).
-    held: dict[uuid.UUID, list] = {t: [] for t in sub_order}
-    for m in order:
-        for t, parts in members[m].assignment.items():
-            h = held.get(t)
-            if h is not None and parts:
-                h.append(parts)
-    runs: list[tuple[uuid.UUID, object]] = []
+    held: dict[int, list] = {i: [] for i in sub}
+    for entries, _ in currents:
+        for i, parts in entries:
+            held[i].append(parts)
+    runs: list[tuple[int, object]] = []
     total = 0
-    for t in sub_order:
-        n = topics[t]
+    for i in sub:
+        n = counts[i]
         total += n
-        h = held[t]
+        h = held[i]
         if not h:
             if n:
-                runs.append((t, range(n)))
+                runs.append((i, range(n)))
             continue
         taken = h[0] if len(h) == 1 else frozenset().union(*h)
         if len(taken) < n:
-            runs.append((t, [p for p in range(n) if p not in taken]))
+            runs.append((i, [p for p in range(n) if p not in taken]))
 
     count = len(order)
     min_quota, extra = divmod(total, count)
-    targets: dict[str, dict] = {}
-    unfilled: list[tuple[str, int]] = []
-    for index, m in enumerate(order):
-        old = members[m].assignment
+    targets: list[dict] = []
+    changed: list[bool] = []
+    unfilled: list[tuple[int, int]] = []
+    for position, (entries, clean) in enumerate(currents):
         quota = min_quota
         claims_extra = False
         if extra > 0:
             quota += 1
             claims_extra = True
-        kept = sum(len(parts) for t, parts in old.items() if t in subscribed)
+        kept = sum(len(parts) for _, parts in entries)
         if kept <= quota:
             # nothing to give up: the common case, no sorting needed
             quota -= kept
-            new = {t: parts for t, parts in old.items() if parts and t in subscribed}
+            new = dict(entries)
         else:
+            clean = False
             new = {}
-            for t in topic_order(old):
-                if t not in subscribed:
-                    continue
-                parts = old[t]
+            entries.sort()              # by topic index: one entry per topic
+            for i, parts in entries:
                 if len(parts) <= quota:
                     quota -= len(parts)
-                    if parts:
-                        new[t] = parts
+                    new[i] = parts
                 else:
                     ps = sorted(parts)
                     if quota:
-                        new[t] = frozenset(ps[:quota])
-                    runs.append((t, ps[quota:]))
+                        new[i] = frozenset(ps[:quota])
+                    runs.append((i, ps[quota:]))
                     quota = 0
-        if quota > 0 and claims_extra and count - index > extra:
+        if quota > 0 and claims_extra and count - position > extra:
             # give the extra back, unless this member is one of the last ones that must take one
             quota -= 1
             claims_extra = False
         if quota > 0:
-            unfilled.append((m, quota))
+            unfilled.append((position, quota))
         if claims_extra:
             extra -= 1
-        targets[m] = new
+        targets.append(new)
+        changed.append(not clean)
 
     run, offset = 0, 0
-    for m, quota in unfilled:
-        new = targets[m]
+    for position, quota in unfilled:
+        new = targets[position]
+        if quota and run < len(runs):
+            changed[position] = True
         while quota and run < len(runs):
-            t, ps = runs[run]
+            i, ps = runs[run]
             take = ps[offset:offset + quota]
             offset += len(take)
             quota -= len(take)
-            cur = new.get(t)
-            new[t] = frozenset(take) if cur is None else cur.union(take)
+            cur = new.get(i)
+            new[i] = frozenset(take) if cur is None else cur.union(take)
             if offset >= len(ps):
                 run, offset = run + 1, 0
     if run < len(runs):
         raise PartitionAssignorError("Partitions were left unassigned")
-    return {m: _ordered(targets[m]) for m in order}
+    ids = index.ids
+    return {m: _output(members[m].assignment, targets[k], changed[k], ids) for k, m in enumerate(order)}
 
 
 # -- heterogeneous -----------------------------------------------------------------------------------
@@ -253,102 +274,138 @@ class _Balancer:
 
 
 class _Heterogeneous:
-    """Kafka's UniformHeterogeneousAssignmentBuilder (4.0 to 4.3; KAFKA-17710's version)."""
+    """Kafka's UniformHeterogeneousAssignmentBuilder (4.0 to 4.3; KAFKA-17710's version). Topics
+    are indices of the TopicIndex (their order is Kafka's ``Uuid`` order), members indices into
+    the sorted member ids. The passes move partitions in the owner arrays; each member's changed
+    partition sets are built once at the end (one frozenset per member and topic: the cyclic
+    collector is the cost of large groups)."""
 
-    def __init__(self, members, topics, order: list[str]):
-        self.order = order
-        self.topics = topics
-        subscribers: dict[uuid.UUID, list[int]] = {}      # topic -> member indices, ascending
-        for i, m in enumerate(order):
-            for t in members[m].subscribed_topic_ids:
-                s = subscribers.get(t)
+    def __init__(self, members, order: list[str], index: TopicIndex):
+        self.members, self.order, self.index = members, order, index
+        counts, by_int = index.counts, index.by_int
+        # members by subscription (members subscribing to the same topics usually share it: one
+        # list extension per topic and subscription instead of one append per member and topic)
+        by_subscription: dict[tuple[int, ...], list[int]] = {}
+        for k, m in enumerate(order):
+            sub = index.subscription(members[m].subscribed_topic_ids, _missing)[0]
+            same = by_subscription.get(sub)
+            if same is None:
+                by_subscription[sub] = [k]
+            else:
+                same.append(k)
+        subscribers: dict[int, list[int]] = {}      # topic -> member indices, ascending
+        for sub, ks in by_subscription.items():
+            for i in sub:
+                s = subscribers.get(i)
                 if s is None:
-                    subscribers[t] = s = []
-                s.append(i)
-        _check_exist(subscribers, topics)
+                    subscribers[i] = list(ks)
+                else:
+                    s.extend(ks)
+        if len(by_subscription) > 1:
+            for s in subscribers.values():
+                s.sort()
         self.subscribers = subscribers
         self.sizes = [0] * len(order)
-        self.owners = {t: [-1] * topics[t] for t in subscribers}
-        self.targets: list[dict] = []       # per member: topic -> frozenset (as given) or set (changed)
-        for i, m in enumerate(order):
+        self.owners = {i: [-1] * counts[i] for i in subscribers}
+        self.touched: dict[int, set[int]] = {i: set() for i in subscribers}  # topic -> members it changed for
+        self.targets: list[dict] = []       # per member: topic -> partitions, as kept from its target
+        self.changed: list[bool] = []
+        for k, m in enumerate(order):
             spec = members[m]
-            subscribed = spec.subscribed_topic_ids
-            target = {}
-            for t, parts in spec.assignment.items():
-                if t in subscribed and parts:
-                    # a set is changed in place below: never the caller's
-                    target[t] = parts if type(parts) is frozenset else frozenset(parts)
-                    self.sizes[i] += len(parts)
-                    owners = self.owners[t]
-                    for p in parts:
-                        owners[p] = i
-            self.targets.append(target)
+            subscribed = index.subscription(spec.subscribed_topic_ids, _missing)[1]
+            entries, clean = _current(spec.assignment, by_int, subscribed)
+            for i, parts in entries:
+                self.sizes[k] += len(parts)
+                owners = self.owners[i]
+                for p in parts:
+                    owners[p] = k
+            self.targets.append(dict(entries))
+            self.changed.append(not clean)
 
-    def topic_key(self, t: uuid.UUID):
+    def topic_key(self, i: int):
         """Kafka's topicComparator: partitions per subscriber descending, then subscriber count,
         then topic id (Java's double division, as Python's)."""
-        k = len(self.subscribers[t])
-        return -(self.topics[t] / k), k, uuid_key(t)
+        k = len(self.subscribers[i])
+        return -(self.index.counts[i] / k), k, i
 
     def build(self) -> dict[str, dict]:
         if self.subscribers:
             self.assign_remaining()
             self.balance()
-        return {m: _ordered(self.targets[i]) for i, m in enumerate(self.order)}
+            self.collect()
+        ids = self.index.ids
+        return {m: _output(self.members[m].assignment, self.targets[k], self.changed[k], ids)
+                for k, m in enumerate(self.order)}
 
-    def move(self, t: uuid.UUID, p: int, member: int) -> None:
-        """Kafka's assignPartition: ``p`` of ``t`` to ``member``, from its owner if it has one."""
-        owners = self.owners[t]
+    def move(self, i: int, p: int, member: int) -> None:
+        """Kafka's assignPartition: partition ``p`` of topic ``i`` to ``member``, from its owner if
+        it has one."""
+        owners, touched = self.owners[i], self.touched[i]
         old = owners[p]
         if old != -1:
-            s = self.targets[old][t]
-            if type(s) is not set:
-                s = self.targets[old][t] = set(s)
-            s.discard(p)
             self.sizes[old] -= 1
-        target = self.targets[member]
-        s = target.get(t)
-        if s is None:
-            s = target[t] = set()
-        elif type(s) is not set:
-            s = target[t] = set(s)
-        s.add(p)
+            touched.add(old)
         owners[p] = member
         self.sizes[member] += 1
+        touched.add(member)
 
     def assign_remaining(self) -> None:
+        """Kafka's assignRemainingPartitions: topic by topic, each unassigned partition to the
+        next least loaded subscriber (MemberAssignmentBalancer.nextLeastLoadedMember, unrolled:
+        the members of the least loaded range in turn, the range widening as its level rises)."""
         unassigned = {}
-        for t, owners in self.owners.items():
+        for i, owners in self.owners.items():
             free = [p for p, o in enumerate(owners) if o == -1]
             if free:
-                unassigned[t] = free
-        balancer = _Balancer(self.sizes)
-        for t in sorted(unassigned, key=self.topic_key):
-            balancer.initialize(self.subscribers[t])
-            for p in unassigned[t]:
-                self.move(t, p, balancer.next_least_loaded())
+                unassigned[i] = free
+        sizes = self.sizes
+        for i in sorted(unassigned, key=self.topic_key):
+            members = sorted(self.subscribers[i], key=sizes.__getitem__)    # stable: (size, index)
+            owners, touched, free = self.owners[i], self.touched[i], unassigned[i]
+            level = sizes[members[0]] - 1
+            end = position = 0
+            done, n_free, n_members = 0, len(free), len(members)
+            while done < n_free:
+                if position >= end:
+                    level += 1
+                    while end < n_members and sizes[members[end]] == level:
+                        end += 1
+                    position = 0
+                take = min(end - position, n_free - done)
+                chunk = members[position:position + take]
+                first = free[done]
+                if free[done + take - 1] - first == take - 1:
+                    owners[first:first + take] = chunk        # consecutive partitions: one slice
+                else:
+                    for p, k in zip(free[done:done + take], chunk):
+                        owners[p] = k
+                for k in chunk:
+                    sizes[k] += 1
+                touched.update(chunk)
+                position += take
+                done += take
 
     def balance(self) -> None:
-        topic_ids = sorted((t for t, s in self.subscribers.items() if len(s) >= 2), key=self.topic_key)
+        topic_ids = sorted((i for i, s in self.subscribers.items() if len(s) >= 2), key=self.topic_key)
         if not topic_ids:
             return
         balancer = _Balancer(self.sizes)
         last = -1           # the last topic that moved a partition: a full pass without a move ends
         for _ in range(MAX_ITERATION_COUNT):
-            for index, t in enumerate(topic_ids):
-                if index == last:
+            for position, i in enumerate(topic_ids):
+                if position == last:
                     return
-                if self.balance_topic(t, balancer) > 0 or last == -1:
-                    last = index
+                if self.balance_topic(i, balancer) > 0 or last == -1:
+                    last = position
 
-    def balance_topic(self, t: uuid.UUID, balancer: _Balancer) -> int:
+    def balance_topic(self, i: int, balancer: _Balancer) -> int:
         """Kafka's balanceTopic: the number of partitions moved."""
-        if balancer.initialize(self.subscribers[t]) <= 1:
+        if balancer.initialize(self.subscribers[i]) <= 1:
             return 0
         # the topic's partitions grouped by owner (owner index, then partition, ascending), and
         # each owner's slice of that list
         by_owner: dict[int, list[int]] = {}
-        for p, o in enumerate(self.owners[t]):
+        for p, o in enumerate(self.owners[i]):
             ps = by_owner.get(o)
             if ps is None:
                 by_owner[o] = [p]
@@ -379,6 +436,33 @@ class _Heterogeneous:
             least = balancer.next_least_loaded()
             if balancer.is_balanced():
                 break
-            self.move(t, p, least)
+            self.move(i, p, least)
             moved += 1
         return moved
+
+    def collect(self) -> None:
+        """The new partition sets of the members whose partitions of a topic changed."""
+        # One frozenset per partition number for the one-partition sets, shared by every member
+        # and topic (immutable): in large groups most sets are single partitions, and millions of
+        # small containers would keep the cyclic collector busy.
+        single: dict[int, frozenset[int]] = {}
+        targets, changed = self.targets, self.changed
+        for i, touched in self.touched.items():
+            if not touched:
+                continue
+            owners = self.owners[i]
+            owner_of = owners.__getitem__
+            # partitions grouped by owner, ascending within each (a stable sort in C)
+            for k, group in groupby(sorted(range(len(owners)), key=owner_of), key=owner_of):
+                if k not in touched:
+                    continue
+                touched.discard(k)
+                fs = frozenset(group)
+                if len(fs) == 1:
+                    (p,) = fs
+                    fs = single.setdefault(p, fs)
+                targets[k][i] = fs
+                changed[k] = True
+            for k in touched:               # left without a partition of the topic
+                targets[k].pop(i, None)
+                changed[k] = True

@@ -400,8 +400,11 @@ class _Heterogeneous:
 
     def balance_topic(self, i: int, balancer: _Balancer) -> int:
         """Kafka's balanceTopic: the number of partitions moved."""
-        if balancer.initialize(self.subscribers[i]) <= 1:
-            return 0
+        subscribers = self.subscribers[i]
+        sizes = list(map(self.sizes.__getitem__, subscribers))
+        if max(sizes) - min(sizes) <= 1:
+            return 0            # balanced: what initialize() would say, without its sort
+        balancer.initialize(subscribers)
         # the topic's partitions grouped by owner (owner index, then partition, ascending), and
         # each owner's slice of that list
         by_owner: dict[int, list[int]] = {}

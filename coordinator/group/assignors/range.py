@@ -1,8 +1,8 @@
 """Kafka's server-side ``range`` assignor (KIP-848).
 
 Follows ``group-coordinator/src/main/java/org/apache/kafka/coordinator/group/assignor/
-RangeAssignor.java`` of Kafka 4.0 to 4.3 (the logic is the same from KAFKA-16944, July 2024, to the
-4.3 branch and trunk of August 2026; only comments and an import changed):
+RangeAssignor.java`` of Kafka 4.0 to 4.3 (the logic is the same from KAFKA-16944, July 2024, in 3.9,
+to the 4.3 branch and trunk of August 2026; only comments and an import changed):
 
 - members are sorted: static members first, by instance id, then the others by member id (Java
   string order);
@@ -13,11 +13,12 @@ RangeAssignor.java`` of Kafka 4.0 to 4.3 (the logic is the same from KAFKA-16944
   every topic (co-partitioned when the topics have the same partition count); heterogeneous
   groups: each topic's ranges go to its own subscribers, in the same member order.
 
-Not sticky: the current assignment is not read (the sticky range assignor of KIP-848's first
-versions was replaced by this rewrite), so a member leaving or joining shifts the ranges of the
-members sorted after it; static members keep their ranges across a restart because they sort by
-instance id. Not rack-aware (no Kafka release up to 4.3 is; a rack-aware variant exists only as an
-unmerged proposal).
+Not sticky: the current assignment is not read (the first server range assignor, KAFKA-14514, kept
+partitions of the current assignment; KAFKA-16944 dropped that for co-partitioning and recomputes
+every time), so a member leaving or joining shifts the ranges of the members sorted after it; static
+members keep their ranges across a restart because they sort by instance id. Not rack-aware (not
+on Kafka's branches up to 4.4 nor on trunk of August 2026; rack-aware versions exist only outside
+them); ``rack_id`` is ignored. The member order is Kafka's own (a sort), so the output is a broker's exactly.
 
 A subscribed topic missing from the metadata raises :class:`PartitionAssignorError` (Kafka: "Member
 is subscribed to a non-existent topic"), for the first member's topics in a homogeneous group and

@@ -2,16 +2,17 @@
 
 Follows ``group-coordinator/src/main/java/org/apache/kafka/coordinator/group/assignor/`` of Kafka
 4.0.1 to 4.3 (``UniformAssignor.java``, ``UniformHomogeneousAssignmentBuilder.java``,
-``UniformHeterogeneousAssignmentBuilder.java``; the logic is the same on the 4.0 branch from 4.0.1,
-4.1, 4.2, 4.3 and trunk of August 2026). Kafka 4.0.0 lacks KAFKA-18688 (May 2025, "uniform
-homogeneous assignor stability", in 4.0.1 and 4.1.0): there a member holding ``quota + 1``
-partitions could lose one to a member sorted before it. Goals, in order: balance (member sizes
-differ by at most one where subscriptions allow), then stickiness. Not rack-aware: rack awareness
-was removed from the server assignors in 2024 (KAFKA-16694) and no release up to 4.3 has it back
-(a rack-aware homogeneous builder, KAFKA-19909, was an open proposal); ``rack_id`` is ignored.
+``UniformHeterogeneousAssignmentBuilder.java``: the same logic on the 4.0 branch from 4.0.1, on 4.1,
+4.2, 4.3 and on trunk of August 2026). Kafka 4.0.0 lacks KAFKA-18688 (May 2025, "uniform homogeneous
+assignor stability", in 4.0.1 and 4.1.0): there the extra partitions went to the first members in
+order, so a member holding ``quota + 1`` could lose one to a member before it. Goals, in order:
+balance (member sizes differ by at most one where subscriptions allow), then stickiness. Not
+rack-aware: rack awareness left the server assignors in 3.8 (KAFKA-16694) and no release up to 4.3
+has it back (a rack-aware homogeneous builder, KAFKA-19909, was an open pull request when last seen); ``rack_id`` is
+ignored.
 
-Homogeneous (every member subscribes to the same topics; Kafka reads the first member's
-subscription):
+Homogeneous (every member subscribes to the same topics; as Kafka, the builder reads the first
+member's subscription):
 
 1. the unassigned list: the partitions of the subscribed topics that no member holds, topic by
    topic, ascending;
@@ -23,7 +24,7 @@ subscription):
    (KAFKA-18688: a balanced assignment stays as it is whatever the member order);
 3. members below their quota take the next partitions of the unassigned list, in member order.
 
-Heterogeneous:
+Heterogeneous (KAFKA-17710's rewrite, 4.0.0):
 
 1. each member keeps its current partitions of the topics it still subscribes to;
 2. the unassigned partitions are placed topic by topic, topics ordered by partitions per
@@ -39,10 +40,11 @@ Orders. Kafka iterates Java HashMaps and HashSets in places (the group's members
 assignment, the subscribed topic set, a partition set), whose order this emulator cannot sensibly
 mirror; here they are: member ids sorted (Java string order: what Kafka's own tests use, through
 TreeMaps and a sorted ``GroupSpec``), topic ids in ``Uuid.compareTo`` order, partitions ascending.
-So the output does not depend on the order of ``group.members`` (it is returned in that order),
-but may differ from a Kafka broker's where Kafka's HashSet order decides (in the homogeneous
-builder: which partitions a member over its quota gives up, and the order of the unassigned list).
-The heterogeneous builder is otherwise fully ordered (comparators), as in Kafka.
+So the output does not depend on the order of ``group.members`` (it is returned in that order), but
+may differ from a broker's wherever Kafka's iteration order decides: which member is "first", which
+members get the extras, which partitions a member over its quota gives up and the order of the
+unassigned list (homogeneous); the member index that breaks ties (heterogeneous, otherwise ordered
+by its comparators as in Kafka).
 """
 from __future__ import annotations
 

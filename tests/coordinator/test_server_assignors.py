@@ -467,8 +467,8 @@ def kafka_balanced(g: GroupSpec, result) -> bool:
 def test_random_groups_valid_and_balanced(name, homogeneous):
     rnd = random.Random(f"{name}-{homogeneous}")
     assignor = ASSIGNORS[name]
-    for _ in range(300):
-        g, topics = random_case(rnd, homogeneous)
+    for n in range(400):
+        g, topics = random_case(rnd, homogeneous, *((12, 6) if n % 4 else (60, 12)))
         out = assignor.assign(g, topics)
         check_valid(g, topics, out)
         if name == "range":
@@ -488,8 +488,8 @@ def test_random_groups_valid_and_balanced(name, homogeneous):
 def test_uniform_is_stable_on_its_own_result(homogeneous):
     # running again on its result moves nothing (KAFKA-18688's property for homogeneous groups)
     rnd = random.Random(f"stable-{homogeneous}")
-    for _ in range(200):
-        g, topics = random_case(rnd, homogeneous)
+    for n in range(200):
+        g, topics = random_case(rnd, homogeneous, *((12, 6) if n % 4 else (60, 12)))
         first = UNIFORM.assign(g, topics)
         members = list(g.members)
         rnd.shuffle(members)

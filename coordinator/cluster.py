@@ -179,6 +179,8 @@ class Cluster:
         # answers built at one epoch are shared by every identical request of that epoch
         self.epoch = 0
         self.metadata_answers: tuple[int, dict] = (0, {})    # (epoch, request key -> answer)
+        # called with the names of topics created, deleted or grown (the consumer groups' metadata)
+        self.topic_listeners: list[Callable[[set[str]], None]] = []
 
     # ---- placement -----------------------------------------------------------
     def node_ids(self) -> list[int]:
@@ -310,6 +312,11 @@ class Cluster:
         self.topics[topic.name] = topic
         self.topics_by_id[topic.topic_id] = topic
         self.epoch += 1
+        self._topics_changed(topic.name)
+
+    def _topics_changed(self, name: str) -> None:
+        for listener in self.topic_listeners:
+            listener({name})
 
     def delete_topic(self, name: str) -> Topic | None:
         topic = self.topics.get(name)
@@ -320,6 +327,7 @@ class Cluster:
         del self.topics[name]
         self.topics_by_id.pop(topic.topic_id, None)
         self.epoch += 1
+        self._topics_changed(name)
         return topic
 
     def add_partitions(self, name: str, total: int) -> None:
@@ -332,6 +340,7 @@ class Cluster:
         topic.partitions.extend(PartitionLog() for _ in range(total - first))
         topic.leaders.extend(self._initial_leader(p) for p in range(first, total))
         self.epoch += 1
+        self._topics_changed(name)
 
     def _initial_leader(self, partition: int) -> int:
         preferred = self.preferred_leader(partition)

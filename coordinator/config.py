@@ -27,6 +27,18 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for."),
     Setting("group.initial.rebalance.delay.ms", 3000, "Delay of the first join phase of a group that starts from Empty."),
     Setting("group.max.size", INT32_MAX, "Most members a classic group may have."),
+    # the consumer group protocol (KIP-848), Kafka 4.x's names and defaults
+    Setting("group.coordinator.rebalance.protocols", "classic,consumer", "The group protocols served: classic, consumer or both (comma-separated). Without consumer, ConsumerGroupHeartbeat and ConsumerGroupDescribe are answered UNSUPPORTED_VERSION.", str),
+    Setting("group.consumer.heartbeat.interval.ms", 5000, "How often members of a consumer group heartbeat (what the heartbeat response tells them)."),
+    Setting("group.consumer.min.heartbeat.interval.ms", 5000, "Smallest allowed group.consumer.heartbeat.interval.ms."),
+    Setting("group.consumer.max.heartbeat.interval.ms", 15000, "Largest allowed group.consumer.heartbeat.interval.ms."),
+    Setting("group.consumer.session.timeout.ms", 45000, "How long a consumer group member may go without a heartbeat before it is removed."),
+    Setting("group.consumer.min.session.timeout.ms", 45000, "Smallest allowed group.consumer.session.timeout.ms."),
+    Setting("group.consumer.max.session.timeout.ms", 60000, "Largest allowed group.consumer.session.timeout.ms."),
+    Setting("group.consumer.max.size", INT32_MAX, "Most members a consumer group may have."),
+    Setting("group.consumer.assignors", "uniform,range", "The server-side assignors a consumer group may use (short names or Kafka's class names); the first is the default.", str),
+    Setting("group.consumer.migration.policy", "bidirectional", "Whether a classic group may become a consumer group (upgrade) and back (downgrade) while it has members.",
+            str, ("bidirectional", "upgrade", "downgrade", "disabled")),
     Setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets; a group's coordinator is the leader of abs(hash(group)) % this."),
     Setting("offsets.retention.minutes", 10080, "How long committed offsets of an empty group are kept."),
     Setting("offsets.retention.check.interval.ms", 600000, "How often expired offsets are swept."),
@@ -66,6 +78,12 @@ PROFILES: dict[str, dict[str, Any]] = {
         "group.initial.rebalance.delay.ms": 0,
         "group.min.session.timeout.ms": 100,
         "offsets.retention.check.interval.ms": 60000,
+        # consumer groups: librdkafka uses the heartbeat interval as the heartbeat's request
+        # timeout, so 250 ms rather than less on a loaded machine
+        "group.consumer.heartbeat.interval.ms": 250,
+        "group.consumer.min.heartbeat.interval.ms": 100,
+        "group.consumer.session.timeout.ms": 6000,
+        "group.consumer.min.session.timeout.ms": 1000,
     },
 }
 
@@ -112,6 +130,23 @@ def read_properties(path: str) -> dict[str, str]:
     return out
 
 
+def _check(values: dict[str, Any]) -> None:
+    """The checks of Kafka's GroupCoordinatorConfig between settings."""
+    protocols = [p.strip() for p in values["group.coordinator.rebalance.protocols"].split(",") if p.strip()]
+    unknown = [p for p in protocols if p not in ("classic", "consumer")]
+    if unknown or "classic" not in protocols:
+        raise ConfigError("group.coordinator.rebalance.protocols must list classic, and may list consumer; "
+                          f"got {values['group.coordinator.rebalance.protocols']!r}")
+    for what in ("heartbeat.interval", "session.timeout"):
+        key = f"group.consumer.{what}.ms"
+        lo, hi = values[f"group.consumer.min.{what}.ms"], values[f"group.consumer.max.{what}.ms"]
+        if not 0 < lo <= values[key] <= hi:
+            raise ConfigError(f"{key} must lie within group.consumer.min.{what}.ms and "
+                              f"group.consumer.max.{what}.ms ({lo}..{hi}), got {values[key]}")
+    if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+
+
 class BrokerConfig:
     """Resolved configuration: ``cfg["group.max.size"]`` or ``cfg.get(...)``."""
 
@@ -131,6 +166,7 @@ class BrokerConfig:
                 merged[key] = _convert(key, env[name])
         for k, v in (values or {}).items():
             merged[k] = _convert(k, v)
+        _check(merged)
         self._values = merged
 
     def __getitem__(self, key: str) -> Any:

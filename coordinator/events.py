@@ -86,6 +86,23 @@ Event types and their own fields
 ``offsets.deleted``      an OffsetDelete request dropped stored offsets (only when > 0).
     ``partitions``.
 
+Consumer groups (KIP-848) share ``group.created`` (``cause`` "consumer_group_heartbeat"),
+``group.state_change`` (their states "Empty", "Assigning", "Reconciling", "Stable"; ``reason``
+None), ``group.deleted`` and ``offset.committed``; ``generation`` is their group epoch. Their
+members have events of their own:
+
+``consumer.member_joined``   a member joined with ConsumerGroupHeartbeat (epoch 0).
+    ``member``, ``instance_id`` (None), ``client_id``, ``client_host``, ``subscribed_topics``
+    (names), ``server_assignor`` (None).
+``consumer.member_replaced`` a static member rejoined under a new member id and took over the
+    departed one's place (its partitions stay put). ``member``, ``old_member``, ``instance_id``.
+``consumer.member_left``     a member left (epoch -1), or a static member left for now (epoch -2,
+    ``static`` True: it keeps its partitions until its session ends). ``member``, ``instance_id``,
+    ``static``.
+``consumer.member_fenced``   the coordinator removed a member. ``member``, ``instance_id``,
+    ``reason``: "session_timeout" | "rebalance_timeout" (it did not revoke in time);
+    ``timeout_ms``.
+
 Heartbeats never emit events. The default ``emit`` (:func:`default_emit`) logs each event
 through structlog (logger ``groupcoord.events``) at the level :data:`EVENT_LEVELS` gives its type:
 info for what an operator follows (groups created and deleted, state changes, members joining,
@@ -126,6 +143,11 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "offset.committed": ("member", "instance_id", "partitions", "errors", "topics"),
     "offsets.expired": ("partitions",),
     "offsets.deleted": ("partitions",),
+    "consumer.member_joined": ("member", "instance_id", "client_id", "client_host", "subscribed_topics",
+                               "server_assignor"),
+    "consumer.member_replaced": ("member", "old_member", "instance_id"),
+    "consumer.member_left": ("member", "instance_id", "static"),
+    "consumer.member_fenced": ("member", "instance_id", "reason", "timeout_ms"),
 }
 
 #: Event type -> the level :func:`default_emit` logs it at (a type not listed: info).
@@ -156,7 +178,7 @@ class BaseEvent(TypedDict):
 
 class GroupCreated(BaseEvent):
     protocol_type: str | None
-    cause: Literal["join_group", "offset_commit"]
+    cause: Literal["join_group", "offset_commit", "consumer_group_heartbeat"]
 
 
 class GroupStateChange(BaseEvent):
@@ -276,6 +298,36 @@ class OffsetsDeleted(BaseEvent):
 
 
 #: Event type -> its TypedDict.
+
+
+class ConsumerMemberJoined(BaseEvent):
+    member: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topics: list[str]
+    server_assignor: str | None
+
+
+class ConsumerMemberReplaced(BaseEvent):
+    member: str
+    old_member: str
+    instance_id: str
+
+
+class ConsumerMemberLeft(BaseEvent):
+    member: str
+    instance_id: str | None
+    static: bool
+
+
+class ConsumerMemberFenced(BaseEvent):
+    member: str
+    instance_id: str | None
+    reason: Literal["session_timeout", "rebalance_timeout"]
+    timeout_ms: int
+
+
 EVENT_TYPES: dict[str, type] = {
     "group.created": GroupCreated,
     "group.state_change": GroupStateChange,
@@ -294,6 +346,10 @@ EVENT_TYPES: dict[str, type] = {
     "offset.committed": OffsetCommitted,
     "offsets.expired": OffsetsExpired,
     "offsets.deleted": OffsetsDeleted,
+    "consumer.member_joined": ConsumerMemberJoined,
+    "consumer.member_replaced": ConsumerMemberReplaced,
+    "consumer.member_left": ConsumerMemberLeft,
+    "consumer.member_fenced": ConsumerMemberFenced,
 }
 
 _log = None

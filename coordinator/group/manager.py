@@ -40,6 +40,8 @@ from .. import storage as _st
 from ..cluster import partition_for
 from ..config import BrokerConfig
 from ..events import SCHEMA_VERSION, default_emit
+from .consumer import ConsumerGroup
+from .consumer_manager import ConsumerGroupHeartbeatRequest, ConsumerGroupManager
 from .offsets import OffsetManager
 from .classic import (
     COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, PREPARING_REBALANCE, STABLE, ClassicGroup, Member,
@@ -248,6 +250,11 @@ class GroupCoordinator:
         self.offset_delete = self.offsets.offset_delete
         self.delete_topic_offsets = self.offsets.delete_topic_offsets
         self.cleanup_group_metadata = self.offsets.cleanup_group_metadata
+        # consumer groups (KIP-848): a map of their own (a group id names one group of either type)
+        self._consumer_groups: dict[str, ConsumerGroup] = {}
+        protocols = {p.strip() for p in str(config["group.coordinator.rebalance.protocols"]).split(",")}
+        self.consumer_protocol_enabled = "consumer" in protocols
+        self.consumer = ConsumerGroupManager(self)
         self._schedule_offset_expiration()
 
     # ==================================================================== durability
@@ -346,7 +353,55 @@ class GroupCoordinator:
         return len(self._groups)
 
     def __contains__(self, group_id: str) -> bool:
-        return group_id in self._groups
+        return group_id in self._groups or group_id in self._consumer_groups
+
+    # ==================================================================== consumer groups
+    def clock(self) -> int:
+        return self._clock()
+
+    def is_loading(self, group_id: str) -> bool:
+        return bool(self._loading) and self._is_loading(group_id)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        return self._consumer_groups.get(group_id)
+
+    def consumer_groups(self) -> list[ConsumerGroup]:
+        return list(self._consumer_groups.values())
+
+    def add_consumer_group(self, group_id: str, now: int, replaces: ClassicGroup | None = None) -> ConsumerGroup:
+        """A new consumer group; ``replaces``: the empty classic group of that id, whose committed
+        offsets it takes over."""
+        group = ConsumerGroup(group_id, now)
+        if replaces is not None:
+            group.offsets = replaces.offsets
+            del self._groups[group_id]
+            if self._persist:
+                self._append(group_id, [(_st.GroupMetadataKey(group_id), None)])
+        self._consumer_groups[group_id] = group
+        self.event_consumer(group, "group.created", now, {"protocol_type": "consumer",
+                                                          "cause": "consumer_group_heartbeat"})
+        return group
+
+    def _replace_consumer_group(self, group: ConsumerGroup, now: int) -> ClassicGroup:
+        """An empty consumer group becomes a classic group (a JoinGroup came), with its offsets."""
+        del self._consumer_groups[group.group_id]
+        classic = self._create_group(group.group_id, now, "join_group")
+        classic.offsets = group.offsets
+        return classic
+
+    def event_consumer(self, group: ConsumerGroup, kind: str, now: int, fields: dict) -> None:
+        """An event of a consumer group (``generation``: its group epoch)."""
+        self._event(group, kind, now, fields)
+
+    @_entry
+    def consumer_timer(self, fn: Callable, *args) -> None:
+        """A timer of a consumer group fired (responses queued meanwhile go out after it)."""
+        fn(*args)
+
+    @_entry
+    def consumer_group_heartbeat(self, respond: Callable[[dict], None], req: ConsumerGroupHeartbeatRequest) -> None:
+        """ConsumerGroupHeartbeat of a request the API layer validated."""
+        self._reply(respond, self.consumer.heartbeat(req))
 
     # ==================================================================== plumbing
     def _reply(self, respond: Callable[[dict], None], response: dict) -> None:
@@ -416,6 +471,13 @@ class GroupCoordinator:
             return
         now = self._clock()
         group = self._groups.get(group_id)
+        if group is None and group_id in self._consumer_groups:
+            consumer = self._consumer_groups[group_id]
+            if consumer.members:
+                # a consumer group with members: classic members inside it are not emulated yet
+                self._reply(respond, join_error(member_id, _E.INCONSISTENT_GROUP_PROTOCOL))
+                return
+            group = self._replace_consumer_group(consumer, now)
         if group is None:
             if member_id:
                 self._reply(respond, join_error(member_id, _E.UNKNOWN_MEMBER_ID))
@@ -1053,7 +1115,8 @@ class GroupCoordinator:
             entry["group_state"] = DEAD
             if group_id_not_found:
                 entry["error_code"] = int(_E.GROUP_ID_NOT_FOUND)
-                entry["error_message"] = f"Group {group_id} not found."
+                entry["error_message"] = (f"Group {group_id} is not a classic group." if group_id in self._consumer_groups
+                                          else f"Group {group_id} not found.")
             return entry
         entry["group_state"] = group.state
         entry["protocol_type"] = group.protocol_type or ""
@@ -1089,6 +1152,14 @@ class GroupCoordinator:
                     continue
                 out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
                             "group_state": group.state, "group_type": "classic"})
+        if types is None or "consumer" in types:
+            for group in self._consumer_groups.values():
+                if states is not None and group.state.lower() not in states:
+                    continue
+                if group_filter is not None and not group_filter(group.group_id):
+                    continue
+                out.append({"group_id": group.group_id, "protocol_type": "consumer",
+                            "group_state": group.state, "group_type": "consumer"})
         respond({"throttle_time_ms": 0, "error_code": _NONE, "groups": out})
 
     # ==================================================================== DeleteGroups
@@ -1100,8 +1171,15 @@ class GroupCoordinator:
                 results.append({"group_id": None, "error_code": int(_E.INVALID_GROUP_ID)})
                 continue
             group = self._groups.get(group_id)
+            consumer = self._consumer_groups.get(group_id)
             if self._loading and self._is_loading(group_id):
                 code = int(_E.COORDINATOR_LOAD_IN_PROGRESS)
+            elif consumer is not None:
+                if consumer.members:
+                    code = int(_E.NON_EMPTY_GROUP)
+                else:
+                    self._delete_consumer_group(consumer, self._clock(), "delete_groups")
+                    code = _NONE
             elif group is None or group.state == DEAD:
                 code = int(_E.GROUP_ID_NOT_FOUND)
             elif group.state != EMPTY:
@@ -1127,6 +1205,17 @@ class GroupCoordinator:
         self._transition(group, DEAD, now, reason)
         del self._groups[group.group_id]
         self._event(group, "group.deleted", now, {"reason": reason, "offsets": offsets})
+
+    def _delete_consumer_group(self, group: ConsumerGroup, now: int, reason: str) -> None:
+        offsets = sum(len(parts) for parts in group.offsets.values())
+        if self._persist:
+            records = [(_st.OffsetCommitKey(group.group_id, t, p), None)
+                       for t, parts in group.offsets.items() for p in parts]
+            self._append(group.group_id, records)
+        group.offsets.clear()
+        del self._consumer_groups[group.group_id]
+        group.state = DEAD
+        self.event_consumer(group, "group.deleted", now, {"reason": reason, "offsets": offsets})
 
     # ==================================================================== offsets (offsets.py)
     def _offset_tombstones(self, group_id: str, pairs) -> None:

@@ -120,6 +120,9 @@ class OffsetManager:
         group = None
         if self.manager._loading and self.manager._is_loading(group_id):
             error = _E.COORDINATOR_LOAD_IN_PROGRESS
+        elif group_id in self.manager._consumer_groups:
+            group = self.manager._consumer_groups[group_id]
+            error = group.validate_offset_commit(member_id, generation_id, req.group_id_not_found)   # (v9+)
         else:
             group = self.manager._groups.get(group_id)
             if group is None:
@@ -133,7 +136,7 @@ class OffsetManager:
             respond(commit_error(topics, error))
             return
         state = group.state
-        if state == STABLE or state == PREPARING_REBALANCE:
+        if (state == STABLE or state == PREPARING_REBALANCE) and type(group) is ClassicGroup:
             self.manager._rearm_session(group.group_id, group.members[member_id], now)
         retention_time_ms = req.retention_time_ms
         expire = None if retention_time_ms is None or retention_time_ms == -1 else now + retention_time_ms
@@ -210,6 +213,12 @@ class OffsetManager:
             respond(fetch_error(group_id, _E.COORDINATOR_LOAD_IN_PROGRESS))
             return
         group = self.manager._groups.get(group_id)
+        if group is None and group_id in self.manager._consumer_groups:
+            group = self.manager._consumer_groups[group_id]
+            error = group.validate_offset_fetch(req.member_id, req.member_epoch)
+            if error is not None:
+                respond(fetch_error(group_id, error))
+                return
         if group is not None and group.state == DEAD:
             group = None
         out = []
@@ -246,6 +255,8 @@ class OffsetManager:
             respond({"error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "throttle_time_ms": 0, "topics": []})
             return
         group = self.manager._groups.get(group_id)
+        if group is None:
+            group = self.manager._consumer_groups.get(group_id)
         if group is None or group.state == DEAD:
             respond({"error_code": int(_E.GROUP_ID_NOT_FOUND), "throttle_time_ms": 0, "topics": []})
             return

@@ -25,6 +25,7 @@ _MODULES = (
     "find_coordinator", "join_group", "heartbeat", "leave_group", "sync_group",
     "describe_groups", "list_groups", "api_versions", "create_topics", "delete_topics",
     "init_producer_id", "delete_groups", "offset_delete", "sasl_handshake", "sasl_authenticate",
+    "consumer_group_heartbeat", "consumer_group_describe",
 )     # common.py: what several of them share
 
 HANDLERS = {}

@@ -88,7 +88,7 @@ async def test_api_versions_of_kafka_4_1_by_default():
     # KIP-896 floors; Produce still lists v0 (KAFKA-18659) though it serves 3+
     assert keys[8] == (2, 9) and keys[9] == (1, 9) and keys[1] == (4, 12) and keys[2] == (1, 7)
     assert keys[19] == (2, 7) and keys[20] == (1, 6) and keys[0] == (0, 9)
-    assert 68 not in keys  # KIP-848 is not spoken, so it must not be advertised
+    assert keys[68] == (0, 1) and keys[69] == (0, 1)       # KIP-848: ConsumerGroupHeartbeat, ...Describe
 
 
 async def test_api_versions_of_kafka_3_9_keep_the_old_versions():
@@ -97,6 +97,7 @@ async def test_api_versions_of_kafka_3_9_keep_the_old_versions():
     assert keys[8] == (0, 9) and keys[9] == (0, 9) and keys[1] == (0, 12) and keys[2] == (0, 7)
     assert keys[0] == (0, 9) and keys[19] == (0, 7) and keys[20] == (0, 6)
     assert keys[3] == (0, 12) and keys[15] == (0, 5)      # Metadata v13, DescribeGroups v6 came with 4.0
+    assert keys[68] == (0, 0) and keys[69] == (0, 0)      # v1 (regexes, client-made member ids) with 4.0
 
 
 def test_unknown_kafka_version_is_refused():

@@ -420,7 +420,11 @@ class ConfluentMember(ThreadMember):
         if msg is None:
             return
         if msg.error():
-            if msg.error().retriable() or not msg.error().fatal():
+            from confluent_kafka import KafkaError
+
+            # a fatal error comes as a message of code _FATAL, whose own fatal() is False
+            fatal = msg.error().fatal() or msg.error().code() == KafkaError._FATAL
+            if msg.error().retriable() or not fatal:
                 return
             raise RuntimeError(f"consumer error: {msg.error()}")
         if not self.autocommit:

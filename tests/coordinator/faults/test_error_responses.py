@@ -61,6 +61,10 @@ REQUESTS = {
     36: {"auth_bytes": b"\x00u\x00p"},
     42: {"groups_names": ["g", "h"]},
     47: {"group_id": "g", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]},
+    68: {"group_id": "g", "member_id": "m", "member_epoch": 0, "instance_id": None, "rack_id": None,
+         "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "subscribed_topic_regex": None,
+         "server_assignor": None, "topic_partitions": []},
+    69: {"group_ids": ["g", "h"], "include_authorized_operations": False},
 }
 
 #: where the error goes: (path to a list of entries, or None for the top level)
@@ -74,8 +78,9 @@ PER_ENTRY = {
     19: lambda r: r["topics"],
     20: lambda r: r["responses"],
     42: lambda r: r["results"],
+    69: lambda r: r["groups"],
 }
-EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 42: 2}
+EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 42: 2, 69: 2}
 
 
 def _cases():
@@ -87,7 +92,7 @@ def _cases():
 
 def test_every_api_has_a_sample_request():
     assert set(REQUESTS) == set(HANDLERS)
-    assert len(HANDLERS) == 21
+    assert len(HANDLERS) == 23
     assert set(HANDLERS) <= set(APIS)
 
 

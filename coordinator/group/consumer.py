@@ -1,0 +1,387 @@
+"""The consumer group of Kafka's new group protocol (KIP-848): :class:`ConsumerGroup`,
+:class:`ConsumerGroupMember`, and the member reconciliation of :func:`reconcile`.
+
+A plain-data model of Kafka 4.x's ``ConsumerGroup`` / ``ConsumerGroupMember`` (package
+``modern.consumer`` of the group-coordinator module) and of its ``CurrentAssignmentBuilder``,
+without timers or I/O; :mod:`.consumer_manager` drives it.
+
+Assignments map topic ids (``uuid.UUID``) to ``{partition: assignment epoch}`` as Kafka's
+trunk does (KIP-1251 keeps the epoch at which each partition was assigned); a target
+assignment maps topic ids to frozensets of partitions.
+
+The group keeps each owned partition's epoch (the epoch of the member that owns it, or is
+still revoking it): adding a partition that has one, or removing one at another epoch, raises
+:class:`OwnershipError`, Kafka's IllegalStateException. No partition can be owned twice.
+"""
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping
+
+# ConsumerGroupState (what ListGroups, ConsumerGroupDescribe and the events name them)
+EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
+
+#: MemberEpoch values of a ConsumerGroupHeartbeat with a meaning of their own.
+JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
+
+Assigned = dict          # uuid.UUID -> dict[int, int]: partition -> the epoch it was assigned at
+Target = Mapping         # uuid.UUID -> frozenset[int]
+
+
+class MemberState(enum.Enum):
+    """Kafka's ``MemberState`` (the reconciliation state of a member)."""
+    STABLE = "stable"
+    UNREVOKED_PARTITIONS = "unrevoked_partitions"
+    UNRELEASED_PARTITIONS = "unreleased_partitions"
+    UNKNOWN = "unknown"
+
+
+class OwnershipError(RuntimeError):
+    """A partition would be owned by two members at once (Kafka's IllegalStateException)."""
+
+
+class FencedMemberEpoch(Exception):
+    """The member must give up its partitions and rejoin (FENCED_MEMBER_EPOCH)."""
+
+
+@dataclass(slots=True)
+class ConsumerGroupMember:
+    """One member (``ConsumerGroupMember``). ``assigned``: what it owns now, per topic id and
+    partition the epoch it got it at; ``pending_revocation``: what it must still give up."""
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = -1
+    state: MemberState = MemberState.STABLE
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    assigned: Assigned = field(default_factory=dict)
+    pending_revocation: Assigned = field(default_factory=dict)
+    joined_ms: int = 0
+
+    def assigned_partitions(self) -> dict[uuid.UUID, frozenset[int]]:
+        return {t: frozenset(ps) for t, ps in self.assigned.items()}
+
+    def reconciled_to(self, epoch: int) -> bool:
+        """``isReconciledTo``: stable at that epoch."""
+        return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    """A subscribed topic as the group saw it last (subscription metadata)."""
+    topic_id: uuid.UUID
+    name: str
+    partitions: int
+
+
+def owns_any(owned: Iterable | None, partitions: Assigned) -> bool:
+    """Whether the owned TopicPartitions of a heartbeat (None: unchanged, so all of them) still
+    hold any of ``partitions``."""
+    if owned is None:
+        return True
+    for topic_id, ps in owned:
+        pending = partitions.get(topic_id)
+        if pending and any(p in pending for p in ps):
+            return True
+    return False
+
+
+def reconcile(member: ConsumerGroupMember, target_epoch: int, target: Target,
+              partition_epoch, subscribed: frozenset, owned: list | None,
+              enforce_subscription: bool = False) -> ConsumerGroupMember:
+    """``CurrentAssignmentBuilder.build`` (Kafka trunk): the member's next state towards the
+    target (``target_epoch``, ``target``), or the member itself when it cannot move yet.
+
+    ``partition_epoch(topic_id, partition)``: the epoch of the partition's owner, -1 if free.
+    ``subscribed``: the topic ids the member subscribes to now (a topic outside counts as
+    target nothing). ``owned``: the heartbeat's TopicPartitions as [(topic id, [partitions])],
+    None when unchanged. ``enforce_subscription``: the subscription changed in this heartbeat:
+    drop unsubscribed topics from the current assignment at once (``updateCurrentAssignment``).
+    Raises :class:`FencedMemberEpoch` for a member in the UNKNOWN state that still owns some.
+    """
+    state = member.state
+    if state is MemberState.STABLE:
+        if member.member_epoch != target_epoch:
+            return _next_assignment(member, member.member_epoch, target_epoch, target, partition_epoch,
+                                    subscribed, owned)
+        if enforce_subscription:
+            return _update_current(member, subscribed, owned)
+        return member
+    if state is MemberState.UNREVOKED_PARTITIONS:
+        if owns_any(owned, member.pending_revocation):
+            return _update_current(member, subscribed, owned) if enforce_subscription else member
+        return _next_assignment(member, member.member_epoch, target_epoch, target, partition_epoch,
+                                subscribed, owned)
+    if state is MemberState.UNRELEASED_PARTITIONS:
+        return _next_assignment(member, member.member_epoch, target_epoch, target, partition_epoch,
+                                subscribed, owned)
+    if owned is None or owned:
+        raise FencedMemberEpoch("The consumer group member is in a unknown state. "
+                                "The member must abandon all its partitions and rejoin.")
+    return _next_assignment(member, target_epoch, target_epoch, target, partition_epoch, subscribed, owned)
+
+
+def _update_current(member: ConsumerGroupMember, subscribed: frozenset, owned) -> ConsumerGroupMember:
+    """Move the partitions of topics no longer subscribed to pending revocation."""
+    if not subscribed and not member.pending_revocation:
+        assigned, pending = {}, dict(member.assigned)
+    else:
+        gone = [t for t in member.assigned if t not in subscribed]
+        if not gone:
+            return member
+        assigned = {t: ps for t, ps in member.assigned.items() if t in subscribed}
+        pending = {t: dict(ps) for t, ps in member.pending_revocation.items()}
+        for t in gone:
+            pending.setdefault(t, {}).update(member.assigned[t])
+    if not assigned and not member.assigned:
+        return member
+    if pending and owns_any(owned, pending):
+        return replace(member, state=MemberState.UNREVOKED_PARTITIONS, previous_member_epoch=member.member_epoch,
+                       assigned=assigned, pending_revocation=pending)
+    return replace(member, previous_member_epoch=member.member_epoch, assigned=assigned)
+
+
+def _next_assignment(member: ConsumerGroupMember, epoch: int, target_epoch: int, target: Target,
+                     partition_epoch, subscribed: frozenset, owned) -> ConsumerGroupMember:
+    """``computeNextAssignment``."""
+    unreleased = False
+    assigned: Assigned = {}
+    revoking: Assigned = {}
+    adding: dict = {}
+    own_pending = member.pending_revocation
+    for topic_id in _topic_order(target, member.assigned):
+        wanted = target.get(topic_id, frozenset()) if topic_id in subscribed else frozenset()
+        current = member.assigned.get(topic_id, {})
+        keep = {p: e for p, e in current.items() if p in wanted}
+        revoke = {p: e for p, e in current.items() if p not in keep}
+        mine = own_pending.get(topic_id, {})
+        add = []
+        for p in sorted(wanted):
+            if p in keep:
+                continue
+            if partition_epoch(topic_id, p) != -1 and p not in mine:
+                unreleased = True
+                continue
+            add.append(p)
+        if keep:
+            assigned[topic_id] = keep
+        if revoke:
+            revoking[topic_id] = revoke
+        if add:
+            adding[topic_id] = add
+    if revoking and owns_any(owned, revoking):
+        return replace(member, state=MemberState.UNREVOKED_PARTITIONS, member_epoch=epoch,
+                       previous_member_epoch=_previous(member, epoch), assigned=assigned,
+                       pending_revocation=revoking)
+    for topic_id, ps in adding.items():
+        topic = assigned.setdefault(topic_id, {})
+        for p in ps:
+            topic[p] = target_epoch
+    new_state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+    return replace(member, state=new_state, member_epoch=target_epoch,
+                   previous_member_epoch=_previous(member, target_epoch), assigned=assigned,
+                   pending_revocation={})
+
+
+def _previous(member: ConsumerGroupMember, new_epoch: int) -> int:
+    """``Builder.updateMemberEpoch``: the previous epoch becomes the current one (even when the
+    epoch stays)."""
+    return member.member_epoch
+
+
+def _topic_order(target: Target, assigned: Assigned) -> list:
+    """The topics of the target and of the assignment, in a fixed order (Kafka iterates a hash
+    set; the result does not depend on the order)."""
+    return sorted(set(target) | set(assigned), key=uuid_order)
+
+
+def uuid_order(u: uuid.UUID) -> tuple[int, int]:
+    """Kafka's ``Uuid.compareTo``: the most, then the least significant 64 bits, as signed longs."""
+    n = u.int
+    hi, lo = n >> 64, n & ((1 << 64) - 1)
+    return (hi - (1 << 64) if hi >> 63 else hi, lo - (1 << 64) if lo >> 63 else lo)
+
+
+class ConsumerGroup:
+    """A consumer group (``ConsumerGroup``): epochs, members, the target assignment and the
+    epochs of owned partitions.
+
+    ``group_epoch`` is bumped by every change of membership or of what the members subscribe
+    to; ``assignment_epoch`` is the group epoch the target assignment was computed at."""
+
+    def __init__(self, group_id: str, now: int):
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.static_members: dict[str, str] = {}          # instance id -> member id
+        self.target: dict[str, dict[uuid.UUID, frozenset[int]]] = {}   # member id -> target
+        self.partition_epochs: dict[uuid.UUID, dict[int, int]] = {}
+        self.subscription_metadata: dict[str, TopicInfo] = {}   # topic name -> what the group saw
+        self.metadata_refresh = False       # a subscribed topic changed: recompute at the next heartbeat
+        self.state = EMPTY
+        self.state_timestamp = now
+        self.offsets: dict = {}             # topic -> partition -> OffsetAndMetadata (the offset manager's)
+        self.deleted = False
+
+    # ---- the type's questions (shared with ClassicGroup) ------------------------------
+    type = "consumer"
+    protocol_type = "consumer"
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    @property
+    def generation_id(self) -> int:
+        """The group epoch (what events and the classic side call the generation)."""
+        return self.group_epoch
+
+    def uses_consumer_protocol(self) -> bool:
+        return True
+
+    def is_subscribed_to_topic(self, name: str) -> bool:
+        return any(name in m.subscribed_topic_names for m in self.members.values())
+
+    def validate_offset_commit(self, member_id: str, member_epoch: int, v9: bool) -> int | None:
+        """``ConsumerGroup.validateOffsetCommit`` (Kafka 4.0's strict epoch rule): the error code
+        of a commit, or None."""
+        if member_epoch < 0 and not self.members:
+            return None                   # an admin or manual commit to an empty group
+        member = self.members.get(member_id)
+        if member is None:
+            return 25                     # UNKNOWN_MEMBER_ID
+        if not v9:
+            return 35                     # UNSUPPORTED_VERSION: OffsetCommit v9+ for members of this protocol
+        if member_epoch != member.member_epoch:
+            return 113                    # STALE_MEMBER_EPOCH
+        return None
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:
+        """``ConsumerGroup.validateOffsetFetch``: no check without a member (librdkafka asks so)."""
+        if member_epoch < 0 and member_id is None:
+            return None
+        member = self.members.get(member_id) if member_id is not None else None
+        if member is None:
+            return 25                     # UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return 113                    # STALE_MEMBER_EPOCH
+        return None
+
+    # ---- partition epochs -------------------------------------------------------------
+    def partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        topic = self.partition_epochs.get(topic_id)
+        if topic is None:
+            return -1
+        return topic.get(partition, -1)
+
+    def _add_epochs(self, partitions: Assigned, epoch: int) -> None:
+        for topic_id, ps in partitions.items():
+            topic = self.partition_epochs.setdefault(topic_id, {})
+            for p in ps:
+                held = topic.get(p)
+                if held is not None:
+                    raise OwnershipError(f"group {self.group_id}: partition {p} of topic {topic_id} is "
+                                         f"owned at epoch {held}, cannot be given at epoch {epoch}")
+                topic[p] = epoch
+
+    def _remove_epochs(self, partitions: Assigned, epoch: int) -> None:
+        for topic_id, ps in partitions.items():
+            topic = self.partition_epochs.get(topic_id, {})
+            for p in ps:
+                held = topic.get(p)
+                if held != epoch:
+                    raise OwnershipError(f"group {self.group_id}: partition {p} of topic {topic_id} is "
+                                         f"owned at epoch {held}, not {epoch}")
+                del topic[p]
+            if not topic:
+                self.partition_epochs.pop(topic_id, None)
+
+    # ---- members ------------------------------------------------------------------------
+    def update_member(self, new: ConsumerGroupMember) -> None:
+        """Put the member (``updateMember``): its old partitions' epochs go, its new ones come.
+        Raises :class:`OwnershipError`, changing nothing, if a partition it would own is another's."""
+        old = self.members.get(new.member_id)
+        mine = set()
+        if old is not None:
+            for parts in (old.assigned, old.pending_revocation):
+                mine.update((t, p) for t, ps in parts.items() for p in ps)
+        for parts in (new.assigned, new.pending_revocation):
+            for topic_id, ps in parts.items():
+                topic = self.partition_epochs.get(topic_id)
+                if topic is None:
+                    continue
+                for p in ps:
+                    held = topic.get(p)
+                    if held is not None and (topic_id, p) not in mine:
+                        raise OwnershipError(f"group {self.group_id}: partition {p} of topic {topic_id} is "
+                                             f"owned at epoch {held}; member {new.member_id} cannot have it")
+        if old is not None:
+            self._remove_epochs(old.assigned, old.member_epoch)
+            self._remove_epochs(old.pending_revocation, old.member_epoch)
+        self.members[new.member_id] = new
+        if new.instance_id is not None:
+            self.static_members[new.instance_id] = new.member_id
+        self._add_epochs(new.assigned, new.member_epoch)
+        self._add_epochs(new.pending_revocation, new.member_epoch)
+
+    def remove_member(self, member_id: str) -> ConsumerGroupMember | None:
+        old = self.members.pop(member_id, None)
+        if old is None:
+            return None
+        self._remove_epochs(old.assigned, old.member_epoch)
+        self._remove_epochs(old.pending_revocation, old.member_epoch)
+        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
+            del self.static_members[old.instance_id]
+        self.target.pop(member_id, None)
+        return old
+
+    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id)
+        return self.members.get(member_id) if member_id is not None else None
+
+    # ---- state --------------------------------------------------------------------------
+    def compute_state(self) -> str:
+        """``maybeUpdateGroupState``."""
+        if not self.members:
+            return EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ASSIGNING
+        for m in self.members.values():
+            if not m.reconciled_to(self.assignment_epoch):
+                return RECONCILING
+        return STABLE
+
+    def subscribed_topic_names(self) -> set[str]:
+        names: set[str] = set()
+        for m in self.members.values():
+            names.update(m.subscribed_topic_names)
+        return names
+
+    def homogeneous(self) -> bool:
+        first = None
+        for m in self.members.values():
+            subs = frozenset(m.subscribed_topic_names)
+            if first is None:
+                first = subs
+            elif subs != first:
+                return False
+        return True
+
+    def preferred_assignor(self, default: str) -> str:
+        """The server assignor most members ask for (ties: the first asked in member order),
+        else the default."""
+        counts: dict[str, int] = {}
+        for m in self.members.values():
+            if m.server_assignor:
+                counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+        if not counts:
+            return default
+        return max(counts, key=lambda name: counts[name])

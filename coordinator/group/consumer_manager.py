@@ -1,0 +1,493 @@
+"""The consumer groups of a coordinator (KIP-848): ConsumerGroupHeartbeat and
+ConsumerGroupDescribe, the session and rebalance timers of their members.
+
+After Kafka 4.x's ``GroupMetadataManager`` (``consumerGroupHeartbeat``, ``consumerGroupLeave``,
+``consumerGroupFenceMember``, ``updateTargetAssignment``, ``maybeReconcile``,
+``consumerGroupDescribe``) and ``GroupCoordinatorService`` (request validation). The group
+manager (:mod:`.manager`) owns this object and routes to it; the model is :mod:`.consumer`.
+
+Which Kafka release each behaviour follows: 4.0 for the protocol, with two later changes of
+Kafka's trunk: an existing member may rejoin with epoch 0 (KAFKA-19233, 2026), and a member's
+current assignment drops topics it no longer subscribes to at once (``updateCurrentAssignment``).
+
+Timer keys: ``("cg-session", group, member)``, ``("cg-rebalance", group, member)``.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Iterable
+
+from groupcoord.protocol.errors import ErrorCode
+
+from .assignors import ASSIGNORS, GroupSpec, MemberSpec, PartitionAssignorError
+from .consumer import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    FencedMemberEpoch,
+    MemberState,
+    TopicInfo,
+    reconcile,
+    uuid_order,
+)
+
+_E = ErrorCode
+
+#: Kafka's assignor class names, accepted in group.consumer.assignors for their short names.
+_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+class HeartbeatError(Exception):
+    """A heartbeat refused with ``code`` (and Kafka's message)."""
+
+    def __init__(self, code: int, message: str | None = None):
+        super().__init__(message)
+        self.code = int(code)
+        self.message = message
+
+
+@dataclass(slots=True)
+class ConsumerGroupHeartbeatRequest:
+    """One ConsumerGroupHeartbeat, whatever its version: what the core takes.
+    ``topic_partitions``: [(topic id, [partitions])] or None (unchanged)."""
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: list | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    topic_partitions: list | None = None
+    client_id: str = ""
+    client_host: str = ""
+    version: int = 1
+
+    def error(self, assignors: Iterable[str]) -> tuple[int, str] | None:
+        """``GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid``: (code,
+        message) of what Kafka refuses before the coordinator sees the request, or None."""
+        epoch = self.member_epoch
+        if (self.version >= 1 or epoch > 0 or epoch == LEAVE_EPOCH) and self.member_id == "":
+            return _E.INVALID_REQUEST, "MemberId can't be empty."
+        if self.group_id == "":
+            return _E.INVALID_REQUEST, "GroupId can't be empty."
+        if self.instance_id == "":
+            return _E.INVALID_REQUEST, "InstanceId can't be empty."
+        if self.rack_id == "":
+            return _E.INVALID_REQUEST, "RackId can't be empty."
+        if epoch == JOIN_EPOCH:
+            if self.rebalance_timeout_ms == -1:
+                return _E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request."
+            if self.topic_partitions is None or self.topic_partitions:
+                return _E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining."
+            if self.subscribed_topic_names is None and self.subscribed_topic_regex is None:
+                return (_E.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex must be "
+                        "non-null when (re-)joining.")
+        elif epoch == STATIC_LEAVE_EPOCH:
+            if self.instance_id is None:
+                return _E.INVALID_REQUEST, "InstanceId can't be null."
+        elif epoch < STATIC_LEAVE_EPOCH:
+            return _E.INVALID_REQUEST, "MemberEpoch is invalid."
+        names = list(assignors)
+        if self.server_assignor is not None and self.server_assignor not in names:
+            return (_E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {self.server_assignor} is not supported. "
+                    f"Supported assignors: {', '.join(names)}.")
+        return None
+
+
+def heartbeat_error(code: int, message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "member_id": None,
+            "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+
+
+def assignor_names(value: str) -> list[str]:
+    """group.consumer.assignors: short names or Kafka's class names, comma-separated."""
+    out = []
+    for item in str(value).split(","):
+        name = _ASSIGNOR_CLASSES.get(item.strip(), item.strip())
+        if name:
+            out.append(name)
+    return out
+
+
+class ConsumerGroupManager:
+    """The consumer groups' side of the group manager ``gc`` (a
+    :class:`~.manager.GroupCoordinator`): its groups live in ``gc``'s map of groups.
+
+    ``image``: the metadata image (the cluster's topics: ``topics`` by name, each with
+    ``topic_id`` and ``partition_count``), set by the service."""
+
+    def __init__(self, gc):
+        cfg = gc.config
+        self.gc = gc
+        self.heartbeat_interval_ms = int(cfg["group.consumer.heartbeat.interval.ms"])
+        self.session_timeout_ms = int(cfg["group.consumer.session.timeout.ms"])
+        self.max_size = int(cfg["group.consumer.max.size"])
+        self.assignors = assignor_names(cfg["group.consumer.assignors"])
+        unknown = [a for a in self.assignors if a not in ASSIGNORS]
+        if unknown or not self.assignors:
+            raise ValueError(f"group.consumer.assignors: unknown assignor(s) {unknown}; known: "
+                             f"{', '.join(ASSIGNORS)}")
+        self.default_assignor = self.assignors[0]
+        self.image = None
+
+    # ---- the metadata image -----------------------------------------------------------
+    def _topic(self, name: str):
+        image = self.image
+        if image is None:
+            return None
+        return image.topics.get(name)
+
+    def _subscription_metadata(self, names: Iterable[str]) -> dict[str, TopicInfo]:
+        out = {}
+        for name in sorted(names):
+            topic = self._topic(name)
+            if topic is not None:
+                out[name] = TopicInfo(topic.topic_id, name, topic.partition_count)
+        return out
+
+    def _topic_ids(self, group: ConsumerGroup, names: Iterable[str]) -> frozenset:
+        meta = group.subscription_metadata
+        return frozenset(meta[n].topic_id for n in names if n in meta)
+
+    def topics_changed(self, names: Iterable[str]) -> None:
+        """Topics were created, deleted or grew (Kafka's ``onNewMetadataImage``): the groups that
+        subscribe to one recompute their subscription metadata at their next heartbeat."""
+        changed = set(names)
+        for group in self.gc.consumer_groups():
+            if changed & group.subscribed_topic_names():
+                group.metadata_refresh = True
+
+    # ---- ConsumerGroupHeartbeat -------------------------------------------------------
+    def heartbeat(self, req: ConsumerGroupHeartbeatRequest) -> dict:
+        """A heartbeat the API layer validated (:meth:`ConsumerGroupHeartbeatRequest.error`):
+        its response."""
+        gc = self.gc
+        if gc.is_loading(req.group_id):
+            return heartbeat_error(_E.COORDINATOR_LOAD_IN_PROGRESS)
+        try:
+            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                return self._leave(req)
+            return self._heartbeat(req)
+        except HeartbeatError as e:
+            return heartbeat_error(e.code, e.message)
+
+    def _group(self, group_id: str, create: bool, now: int) -> ConsumerGroup:
+        gc = self.gc
+        consumer = gc.consumer_group(group_id)
+        if consumer is not None:
+            return consumer
+        group = gc.group(group_id)
+        if group is None or group.state == "Dead":
+            if not create:
+                raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            return gc.add_consumer_group(group_id, now)
+        if create and group.state == "Empty":
+            # an empty classic group is replaced (Kafka's getOrMaybeCreateConsumerGroup)
+            return gc.add_consumer_group(group_id, now, replaces=group)
+        raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+
+    def _heartbeat(self, req: ConsumerGroupHeartbeatRequest) -> dict:
+        now = self.gc.clock()
+        epoch = req.member_epoch
+        joining = epoch == JOIN_EPOCH
+        group = self._group(req.group_id, joining, now)
+        member_id = req.member_id
+        if len(group.members) >= self.max_size and (not member_id or member_id not in group.members):
+            raise HeartbeatError(_E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
+                                 f"capacity of {self.max_size} members.")
+        if not member_id:
+            member_id = str(uuid.uuid4())      # ConsumerGroupHeartbeat v0: the coordinator names it
+        replaced = None
+        if req.instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if not joining:
+                    raise HeartbeatError(_E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
+                                         f"{group.group_id}.")
+                member = ConsumerGroupMember(member_id, joined_ms=now)
+            else:
+                self._check_epoch(member, epoch, req.topic_partitions)
+        else:
+            member, replaced = self._static_member(group, member_id, req, joining, now)
+
+        updated = replace(
+            member,
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+                                  else member.rebalance_timeout_ms),
+            server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+            subscribed_topic_names=(tuple(sorted(set(req.subscribed_topic_names)))
+                                    if req.subscribed_topic_names is not None else member.subscribed_topic_names),
+            subscribed_topic_regex=(req.subscribed_topic_regex if req.subscribed_topic_regex is not None
+                                    else member.subscribed_topic_regex),
+            client_id=req.client_id, client_host=req.client_host)
+        if updated.subscribed_topic_regex == "":
+            updated.subscribed_topic_regex = None         # librdkafka sends "" for no regex
+        subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
+                                or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+        bump = group.group_epoch == 0 or subscription_changed
+
+        if bump or group.metadata_refresh:
+            names = set(updated.subscribed_topic_names)
+            for other in group.members.values():
+                if other.member_id != member.member_id and other.member_id != (replaced or ""):
+                    names.update(other.subscribed_topic_names)
+            metadata = self._subscription_metadata(names)
+            if metadata != group.subscription_metadata:
+                group.subscription_metadata = metadata
+                bump = True
+            group.metadata_refresh = False
+        if bump:
+            group.group_epoch += 1
+
+        # the member takes its place (a replaced static member's record goes)
+        if replaced is not None:
+            old = group.members[replaced]
+            inherited = group.target.get(replaced, {})          # the new member inherits its target
+            group.remove_member(replaced)
+            self._cancel_timers(group.group_id, replaced)
+            group.target[member_id] = inherited
+            self.gc.event_consumer(group, "consumer.member_replaced", now, {
+                "member": member_id, "old_member": replaced, "instance_id": old.instance_id})
+        is_new = member_id not in group.members
+        group.update_member(updated)
+        if is_new:
+            self.gc.event_consumer(group, "consumer.member_joined", now, {
+                "member": member_id, "instance_id": updated.instance_id, "client_id": updated.client_id,
+                "client_host": updated.client_host, "subscribed_topics": list(updated.subscribed_topic_names),
+                "server_assignor": updated.server_assignor})
+
+        if group.group_epoch > group.assignment_epoch:
+            self._update_target(group, updated)
+        target = group.target.get(member_id, {})
+
+        before = updated
+        if not updated.reconciled_to(group.assignment_epoch):
+            subscribed = self._topic_ids(group, updated.subscribed_topic_names)
+            try:
+                updated = reconcile(updated, group.assignment_epoch, target, group.partition_epoch, subscribed,
+                                    req.topic_partitions, enforce_subscription=subscription_changed)
+            except FencedMemberEpoch as e:
+                raise HeartbeatError(_E.FENCED_MEMBER_EPOCH, str(e)) from None
+            if updated is not before:
+                group.update_member(updated)
+                if updated.state is MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance_timeout(group.group_id, updated, now)
+                else:
+                    self.gc.timers.cancel(("cg-rebalance", group.group_id, member_id))
+        self._schedule_session_timeout(group.group_id, member_id, now)
+        self._update_state(group, now)
+
+        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                           and req.topic_partitions is not None)
+        assignment = None
+        if full or updated.assigned != member.assigned:
+            assignment = {"topic_partitions": [
+                {"topic_id": t, "partitions": sorted(ps)}
+                for t, ps in sorted(updated.assigned.items(), key=lambda kv: uuid_order(kv[0]))]}
+        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
+                "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_ms,
+                "assignment": assignment}
+
+    def _check_epoch(self, member: ConsumerGroupMember, epoch: int, owned) -> None:
+        """``throwIfConsumerGroupMemberEpochIsInvalid``; epoch 0 (a rejoin) is always accepted
+        (KAFKA-19233)."""
+        if epoch == JOIN_EPOCH:
+            return
+        if epoch > member.member_epoch:
+            raise HeartbeatError(_E.FENCED_MEMBER_EPOCH, "The consumer group member has a greater member epoch "
+                                 f"({epoch}) than the one known by the group coordinator "
+                                 f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
+        if epoch < member.member_epoch:
+            if epoch != member.previous_member_epoch or not _subset(owned, member.assigned):
+                raise HeartbeatError(_E.FENCED_MEMBER_EPOCH, "The consumer group member has a smaller member "
+                                     f"epoch ({epoch}) than the one known by the group coordinator "
+                                     f"({member.member_epoch}). The member must abandon all its partitions "
+                                     "and rejoin.")
+
+    def _static_member(self, group: ConsumerGroup, member_id: str, req: ConsumerGroupHeartbeatRequest,
+                       joining: bool, now: int) -> tuple[ConsumerGroupMember, str | None]:
+        """``getOrMaybeSubscribeStaticConsumerGroupMember``: (the member, the member id it
+        replaces or None)."""
+        instance_id = req.instance_id
+        existing = group.static_member(instance_id)
+        if joining:
+            if existing is None:
+                return group.members.get(member_id) or ConsumerGroupMember(member_id, joined_ms=now), None
+            if existing.member_id == member_id:
+                return existing, None
+            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+                raise HeartbeatError(_E.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{instance_id} cannot join the group because the instance id is owned by "
+                                     f"{existing.member_id} member.")
+            return replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
+                           joined_ms=now), existing.member_id
+        if existing is None:
+            raise HeartbeatError(_E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise HeartbeatError(_E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                 f"{instance_id} was fenced by member {existing.member_id}.")
+        self._check_epoch(existing, req.member_epoch, req.topic_partitions)
+        return existing, None
+
+    def _update_target(self, group: ConsumerGroup, updated: ConsumerGroupMember) -> None:
+        """``updateTargetAssignment``: run the preferred assignor over every member."""
+        meta = group.subscription_metadata
+        members = {}
+        for m in group.members.values():
+            members[m.member_id] = MemberSpec(
+                m.rack_id, m.instance_id, self._topic_ids(group, m.subscribed_topic_names),
+                group.target.get(m.member_id, {}))
+        topics = {info.topic_id: info.partitions for info in meta.values()}
+        name = group.preferred_assignor(self.default_assignor)
+        try:
+            result = ASSIGNORS[name].assign(GroupSpec(members, group.homogeneous()), topics)
+        except PartitionAssignorError as e:
+            raise HeartbeatError(_E.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
+                                 f"epoch {group.group_epoch}: {e}") from None
+        group.target = {m: {t: frozenset(ps) for t, ps in a.items() if ps} for m, a in result.items()}
+        group.assignment_epoch = group.group_epoch
+
+    # ---- leaving and fencing -----------------------------------------------------------
+    def _leave(self, req: ConsumerGroupHeartbeatRequest) -> dict:
+        """``consumerGroupLeave``: epoch -1 removes the member; -2 (a static member) keeps its
+        partitions reserved until its session ends."""
+        now = self.gc.clock()
+        group = self._group(req.group_id, False, now)
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise HeartbeatError(_E.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group "
+                                     f"{group.group_id}.")
+        else:
+            member = group.static_member(req.instance_id)
+            if member is None:
+                raise HeartbeatError(_E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+            if member.member_id != req.member_id:
+                raise HeartbeatError(_E.FENCED_INSTANCE_ID, f"Static member {req.member_id} with instance id "
+                                     f"{req.instance_id} was fenced by member {member.member_id}.")
+        if req.member_epoch == STATIC_LEAVE_EPOCH:
+            # the member stays, at epoch -2: its partitions stay reserved, its session runs on
+            left = replace(member, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation={})
+            group.update_member(left)
+            self.gc.timers.cancel(("cg-rebalance", group.group_id, member.member_id))
+            self.gc.event_consumer(group, "consumer.member_left", now, {
+                "member": member.member_id, "instance_id": member.instance_id, "static": True})
+            self._update_state(group, now)
+        else:
+            self._remove(group, member, now, "consumer.member_left", {
+                "member": member.member_id, "instance_id": member.instance_id, "static": False})
+        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member.member_id,
+                "member_epoch": req.member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
+
+    def _remove(self, group: ConsumerGroup, member: ConsumerGroupMember, now: int, event: str, fields: dict) -> None:
+        """Remove the member and bump the group epoch (``consumerGroupFenceMember``)."""
+        group.remove_member(member.member_id)
+        self._cancel_timers(group.group_id, member.member_id)
+        names = group.subscribed_topic_names()
+        group.subscription_metadata = self._subscription_metadata(names)
+        group.group_epoch += 1
+        self.gc.event_consumer(group, event, now, fields)
+        self._update_state(group, now)
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.gc.timers.cancel(("cg-session", group_id, member_id))
+        self.gc.timers.cancel(("cg-rebalance", group_id, member_id))
+
+    def _schedule_session_timeout(self, group_id: str, member_id: str, now: int) -> None:
+        self.gc.timers.schedule(("cg-session", group_id, member_id), now + self.session_timeout_ms,
+                                partial(self.gc.consumer_timer, self._on_session_timeout, group_id, member_id))
+
+    def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember, now: int) -> None:
+        self.gc.timers.schedule(("cg-rebalance", group_id, member.member_id), now + member.rebalance_timeout_ms,
+                                partial(self.gc.consumer_timer, self._on_rebalance_timeout, group_id,
+                                        member.member_id, member.member_epoch))
+
+    def _on_session_timeout(self, group_id: str, member_id: str) -> None:
+        group = self.gc.consumer_group(group_id)
+        if group is None or member_id not in group.members:
+            return
+        member = group.members[member_id]
+        self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
+                     {"member": member_id, "instance_id": member.instance_id, "reason": "session_timeout",
+                      "timeout_ms": self.session_timeout_ms})
+
+    def _on_rebalance_timeout(self, group_id: str, member_id: str, epoch: int) -> None:
+        group = self.gc.consumer_group(group_id)
+        if group is None or member_id not in group.members:
+            return
+        member = group.members[member_id]
+        if member.member_epoch != epoch or member.state is not MemberState.UNREVOKED_PARTITIONS:
+            return
+        self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
+                     {"member": member_id, "instance_id": member.instance_id, "reason": "rebalance_timeout",
+                      "timeout_ms": member.rebalance_timeout_ms})
+
+    def _update_state(self, group: ConsumerGroup, now: int) -> None:
+        state = group.compute_state()
+        if state != group.state:
+            previous, group.state = group.state, state
+            self.gc.event_consumer(group, "group.state_change", now, {
+                "state_from": previous, "state_to": state, "duration_ms": now - group.state_timestamp,
+                "reason": None})
+            group.state_timestamp = now
+
+    # ---- ConsumerGroupDescribe -------------------------------------------------------
+    def describe(self, group_id: str, include_authorized_operations: bool = False) -> dict:
+        gc = self.gc
+        group = gc.consumer_group(group_id)
+        if gc.is_loading(group_id):
+            return {"error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "group_id": group_id}
+        if group is None:
+            return {"error_code": int(_E.GROUP_ID_NOT_FOUND), "error_message": f"Group {group_id} not found.",
+                    "group_id": group_id}
+        names = {info.topic_id: name for name, info in group.subscription_metadata.items()}
+        image = self.image
+
+        def topic_name(topic_id):
+            if topic_id in names:
+                return names[topic_id]
+            topic = image.topics_by_id.get(topic_id) if image is not None else None
+            return topic.name if topic is not None else ""
+
+        def assignment(parts: dict) -> dict:
+            return {"topic_partitions": [
+                {"topic_id": t, "topic_name": topic_name(t), "partitions": sorted(ps)}
+                for t, ps in sorted(parts.items(), key=lambda kv: uuid_order(kv[0]))]}
+        members = []
+        for m in group.members.values():
+            members.append({
+                "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "subscribed_topic_regex": m.subscribed_topic_regex,
+                "assignment": assignment(m.assigned),
+                "target_assignment": assignment(group.target.get(m.member_id, {})),
+                "member_type": 1})
+        return {"error_code": 0, "error_message": None, "group_id": group_id, "group_state": group.state,
+                "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
+                "assignor_name": group.preferred_assignor(self.default_assignor), "members": members,
+                "authorized_operations": -2147483648}
+
+
+def _subset(owned, assigned: dict) -> bool:
+    """Whether the owned TopicPartitions (None: not given) are all assigned to the member."""
+    if owned is None:
+        return False
+    for topic_id, ps in owned:
+        have = assigned.get(topic_id, {})
+        for p in ps:
+            if p not in have:
+                return False
+    return True
+

@@ -1,0 +1,269 @@
+"""The consumer group protocol (KIP-848) in the core, in virtual time: ConsumerGroupHeartbeat step
+by step, after Kafka's GroupMetadataManagerTest (each test names the case it mirrors), and the
+offset APIs' member epochs (OffsetMetadataManagerTest)."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from group_harness import Call, Harness
+
+from groupcoord.coordinator.cluster import Cluster, Node
+from groupcoord.coordinator.group.consumer_manager import ConsumerGroupHeartbeatRequest
+from groupcoord.protocol.errors import ErrorCode as E
+
+GROUP = "cg"
+FOO, BAR = "foo", "bar"
+
+
+def harness(**config) -> Harness:
+    config.setdefault("group_consumer_heartbeat_interval_ms", 5000)
+    h = Harness(**config)
+    cluster = Cluster([Node(0, "localhost", 9092)], topic_id_factory=lambda name: uuid.uuid5(uuid.NAMESPACE_OID, name))
+    cluster.create_topic(FOO, 6)
+    cluster.create_topic(BAR, 3)
+    h.gc.consumer.image = cluster
+    cluster.topic_listeners.append(h.gc.consumer.topics_changed)
+    h.cluster = cluster
+    return h
+
+
+def tid(name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_OID, name)
+
+
+def hb(h: Harness, member_id: str, epoch: int, *, topics=None, owned=None, instance_id=None, assignor=None,
+       rebalance_timeout_ms=None, group_id=GROUP, version=1) -> dict:
+    """One heartbeat as the handler makes it: the request's checks, then the core. ``owned``:
+    {topic name: [partitions]}; ``topics``: the subscription (a full request when joining)."""
+    joining = epoch == 0
+    req = ConsumerGroupHeartbeatRequest(
+        group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
+        rebalance_timeout_ms=rebalance_timeout_ms if rebalance_timeout_ms is not None else (30000 if joining else -1),
+        subscribed_topic_names=topics if topics is not None else ([FOO] if joining else None),
+        server_assignor=assignor,
+        topic_partitions=[] if joining and owned is None else
+        (None if owned is None else [(tid(t), ps) for t, ps in owned.items()]),
+        client_id="client", client_host="/127.0.0.1", version=version)
+    error = req.error(h.gc.consumer.assignors)
+    if error is not None:
+        return {"error_code": int(error[0]), "error_message": error[1]}
+    call = Call()
+    h.gc.consumer_group_heartbeat(call, req)
+    return call.result
+
+
+def assigned(resp: dict) -> dict:
+    """{topic name: sorted partitions} of a heartbeat response's assignment (None: not sent)."""
+    if resp["assignment"] is None:
+        return None
+    names = {tid(FOO): FOO, tid(BAR): BAR}
+    return {names[t["topic_id"]]: sorted(t["partitions"]) for t in resp["assignment"]["topic_partitions"]}
+
+
+def group(h):
+    return h.gc.consumer_group(GROUP)
+
+
+@pytest.mark.parametrize("request_kw,message", [
+    (dict(member_epoch=0, member_id="", version=1), "MemberId can't be empty."),
+    (dict(member_epoch=1, member_id="", version=0), "MemberId can't be empty."),
+    (dict(group_id=""), "GroupId can't be empty."),
+    (dict(instance_id=""), "InstanceId can't be empty."),
+    (dict(rack_id=""), "RackId can't be empty."),
+    (dict(rebalance_timeout_ms=-1), "RebalanceTimeoutMs must be provided in first request."),
+    (dict(topic_partitions=None), "TopicPartitions must be empty when (re-)joining."),
+    (dict(topic_partitions=[(tid(FOO), [0])]), "TopicPartitions must be empty when (re-)joining."),
+    (dict(subscribed_topic_names=None), "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+                                        "when (re-)joining."),
+    (dict(member_epoch=-2), "InstanceId can't be null."),
+    (dict(member_epoch=-3), "MemberEpoch is invalid."),
+])
+def test_heartbeat_request_validation(request_kw, message):
+    # testConsumerHeartbeatRequestValidation
+    base = dict(group_id=GROUP, member_id="m", member_epoch=0, rebalance_timeout_ms=5000,
+                subscribed_topic_names=[FOO], topic_partitions=[])
+    base.update(request_kw)
+    assert ConsumerGroupHeartbeatRequest(**base).error(["uniform", "range"]) == (E.INVALID_REQUEST, message)
+
+
+def test_an_unknown_server_assignor_is_unsupported():
+    # testConsumerHeartbeatRequestValidation (UnsupportedAssignorException)
+    h = harness()
+    resp = hb(h, "m", 0, assignor="sticky")
+    assert resp["error_code"] == E.UNSUPPORTED_ASSIGNOR and "Supported assignors: uniform, range." in resp["error_message"]
+
+
+def test_member_joins_an_empty_group_and_gets_everything():
+    # testMemberJoinsEmptyConsumerGroup
+    h = harness()
+    resp = hb(h, "m1", 0, topics=[FOO, BAR])
+    assert resp["error_code"] == 0 and resp["member_id"] == "m1" and resp["member_epoch"] == 1
+    assert resp["heartbeat_interval_ms"] == 5000
+    assert assigned(resp) == {FOO: [0, 1, 2, 3, 4, 5], BAR: [0, 1, 2]}
+    g = group(h)
+    assert (g.state, g.group_epoch, g.assignment_epoch) == ("Stable", 1, 1)
+    assert [e["event"] for e in h.events] == ["group.created", "consumer.member_joined", "group.state_change"]
+
+
+def test_unknown_group_and_unknown_member():
+    # testGroupIdNotFound / testMemberIdNotFound (epoch > 0)
+    h = harness()
+    assert hb(h, "m1", 1)["error_code"] == E.GROUP_ID_NOT_FOUND
+    hb(h, "m1", 0)
+    assert hb(h, "m2", 1)["error_code"] == E.UNKNOWN_MEMBER_ID
+
+
+def test_epochs_ahead_are_fenced_the_previous_one_is_accepted_with_a_subset():
+    # testMemberEpochIsFenced... (throwIfConsumerGroupMemberEpochIsInvalid)
+    h = harness()
+    hb(h, "m1", 0)
+    assert hb(h, "m1", 2, owned={FOO: list(range(6))})["error_code"] == E.FENCED_MEMBER_EPOCH
+    hb(h, "m2", 0)                                       # epoch 2: m1 must give up half of foo
+    r = hb(h, "m1", 1, owned={FOO: list(range(6))})
+    assert r["error_code"] == 0 and r["member_epoch"] == 1           # revoking at its epoch
+    keep = assigned(r)[FOO]
+    r = hb(h, "m1", 1, owned={FOO: keep})                            # revoked: moves to epoch 2
+    assert r["member_epoch"] == 2
+    # the response was lost: epoch 1 again, owning a subset of its assignment, is accepted
+    assert hb(h, "m1", 1, owned={FOO: keep})["error_code"] == 0
+    # but not with a partition it no longer has
+    other = [p for p in range(6) if p not in keep][:1]
+    assert hb(h, "m1", 1, owned={FOO: keep + other})["error_code"] == E.FENCED_MEMBER_EPOCH
+
+
+def test_a_partition_moves_only_once_released():
+    # testReconciliationProcess: revocation first, then the new owner
+    h = harness()
+    hb(h, "m1", 0)
+    r2 = hb(h, "m2", 0)
+    assert r2["member_epoch"] == 2 and assigned(r2) == {}            # waits for m1 to release
+    assert group(h).members["m2"].state.value == "unreleased_partitions"
+    r1 = hb(h, "m1", 1, owned={FOO: list(range(6))})
+    keep = assigned(r1)[FOO]
+    assert len(keep) == 3 and group(h).members["m1"].state.value == "unrevoked_partitions"
+    assert hb(h, "m2", 2, owned={})["assignment"] is None            # still owned by m1
+    hb(h, "m1", 1, owned={FOO: keep})                                # m1 releases
+    r2 = hb(h, "m2", 2, owned={})
+    assert assigned(r2) == {FOO: sorted(set(range(6)) - set(keep))}
+    assert group(h).state == "Stable"
+
+
+def test_leave_bumps_the_epoch_and_the_others_take_over():
+    # testLeavingMemberBumpsGroupEpoch
+    h = harness()
+    hb(h, "m1", 0)
+    hb(h, "m2", 0)
+    keep = assigned(hb(h, "m1", 1, owned={FOO: list(range(6))}))[FOO]
+    hb(h, "m1", 1, owned={FOO: keep})
+    hb(h, "m2", 2, owned={})
+    r = hb(h, "m2", -1)
+    assert (r["error_code"], r["member_id"], r["member_epoch"]) == (0, "m2", -1)
+    assert group(h).group_epoch == 3 and "m2" not in group(h).members
+    r = hb(h, "m1", 2, owned={FOO: keep})
+    assert r["member_epoch"] == 3 and assigned(r) == {FOO: list(range(6))}
+    assert hb(h, "m2", -1)["error_code"] == E.UNKNOWN_MEMBER_ID
+
+
+def test_a_static_member_leaves_for_now_and_its_replacement_keeps_its_partitions():
+    # testStaticMemberRejoinsWithNewMemberIdAndPartitionsAreReassignedToIt /
+    # testStaticMemberGetsBackAssignmentUponRejoin
+    h = harness()
+    hb(h, "a", 0, instance_id="i-a")
+    hb(h, "b", 0, instance_id="i-b")
+    keep = assigned(hb(h, "a", 1, owned={FOO: list(range(6))}, instance_id="i-a"))[FOO]
+    hb(h, "a", 1, owned={FOO: keep}, instance_id="i-a")
+    b_parts = assigned(hb(h, "b", 2, owned={}, instance_id="i-b"))[FOO]
+    epoch = group(h).group_epoch
+    assert hb(h, "b", -2, instance_id="i-b")["member_epoch"] == -2
+    assert group(h).group_epoch == epoch                              # no bump: partitions reserved
+    # another member with the instance id while the first still holds it... is refused
+    assert hb(h, "b2", 0, instance_id="i-a")["error_code"] == E.UNRELEASED_INSTANCE_ID
+    r = hb(h, "b2", 0, instance_id="i-b")
+    assert r["error_code"] == 0 and assigned(r) == {FOO: b_parts} and group(h).group_epoch == epoch
+    assert "b" not in group(h).members and group(h).static_members["i-b"] == "b2"
+    assert hb(h, "b", 2, instance_id="i-b")["error_code"] == E.FENCED_INSTANCE_ID
+
+
+def test_session_timeout_fences_the_member_in_virtual_time():
+    # testSessionTimeoutLifecycle
+    h = harness(group_consumer_session_timeout_ms=45000)
+    hb(h, "m1", 0)
+    hb(h, "m2", 0)
+    h.advance(44_999)
+    hb(h, "m1", 1, owned={FOO: list(range(6))})
+    h.advance(1)                                                     # m2's session ends
+    assert "m2" not in group(h).members and group(h).group_epoch == 3
+    fenced = [e for e in h.events if e["event"] == "consumer.member_fenced"]
+    assert [(e["member"], e["reason"], e["ts_ms"]) for e in fenced] == [("m2", "session_timeout", 45000)]
+
+
+def test_rebalance_timeout_fences_a_member_that_does_not_revoke():
+    # testRebalanceTimeoutLifecycle
+    h = harness()
+    hb(h, "m1", 0, rebalance_timeout_ms=12000)
+    hb(h, "m2", 0)
+    hb(h, "m1", 1, owned={FOO: list(range(6))})                      # told to revoke at t=0
+    h.advance(11_999)
+    hb(h, "m1", 1, owned={FOO: list(range(6))})                      # still owns them
+    assert "m1" in group(h).members
+    h.advance(1)
+    assert "m1" not in group(h).members
+    assert [e["reason"] for e in h.events if e["event"] == "consumer.member_fenced"] == ["rebalance_timeout"]
+
+
+def test_group_max_size():
+    # testConsumerGroupMemberEpochValidation... GROUP_MAX_SIZE_REACHED (consumerGroupHeartbeat)
+    h = harness(group_consumer_max_size=1)
+    hb(h, "m1", 0)
+    assert hb(h, "m2", 0)["error_code"] == E.GROUP_MAX_SIZE_REACHED
+
+
+def test_a_new_partition_bumps_the_epoch_at_the_next_heartbeat():
+    # testSubscriptionMetadataRefreshedAfterTopicChange (Kafka waits for the next heartbeat too)
+    h = harness()
+    hb(h, "m1", 0)
+    h.cluster.add_partitions(FOO, 8)
+    r = hb(h, "m1", 1)
+    assert r["member_epoch"] == 2 and assigned(r) == {FOO: list(range(8))}
+
+
+def test_offset_commits_carry_the_member_epoch():
+    # OffsetMetadataManagerTest: testConsumerGroupOffsetCommitWithStaleMemberEpoch,
+    # testConsumerGroupOffsetCommitWithVersionSmallerThanVersion9, testConsumerGroupOffsetCommitFromAdminClient
+    h = harness()
+    hb(h, "m1", 0)
+    ok = h.commit(GROUP, member_id="m1", generation=1, offsets={(FOO, 0): 10}, group_id_not_found=True)
+    assert ok["topics"][0]["partitions"][0]["error_code"] == 0
+    stale = h.commit(GROUP, member_id="m1", generation=2, offsets={(FOO, 0): 11}, group_id_not_found=True)
+    assert stale["topics"][0]["partitions"][0]["error_code"] == E.STALE_MEMBER_EPOCH
+    old = h.commit(GROUP, member_id="m1", generation=1, offsets={(FOO, 0): 11})
+    assert old["topics"][0]["partitions"][0]["error_code"] == E.UNSUPPORTED_VERSION
+    unknown = h.commit(GROUP, member_id="zz", generation=1, offsets={(FOO, 0): 11}, group_id_not_found=True)
+    assert unknown["topics"][0]["partitions"][0]["error_code"] == E.UNKNOWN_MEMBER_ID
+    assert h.offsets(GROUP) == {(FOO, 0): 10}
+
+
+def test_list_describe_and_delete_see_the_consumer_group():
+    h = harness()
+    hb(h, "m1", 0)
+    listed = Call()
+    h.gc.list_groups(listed)
+    assert listed.result["groups"] == [{"group_id": GROUP, "protocol_type": "consumer", "group_state": "Stable",
+                                        "group_type": "consumer"}]
+    classic_only = Call()
+    h.gc.list_groups(classic_only, types_filter=["classic"])
+    assert classic_only.result["groups"] == []
+    d = h.gc.describe_group(GROUP, group_id_not_found=True)
+    assert d["error_code"] == E.GROUP_ID_NOT_FOUND and d["error_message"] == f"Group {GROUP} is not a classic group."
+    described = h.gc.consumer.describe(GROUP)
+    assert described["group_state"] == "Stable" and described["members"][0]["member_id"] == "m1"
+    assert described["members"][0]["assignment"]["topic_partitions"][0]["topic_name"] == FOO
+    deleted = Call()
+    h.gc.delete_groups(deleted, group_ids=[GROUP])
+    assert deleted.result["results"] == [{"group_id": GROUP, "error_code": E.NON_EMPTY_GROUP}]
+    hb(h, "m1", -1)
+    deleted = Call()
+    h.gc.delete_groups(deleted, group_ids=[GROUP])
+    assert deleted.result["results"] == [{"group_id": GROUP, "error_code": 0}] and group(h) is None

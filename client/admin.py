@@ -50,6 +50,7 @@ from .member import (
 DESCRIBE_GROUPS, LIST_GROUPS, CREATE_TOPICS, DELETE_TOPICS, DELETE_GROUPS, OFFSET_DELETE = (
     ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.DELETE_GROUPS,
     ApiKey.OFFSET_DELETE)
+CONSUMER_GROUP_DESCRIBE = int(ApiKey.CONSUMER_GROUP_DESCRIBE)
 
 #: The versions whose request bodies this client builds, per API key (inclusive ranges); the
 #: member's own where it sends the same requests. OffsetFetch starts at v2, the first that
@@ -61,6 +62,7 @@ ADMIN_VERSIONS: dict[int, tuple[int, int]] = {
     OFFSET_COMMIT: CLIENT_VERSIONS[OFFSET_COMMIT],
     OFFSET_FETCH: (2, CLIENT_VERSIONS[OFFSET_FETCH][1]),
     DESCRIBE_GROUPS: (0, 6),
+    CONSUMER_GROUP_DESCRIBE: (0, 1),
     LIST_GROUPS: (0, 5),
     DELETE_GROUPS: (0, 2),
     OFFSET_DELETE: (0, 0),
@@ -488,7 +490,9 @@ class AdminClient:
             g = resp["groups"][0]
             code = _code(g["error_code"])
             if code == _E.GROUP_ID_NOT_FOUND:
-                out[group_id] = GroupDescription(group_id, "Dead", "", "", (), node)
+                # perhaps a consumer group of KIP-848 ("not a classic group"): ConsumerGroupDescribe
+                out[group_id] = await self._describe_consumer_group(group_id) or \
+                    GroupDescription(group_id, "Dead", "", "", (), node)
                 continue
             if code != _E.NONE:
                 raise KafkaError(code, g.get("error_message") or None)
@@ -506,6 +510,32 @@ class AdminClient:
             out[group_id] = GroupDescription(group_id, g["group_state"], protocol_type, g["protocol_data"],
                                              tuple(members), node)
         return out
+
+    async def _describe_consumer_group(self, group_id: str) -> GroupDescription | None:
+        """ConsumerGroupDescribe of a group DescribeGroups did not find; None if the broker has no
+        such group (or no such API)."""
+        def error_of(resp, version):
+            return resp["groups"][0]["error_code"]
+        try:
+            _, resp, node = await self._group_request(
+                group_id, CONSUMER_GROUP_DESCRIBE, {"group_ids": [group_id], "include_authorized_operations": False},
+                error_of)
+        except KafkaError as exc:
+            if exc.code == _E.UNSUPPORTED_VERSION:
+                return None
+            raise
+        g = resp["groups"][0]
+        code = _code(g["error_code"])
+        if code == _E.GROUP_ID_NOT_FOUND:
+            return None
+        if code != _E.NONE:
+            raise KafkaError(code, g.get("error_message") or None)
+        members = tuple(
+            MemberDescription(m["member_id"], m.get("instance_id"), m["client_id"], m["client_host"],
+                              tuple(TP(t["topic_name"], p) for t in m["assignment"]["topic_partitions"]
+                                    for p in t["partitions"]))
+            for m in g["members"])
+        return GroupDescription(group_id, g["group_state"], CONSUMER_PROTOCOL, g["assignor_name"], members, node)
 
     async def committed_offsets(self, group_id: str) -> dict[TP, Committed]:
         """Every offset the group has committed (OffsetFetch with every topic)."""

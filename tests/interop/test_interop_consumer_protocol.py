@@ -119,6 +119,19 @@ def test_admin_client_describes_the_consumer_group(coord, closing):
     assert {m.member_id for m in desc.members} == {m.member_id() for m in members}
     described = {(tp.topic, tp.partition) for m in desc.members for tp in m.assignment.topic_partitions}
     assert described == PARTITIONS
+    # our admin client (groupcoord groups --describe): DescribeGroups says "not a classic group",
+    # ConsumerGroupDescribe tells the rest
+    import asyncio
+
+    from groupcoord.client.admin import AdminClient as OurAdmin
+
+    async def describe():
+        async with OurAdmin(c.bootstrap) as ours:
+            return (await ours.describe_groups([group]))[group]
+    d = asyncio.run(describe())
+    assert (d.state, d.protocol_type, d.assignor) == ("Stable", "consumer", "uniform")
+    assert {m.member_id for m in d.members} == {m.member_id() for m in members}
+    assert {tuple(tp) for m in d.members for tp in m.assignment} == PARTITIONS
 
 
 def test_with_the_consumer_protocol_off_the_client_gets_a_fatal_error(coord, closing):

@@ -526,7 +526,7 @@ class AdminClient:
             raise
         g = resp["groups"][0]
         code = _code(g["error_code"])
-        if code == _E.GROUP_ID_NOT_FOUND:
+        if code in (_E.GROUP_ID_NOT_FOUND, _E.UNSUPPORTED_VERSION):     # (the protocol switched off)
             return None
         if code != _E.NONE:
             raise KafkaError(code, g.get("error_message") or None)

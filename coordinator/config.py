@@ -143,6 +143,13 @@ def _check(values: dict[str, Any]) -> None:
         if not 0 < lo <= values[key] <= hi:
             raise ConfigError(f"{key} must lie within group.consumer.min.{what}.ms and "
                               f"group.consumer.max.{what}.ms ({lo}..{hi}), got {values[key]}")
+    from .group.assignors import ASSIGNORS
+    from .group.consumer_manager import assignor_names
+    names = assignor_names(values["group.consumer.assignors"])
+    unknown = [n for n in names if n not in ASSIGNORS]
+    if unknown or not names:
+        raise ConfigError(f"group.consumer.assignors: unknown assignor(s) {unknown or '(none given)'}; "
+                          f"known: {', '.join(ASSIGNORS)}")
     if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
 

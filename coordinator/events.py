@@ -87,8 +87,10 @@ Event types and their own fields
     ``partitions``.
 
 Consumer groups (KIP-848) share ``group.created`` (``cause`` "consumer_group_heartbeat"),
+``group.deleted`` (``reason`` "converted" when an empty group changes type: the classic one gives way
+to a consumer group of that id, or the other way round, and its offsets go to the new one),
 ``group.state_change`` (their states "Empty", "Assigning", "Reconciling", "Stable"; ``reason``
-None), ``group.deleted`` and ``offset.committed``; ``generation`` is their group epoch. Their
+None), and ``offset.committed``; ``generation`` is their group epoch. Their
 members have events of their own:
 
 ``consumer.member_joined``   a member joined with ConsumerGroupHeartbeat (epoch 0).
@@ -189,7 +191,7 @@ class GroupStateChange(BaseEvent):
 
 
 class GroupDeleted(BaseEvent):
-    reason: Literal["delete_groups", "offsets_expired"]
+    reason: Literal["delete_groups", "offsets_expired", "converted"]
     offsets: int
 
 
@@ -297,9 +299,6 @@ class OffsetsDeleted(BaseEvent):
     partitions: int
 
 
-#: Event type -> its TypedDict.
-
-
 class ConsumerMemberJoined(BaseEvent):
     member: str
     instance_id: str | None
@@ -328,6 +327,7 @@ class ConsumerMemberFenced(BaseEvent):
     timeout_ms: int
 
 
+#: Event type -> its TypedDict.
 EVENT_TYPES: dict[str, type] = {
     "group.created": GroupCreated,
     "group.state_change": GroupStateChange,

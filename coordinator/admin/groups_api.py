@@ -200,6 +200,8 @@ async def reset_offsets(request: web.Request) -> web.Response:
     gc = service.group_coordinator
     group_id = request.match_info["group_id"]
     group = gc.group(group_id)
+    if group is None:
+        group = gc.consumer_group(group_id)        # (a consumer group of KIP-848: Empty when no members)
     state = DEAD if group is None else group.state
     if state not in (EMPTY, DEAD):
         raise ApiError(409, "non_empty_group", f"Assignments can only be reset if the group '{group_id}' is "

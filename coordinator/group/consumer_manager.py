@@ -14,6 +14,7 @@ Timer keys: ``("cg-session", group, member)``, ``("cg-rebalance", group, member)
 """
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass, replace
 from functools import partial
@@ -96,6 +97,9 @@ class ConsumerGroupHeartbeatRequest:
                 return _E.INVALID_REQUEST, "InstanceId can't be null."
         elif epoch < STATIC_LEAVE_EPOCH:
             return _E.INVALID_REQUEST, "MemberEpoch is invalid."
+        if self.subscribed_topic_regex:
+            # not resolved yet: refused rather than a member that waits for ever without partitions
+            return _E.INVALID_REQUEST, "SubscribedTopicRegex is not supported by this coordinator yet."
         names = list(assignors)
         if self.server_assignor is not None and self.server_assignor not in names:
             return (_E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {self.server_assignor} is not supported. "
@@ -188,7 +192,7 @@ class ConsumerGroupManager:
         group = gc.group(group_id)
         if group is None or group.state == "Dead":
             if not create:
-                raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+                raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
             return gc.add_consumer_group(group_id, now)
         if create and group.state == "Empty":
             # an empty classic group is replaced (Kafka's getOrMaybeCreateConsumerGroup)
@@ -205,7 +209,8 @@ class ConsumerGroupManager:
             raise HeartbeatError(_E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
                                  f"capacity of {self.max_size} members.")
         if not member_id:
-            member_id = str(uuid.uuid4())      # ConsumerGroupHeartbeat v0: the coordinator names it
+            # ConsumerGroupHeartbeat v0: the coordinator names it, as Kafka's Uuid.toString()
+            member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         replaced = None
         if req.instance_id is None:
             member = group.members.get(member_id)
@@ -261,6 +266,7 @@ class ConsumerGroupManager:
                 "member": member_id, "old_member": replaced, "instance_id": old.instance_id})
         is_new = member_id not in group.members
         group.update_member(updated)
+        self._schedule_session_timeout(group.group_id, member_id, now)
         if is_new:
             self.gc.event_consumer(group, "consumer.member_joined", now, {
                 "member": member_id, "instance_id": updated.instance_id, "client_id": updated.client_id,
@@ -285,7 +291,6 @@ class ConsumerGroupManager:
                     self._schedule_rebalance_timeout(group.group_id, updated, now)
                 else:
                     self.gc.timers.cancel(("cg-rebalance", group.group_id, member_id))
-        self._schedule_session_timeout(group.group_id, member_id, now)
         self._update_state(group, now)
 
         full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
@@ -325,6 +330,8 @@ class ConsumerGroupManager:
             if existing is None:
                 return group.members.get(member_id) or ConsumerGroupMember(member_id, joined_ms=now), None
             if existing.member_id == member_id:
+                # the same member rejoining (after FENCED_MEMBER_EPOCH, say): accepted like a dynamic
+                # member's epoch-0 rejoin (KAFKA-19233); Kafka answers UNRELEASED_INSTANCE_ID here
                 return existing, None
             if existing.member_epoch != STATIC_LEAVE_EPOCH:
                 raise HeartbeatError(_E.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
@@ -343,18 +350,22 @@ class ConsumerGroupManager:
     def _update_target(self, group: ConsumerGroup, updated: ConsumerGroupMember) -> None:
         """``updateTargetAssignment``: run the preferred assignor over every member."""
         meta = group.subscription_metadata
+        topics = {info.topic_id: info.partitions for info in meta.values()}
         members = {}
         for m in group.members.values():
+            # the sticky start, without what no longer exists (a topic deleted, or re-created smaller
+            # under the same id)
+            current = {t: frozenset(p for p in ps if p < topics[t])
+                       for t, ps in group.target.get(m.member_id, {}).items() if t in topics}
             members[m.member_id] = MemberSpec(
-                m.rack_id, m.instance_id, self._topic_ids(group, m.subscribed_topic_names),
-                group.target.get(m.member_id, {}))
-        topics = {info.topic_id: info.partitions for info in meta.values()}
+                m.rack_id, m.instance_id, self._topic_ids(group, m.subscribed_topic_names), current)
         name = group.preferred_assignor(self.default_assignor)
         try:
             result = ASSIGNORS[name].assign(GroupSpec(members, group.homogeneous()), topics)
-        except PartitionAssignorError as e:
+        except Exception as e:       # PartitionAssignorError, or a failure of ours: the heartbeat fails
+            kind = "" if isinstance(e, PartitionAssignorError) else f"{type(e).__name__}: "
             raise HeartbeatError(_E.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
-                                 f"epoch {group.group_epoch}: {e}") from None
+                                 f"epoch {group.group_epoch}: {kind}{e}") from None
         group.target = {m: {t: frozenset(ps) for t, ps in a.items() if ps} for m, a in result.items()}
         group.assignment_epoch = group.group_epoch
 
@@ -397,6 +408,8 @@ class ConsumerGroupManager:
         names = group.subscribed_topic_names()
         group.subscription_metadata = self._subscription_metadata(names)
         group.group_epoch += 1
+        if not group.members:
+            group.assignment_epoch = group.group_epoch     # nothing to assign (KAFKA-20442)
         self.gc.event_consumer(group, event, now, fields)
         self._update_state(group, now)
 
@@ -449,8 +462,9 @@ class ConsumerGroupManager:
         if gc.is_loading(group_id):
             return {"error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "group_id": group_id}
         if group is None:
-            return {"error_code": int(_E.GROUP_ID_NOT_FOUND), "error_message": f"Group {group_id} not found.",
-                    "group_id": group_id}
+            message = (f"Group {group_id} is not a consumer group." if gc.group(group_id) is not None
+                       else f"Group {group_id} not found.")
+            return {"error_code": int(_E.GROUP_ID_NOT_FOUND), "error_message": message, "group_id": group_id}
         names = {info.topic_id: name for name, info in group.subscription_metadata.items()}
         image = self.image
 

@@ -377,6 +377,7 @@ class GroupCoordinator:
             del self._groups[group_id]
             if self._persist:
                 self._append(group_id, [(_st.GroupMetadataKey(group_id), None)])
+            self._event(replaces, "group.deleted", now, {"reason": "converted", "offsets": 0})
         self._consumer_groups[group_id] = group
         self.event_consumer(group, "group.created", now, {"protocol_type": "consumer",
                                                           "cause": "consumer_group_heartbeat"})
@@ -385,6 +386,7 @@ class GroupCoordinator:
     def _replace_consumer_group(self, group: ConsumerGroup, now: int) -> ClassicGroup:
         """An empty consumer group becomes a classic group (a JoinGroup came), with its offsets."""
         del self._consumer_groups[group.group_id]
+        self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
         classic = self._create_group(group.group_id, now, "join_group")
         classic.offsets = group.offsets
         return classic

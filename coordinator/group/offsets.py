@@ -10,6 +10,7 @@ from typing import Callable, Iterable
 from groupcoord.protocol.errors import ErrorCode
 
 from .. import storage as _st
+from .consumer import ConsumerGroup
 from .classic import (
     COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup, OffsetAndMetadata,
 )
@@ -122,7 +123,8 @@ class OffsetManager:
             error = _E.COORDINATOR_LOAD_IN_PROGRESS
         elif group_id in self.manager._consumer_groups:
             group = self.manager._consumer_groups[group_id]
-            error = group.validate_offset_commit(member_id, generation_id, req.group_id_not_found)   # (v9+)
+            # (group_id_not_found is set from OffsetCommit v9 on: the version a member of this protocol needs)
+            error = group.validate_offset_commit(member_id, generation_id, req.group_id_not_found)
         else:
             group = self.manager._groups.get(group_id)
             if group is None:
@@ -295,7 +297,7 @@ class OffsetManager:
         now = self.manager._clock()
         wanted = None if partitions is None else set(partitions)
         total = 0
-        for group in list(self.manager._groups.values()):
+        for group in [*self.manager._groups.values(), *self.manager._consumer_groups.values()]:
             parts = group.offsets.get(topic)
             if not parts:
                 continue
@@ -328,7 +330,7 @@ class OffsetManager:
         now = self.manager._clock()
         retention = self.offsets_retention_ms
         expired_total = deleted_groups = 0
-        for group in list(self.manager._groups.values()):
+        for group in [*self.manager._groups.values(), *self.manager._consumer_groups.values()]:
             gone = [] if self.manager._persist else None
             all_expired, expired = self._cleanup_expired_offsets(group, now, retention, gone)
             if gone:
@@ -337,18 +339,23 @@ class OffsetManager:
             if expired:
                 self.manager._event(group, "offsets.expired", now, {"partitions": expired})
             if all_expired and group.state == EMPTY:
-                self.manager._delete_group(group, now, "offsets_expired")
+                if isinstance(group, ConsumerGroup):
+                    self.manager._delete_consumer_group(group, now, "offsets_expired")
+                else:
+                    self.manager._delete_group(group, now, "offsets_expired")
                 deleted_groups += 1
         return expired_total, deleted_groups
 
     @staticmethod
-    def _cleanup_expired_offsets(group: ClassicGroup, now: int, retention: int,
+    def _cleanup_expired_offsets(group: ClassicGroup | ConsumerGroup, now: int, retention: int,
                                  removed: list | None = None) -> tuple[bool, int]:
         """Returns (no offsets left, number expired)."""
         if not group.offsets:
             return True, 0
         state = group.state
-        if group.protocol_type is not None:
+        if isinstance(group, ConsumerGroup):
+            base_state = None   # ConsumerGroup.offsetExpirationCondition: from the commit time
+        elif group.protocol_type is not None:
             if state == EMPTY:
                 base_state = group.current_state_timestamp
             elif group.uses_consumer_protocol() and group.subscribed_topics is not None and state == STABLE:

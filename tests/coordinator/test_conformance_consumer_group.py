@@ -267,3 +267,46 @@ def test_list_describe_and_delete_see_the_consumer_group():
     deleted = Call()
     h.gc.delete_groups(deleted, group_ids=[GROUP])
     assert deleted.result["results"] == [{"group_id": GROUP, "error_code": 0}] and group(h) is None
+
+
+def test_every_consumer_event_type_is_emitted_and_checked():
+    # (the harness checks every event against its documented fields as it is emitted)
+    from groupcoord.coordinator.events import EVENT_FIELDS
+    h = harness(group_consumer_session_timeout_ms=45000)
+    hb(h, "a", 0, instance_id="i-a")
+    hb(h, "b", 0)
+    hb(h, "a", -2, instance_id="i-a")                 # consumer.member_left (static)
+    hb(h, "a2", 0, instance_id="i-a")                 # consumer.member_replaced
+    hb(h, "b", -1)                                    # consumer.member_left
+    h.advance(45_000)                                 # consumer.member_fenced (a2's session)
+    kinds = {e["event"] for e in h.events}
+    assert {k for k in EVENT_FIELDS if k.startswith("consumer.")} <= kinds
+    # an empty consumer group becomes a classic one at a JoinGroup: group.deleted "converted"
+    h.join(GROUP, client_id="classic")
+    deleted = [e for e in h.events if e["event"] == "group.deleted"]
+    assert [e["reason"] for e in deleted] == ["converted"] and h.gc.group(GROUP) is not None
+
+
+def test_deleted_topics_and_offset_retention_reach_consumer_groups():
+    # OffsetMetadataManagerTest: testOnPartitionsDeleted, testCleanupExpiredOffsets (consumer group:
+    # offsets expire from their commit time; an empty group without offsets is deleted)
+    h = harness(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000)
+    hb(h, "m1", 0, topics=[FOO, BAR])
+    h.commit(GROUP, member_id="m1", generation=1, offsets={(FOO, 0): 5, (BAR, 0): 7}, group_id_not_found=True)
+    assert h.gc.delete_topic_offsets(FOO) == 1 and h.offsets(GROUP) == {(BAR, 0): 7}
+    h.run_until(120_000)                       # bar is subscribed: its offset stays
+    hb(h, "m1", 1)
+    assert h.offsets(GROUP) == {(BAR, 0): 7}
+    hb(h, "m1", -1)
+    h.run_until(180_000)
+    assert group(h) is None
+    assert [e["reason"] for e in h.events if e["event"] == "group.deleted"] == ["offsets_expired"]
+
+
+def test_a_topic_re_created_smaller_under_the_same_id_does_not_break_the_assignor():
+    h = harness()                              # (the harness' topic ids are made from the names)
+    hb(h, "m1", 0)
+    h.cluster.delete_topic(FOO)
+    h.cluster.create_topic(FOO, 2)
+    r = hb(h, "m1", 1)
+    assert r["error_code"] == 0 and assigned(r) == {FOO: [0, 1]}

@@ -139,3 +139,74 @@ def test_with_the_consumer_protocol_off_the_client_gets_a_fatal_error(coord, clo
     member = closing(ConsumerProtocolMember("m0", c.bootstrap, "kip848-off", sorted(TOPICS), None)).start()
     wait_until(lambda: member.errors, message="a fatal error from the consumer")
     assert "API version not supported: ConsumerGroupHeartbeat" in str(member.errors[0])
+
+
+CRASHER = r"""
+import sys
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "group.protocol": "consumer"})
+c.subscribe(["t0", "t1"])
+told = False
+while True:
+    c.poll(0.05)
+    if c.assignment() and not told:
+        print(c.memberid(), flush=True)
+        told = True
+"""
+
+
+def test_a_killed_member_is_fenced_at_its_session_timeout_and_its_partitions_move(coord, closing):
+    import subprocess
+    import sys
+
+    c = coord(topics=TOPICS)
+    group = "kip848-crash"
+    survivors = [closing(ConsumerProtocolMember(f"m{i}", c.bootstrap, group, sorted(TOPICS), None)).start()
+                 for i in range(2)]
+    proc = subprocess.Popen([sys.executable, "-c", CRASHER, c.bootstrap, group], stdout=subprocess.PIPE, text=True)
+    try:
+        doomed = proc.stdout.readline().strip()          # its member id, once it has partitions
+        wait_until(lambda: (consumer_group(c, group) or (None, 0, {}))[2].keys() >= {doomed}
+                   and consumer_group(c, group)[0] == "Stable", message="the three members stable")
+        proc.kill()
+        proc.wait(10)
+        session_s = c.gc.service.config["group.consumer.session.timeout.ms"] / 1000
+        wait_settled(c, group, survivors, timeout=session_s + WAIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    fenced = c.events_of(group, "consumer.member_fenced")
+    assert [(e["member"], e["reason"]) for e in fenced] == [(doomed, "session_timeout")]
+
+
+def test_added_partitions_reach_the_members(coord, closing):
+    c = coord(topics=TOPICS)
+    group = "kip848-grow"
+    members = [closing(ConsumerProtocolMember(f"m{i}", c.bootstrap, group, sorted(TOPICS), None)).start()
+               for i in range(2)]
+    epoch = wait_settled(c, group, members)[1]
+    c.gc.call(lambda: c.gc.service.cluster.add_partitions("t0", 10))
+    grown = PARTITIONS | {("t0", 8), ("t0", 9)}
+
+    def covered():
+        snap = consumer_group(c, group)
+        return snap[0] == "Stable" and snap[1] > epoch and not coverage_problems(members, grown)
+    wait_until(covered, message=lambda: f"cover of the grown topic: {coverage_problems(members, grown)}")
+
+
+def test_a_static_member_restarted_within_its_session_gets_its_partitions_back(coord, closing):
+    c = coord(topics=TOPICS)
+    group = "kip848-static"
+    members = [closing(ConsumerProtocolMember(f"s{i}", c.bootstrap, group, sorted(TOPICS), None,
+                                              instance_id=f"instance-{i}")).start() for i in range(3)]
+    snap = wait_settled(c, group, members)
+    before = {m.name: m.owned for m in members}
+    members[0].close()                                   # a static member leaves with epoch -2
+    wait_until(lambda: -2 in consumer_group(c, group)[2].values(), message="the static leave")
+    again = closing(ConsumerProtocolMember("s0", c.bootstrap, group, sorted(TOPICS), None,
+                                           instance_id="instance-0")).start()
+    after = wait_settled(c, group, [again, *members[1:]])
+    assert again.owned == before["s0"]
+    assert {m.name: m.owned for m in members[1:]} == {n: before[n] for n in ("s1", "s2")}
+    assert after[1] == snap[1]                           # no rebalance: the same group epoch
+    assert [e["event"] for e in c.events_of(group, "consumer.member_replaced")] == ["consumer.member_replaced"]

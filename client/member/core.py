@@ -331,7 +331,13 @@ class Member:
         if self.closed:
             return self.take_actions()
         net = self.net
-        before = self._snapshot()
+        group = self.membership
+        closing = self.closing
+        # _snapshot() written out (the same fields; closed is False here): one call less per poll,
+        # 440 instructions per request of bench/fleet.py instructions
+        before = (len(net.actions), group.state, group.completion is None, group.prepare is None,
+                  group.rejoin_needed, group.needs_prepare, self.discovery.coordinator, len(self.commits.ops),
+                  len(group.callbacks_pending), False, closing.stage if closing is not None else None)
         for _ in range(8):
             if self.closed:
                 break

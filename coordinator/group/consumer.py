@@ -20,6 +20,8 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
+from groupcoord.protocol.errors import ErrorCode
+
 # ConsumerGroupState (what ListGroups, ConsumerGroupDescribe and the events name them)
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
 
@@ -257,11 +259,11 @@ class ConsumerGroup:
             return None                   # an admin or manual commit to an empty group
         member = self.members.get(member_id)
         if member is None:
-            return 25                     # UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if not v9:
-            return 35                     # UNSUPPORTED_VERSION: OffsetCommit v9+ for members of this protocol
+            return ErrorCode.UNSUPPORTED_VERSION     # OffsetCommit v9+ for members of this protocol
         if member_epoch != member.member_epoch:
-            return 113                    # STALE_MEMBER_EPOCH
+            return ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:
@@ -270,9 +272,9 @@ class ConsumerGroup:
             return None
         member = self.members.get(member_id) if member_id is not None else None
         if member is None:
-            return 25                     # UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return 113                    # STALE_MEMBER_EPOCH
+            return ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     # ---- partition epochs -------------------------------------------------------------

@@ -297,9 +297,7 @@ class ConsumerGroupManager:
                            and req.topic_partitions is not None)
         assignment = None
         if full or updated.assigned != member.assigned:
-            assignment = {"topic_partitions": [
-                {"topic_id": t, "partitions": sorted(ps)}
-                for t, ps in sorted(updated.assigned.items(), key=lambda kv: uuid_order(kv[0]))]}
+            assignment = _assignment(updated.assigned)
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                 "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_ms,
                 "assignment": assignment}
@@ -474,10 +472,6 @@ class ConsumerGroupManager:
             topic = image.topics_by_id.get(topic_id) if image is not None else None
             return topic.name if topic is not None else ""
 
-        def assignment(parts: dict) -> dict:
-            return {"topic_partitions": [
-                {"topic_id": t, "topic_name": topic_name(t), "partitions": sorted(ps)}
-                for t, ps in sorted(parts.items(), key=lambda kv: uuid_order(kv[0]))]}
         members = []
         for m in group.members.values():
             members.append({
@@ -485,13 +479,25 @@ class ConsumerGroupManager:
                 "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_topic_names),
                 "subscribed_topic_regex": m.subscribed_topic_regex,
-                "assignment": assignment(m.assigned),
-                "target_assignment": assignment(group.target.get(m.member_id, {})),
+                "assignment": _assignment(m.assigned, topic_name),
+                "target_assignment": _assignment(group.target.get(m.member_id, {}), topic_name),
                 "member_type": 1})
         return {"error_code": 0, "error_message": None, "group_id": group_id, "group_state": group.state,
                 "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
                 "assignor_name": group.preferred_assignor(self.default_assignor), "members": members,
                 "authorized_operations": -2147483648}
+
+
+def _assignment(parts: dict, topic_name=None) -> dict:
+    """An Assignment of the heartbeat or of ConsumerGroupDescribe (with ``topic_name(topic id)``):
+    topics in Kafka's Uuid order, partitions ascending."""
+    out = []
+    for t, ps in sorted(parts.items(), key=lambda kv: uuid_order(kv[0])):
+        entry = {"topic_id": t, "partitions": sorted(ps)}
+        if topic_name is not None:
+            entry["topic_name"] = topic_name(t)
+        out.append(entry)
+    return {"topic_partitions": out}
 
 
 def _subset(owned, assigned: dict) -> bool:

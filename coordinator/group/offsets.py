@@ -119,26 +119,29 @@ class OffsetManager:
         group_instance_id, topics = req.group_instance_id, req.topics
         error = None
         group = None
+        classic = True
         if self.manager._loading and self.manager._is_loading(group_id):
             error = _E.COORDINATOR_LOAD_IN_PROGRESS
-        elif group_id in self.manager._consumer_groups:
-            group = self.manager._consumer_groups[group_id]
-            # (group_id_not_found is set from OffsetCommit v9 on: the version a member of this protocol needs)
-            error = group.validate_offset_commit(member_id, generation_id, req.group_id_not_found)
         else:
             group = self.manager._groups.get(group_id)
-            if group is None:
-                if generation_id < 0:
-                    group = self.manager._create_group(group_id, now, "offset_commit")   # a "simple" group
-                else:
-                    error = _E.GROUP_ID_NOT_FOUND if req.group_id_not_found else _E.ILLEGAL_GENERATION
-            if error is None:
-                error = self._validate_offset_commit(group, member_id, group_instance_id, generation_id)
+            if group is None and group_id in self.manager._consumer_groups:
+                group = self.manager._consumer_groups[group_id]
+                classic = False
+                # (group_id_not_found is set from OffsetCommit v9 on: the version a member of this protocol needs)
+                error = group.validate_offset_commit(member_id, generation_id, req.group_id_not_found)
+            else:
+                if group is None:
+                    if generation_id < 0:
+                        group = self.manager._create_group(group_id, now, "offset_commit")   # a "simple" group
+                    else:
+                        error = _E.GROUP_ID_NOT_FOUND if req.group_id_not_found else _E.ILLEGAL_GENERATION
+                if error is None:
+                    error = self._validate_offset_commit(group, member_id, group_instance_id, generation_id)
         if error is not None:
             respond(commit_error(topics, error))
             return
         state = group.state
-        if (state == STABLE or state == PREPARING_REBALANCE) and type(group) is ClassicGroup:
+        if classic and (state == STABLE or state == PREPARING_REBALANCE):
             self.manager._rearm_session(group.group_id, group.members[member_id], now)
         retention_time_ms = req.retention_time_ms
         expire = None if retention_time_ms is None or retention_time_ms == -1 else now + retention_time_ms

@@ -28,6 +28,12 @@ All integers are big-endian; ``string`` is int16 length + UTF-8 (length -1 = nul
   member_id string, group_instance_id string?, client_id string, client_host string,
   rebalance_timeout_ms int32, session_timeout_ms int32, subscription bytes, assignment bytes.
 
+* 3, 5, 6, 7, 8, 16 - a consumer group's records, as Kafka 4.x writes them (fields in
+  :mod:`.records`; the values in Kafka's flexible encoding: compact strings and arrays, tagged
+  fields): the group epoch (3), one member's metadata (5), the target assignment's epoch (6),
+  one member's target (7), one member's current assignment (8), one resolved regular
+  expression (16). Keys: the group id, plus the member id or the regular expression.
+
 ``has_value`` 0 is a tombstone: an offset deleted or expired, a group deleted. A group
 metadata value with members is a Stable group; without members, an Empty one.
 
@@ -157,8 +163,28 @@ class EndOffsetValue:
     end_offset: int
 
 
-Key = OffsetCommitKey | GroupMetadataKey
-Value = OffsetCommitValue | GroupMetadataValue | None
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupKey:
+    """The key of one of a consumer group's records (Kafka 4.x's ``ConsumerGroup*Key``): ``kind``
+    is the record's kind (:data:`records.CONSUMER_GROUP_METADATA` ...), ``name`` the member id
+    of a member's records, the regular expression of a resolved one, None for the group's own.
+    Its value is the record's fields as a dict (snake_case names, as the codec decodes them)."""
+    kind: int
+    group: str
+    name: str | None = None
+
+
+_CONSUMER_KEY_FIELD = {
+    records.CONSUMER_GROUP_MEMBER_METADATA: "member_id",
+    records.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: "member_id",
+    records.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: "member_id",
+    records.CONSUMER_GROUP_REGULAR_EXPRESSION: "regular_expression",
+}
+_CONSUMER_KINDS = frozenset({records.CONSUMER_GROUP_METADATA, records.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+                             *_CONSUMER_KEY_FIELD})
+
+Key = OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey
+Value = OffsetCommitValue | GroupMetadataValue | dict | None
 Record = tuple  # (Key, Value | None)
 
 
@@ -172,6 +198,14 @@ def _offsets_fields(key: Key, value: Value) -> tuple[int, dict, dict | None]:
         kind, k = GROUP_METADATA_KEY, {"group": key.group}
         if value is not None and not isinstance(value, GroupMetadataValue):
             raise TypeError(f"not a group metadata value: {value!r}")
+    elif isinstance(key, ConsumerGroupKey) and key.kind in _CONSUMER_KINDS:
+        k = {"group_id": key.group}
+        field_name = _CONSUMER_KEY_FIELD.get(key.kind)
+        if field_name is not None:
+            k[field_name] = key.name
+        if value is not None and not isinstance(value, dict):
+            raise TypeError(f"not a consumer group record value: {value!r}")
+        return key.kind, k, value
     else:
         raise TypeError(f"not a record key: {key!r}")
     if value is None:
@@ -219,6 +253,9 @@ def payload_size(key: Key, value: Value) -> int:
 def decode_payload(payload) -> tuple[Key, Value, int]:
     """(key, value, length of the key's bytes). Raises ValueError when malformed."""
     kind, k, v, key_len = records.decode(records.OFFSETS_LOG, payload)
+    if kind in _CONSUMER_KINDS:
+        field_name = _CONSUMER_KEY_FIELD.get(kind)
+        return ConsumerGroupKey(kind, k["group_id"], k[field_name] if field_name else None), v, key_len
     if kind == OFFSET_COMMIT_KEY:
         key = OffsetCommitKey(k["group"], k["topic"], k["partition"])
         value = None if v is None else OffsetCommitValue(v["offset"], v["leader_epoch"], v["metadata"],
@@ -716,10 +753,12 @@ class LogStore:
 # ============================================================================ replay
 @dataclass
 class ReplayState:
-    """The live state of a sequence of records: latest offset commits and group metadata."""
+    """The live state of a sequence of records: latest offset commits, classic group metadata
+    and the consumer groups' records (``consumer_groups``: group id -> (kind, name) -> value)."""
 
     offsets: dict[tuple[str, str, int], OffsetCommitValue] = field(default_factory=dict)
     groups: dict[str, GroupMetadataValue] = field(default_factory=dict)
+    consumer_groups: dict[str, dict[tuple[int, str | None], dict]] = field(default_factory=dict)
 
     def apply(self, records: Iterable[Record]) -> "ReplayState":
         offsets, groups = self.offsets, self.groups
@@ -730,6 +769,14 @@ class ReplayState:
                     offsets.pop(k, None)
                 else:
                     offsets[k] = value
+            elif isinstance(key, ConsumerGroupKey):
+                group = self.consumer_groups.setdefault(key.group, {})
+                if value is None:
+                    group.pop((key.kind, key.name), None)
+                    if not group:
+                        del self.consumer_groups[key.group]
+                else:
+                    group[(key.kind, key.name)] = value
             else:
                 if value is None:
                     groups.pop(key.group, None)

@@ -233,6 +233,8 @@ class ConsumerGroup:
         self.state_timestamp = now
         self.offsets: dict = {}             # topic -> partition -> OffsetAndMetadata (the offset manager's)
         self.deleted = False
+        self.changed: set[str] = set()      # members put or removed since the group's records were written
+        self.log_state = None               # what the log holds for the group (consumer_records.Written)
 
     # ---- the type's questions (shared with ClassicGroup) ------------------------------
     type = "consumer"
@@ -329,6 +331,7 @@ class ConsumerGroup:
             self._remove_epochs(old.assigned, old.member_epoch)
             self._remove_epochs(old.pending_revocation, old.member_epoch)
         self.members[new.member_id] = new
+        self.changed.add(new.member_id)
         if new.instance_id is not None:
             self.static_members[new.instance_id] = new.member_id
         self._add_epochs(new.assigned, new.member_epoch)
@@ -338,6 +341,7 @@ class ConsumerGroup:
         old = self.members.pop(member_id, None)
         if old is None:
             return None
+        self.changed.add(member_id)
         self._remove_epochs(old.assigned, old.member_epoch)
         self._remove_epochs(old.pending_revocation, old.member_epoch)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:

@@ -23,6 +23,7 @@ from typing import Iterable
 from groupcoord.protocol.errors import ErrorCode
 
 from .assignors import ASSIGNORS, GroupSpec, MemberSpec, PartitionAssignorError
+from .consumer_records import metadata_hash
 from .consumer import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -170,6 +171,21 @@ class ConsumerGroupManager:
             if changed & group.subscribed_topic_names():
                 group.metadata_refresh = True
 
+    def restored(self, group: ConsumerGroup, now: int) -> None:
+        """A group rebuilt from its records: its subscription metadata from the metadata image of
+        now (when it hashes otherwise than the group's epoch record says, a topic changed while
+        the coordinator was away: the epoch is bumped, as Kafka's metadata hash does), its state, and its members' timers (Kafka's replay arms
+        the session timer of every member and the rebalance timer of those revoking)."""
+        group.subscription_metadata = self._subscription_metadata(group.subscribed_topic_names())
+        if group.log_state is not None and group.members and \
+                metadata_hash(group.subscription_metadata) != group.log_state.metadata_hash:
+            group.group_epoch += 1          # a subscribed topic changed meanwhile: a new target is due
+        group.state = group.compute_state()
+        for member in group.members.values():
+            self._schedule_session_timeout(group.group_id, member.member_id, now)
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_rebalance_timeout(group.group_id, member, now)
+
     # ---- ConsumerGroupHeartbeat -------------------------------------------------------
     def heartbeat(self, req: ConsumerGroupHeartbeatRequest) -> dict:
         """A heartbeat the API layer validated (:meth:`ConsumerGroupHeartbeatRequest.error`):
@@ -183,8 +199,14 @@ class ConsumerGroupManager:
             return self._heartbeat(req)
         except HeartbeatError as e:
             return heartbeat_error(e.code, e.message)
+        finally:
+            group = gc.consumer_group(req.group_id)
+            if group is not None:
+                gc.write_consumer_group(group)
 
-    def _group(self, group_id: str, create: bool, now: int) -> ConsumerGroup:
+    def _group(self, group_id: str, create: bool, now: int, missing: str = "Consumer group") -> ConsumerGroup:
+        """``getOrMaybeCreateConsumerGroup`` (``missing``: how its message names an unknown group;
+        the leave path's ``consumerGroup`` says "Group")."""
         gc = self.gc
         consumer = gc.consumer_group(group_id)
         if consumer is not None:
@@ -192,7 +214,7 @@ class ConsumerGroupManager:
         group = gc.group(group_id)
         if group is None or group.state == "Dead":
             if not create:
-                raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+                raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"{missing} {group_id} not found.")
             return gc.add_consumer_group(group_id, now)
         if create and group.state == "Empty":
             # an empty classic group is replaced (Kafka's getOrMaybeCreateConsumerGroup)
@@ -372,7 +394,7 @@ class ConsumerGroupManager:
         """``consumerGroupLeave``: epoch -1 removes the member; -2 (a static member) keeps its
         partitions reserved until its session ends."""
         now = self.gc.clock()
-        group = self._group(req.group_id, False, now)
+        group = self._group(req.group_id, False, now, missing="Group")
         if req.instance_id is None:
             member = group.members.get(req.member_id)
             if member is None:
@@ -432,6 +454,7 @@ class ConsumerGroupManager:
         self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
                      {"member": member_id, "instance_id": member.instance_id, "reason": "session_timeout",
                       "timeout_ms": self.session_timeout_ms})
+        self.gc.write_consumer_group(group)
 
     def _on_rebalance_timeout(self, group_id: str, member_id: str, epoch: int) -> None:
         group = self.gc.consumer_group(group_id)
@@ -443,6 +466,7 @@ class ConsumerGroupManager:
         self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
                      {"member": member_id, "instance_id": member.instance_id, "reason": "rebalance_timeout",
                       "timeout_ms": member.rebalance_timeout_ms})
+        self.gc.write_consumer_group(group)
 
     def _update_state(self, group: ConsumerGroup, now: int) -> None:
         state = group.compute_state()

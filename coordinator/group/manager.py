@@ -34,12 +34,16 @@ from collections import deque
 from functools import partial, wraps
 from typing import Callable, Iterable, Iterator
 
+import structlog
+
 from groupcoord.protocol.errors import ErrorCode
 
+from .. import records as _rec
 from .. import storage as _st
 from ..cluster import partition_for
 from ..config import BrokerConfig
 from ..events import SCHEMA_VERSION, default_emit
+from . import consumer_records
 from .consumer import ConsumerGroup
 from .consumer_manager import ConsumerGroupHeartbeatRequest, ConsumerGroupManager
 from .offsets import OffsetManager
@@ -48,6 +52,8 @@ from .classic import (
     OffsetAndMetadata,
 )
 from ..timer import Timers
+
+_log = structlog.get_logger("groupcoord.group")
 
 #: Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
@@ -281,8 +287,12 @@ class GroupCoordinator:
             for group_id, gm in state.groups.items():
                 self._restore_group(group_id, gm, now)
                 loaded += 1
+            for group_id, values in state.consumer_groups.items():
+                loaded += self._restore_consumer_group(group_id, values, now)
             for (group_id, topic, index), v in state.offsets.items():
                 group = self._groups.get(group_id)
+                if group is None:
+                    group = self._consumer_groups.get(group_id)
                 if group is None:
                     group = self._groups[group_id] = ClassicGroup(group_id, now)
                     loaded += 1
@@ -312,6 +322,21 @@ class GroupCoordinator:
         self._groups[group_id] = group
         for m in gm.members:
             self._schedule_heartbeat(group_id, m.member_id, m.session_timeout_ms, now)
+
+    def _restore_consumer_group(self, group_id: str, values: dict, now: int) -> int:
+        """Rebuild a consumer group from its records (Kafka's replay of them): its members' session
+        timers start now, and those still revoking partitions get their rebalance timer. Returns
+        1, or 0 when the records hold no group (no epoch record: a group deleted part way)."""
+        if (_rec.CONSUMER_GROUP_METADATA, None) not in values:
+            return 0
+        group, written, warnings = consumer_records.restore(group_id, values, now)
+        for warning in warnings:
+            _log.warning("consumer group record not applied", group=group_id, problem=warning)
+        group.log_state = written
+        self._groups.pop(group_id, None)      # live records of both types: a damaged log; this one wins
+        self._consumer_groups[group_id] = group
+        self.consumer.restored(group, now)
+        return 1
 
     def _append(self, group_id: str, records: list) -> None:
         if records:
@@ -383,8 +408,22 @@ class GroupCoordinator:
                                                           "cause": "consumer_group_heartbeat"})
         return group
 
+    def write_consumer_group(self, group: ConsumerGroup) -> None:
+        """Append the records of what changed in the consumer group since its last write."""
+        if not self._persist:
+            group.changed.clear()
+            return
+        if group.log_state is None:
+            group.log_state = consumer_records.Written()
+        self._append(group.group_id, consumer_records.changes(group, group.log_state))
+
+    def _tombstone_consumer_group(self, group: ConsumerGroup) -> None:
+        if self._persist and group.log_state is not None:
+            self._append(group.group_id, consumer_records.deletion(group, group.log_state))
+
     def _replace_consumer_group(self, group: ConsumerGroup, now: int) -> ClassicGroup:
         """An empty consumer group becomes a classic group (a JoinGroup came), with its offsets."""
+        self._tombstone_consumer_group(group)
         del self._consumer_groups[group.group_id]
         self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
         classic = self._create_group(group.group_id, now, "join_group")
@@ -1214,6 +1253,7 @@ class GroupCoordinator:
             records = [(_st.OffsetCommitKey(group.group_id, t, p), None)
                        for t, parts in group.offsets.items() for p in parts]
             self._append(group.group_id, records)
+        self._tombstone_consumer_group(group)
         group.offsets.clear()
         del self._consumer_groups[group.group_id]
         group.state = DEAD

@@ -48,6 +48,15 @@ class FencedMemberEpoch(Exception):
     """The member must give up its partitions and rejoin (FENCED_MEMBER_EPOCH)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member of the classic protocol inside a consumer group brought in its JoinGroup
+    (``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``): its session timeout and its
+    protocols as [(name, ConsumerProtocolSubscription bytes)], in its order of preference."""
+    session_timeout_ms: int
+    protocols: tuple
+
+
 @dataclass(slots=True)
 class ConsumerGroupMember:
     """One member (``ConsumerGroupMember``). ``assigned``: what it owns now, per topic id and
@@ -67,6 +76,10 @@ class ConsumerGroupMember:
     assigned: Assigned = field(default_factory=dict)
     pending_revocation: Assigned = field(default_factory=dict)
     joined_ms: int = 0
+    classic: ClassicMemberMetadata | None = None      # a member of the classic protocol (JoinGroup)
+
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def assigned_partitions(self) -> dict[uuid.UUID, frozenset[int]]:
         return {t: frozenset(ps) for t, ps in self.assigned.items()}
@@ -262,10 +275,12 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if not v9:
+        classic = member.classic is not None
+        if not v9 and not classic:
             return ErrorCode.UNSUPPORTED_VERSION     # OffsetCommit v9+ for members of this protocol
         if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            # a classic member's generation is its member epoch
+            return ErrorCode.ILLEGAL_GENERATION if classic else ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:
@@ -370,6 +385,39 @@ class ConsumerGroup:
         for m in self.members.values():
             names.update(m.subscribed_topic_names)
         return names
+
+    # ---- members of the classic protocol -------------------------------------------------
+    def classic_member_count(self) -> int:
+        return sum(1 for m in self.members.values() if m.classic is not None)
+
+    def supports_classic_protocols(self, protocol_type: str | None, names) -> bool:
+        """``supportsClassicProtocols``: a JoinGroup's protocol type is ``consumer`` and one of its
+        protocol names is one every classic member supports (any, in a group without them)."""
+        if protocol_type != "consumer":
+            return False
+        names = set(names)
+        if not self.members:
+            return bool(names)
+        classic = [m for m in self.members.values() if m.classic is not None]
+        return any(all(any(n == name for n, _ in m.classic.protocols) for m in classic) for name in names)
+
+    def all_classic_except(self, leaving) -> bool:
+        """``allMembersUseClassicProtocolExcept``: every member but ``leaving`` (member ids) uses the
+        classic protocol, and at least one of ``leaving`` does not."""
+        others = [m for m in self.members.values() if m.member_id not in leaving]
+        gone = [self.members[m] for m in leaving if m in self.members]
+        return all(m.classic is not None for m in others) and any(m.classic is None for m in gone)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """``waitingOnUnreleasedPartition``: a partition of its target still owned by another."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, ps in self.target.get(member.member_id, {}).items():
+            mine = member.assigned.get(topic_id, {})
+            for p in ps:
+                if p not in mine and self.partition_epoch(topic_id, p) != -1:
+                    return True
+        return False
 
     def homogeneous(self) -> bool:
         first = None

@@ -262,8 +262,28 @@ class ConsumerGroupManager:
             updated.subscribed_topic_regex = None         # librdkafka sends "" for no regex
         subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
                                 or updated.subscribed_topic_regex != member.subscribed_topic_regex)
-        bump = group.group_epoch == 0 or subscription_changed
+        self._maybe_bump(group, member, updated, replaced, subscription_changed)
+        self._take_place(group, updated, replaced, now)
+        self._schedule_session_timeout(group.group_id, member_id, now)
+        if group.group_epoch > group.assignment_epoch:
+            self._update_target(group, updated)
+        updated = self._reconcile(group, updated, req.topic_partitions, subscription_changed, now)
+        self._update_state(group, now)
 
+        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                           and req.topic_partitions is not None)
+        assignment = None
+        if full or updated.assigned != member.assigned:
+            assignment = _assignment(updated.assigned)
+        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
+                "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_ms,
+                "assignment": assignment}
+
+    def _maybe_bump(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                    replaced: str | None, subscription_changed: bool) -> None:
+        """Bump the group epoch when the group is new, the member's subscription changed, or the
+        subscribed topics' metadata did (``hasMemberSubscriptionChanged``, ``updateSubscriptionMetadata``)."""
+        bump = group.group_epoch == 0 or subscription_changed
         if bump or group.metadata_refresh:
             names = set(updated.subscribed_topic_names)
             for other in group.members.values():
@@ -277,10 +297,13 @@ class ConsumerGroupManager:
         if bump:
             group.group_epoch += 1
 
-        # the member takes its place (a replaced static member's record goes)
+    def _take_place(self, group: ConsumerGroup, updated: ConsumerGroupMember, replaced: str | None, now: int) -> None:
+        """Put the member in the group; a static member it replaces goes, and it inherits that one's
+        target (``replaceMember``)."""
+        member_id = updated.member_id
         if replaced is not None:
             old = group.members[replaced]
-            inherited = group.target.get(replaced, {})          # the new member inherits its target
+            inherited = group.target.get(replaced, {})
             group.remove_member(replaced)
             self._cancel_timers(group.group_id, replaced)
             group.target[member_id] = inherited
@@ -288,41 +311,33 @@ class ConsumerGroupManager:
                 "member": member_id, "old_member": replaced, "instance_id": old.instance_id})
         is_new = member_id not in group.members
         group.update_member(updated)
-        self._schedule_session_timeout(group.group_id, member_id, now)
         if is_new:
             self.gc.event_consumer(group, "consumer.member_joined", now, {
                 "member": member_id, "instance_id": updated.instance_id, "client_id": updated.client_id,
                 "client_host": updated.client_host, "subscribed_topics": list(updated.subscribed_topic_names),
                 "server_assignor": updated.server_assignor})
 
-        if group.group_epoch > group.assignment_epoch:
-            self._update_target(group, updated)
-        target = group.target.get(member_id, {})
-
+    def _reconcile(self, group: ConsumerGroup, updated: ConsumerGroupMember, owned, subscription_changed: bool,
+                   now: int) -> ConsumerGroupMember:
+        """``maybeReconcile``: the member's next step towards its target; a member of this protocol
+        revoking partitions has its rebalance timer."""
+        if updated.reconciled_to(group.assignment_epoch):
+            return updated
         before = updated
-        if not updated.reconciled_to(group.assignment_epoch):
-            subscribed = self._topic_ids(group, updated.subscribed_topic_names)
-            try:
-                updated = reconcile(updated, group.assignment_epoch, target, group.partition_epoch, subscribed,
-                                    req.topic_partitions, enforce_subscription=subscription_changed)
-            except FencedMemberEpoch as e:
-                raise HeartbeatError(_E.FENCED_MEMBER_EPOCH, str(e)) from None
-            if updated is not before:
-                group.update_member(updated)
+        subscribed = self._topic_ids(group, updated.subscribed_topic_names)
+        try:
+            updated = reconcile(updated, group.assignment_epoch, group.target.get(updated.member_id, {}),
+                                group.partition_epoch, subscribed, owned, enforce_subscription=subscription_changed)
+        except FencedMemberEpoch as e:
+            raise HeartbeatError(_E.FENCED_MEMBER_EPOCH, str(e)) from None
+        if updated is not before:
+            group.update_member(updated)
+            if updated.classic is None:
                 if updated.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, updated, now)
                 else:
-                    self.gc.timers.cancel(("cg-rebalance", group.group_id, member_id))
-        self._update_state(group, now)
-
-        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                           and req.topic_partitions is not None)
-        assignment = None
-        if full or updated.assigned != member.assigned:
-            assignment = _assignment(updated.assigned)
-        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
-                "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_ms,
-                "assignment": assignment}
+                    self.gc.timers.cancel(("cg-rebalance", group.group_id, updated.member_id))
+        return updated
 
     def _check_epoch(self, member: ConsumerGroupMember, epoch: int, owned) -> None:
         """``throwIfConsumerGroupMemberEpochIsInvalid``; epoch 0 (a rejoin) is always accepted

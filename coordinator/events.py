@@ -86,14 +86,17 @@ Event types and their own fields
 ``offsets.deleted``      an OffsetDelete request dropped stored offsets (only when > 0).
     ``partitions``.
 
-Consumer groups (KIP-848) share ``group.created`` (``cause`` "consumer_group_heartbeat"),
-``group.deleted`` (``reason`` "converted" when an empty group changes type: the classic one gives way
-to a consumer group of that id, or the other way round, and its offsets go to the new one),
+Consumer groups (KIP-848) share ``group.created`` (``cause`` "consumer_group_heartbeat"; "upgrade"
+when a classic group with members became a consumer group, "downgrade" for the classic group a
+consumer group became), ``group.deleted`` (``reason`` "converted" when a group changes type: the
+classic one gives way to a consumer group of that id, or the other way round, and its offsets and
+members go to the new one),
 ``group.state_change`` (their states "Empty", "Assigning", "Reconciling", "Stable"; ``reason``
 None), and ``offset.committed``; ``generation`` is their group epoch. Their
 members have events of their own:
 
-``consumer.member_joined``   a member joined with ConsumerGroupHeartbeat (epoch 0).
+``consumer.member_joined``   a member joined with ConsumerGroupHeartbeat (epoch 0), or a classic
+    member with JoinGroup.
     ``member``, ``instance_id`` (None), ``client_id``, ``client_host``, ``subscribed_topics``
     (names), ``server_assignor`` (None).
 ``consumer.member_replaced`` a static member rejoined under a new member id and took over the
@@ -102,8 +105,9 @@ members have events of their own:
     ``static`` True: it keeps its partitions until its session ends). ``member``, ``instance_id``,
     ``static``.
 ``consumer.member_fenced``   the coordinator removed a member. ``member``, ``instance_id``,
-    ``reason``: "session_timeout" | "rebalance_timeout" (it did not revoke in time);
-    ``timeout_ms``.
+    ``reason``: "session_timeout" | "rebalance_timeout" (it did not revoke in time) |
+    "join_timeout" | "sync_timeout" (a classic member in a consumer group did not rejoin, or
+    sync, within its rebalance timeout); ``timeout_ms``.
 
 Heartbeats never emit events. The default ``emit`` (:func:`default_emit`) logs each event
 through structlog (logger ``groupcoord.events``) at the level :data:`EVENT_LEVELS` gives its type:

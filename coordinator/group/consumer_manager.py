@@ -23,6 +23,7 @@ from typing import Iterable
 from groupcoord.protocol.errors import ErrorCode
 
 from .assignors import ASSIGNORS, GroupSpec, MemberSpec, PartitionAssignorError
+from .consumer_classic import ApiError, ClassicMembers
 from .consumer_records import metadata_hash
 from .consumer import (
     JOIN_EPOCH,
@@ -143,6 +144,7 @@ class ConsumerGroupManager:
                              f"{', '.join(ASSIGNORS)}")
         self.default_assignor = self.assignors[0]
         self.image = None
+        self.classic = ClassicMembers(self)
 
     # ---- the metadata image -----------------------------------------------------------
     def _topic(self, name: str):
@@ -182,8 +184,9 @@ class ConsumerGroupManager:
             group.group_epoch += 1          # a subscribed topic changed meanwhile: a new target is due
         group.state = group.compute_state()
         for member in group.members.values():
-            self._schedule_session_timeout(group.group_id, member.member_id, now)
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
+            self._schedule_session_timeout(group.group_id, member.member_id, now,
+                                           member.classic.session_timeout_ms if member.classic is not None else None)
+            if member.classic is None and member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_rebalance_timeout(group.group_id, member, now)
 
     # ---- ConsumerGroupHeartbeat -------------------------------------------------------
@@ -219,6 +222,11 @@ class ConsumerGroupManager:
         if create and group.state == "Empty":
             # an empty classic group is replaced (Kafka's getOrMaybeCreateConsumerGroup)
             return gc.add_consumer_group(group_id, now, replaces=group)
+        if create:
+            try:
+                return self.classic.upgrade(group, now)
+            except ApiError as e:
+                raise HeartbeatError(e.code, str(e)) from None
         raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def _heartbeat(self, req: ConsumerGroupHeartbeatRequest) -> dict:
@@ -437,23 +445,37 @@ class ConsumerGroupManager:
                 "member_epoch": req.member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
 
     def _remove(self, group: ConsumerGroup, member: ConsumerGroupMember, now: int, event: str, fields: dict) -> None:
-        """Remove the member and bump the group epoch (``consumerGroupFenceMember``)."""
-        group.remove_member(member.member_id)
-        self._cancel_timers(group.group_id, member.member_id)
+        self._fence(group, [member], now, event, lambda m: fields)
+
+    def _fence(self, group: ConsumerGroup, members: list, now: int, event: str, fields) -> None:
+        """``consumerGroupFenceMembers``: the members go, with one bump of the group epoch; or, when
+        only members of the classic protocol would stay, the group becomes a classic group
+        (``fields(member)``: each one's event)."""
+        if self.classic.maybe_downgrade(group, members, now):
+            for m in members:
+                self.gc.event_consumer(group, event, now, fields(m))
+            return
+        for m in members:
+            group.remove_member(m.member_id)
+            self._cancel_timers(group.group_id, m.member_id)
         names = group.subscribed_topic_names()
         group.subscription_metadata = self._subscription_metadata(names)
         group.group_epoch += 1
         if not group.members:
             group.assignment_epoch = group.group_epoch     # nothing to assign (KAFKA-20442)
-        self.gc.event_consumer(group, event, now, fields)
+        for m in members:
+            self.gc.event_consumer(group, event, now, fields(m))
         self._update_state(group, now)
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.gc.timers.cancel(("cg-session", group_id, member_id))
-        self.gc.timers.cancel(("cg-rebalance", group_id, member_id))
+        timers = self.gc.timers
+        for kind in ("cg-session", "cg-rebalance", "cg-join", "cg-sync"):
+            timers.cancel((kind, group_id, member_id))
 
-    def _schedule_session_timeout(self, group_id: str, member_id: str, now: int) -> None:
-        self.gc.timers.schedule(("cg-session", group_id, member_id), now + self.session_timeout_ms,
+    def _schedule_session_timeout(self, group_id: str, member_id: str, now: int, timeout_ms: int | None = None) -> None:
+        """The member's session timer: group.consumer.session.timeout.ms, or a classic member's own."""
+        timeout = self.session_timeout_ms if timeout_ms is None else timeout_ms
+        self.gc.timers.schedule(("cg-session", group_id, member_id), now + timeout,
                                 partial(self.gc.consumer_timer, self._on_session_timeout, group_id, member_id))
 
     def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember, now: int) -> None:
@@ -466,10 +488,12 @@ class ConsumerGroupManager:
         if group is None or member_id not in group.members:
             return
         member = group.members[member_id]
+        timeout = member.classic.session_timeout_ms if member.classic is not None else self.session_timeout_ms
         self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
                      {"member": member_id, "instance_id": member.instance_id, "reason": "session_timeout",
-                      "timeout_ms": self.session_timeout_ms})
-        self.gc.write_consumer_group(group)
+                      "timeout_ms": timeout})
+        if self.gc.consumer_group(group_id) is group:
+            self.gc.write_consumer_group(group)
 
     def _on_rebalance_timeout(self, group_id: str, member_id: str, epoch: int) -> None:
         group = self.gc.consumer_group(group_id)
@@ -481,7 +505,8 @@ class ConsumerGroupManager:
         self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
                      {"member": member_id, "instance_id": member.instance_id, "reason": "rebalance_timeout",
                       "timeout_ms": member.rebalance_timeout_ms})
-        self.gc.write_consumer_group(group)
+        if self.gc.consumer_group(group_id) is group:
+            self.gc.write_consumer_group(group)
 
     def _update_state(self, group: ConsumerGroup, now: int) -> None:
         state = group.compute_state()
@@ -520,7 +545,7 @@ class ConsumerGroupManager:
                 "subscribed_topic_regex": m.subscribed_topic_regex,
                 "assignment": _assignment(m.assigned, topic_name),
                 "target_assignment": _assignment(group.target.get(m.member_id, {}), topic_name),
-                "member_type": 1})
+                "member_type": 0 if m.classic is not None else 1})
         return {"error_code": 0, "error_message": None, "group_id": group_id, "group_state": group.state,
                 "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
                 "assignor_name": group.preferred_assignor(self.default_assignor), "members": members,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from groupcoord.coordinator import records as _rec
 from groupcoord.coordinator.storage import ConsumerGroupKey
 
-from .consumer import ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError, uuid_order
+from .consumer import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError, uuid_order
 
 _STATE_CODE = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1,
                MemberState.UNRELEASED_PARTITIONS: 2, MemberState.UNKNOWN: 127}
@@ -52,7 +52,7 @@ def metadata_hash(subscription_metadata: dict) -> int:
 
 def _metadata(m: ConsumerGroupMember) -> tuple:
     return (m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-            m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)
+            m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic)
 
 
 def _current(m: ConsumerGroupMember) -> tuple:
@@ -63,7 +63,9 @@ def member_metadata_value(m: ConsumerGroupMember) -> dict:
     return {"instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
             "client_host": m.client_host, "subscribed_topic_names": list(m.subscribed_topic_names),
             "subscribed_topic_regex": m.subscribed_topic_regex, "rebalance_timeout_ms": m.rebalance_timeout_ms,
-            "server_assignor": m.server_assignor, "classic_member_metadata": None}
+            "server_assignor": m.server_assignor, "classic_member_metadata": None if m.classic is None else {
+                "session_timeout_ms": m.classic.session_timeout_ms,
+                "supported_protocols": [{"name": n, "metadata": d} for n, d in m.classic.protocols]}}
 
 
 def _epoched(parts: dict) -> list[dict]:
@@ -170,6 +172,13 @@ def deletion(group: ConsumerGroup, written: Written) -> list[tuple]:
     return out
 
 
+def _classic(value: dict | None) -> ClassicMemberMetadata | None:
+    if value is None:
+        return None
+    return ClassicMemberMetadata(value["session_timeout_ms"],
+                                 tuple((p["name"], p["metadata"]) for p in value["supported_protocols"]))
+
+
 def _targets(entries) -> dict:
     return {e["topic_id"]: frozenset(e["partitions"]) for e in entries if e["partitions"]}
 
@@ -213,7 +222,7 @@ def restore(group_id: str, values: dict, now: int) -> tuple[ConsumerGroup, Writt
             rebalance_timeout_ms=md.get("rebalance_timeout_ms", -1),
             subscribed_topic_names=tuple(sorted(set(md.get("subscribed_topic_names", ())))),
             subscribed_topic_regex=md.get("subscribed_topic_regex"), server_assignor=md.get("server_assignor"),
-            joined_ms=now)
+            joined_ms=now, classic=_classic(md.get("classic_member_metadata")))
         if cur is not None:
             epoch = cur["member_epoch"]
             member.member_epoch = epoch

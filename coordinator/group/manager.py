@@ -45,6 +45,7 @@ from ..config import BrokerConfig
 from ..events import SCHEMA_VERSION, default_emit
 from . import consumer_records
 from .consumer import ConsumerGroup
+from .consumer_classic import ApiError
 from .consumer_manager import ConsumerGroupHeartbeatRequest, ConsumerGroupManager
 from .offsets import OffsetManager
 from .classic import (
@@ -398,15 +399,54 @@ class GroupCoordinator:
         offsets it takes over."""
         group = ConsumerGroup(group_id, now)
         if replaces is not None:
+            self.retire_classic_group(replaces, now)
             group.offsets = replaces.offsets
-            del self._groups[group_id]
-            if self._persist:
-                self._append(group_id, [(_st.GroupMetadataKey(group_id), None)])
-            self._event(replaces, "group.deleted", now, {"reason": "converted", "offsets": 0})
-        self._consumer_groups[group_id] = group
-        self.event_consumer(group, "group.created", now, {"protocol_type": "consumer",
-                                                          "cause": "consumer_group_heartbeat"})
+        self.install_consumer_group(group, now, "consumer_group_heartbeat")
         return group
+
+    def retire_classic_group(self, group: ClassicGroup, now: int) -> None:
+        """A classic group gives way to a consumer group of its id (its offsets go with the caller):
+        its waiting JoinGroups and SyncGroups are answered REBALANCE_IN_PROGRESS, its timers
+        stop, its record is tombstoned."""
+        group_id = group.group_id
+        for member in list(group.members.values()):
+            respond = group.take_join_callback(member)
+            if respond is not None:
+                self._reply(respond, join_error(member.member_id, _E.REBALANCE_IN_PROGRESS))
+            respond = group.take_sync_callback(member)
+            if respond is not None:
+                self._reply(respond, sync_error(_E.REBALANCE_IN_PROGRESS))
+            self._cancel_heartbeat(group_id, member.member_id)
+        for member_id in group.pending_join_members:
+            self._cancel_heartbeat(group_id, member_id)
+        self.timers.cancel(("join", group_id))
+        self.timers.cancel(("sync", group_id))
+        del self._groups[group_id]
+        if self._persist:
+            self._append(group_id, [(_st.GroupMetadataKey(group_id), None)])
+        self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
+
+    def install_consumer_group(self, group: ConsumerGroup, now: int, cause: str) -> None:
+        self._consumer_groups[group.group_id] = group
+        self.event_consumer(group, "group.created", now, {"protocol_type": "consumer", "cause": cause})
+
+    def retire_consumer_group(self, group: ConsumerGroup, now: int) -> None:
+        """A consumer group gives way to a classic group of its id: its records are tombstoned."""
+        self._tombstone_consumer_group(group)
+        del self._consumer_groups[group.group_id]
+        self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
+
+    def install_classic_group(self, group: ClassicGroup, now: int, cause: str) -> None:
+        """A classic group made from a consumer group (a downgrade): Stable with its members, whose
+        session timers start now, its record written."""
+        self._groups[group.group_id] = group
+        self._event(group, "group.created", now, {"protocol_type": group.protocol_type, "cause": cause})
+        self._persist_group(group)
+        for member in group.members.values():
+            self._schedule_heartbeat(group.group_id, member.member_id, member.session_timeout_ms, now)
+
+    def prepare_rebalance(self, group: ClassicGroup, now: int, reason: str) -> None:
+        self._prepare_rebalance(group, now, reason)
 
     def write_consumer_group(self, group: ConsumerGroup) -> None:
         """Append the records of what changed in the consumer group since its last write."""
@@ -423,9 +463,7 @@ class GroupCoordinator:
 
     def _replace_consumer_group(self, group: ConsumerGroup, now: int) -> ClassicGroup:
         """An empty consumer group becomes a classic group (a JoinGroup came), with its offsets."""
-        self._tombstone_consumer_group(group)
-        del self._consumer_groups[group.group_id]
-        self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
+        self.retire_consumer_group(group, now)
         classic = self._create_group(group.group_id, now, "join_group")
         classic.offsets = group.offsets
         return classic
@@ -515,8 +553,7 @@ class GroupCoordinator:
         if group is None and group_id in self._consumer_groups:
             consumer = self._consumer_groups[group_id]
             if consumer.members:
-                # a consumer group with members: classic members inside it are not emulated yet
-                self._reply(respond, join_error(member_id, _E.INCONSISTENT_GROUP_PROTOCOL))
+                self._classic_in_consumer_group(respond, consumer, "join", req, now)
                 return
             group = self._replace_consumer_group(consumer, now)
         if group is None:
@@ -535,6 +572,22 @@ class GroupCoordinator:
             self._join_new_member(group, req, now)
         else:
             self._join_existing_member(group, req, now)
+
+    def _classic_in_consumer_group(self, respond, group: ConsumerGroup, kind: str, req, now: int) -> None:
+        """A JoinGroup or SyncGroup of a classic member to a consumer group (:mod:`.consumer_classic`);
+        the group's records written."""
+        classic = self.consumer.classic
+        try:
+            if kind == "join":
+                response = classic.join(group, req, now)
+            else:
+                response = classic.sync(group, req)
+        except ApiError as e:
+            response = join_error(e.member_id, e.code) if kind == "join" else sync_error(e.code)
+        current = self._consumer_groups.get(group.group_id)
+        if current is not None:
+            self.write_consumer_group(current)
+        self._reply(respond, response)
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         state = group.state
@@ -927,6 +980,9 @@ class GroupCoordinator:
             self._reply(respond, sync_error(_E.COORDINATOR_LOAD_IN_PROGRESS))
             return
         group = self._groups.get(group_id)
+        if group is None and group_id in self._consumer_groups:
+            self._classic_in_consumer_group(respond, self._consumer_groups[group_id], "sync", req, self._clock())
+            return
         if group is None or group.state == EMPTY:
             self._reply(respond, sync_error(_E.UNKNOWN_MEMBER_ID))
             return
@@ -1020,7 +1076,13 @@ class GroupCoordinator:
             return _NONE   # Kafka: a heartbeat to a loading coordinator succeeds
         group = self._groups.get(group_id)
         if group is None:
-            return int(_E.UNKNOWN_MEMBER_ID)
+            consumer = self._consumer_groups.get(group_id)
+            if consumer is None:
+                return int(_E.UNKNOWN_MEMBER_ID)
+            try:
+                return self.consumer.classic.heartbeat(consumer, req)
+            except ApiError as e:
+                return e.code
         state = group.state
         if state == DEAD:
             return int(_E.COORDINATOR_NOT_AVAILABLE)
@@ -1079,6 +1141,12 @@ class GroupCoordinator:
         if self._loading and self._is_loading(group_id):
             return {"throttle_time_ms": 0, "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "members": []}
         group = self._groups.get(group_id)
+        if group is None and group_id in self._consumer_groups:
+            consumer = self._consumer_groups[group_id]
+            response = self.consumer.classic.leave(consumer, idents, self._clock())
+            if self._consumer_groups.get(group_id) is consumer:
+                self.write_consumer_group(consumer)
+            return response
         if group is None:
             return {"throttle_time_ms": 0, "error_code": _NONE, "members": [
                 {"member_id": mid, "group_instance_id": iid, "error_code": int(_E.UNKNOWN_MEMBER_ID)}

@@ -439,14 +439,23 @@ class ConfluentMember(ThreadMember):
 
 
 # ---- kafka-python ---------------------------------------------------------------------------
+#: KafkaJS's round-robin assigner's protocol name: the Python clients can announce it (a round robin
+#: under that name) to share a classic group with KafkaJS members, whose only built-in it is.
+KAFKAJS_PROTOCOL = "RoundRobinAssigner"
+
+
 def kafka_python_assignor(strategy: str):
     from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
     from kafka.coordinator.assignors.range import RangePartitionAssignor
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
+    class KafkaJSRoundRobin(RoundRobinPartitionAssignor):
+        name = KAFKAJS_PROTOCOL
+
     return {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
-            "sticky": StickyPartitionAssignor, "cooperative-sticky": CooperativeStickyAssignor}[strategy]
+            "sticky": StickyPartitionAssignor, "cooperative-sticky": CooperativeStickyAssignor,
+            KAFKAJS_PROTOCOL: KafkaJSRoundRobin}[strategy]
 
 
 def kafka_python_config(bootstrap: str, **overrides) -> dict:
@@ -576,8 +585,11 @@ def aiokafka_assignor(strategy: str):
     from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
+    class KafkaJSRoundRobin(RoundRobinPartitionAssignor):
+        name = KAFKAJS_PROTOCOL
+
     return {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
-            "sticky": StickyPartitionAssignor}[strategy]
+            "sticky": StickyPartitionAssignor, KAFKAJS_PROTOCOL: KafkaJSRoundRobin}[strategy]
 
 
 def aiokafka_config(bootstrap: str, **overrides) -> dict:

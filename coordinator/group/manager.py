@@ -49,6 +49,10 @@ from .classic import (
 )
 from ..timer import Timers
 
+#: Events of a consumer group that tell why its group epoch went up (the reason of the
+#: ``consumer.group_epoch_bumped`` before them).
+_BUMPING_EVENTS = {"consumer.member_joined": "member_joined", "consumer.member_left": "member_left",
+                   "consumer.member_fenced": "member_fenced"}
 #: Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 #: AuthorizedOperations of a group when no authorizer is configured: READ, DELETE, DESCRIBE,
@@ -58,6 +62,14 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 _NONE = 0
 _E = ErrorCode
+
+
+def _subscription(req: ConsumerGroupHeartbeatRequest, member) -> tuple:
+    """(topic names, regex) the member subscribes to once the heartbeat is applied."""
+    names = member.subscribed_topic_names if req.subscribed_topic_names is None \
+        else tuple(sorted(set(req.subscribed_topic_names)))
+    regex = member.subscribed_topic_regex if req.subscribed_topic_regex is None else req.subscribed_topic_regex or None
+    return names, regex
 
 
 def default_member_id_factory(prefix: str) -> str:
@@ -252,6 +264,9 @@ class GroupCoordinator:
         self.cleanup_group_metadata = self.offsets.cleanup_group_metadata
         # consumer groups (KIP-848): a map of their own (a group id names one group of either type)
         self._consumer_groups: dict[str, ConsumerGroup] = {}
+        self._reported_epochs: dict[str, int] = {}     # group id -> the group epoch its events told last
+        # what is changing a consumer group now: ("heartbeat", request, the member before) or ("timer", member id)
+        self._bump_cause: tuple | None = None
         protocols = {p.strip() for p in str(config["group.coordinator.rebalance.protocols"]).split(",")}
         self.consumer_protocol_enabled = "consumer" in protocols
         self.consumer = ConsumerGroupManager(self)
@@ -379,6 +394,7 @@ class GroupCoordinator:
                 self._append(group_id, [(_st.GroupMetadataKey(group_id), None)])
             self._event(replaces, "group.deleted", now, {"reason": "converted", "offsets": 0})
         self._consumer_groups[group_id] = group
+        self._reported_epochs[group_id] = group.group_epoch
         self.event_consumer(group, "group.created", now, {"protocol_type": "consumer",
                                                           "cause": "consumer_group_heartbeat"})
         return group
@@ -386,24 +402,73 @@ class GroupCoordinator:
     def _replace_consumer_group(self, group: ConsumerGroup, now: int) -> ClassicGroup:
         """An empty consumer group becomes a classic group (a JoinGroup came), with its offsets."""
         del self._consumer_groups[group.group_id]
+        self._reported_epochs.pop(group.group_id, None)
         self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
         classic = self._create_group(group.group_id, now, "join_group")
         classic.offsets = group.offsets
         return classic
 
     def event_consumer(self, group: ConsumerGroup, kind: str, now: int, fields: dict) -> None:
-        """An event of a consumer group (``generation``: its group epoch)."""
+        """An event of a consumer group (``generation``: its group epoch), after the
+        ``consumer.group_epoch_bumped`` of a group epoch no event has told yet."""
+        if group.group_epoch != self._reported_epochs.get(group.group_id, 0):
+            self._report_epoch(group, now, kind, fields.get("member"))
         self._event(group, kind, now, fields)
 
+    def _report_epoch(self, group: ConsumerGroup, now: int, kind: str | None, member: str | None) -> None:
+        """``consumer.group_epoch_bumped`` (Kafka's "Bumped group epoch"): why, from the event about
+        to be emitted (``kind``) or from what is changing the group (:attr:`_bump_cause`)."""
+        self._reported_epochs[group.group_id] = group.group_epoch
+        cause = self._bump_cause
+        if kind in _BUMPING_EVENTS:
+            reason = _BUMPING_EVENTS[kind]
+        elif cause is None:
+            reason = "metadata_changed"
+        elif cause[0] == "timer":
+            reason, member = "member_fenced", member or cause[1]
+        else:
+            _, req, before = cause
+            member = member or req.member_id or None
+            if before is None:
+                reason = "member_joined"
+            elif _subscription(req, before) != (before.subscribed_topic_names, before.subscribed_topic_regex):
+                reason = "subscription_changed"
+            else:
+                reason = "metadata_changed"
+        self._event(group, "consumer.group_epoch_bumped", now, {"member": member, "reason": reason})
+
+    def _report_silent_bump(self, group_id: str, member: str | None) -> None:
+        """A group epoch bumped by an operation that emitted no event of the group (a member alone
+        changing its subscription, say)."""
+        group = self._consumer_groups.get(group_id)
+        if group is not None and group.group_epoch != self._reported_epochs.get(group_id, 0):
+            self._report_epoch(group, self._clock(), None, member)
+
     @_entry
-    def consumer_timer(self, fn: Callable, *args) -> None:
-        """A timer of a consumer group fired (responses queued meanwhile go out after it)."""
-        fn(*args)
+    def consumer_timer(self, fn: Callable, group_id: str, member_id: str, *args) -> None:
+        """A timer of a consumer group's member fired (responses queued meanwhile go out after it)."""
+        outer, self._bump_cause = self._bump_cause, ("timer", member_id)
+        try:
+            fn(group_id, member_id, *args)
+            self._report_silent_bump(group_id, member_id)
+        finally:
+            self._bump_cause = outer
 
     @_entry
     def consumer_group_heartbeat(self, respond: Callable[[dict], None], req: ConsumerGroupHeartbeatRequest) -> None:
         """ConsumerGroupHeartbeat of a request the API layer validated."""
-        self._reply(respond, self.consumer.heartbeat(req))
+        group = self._consumer_groups.get(req.group_id)
+        before = None
+        if group is not None:
+            before = group.static_member(req.instance_id) if req.instance_id is not None \
+                else group.members.get(req.member_id)
+        outer, self._bump_cause = self._bump_cause, ("heartbeat", req, before)
+        try:
+            response = self.consumer.heartbeat(req)
+            self._report_silent_bump(req.group_id, response.get("member_id") or req.member_id or None)
+        finally:
+            self._bump_cause = outer
+        self._reply(respond, response)
 
     # ==================================================================== plumbing
     def _reply(self, respond: Callable[[dict], None], response: dict) -> None:
@@ -1218,6 +1283,7 @@ class GroupCoordinator:
         del self._consumer_groups[group.group_id]
         group.state = DEAD
         self.event_consumer(group, "group.deleted", now, {"reason": reason, "offsets": offsets})
+        self._reported_epochs.pop(group.group_id, None)
 
     # ==================================================================== offsets (offsets.py)
     def _offset_tombstones(self, group_id: str, pairs) -> None:

@@ -4,51 +4,18 @@ waiting for it, their epochs, reconciliation states and target assignments as th
 and deleting the group once it is empty."""
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
-from groupcoord.client.connection import BrokerConnection
+from consumer_wire import WireMember, connect, topic_ids
 from groupcoord.coordinator.admin.cluster_api import kafka_uuid
 from groupcoord.coordinator.admin.errors import validate
-from groupcoord.protocol.api_keys import ApiKey
 
-CGH = int(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 GROUP = "kip848"
-
-
-class Member:
-    """A consumer group member speaking ConsumerGroupHeartbeat v1 itself."""
-
-    def __init__(self, conn: BrokerConnection, member_id: str, topics: list[str], ids: dict[str, uuid.UUID]):
-        self.conn, self.member_id, self.topics, self.ids = conn, member_id, topics, ids
-        self.epoch = 0
-        self.owned: dict[uuid.UUID, list[int]] = {}
-
-    async def heartbeat(self, owned: dict[str, list[int]] | None = None, epoch: int | None = None) -> dict:
-        joining = self.epoch == 0 if epoch is None else epoch == 0
-        if owned is not None:
-            self.owned = {self.ids[t]: ps for t, ps in owned.items()}
-        body = {"group_id": GROUP, "member_id": self.member_id, "member_epoch": self.epoch if epoch is None else epoch,
-                "instance_id": None, "rack_id": None, "rebalance_timeout_ms": 30000 if joining else -1,
-                "subscribed_topic_names": self.topics if joining else None, "subscribed_topic_regex": None,
-                "server_assignor": None,
-                "topic_partitions": [] if joining else [{"topic_id": t, "partitions": ps} for t, ps in self.owned.items()]}
-        resp = await self.conn.request(CGH, 1, body)
-        assert resp["error_code"] == 0, resp
-        self.epoch = resp["member_epoch"]
-        if resp["assignment"] is not None:
-            self.owned = {t["topic_id"]: sorted(t["partitions"]) for t in resp["assignment"]["topic_partitions"]}
-        return resp
-
-    def owns(self, topic: str) -> list[int]:
-        return sorted(self.owned.get(self.ids[topic], []))
 
 
 @pytest.fixture
 async def wire(admin_gc):
-    host, port = admin_gc.bootstrap_servers.split(":")
-    conn = await BrokerConnection(host, int(port), client_id="kip848-client").connect()
+    conn = await connect(admin_gc)
     yield conn
     conn.close()
 
@@ -74,8 +41,8 @@ def partitions(member_json: dict, key: str) -> list[tuple]:
 
 
 async def test_consumer_group_epochs_reconciliation_and_targets(admin_gc, admin_http, wire, admin_events):
-    ids = {name: t.topic_id for name, t in admin_gc.service.cluster.topics.items()}
-    a = Member(wire, "member-a", ["orders"], ids)
+    ids = topic_ids(admin_gc)
+    a = WireMember(wire, GROUP, "member-a", ["orders"], ids)
     await a.heartbeat()
     assert a.owns("orders") == [0, 1, 2]
 
@@ -89,7 +56,7 @@ async def test_consumer_group_epochs_reconciliation_and_targets(admin_gc, admin_
     await conforms(admin_http, summary, "GroupSummary")
 
     # b joins: epoch 2; b's target partition is still a's, so b waits for it (unreleased)
-    b = Member(wire, "member-b", ["orders"], ids)
+    b = WireMember(wire, GROUP, "member-b", ["orders"], ids)
     await b.heartbeat()
     assert b.epoch == 2 and b.owns("orders") == []
     status, detail = await admin_http.get(f"/api/groups/{GROUP}")
@@ -155,8 +122,7 @@ async def test_consumer_group_epochs_reconciliation_and_targets(admin_gc, admin_
 async def test_classic_and_consumer_groups_are_listed_together_by_id(admin_gc, admin_http, wire, admin_consumers):
     from admin_helpers import make_consumer, stable
 
-    ids = {name: t.topic_id for name, t in admin_gc.service.cluster.topics.items()}
-    await Member(wire, "m", ["audit"], ids).heartbeat()
+    await WireMember(wire, GROUP, "m", ["audit"], topic_ids(admin_gc)).heartbeat()
     classic = make_consumer(admin_gc, "orders", group="a-classic", opened=admin_consumers)
     await classic.start()
     await stable(admin_gc, [classic], "a-classic")

@@ -454,6 +454,11 @@ class GroupCoordinator:
         finally:
             self._bump_cause = outer
 
+    def expire_consumer_member(self, group_id: str, member_id: str) -> None:
+        """End a consumer group member's session now, exactly as its session timer would
+        (``consumer.member_fenced``, reason "session_timeout")."""
+        self.consumer_timer(self.consumer._on_session_timeout, group_id, member_id)
+
     @_entry
     def consumer_group_heartbeat(self, respond: Callable[[dict], None], req: ConsumerGroupHeartbeatRequest) -> None:
         """ConsumerGroupHeartbeat of a request the API layer validated."""

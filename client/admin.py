@@ -112,6 +112,8 @@ class MemberDescription:
     client_id: str
     host: str
     assignment: tuple[TP, ...]   # decoded from the consumer protocol's assignment bytes
+    member_epoch: int | None = None                     # a consumer group's member (KIP-848) only
+    target_assignment: tuple[TP, ...] | None = None     # a consumer group's member (KIP-848) only
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ class GroupDescription:
     assignor: str               # ProtocolData: the assignor chosen, "" unless Stable
     members: tuple[MemberDescription, ...]
     coordinator: Node
+    group_epoch: int | None = None                  # a consumer group (KIP-848) only
+    target_assignment_epoch: int | None = None      # a consumer group (KIP-848) only
 
 
 @dataclass(frozen=True)
@@ -530,12 +534,14 @@ class AdminClient:
             return None
         if code != _E.NONE:
             raise KafkaError(code, g.get("error_message") or None)
+        def partitions(assignment: dict) -> tuple[TP, ...]:
+            return tuple(TP(t["topic_name"], p) for t in assignment["topic_partitions"] for p in t["partitions"])
         members = tuple(
             MemberDescription(m["member_id"], m.get("instance_id"), m["client_id"], m["client_host"],
-                              tuple(TP(t["topic_name"], p) for t in m["assignment"]["topic_partitions"]
-                                    for p in t["partitions"]))
+                              partitions(m["assignment"]), m["member_epoch"], partitions(m["target_assignment"]))
             for m in g["members"])
-        return GroupDescription(group_id, g["group_state"], CONSUMER_PROTOCOL, g["assignor_name"], members, node)
+        return GroupDescription(group_id, g["group_state"], CONSUMER_PROTOCOL, g["assignor_name"], members, node,
+                                g["group_epoch"], g["assignment_epoch"])
 
     async def committed_offsets(self, group_id: str) -> dict[TP, Committed]:
         """Every offset the group has committed (OffsetFetch with every topic)."""

@@ -416,8 +416,9 @@ def _print_members(d: GroupDescription, verbose: bool) -> None:
     w_client = max([15] + [len(m.client_id) for m in members])
     with_instance = any(m.group_instance_id for m in members)
     assignments = [assignment_string(m.assignment) or MISSING for m in members]
+    targets = [assignment_string(m.target_assignment or ()) or MISSING for m in members]
     w_current = max([20] + [len(a) for a in assignments])
-    w_target = 20
+    w_target = max([20] + [len(t) for t in targets])
 
     def line(group, member_id, instance, host, client, count, epoch="", current="", target_epoch="", target=""):
         cols = [(group, w_group), (member_id, w_id)]
@@ -431,10 +432,10 @@ def _print_members(d: GroupDescription, verbose: bool) -> None:
     print()
     print(line("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
                "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"))
-    for m, current in zip(members, assignments):
-        # classic groups have no member epochs and no target assignment
+    for m, current, target in zip(members, assignments, targets):
+        # a classic group's members have no epochs and no target assignment
         print(line(d.group_id, m.member_id, m.group_instance_id or "", m.host, m.client_id, len(m.assignment),
-                   MISSING, current, MISSING, MISSING))
+                   _show(m.member_epoch), current, _show(d.target_assignment_epoch), target))
 
 
 def _print_state(d: GroupDescription, verbose: bool) -> None:
@@ -445,7 +446,8 @@ def _print_state(d: GroupDescription, verbose: bool) -> None:
     if verbose:
         cols = [("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
                  "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"),
-                (d.group_id, coordinator, strategy, d.state, MISSING, MISSING, len(d.members))]
+                (d.group_id, coordinator, strategy, d.state, _show(d.group_epoch), _show(d.target_assignment_epoch),
+                 len(d.members))]
         widths = (w_group, w_coord, 20, 20, 15, 25, None)
     else:
         cols = [("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),

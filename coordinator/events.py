@@ -108,6 +108,13 @@ members have events of their own:
     ``reason``: "session_timeout" | "rebalance_timeout" (it did not revoke in time) |
     "join_timeout" | "sync_timeout" (a classic member in a consumer group did not rejoin, or
     sync, within its rebalance timeout); ``timeout_ms``.
+``consumer.group_epoch_bumped`` the group epoch went up (Kafka's "Bumped group epoch"): a new
+    target assignment follows. Emitted right before the event of the change that bumped it
+    (``consumer.member_joined``, ``consumer.member_left``, ``consumer.member_fenced``), else
+    before the group's next event or at the end of the heartbeat. ``member`` (whose heartbeat,
+    leave or fencing bumped it; None when no member did), ``reason``: "member_joined" |
+    "subscription_changed" | "metadata_changed" (a subscribed topic was created, deleted or grew) |
+    "member_left" | "member_fenced".
 
 Heartbeats never emit events. The default ``emit`` (:func:`default_emit`) logs each event
 through structlog (logger ``groupcoord.events``) at the level :data:`EVENT_LEVELS` gives its type:
@@ -154,6 +161,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "consumer.member_replaced": ("member", "old_member", "instance_id"),
     "consumer.member_left": ("member", "instance_id", "static"),
     "consumer.member_fenced": ("member", "instance_id", "reason", "timeout_ms"),
+    "consumer.group_epoch_bumped": ("member", "reason"),
 }
 
 #: Event type -> the level :func:`default_emit` logs it at (a type not listed: info).
@@ -331,6 +339,11 @@ class ConsumerMemberFenced(BaseEvent):
     timeout_ms: int
 
 
+class ConsumerGroupEpochBumped(BaseEvent):
+    member: str | None
+    reason: Literal["member_joined", "subscription_changed", "metadata_changed", "member_left", "member_fenced"]
+
+
 #: Event type -> its TypedDict.
 EVENT_TYPES: dict[str, type] = {
     "group.created": GroupCreated,
@@ -354,6 +367,7 @@ EVENT_TYPES: dict[str, type] = {
     "consumer.member_replaced": ConsumerMemberReplaced,
     "consumer.member_left": ConsumerMemberLeft,
     "consumer.member_fenced": ConsumerMemberFenced,
+    "consumer.group_epoch_bumped": ConsumerGroupEpochBumped,
 }
 
 _log = None

@@ -5,11 +5,13 @@ A :class:`FaultEngine` (``service.faults``) holds two kinds of faults, each with
 *Request faults* act on requests as they arrive, before their handler::
 
     {"api": "Heartbeat", "group": "G", "node": 1, "client_id": "c1",   # what matches (all optional)
+     "member": "M",
      "count": 3, "skip": 0,                                          # the next 3 matches (null: all)
      "error": "REBALANCE_IN_PROGRESS", "latency_ms": 200, "drop": false}
 
-``api`` is a Kafka API name ("JoinGroup", "JOIN_GROUP") or key; ``error`` a Kafka error name or
-code. The request is answered with an error response built like Kafka's
+``api`` is a Kafka API name ("JoinGroup", "JOIN_GROUP", "ConsumerGroupHeartbeat") or key; ``error``
+a Kafka error name or code; ``member`` the request's MemberId (APIs whose request has one at the
+top: JoinGroup, SyncGroup, Heartbeat, LeaveGroup v0-2, OffsetCommit, ConsumerGroupHeartbeat). The request is answered with an error response built like Kafka's
 ``AbstractRequest.getErrorResponse`` (:func:`error_response`: per partition, per group or
 top level, wherever the response has them); with ``latency_ms`` it is held first (and the
 connection behind it, as a slow broker would); with ``drop`` the connection is closed instead
@@ -23,10 +25,20 @@ answers the others. Faults act before the handler, so on any node (filter with `
      "do": {"action": "expire_member", "member": "M"}, "times": 1}
 
 ``when`` lists event fields that must all be equal; ``times`` is how often it fires (default
-1, null: every time). Actions: ``expire_member`` / ``remove_member`` (by ``member``,
-``instance_id`` or ``client_id``; default: the event's member; ``group`` defaults to the
-event's group), ``inject`` (``fault``: a request fault to add), ``node_down``, ``node_up``,
-``move_coordinator`` (``group`` or ``partition``, ``node``), ``drop_connections``. An action runs
+1, null: every time). Actions: ``expire_member`` / ``remove_member`` / ``fence_member`` (by
+``member``, ``instance_id`` or ``client_id``; default: the event's member; ``group`` defaults to
+the event's group), ``inject`` (``fault``: a request fault to add), ``node_down``, ``node_up``,
+``move_coordinator`` (``group`` or ``partition``, ``node``), ``drop_connections``.
+
+Consumer groups (KIP-848): ``expire_member`` ends a member's session (``consumer.member_fenced``,
+reason "session_timeout"); ``remove_member`` is for classic groups; ``fence_member`` answers the
+member's next ConsumerGroupHeartbeat FENCED_MEMBER_EPOCH (an injected one-shot request fault), as
+Kafka answers a member whose epoch it no longer accepts: the member gives its partitions up and
+joins again with epoch 0, the coordinator's view of it unchanged. On ``consumer.group_epoch_bumped``
+it fences a member when the group epoch changes::
+
+    {"when": {"event": "consumer.group_epoch_bumped", "group": "G"},
+     "do": {"action": "fence_member", "client_id": "c2"}, "times": null} An action runs
 right after the coordinator operation that emitted the event, before anything else is handled;
 ``node_down`` and ``drop_connections`` (and ``node_up``, which has to wait for a listener) run on
 the driver's next turn instead (its event loop: the engine asks its driver, it does not use asyncio),
@@ -59,6 +71,7 @@ from groupcoord.protocol.messages import APIS
 
 from .context import RequestContext, Verdict
 from .events import BASE_FIELDS, EVENT_FIELDS
+from .group.consumer import ConsumerGroup
 from .group.manager import join_error, sync_error
 from .handlers import HANDLERS
 
@@ -69,14 +82,17 @@ LOG_SIZE = 1000
 _API_BY_NAME = {re.sub(r"[^a-z0-9]", "", a.name.lower()): key for key, a in APIS.items()}
 #: APIs whose requests carry group ids
 GROUP_APIS = frozenset(key for key, handler in HANDLERS.items() if hasattr(handler, "groups"))
-_REQUEST_KEYS = {"id", "api", "group", "node", "client_id", "count", "skip", "error", "latency_ms", "drop"}
+_REQUEST_KEYS = {"id", "api", "group", "node", "client_id", "member", "count", "skip", "error", "latency_ms", "drop"}
+#: APIs whose requests name a member at the top (MemberId)
+MEMBER_APIS = frozenset(key for key, api in APIS.items() if any(f.key == "member_id" for f in api.request.fields))
 _SCHEDULE_KEYS = {"id", "when", "do", "times"}
 _EVENT_KEYS = set(BASE_FIELDS).union(*EVENT_FIELDS.values())
-_MEMBER_ACTIONS = ("expire_member", "remove_member")
+_MEMBER_ACTIONS = ("expire_member", "remove_member", "fence_member")
 _CONNECTION_ACTIONS = ("node_down", "drop_connections")
 _ACTIONS = {
     "expire_member": {"group", "member", "instance_id", "client_id"},
     "remove_member": {"group", "member", "instance_id", "client_id"},
+    "fence_member": {"group", "member", "instance_id", "client_id"},
     "inject": {"fault"},
     "node_down": {"node"},
     "node_up": {"node", "preferred_election"},
@@ -201,6 +217,7 @@ class RequestFault:
     group: str | None
     node: int | None
     client_id: str | None
+    member: str | None
     count: int | None           # as asked; None: every match
     skip: int
     error: ErrorCode | None
@@ -215,7 +232,7 @@ class RequestFault:
     def to_json(self) -> dict:
         return {"id": self.id, "kind": "request", "api": APIS[self.api].name if self.api is not None else None,
                 "api_key": self.api, "group": self.group, "node": self.node, "client_id": self.client_id,
-                "count": self.count, "remaining": self.remaining, "skip": self.skip,
+                "member": self.member, "count": self.count, "remaining": self.remaining, "skip": self.skip,
                 "error": self.error.name if self.error is not None else None,
                 "error_code": int(self.error) if self.error is not None else None,
                 "latency_ms": self.latency_ms, "drop": self.drop, "fired": self.fired, "active": self.active,
@@ -333,6 +350,10 @@ class FaultEngine:
         group = _str(spec, "group")
         if group is not None and api is not None and api not in GROUP_APIS:
             raise FaultError(f"{APIS[api].name} requests carry no group id: drop 'group' or choose a group API")
+        member = _str(spec, "member")
+        if member is not None and api is not None and api not in MEMBER_APIS:
+            raise FaultError(f"{APIS[api].name} requests carry no member id: drop 'member' or choose an API "
+                             f"whose requests do ({', '.join(sorted(APIS[k].name for k in MEMBER_APIS))})")
         node = _int(spec, "node")
         if node is not None and node not in self.service.cluster.nodes:
             raise FaultError(f"no node {node}", "not_found")
@@ -346,7 +367,7 @@ class FaultEngine:
         if error is not None and drop:
             raise FaultError("a request fault either answers with an error or drops the connection, not both")
         count = _int(spec, "count", minimum=1)
-        return RequestFault(fault_id or self._new_id(spec), api, group, node, _str(spec, "client_id"), count,
+        return RequestFault(fault_id or self._new_id(spec), api, group, node, _str(spec, "client_id"), member, count,
                             _int(spec, "skip", default=0, nullable=False), error, latency, drop, source,
                             remaining=count)
 
@@ -454,6 +475,8 @@ class FaultEngine:
             if rule.node is not None and rule.node != ctx.node_id:
                 continue
             if rule.client_id is not None and rule.client_id != ctx.client_id:
+                continue
+            if rule.member is not None and body.get("member_id") != rule.member:
                 continue
             if rule.group is not None:
                 if groups is None:
@@ -570,6 +593,8 @@ class FaultEngine:
                 selector = {"member": event.get("member")}
             if action == "expire_member":
                 return self.expire_member(group_id, **selector)
+            if action == "fence_member":
+                return self.fence_member(group_id, **selector, source=source)
             return self.remove_member(group_id, **selector)
         if action == "inject":
             return self.add_injected(do["fault"], source)
@@ -593,13 +618,17 @@ class FaultEngine:
 
     # ---- members ------------------------------------------------------------------
     def _find_member(self, group_id, member=None, instance_id=None, client_id=None):
+        """(group, member) of a classic or consumer group."""
         gc = self.service.group_coordinator
         group = gc.group(group_id) if group_id else None
+        if group is None and group_id:
+            group = gc.consumer_group(group_id)
         if group is None:
             raise FaultError(f"no group {group_id!r}", "not_found")
+        consumer = isinstance(group, ConsumerGroup)
         for m in group.members.values():
             if ((member is not None and m.member_id == member)
-                    or (instance_id is not None and m.group_instance_id == instance_id)
+                    or (instance_id is not None and (m.instance_id if consumer else m.group_instance_id) == instance_id)
                     or (client_id is not None and m.client_id == client_id)):
                 return group, m
         who = member or instance_id or client_id
@@ -608,9 +637,14 @@ class FaultEngine:
     def expire_member(self, group_id: str, member=None, instance_id=None, client_id=None) -> str:
         """End a member's session now, as if its session timeout had passed without a heartbeat
         (``member.expired``, reason "session_timeout"), whatever it is waiting for: a parked
-        JoinGroup or SyncGroup is answered UNKNOWN_MEMBER_ID. Returns the member id."""
+        JoinGroup or SyncGroup is answered UNKNOWN_MEMBER_ID. A consumer group's member is fenced
+        (``consumer.member_fenced``, reason "session_timeout"). Returns the member id."""
         group, m = self._find_member(group_id, member, instance_id, client_id)
         gc = self.service.group_coordinator
+        if isinstance(group, ConsumerGroup):
+            gc.expire_consumer_member(group.group_id, m.member_id)
+            self._changed()
+            return m.member_id
         respond = group.take_sync_callback(m)
         if respond is not None:
             respond(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
@@ -626,11 +660,25 @@ class FaultEngine:
     def remove_member(self, group_id: str, member=None, instance_id=None, client_id=None) -> str:
         """Remove a member as an admin LeaveGroup does (``member.left``, initiator "admin")."""
         group, m = self._find_member(group_id, member, instance_id, client_id)
+        if isinstance(group, ConsumerGroup):
+            raise FaultError(f"group {group.group_id!r} is a consumer group: remove_member is for classic groups "
+                             "(expire_member or fence_member for its members)", "conflict")
         code = self.service.group_coordinator.remove_member(group.group_id, m.member_id, reason="fault")
         if code:
             raise FaultError(f"removing {m.member_id} failed with {ErrorCode.lookup(code)!r}", "conflict")
         self._changed()
         return m.member_id
+
+    def fence_member(self, group_id: str, member=None, instance_id=None, client_id=None,
+                     source: str = "api") -> dict:
+        """Answer a consumer group member's next ConsumerGroupHeartbeat FENCED_MEMBER_EPOCH (a
+        one-shot request fault, added now); the request fault."""
+        group, m = self._find_member(group_id, member, instance_id, client_id)
+        if not isinstance(group, ConsumerGroup):
+            raise FaultError(f"group {group.group_id!r} is a classic group: fence_member is for consumer groups",
+                             "conflict")
+        return self.add_injected({"api": "ConsumerGroupHeartbeat", "group": group.group_id, "member": m.member_id,
+                                  "error": "FENCED_MEMBER_EPOCH", "count": 1}, source)
 
     def _changed(self) -> None:
         if self._driver_running():
@@ -716,7 +764,8 @@ class FaultEngine:
             raise FaultError(f"node {node} is down", "conflict")
         old = cluster.set_leader(None, partition, node)
         self._unload({partition} if old != node else set())
-        groups = sorted(g.group_id for g in self.service.group_coordinator.groups()
+        gc = self.service.group_coordinator
+        groups = sorted(g.group_id for g in [*gc.groups(), *gc.consumer_groups()]
                         if cluster.coordinator_partition(g.group_id) == partition)
         log.warning("coordinator_moved", partition=partition, old=old, new=node, groups=len(groups))
         return {"partition": partition, "from": old, "to": node, "groups": groups}

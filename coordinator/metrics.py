@@ -10,6 +10,13 @@ one: several services may live in one process). It is fed by
 - gauges computed at scrape time from the live state (groups by state, members, offsets,
   connections, nodes up).
 
+Consumer groups of the new protocol (KIP-848) have Kafka 4's metrics of GroupCoordinatorMetrics:
+``group_count{protocol}`` counts both kinds, ``consumer_group_count{state}`` and
+``consumer_group_rebalance_total`` are theirs; their members, epochs and offsets also count in the
+per-group and total gauges below (``group_generation`` is their group epoch), and their members'
+events in the member counters. ``num_groups`` and ``num_groups_by_state`` stay Kafka's
+GroupMetadataManager gauges of classic groups.
+
 The hot path is plain dict and list arithmetic on the event loop; prometheus_client only sees
 the numbers when ``/metrics`` is scraped (a custom collector). A scrape copies the numbers on the
 event loop (:meth:`Metrics.snapshot`: plain tuples, a few microseconds per group) and leaves
@@ -26,7 +33,17 @@ Kafka                                                        groupcoord
 GroupMetadataManager NumGroups                               ``num_groups``
 GroupMetadataManager NumGroups{PreparingRebalance,           ``num_groups_by_state{state}`` (every state,
 CompletingRebalance,Stable,Dead,Empty}                       0 included)
-GroupMetadataManager NumOffsets                              ``num_offsets``
+GroupMetadataManager NumOffsets                              ``num_offsets`` (offsets of every group)
+group-coordinator-metrics group-count{protocol}              ``group_count{protocol}`` (classic, consumer)
+group-coordinator-metrics classic-group-count{state}         ``classic_group_count{state}`` (every state)
+group-coordinator-metrics consumer-group-count{state}        ``consumer_group_count{state}`` (Empty,
+                                                             Assigning, Reconciling, Stable, Dead)
+group-coordinator-metrics consumer-group-rebalance-count,    ``consumer_group_rebalance_total{reason}``
+consumer-group-rebalance-rate                                (one per ``consumer.group_epoch_bumped``;
+                                                             Kafka counts the heartbeat's bumps: the
+                                                             reasons member_joined, subscription_changed
+                                                             and metadata_changed, not member_left and
+                                                             member_fenced)
 group-coordinator-metrics group-completed-rebalance-count    ``group_completed_rebalance_total{outcome}``
                                                              (one per ``rebalance.completed`` event)
 group-coordinator-metrics group-rebalance-count              ``group_rebalance_total{reason}`` (one per
@@ -53,10 +70,12 @@ socket-server-metrics connection-creation-total              ``connection_creati
 groupcoord's own: ``group_members{group}``, ``group_generation{group}``, ``members`` (all
 groups), ``node_up{node}``, ``events_total{event}`` (every bus event by type),
 ``group_state_transitions_total{from,to}``, ``groups_created_total{cause}``,
-``groups_deleted_total{reason}``, ``members_joined_total``, ``members_left_total{initiator}``,
-``members_removed_total{reason}`` (``member.removed`` and ``member.expired`` reasons),
-``members_replaced_total``, ``connections_closed_malformed_total``, and the ``process_*``
-metrics of prometheus_client.
+``groups_deleted_total{reason}``, ``members_joined_total`` (``member.joined`` and
+``consumer.member_joined``), ``members_left_total{initiator}`` (``consumer.member_left``:
+initiator "member"), ``members_removed_total{reason}`` (``member.removed`` and ``member.expired``
+reasons, ``consumer.member_fenced``'s session_timeout and rebalance_timeout),
+``members_replaced_total`` (both protocols), ``connections_closed_malformed_total``, and the
+``process_*`` metrics of prometheus_client.
 """
 from __future__ import annotations
 
@@ -72,6 +91,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import generate_latest
 
 from .group.classic import GroupState
+from .group.consumer import ASSIGNING, DEAD, EMPTY, RECONCILING, STABLE
+
+#: ConsumerGroupState, every one reported (Kafka's consumer-group-count tags)
+CONSUMER_GROUP_STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
 
 PREFIX = "groupcoord_"
 _JOIN_GROUP, _HEARTBEAT, _SYNC_GROUP = int(ApiKey.JOIN_GROUP), int(ApiKey.HEARTBEAT), int(ApiKey.SYNC_GROUP)
@@ -169,6 +192,7 @@ class Metrics:
         self.members_left: dict[str, int] = {}
         self.members_removed: dict[str, int] = {}
         self.members_replaced = 0
+        self.consumer_rebalances: dict[str, int] = {}
         self.offsets_committed = 0
         self.offsets_expired = 0
         self.offsets_deleted = 0
@@ -189,6 +213,11 @@ class Metrics:
             "offset.committed": self._offset_committed,
             "offsets.expired": self._offsets_expired,
             "offsets.deleted": self._offsets_deleted,
+            "consumer.group_epoch_bumped": self._consumer_rebalance,
+            "consumer.member_joined": self._member_joined,
+            "consumer.member_left": self._member_left,
+            "consumer.member_fenced": self._member_removed,
+            "consumer.member_replaced": self._member_replaced,
         }
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -211,9 +240,13 @@ class Metrics:
         """The numbers as of now, read on the event loop (plain copies, no metric objects);
         prometheus_client's encoders can then run anywhere."""
         nodes = self.service.cluster.nodes
+        gc = self.service.group_coordinator
         groups = [(g.group_id, g.state, len(g.members), g.generation_id,
                    sum(map(len, g.offsets.values())) if g.offsets else 0)
-                  for g in self.service.group_coordinator.groups()]
+                  for g in gc.groups()]
+        consumer_groups = [(g.group_id, g.state, len(g.members), g.group_epoch,
+                            sum(map(len, g.offsets.values())) if g.offsets else 0)
+                           for g in gc.consumer_groups()]
         apis = {key: (a.name, list(a.versions), list(a.buckets), a.seconds, dict(a.errors))
                 for key, a in self.apis.items()}
         connections = None
@@ -223,7 +256,7 @@ class Metrics:
                 connections[conn.node_id] = connections.get(conn.node_id, 0) + 1
             connections = (connections, dict(self.server.stats))
         raw = {
-            "groups": groups, "apis": apis, "connections": connections,
+            "groups": groups, "consumer_groups": consumer_groups, "apis": apis, "connections": connections,
             "nodes_up": {n: nodes[n].up for n in sorted(nodes)},
             "events": dict(self.events), "rebalances_started": dict(self.rebalances_started),
             "rebalances_completed": dict(self.rebalances_completed),
@@ -232,6 +265,7 @@ class Metrics:
             "groups_created": dict(self.groups_created), "groups_deleted": dict(self.groups_deleted),
             "members_joined": self.members_joined, "members_left": dict(self.members_left),
             "members_removed": dict(self.members_removed), "members_replaced": self.members_replaced,
+            "consumer_rebalances": dict(self.consumer_rebalances),
             "offsets_committed": self.offsets_committed, "offsets_expired": self.offsets_expired,
             "offsets_deleted": self.offsets_deleted,
             "extra": [family for fn in self.extra for family in fn()],
@@ -311,6 +345,9 @@ class Metrics:
     def _member_replaced(self, e: dict) -> None:
         self.members_replaced += 1
 
+    def _consumer_rebalance(self, e: dict) -> None:
+        self._inc(self.consumer_rebalances, e.get("reason") or "unknown")
+
     def _offset_committed(self, e: dict) -> None:
         self.offsets_committed += e.get("partitions") or 0
 
@@ -340,7 +377,8 @@ class Snapshot:
     def _groups(self) -> Iterator:
         by_state = dict.fromkeys(GroupState.ALL, 0)
         members_g = GaugeMetricFamily(PREFIX + "group_members", "Members of each group.", labels=["group"])
-        generation_g = GaugeMetricFamily(PREFIX + "group_generation", "Generation id of each group.",
+        generation_g = GaugeMetricFamily(PREFIX + "group_generation", "Generation id of each classic group, "
+                                         "group epoch of each consumer group.",
                                          labels=["group"])
         members = offsets = 0
         groups = self.raw["groups"]
@@ -350,17 +388,41 @@ class Snapshot:
             offsets += n_offsets
             members_g.add_metric([group_id], n)
             generation_g.add_metric([group_id], generation)
-        yield GaugeMetricFamily(PREFIX + "num_groups", "Groups (Kafka: GroupMetadataManager NumGroups).",
+        consumer_by_state = dict.fromkeys(CONSUMER_GROUP_STATES, 0)
+        consumer_groups = self.raw["consumer_groups"]
+        for group_id, state, n, epoch, n_offsets in consumer_groups:
+            consumer_by_state[state] = consumer_by_state.get(state, 0) + 1
+            members += n
+            offsets += n_offsets
+            members_g.add_metric([group_id], n)
+            generation_g.add_metric([group_id], epoch)
+        yield GaugeMetricFamily(PREFIX + "num_groups", "Classic groups (Kafka: GroupMetadataManager NumGroups).",
                                 value=len(groups))
         state_g = GaugeMetricFamily(PREFIX + "num_groups_by_state",
-                                    "Groups in each state (Kafka: NumGroups<State>).", labels=["state"])
+                                    "Classic groups in each state (Kafka: NumGroups<State>).", labels=["state"])
         for state, n in by_state.items():
             state_g.add_metric([state], n)
         yield state_g
+        count_g = GaugeMetricFamily(PREFIX + "group_count", "Groups of each rebalance protocol "
+                                    "(Kafka: group-count).", labels=["protocol"])
+        count_g.add_metric(["classic"], len(groups))
+        count_g.add_metric(["consumer"], len(consumer_groups))
+        yield count_g
+        classic_g = GaugeMetricFamily(PREFIX + "classic_group_count", "Classic groups in each state "
+                                      "(Kafka: classic-group-count).", labels=["state"])
+        for state, n in by_state.items():
+            classic_g.add_metric([state], n)
+        yield classic_g
+        consumer_g = GaugeMetricFamily(PREFIX + "consumer_group_count", "Consumer groups in each state "
+                                       "(Kafka: consumer-group-count).", labels=["state"])
+        for state, n in consumer_by_state.items():
+            consumer_g.add_metric([state], n)
+        yield consumer_g
         yield GaugeMetricFamily(PREFIX + "members", "Members of all groups.", value=members)
         yield members_g
         yield generation_g
-        yield GaugeMetricFamily(PREFIX + "num_offsets", "Committed offsets (Kafka: NumOffsets).", value=offsets)
+        yield GaugeMetricFamily(PREFIX + "num_offsets", "Committed offsets of every group (Kafka: NumOffsets).",
+                                value=offsets)
 
     def _requests(self) -> Iterator:
         requests = CounterMetricFamily(PREFIX + "requests", "Requests by API and version "
@@ -422,6 +484,8 @@ class Snapshot:
             latency.add_metric([outcome], _cumulative(raw["rebalance_buckets"][outcome], REBALANCE_BUCKETS),
                                raw["rebalance_seconds"][outcome])
         yield latency
+        yield counter("consumer_group_rebalance", "Group epochs of consumer groups, by why they were bumped "
+                      "(Kafka: consumer-group-rebalance-count).", ["reason"], raw["consumer_rebalances"])
         yield counter("group_state_transitions", "Group state transitions.", ["from", "to"], raw["transitions"])
         yield counter("groups_created", "Groups created, by cause.", ["cause"], raw["groups_created"])
         yield counter("groups_deleted", "Groups deleted, by reason.", ["reason"], raw["groups_deleted"])

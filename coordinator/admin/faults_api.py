@@ -199,10 +199,14 @@ SCHEMAS = {
         "properties": {
             "id": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"},
             "api": {**_NAME_OR_CODE, "nullable": True,
-                    "description": "Kafka API name (JoinGroup, JOIN_GROUP) or key; null: every API"},
+                    "description": "Kafka API name (JoinGroup, JOIN_GROUP, ConsumerGroupHeartbeat) or key; "
+                                   "null: every API"},
             "group": {"type": "string", "nullable": True},
             "node": {"type": "integer", "minimum": 0, "nullable": True},
             "client_id": {"type": "string", "nullable": True},
+            "member": {"type": "string", "nullable": True,
+                       "description": "the request's MemberId (JoinGroup, SyncGroup, Heartbeat, LeaveGroup v0-2, "
+                                      "OffsetCommit, ConsumerGroupHeartbeat)"},
             "count": {"type": "integer", "minimum": 1, "nullable": True},
             "skip": {"type": "integer", "minimum": 0, "description": "matches to let through first"},
             "error": {**_NAME_OR_CODE, "nullable": True,
@@ -220,6 +224,8 @@ SCHEMAS = {
         "properties": {
             "id": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,64}$"},
             "when": {"type": "object", "minProperties": 1, "additionalProperties": True,
+                     "description": "event fields, e.g. {\"event\": \"consumer.group_epoch_bumped\", "
+                                    "\"group\": \"G\"}: when a consumer group's epoch changes",
                      "example": {"event": "group.state_change", "group": "G", "state_to": "CompletingRebalance"}},
             "do": {"$ref": _REF + "FaultAction"},
             "times": {"type": "integer", "minimum": 1, "nullable": True},
@@ -228,13 +234,15 @@ SCHEMAS = {
     "FaultAction": {
         "type": "object",
         "required": ["action"],
-        "description": "expire_member / remove_member {group?, member? | instance_id? | client_id?} "
-                       "(defaults: the event's group and member); inject {fault: RequestFaultSpec}; "
+        "description": "expire_member / remove_member / fence_member {group?, member? | instance_id? | "
+                       "client_id?} (defaults: the event's group and member; remove_member: classic groups; "
+                       "fence_member: consumer groups, FENCED_MEMBER_EPOCH at the member's next "
+                       "ConsumerGroupHeartbeat); inject {fault: RequestFaultSpec}; "
                        "node_down {node}; node_up {node, preferred_election?}; "
                        "move_coordinator {group? | partition?, node?}; drop_connections {node?, client_id?}",
         "properties": {
-            "action": {"type": "string", "enum": ["expire_member", "remove_member", "inject", "node_down",
-                                                  "node_up", "move_coordinator", "drop_connections"]},
+            "action": {"type": "string", "enum": ["expire_member", "remove_member", "fence_member", "inject",
+                                                  "node_down", "node_up", "move_coordinator", "drop_connections"]},
             "group": {"type": "string"}, "member": {"type": "string"}, "instance_id": {"type": "string"},
             "client_id": {"type": "string"}, "node": {"type": "integer"}, "partition": {"type": "integer"},
             "preferred_election": {"type": "boolean"}, "fault": {"$ref": _REF + "RequestFaultSpec"},
@@ -251,7 +259,7 @@ SCHEMAS = {
             "kind": {"type": "string", "enum": ["request", "scheduled"]},
             "api": {"type": "string", "nullable": True}, "api_key": {"type": "integer", "nullable": True},
             "group": {"type": "string", "nullable": True}, "node": {"type": "integer", "nullable": True},
-            "client_id": {"type": "string", "nullable": True},
+            "client_id": {"type": "string", "nullable": True}, "member": {"type": "string", "nullable": True},
             "count": {"type": "integer", "nullable": True}, "skip": {"type": "integer"},
             "error": {"type": "string", "nullable": True}, "error_code": {"type": "integer", "nullable": True},
             "latency_ms": {"type": "integer"}, "drop": {"type": "boolean"},

@@ -1,5 +1,12 @@
-"""Consumer groups: state, members with their decoded subscriptions and assignments, committed
-offsets and lag; deleting groups, removing members and resetting offsets.
+"""Groups: state, members with their decoded subscriptions and assignments, committed offsets and
+lag; deleting groups, removing members and resetting offsets.
+
+Classic groups and the consumer groups of Kafka's new protocol (KIP-848) are listed together, each
+with its ``type`` ("classic" or "consumer", as ListGroups' GroupType). A consumer group also shows its
+group epoch and assignment epoch, and per member its epochs, its reconciliation state (Kafka's
+``MemberState``: stable, unrevoked_partitions, unreleased_partitions, unknown), what it owns, what
+it must still revoke and its target assignment, partitions by topic name. Removing a member is for
+classic groups only.
 
 Every change goes through the group coordinator's own operations, so its effects are those
 of the Kafka API that does the same: DeleteGroups (only an Empty group, with its offsets),
@@ -17,8 +24,10 @@ from groupcoord.protocol.consumer import decode_assignment, decode_subscription
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 
 from ..group.classic import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY
+from ..group.consumer import ConsumerGroup
 from ..group.offsets import OffsetCommitRequest, OffsetFetchRequest
 from .app import changed, json_body
+from .cluster_api import kafka_uuid
 from .errors import ApiError, error_responses
 
 routes = web.RouteTableDef()
@@ -68,8 +77,15 @@ def coordinator_json(cluster, group_id: str) -> dict:
     return {"partition": cluster.coordinator_partition(group_id), "node": cluster.coordinator_for(group_id)}
 
 
-def group_summary_json(cluster, group) -> dict:
-    return {"group_id": group.group_id, "state": group.state, "protocol_type": group.protocol_type,
+def group_summary_json(service, group) -> dict:
+    cluster = service.cluster
+    if isinstance(group, ConsumerGroup):
+        assignor = group.preferred_assignor(service.group_coordinator.consumer.default_assignor)
+        return {"group_id": group.group_id, "type": "consumer", "state": group.state, "protocol_type": "consumer",
+                "protocol": assignor, "generation": group.group_epoch, "leader": None, "members": len(group.members),
+                "coordinator": coordinator_json(cluster, group.group_id), "group_epoch": group.group_epoch,
+                "assignment_epoch": group.assignment_epoch}
+    return {"group_id": group.group_id, "type": "classic", "state": group.state, "protocol_type": group.protocol_type,
             "protocol": group.protocol_name, "generation": group.generation_id, "leader": group.leader_id,
             "members": len(group.members), "coordinator": coordinator_json(cluster, group.group_id)}
 
@@ -82,6 +98,30 @@ def member_json(member, protocol_type: str | None, protocol_name: str | None) ->
             "subscription": subscription_json(metadata, protocol_type),
             "assignment": assignment_json(member.assignment, protocol_type),
             "subscription_bytes": len(metadata), "assignment_bytes": len(member.assignment)}
+
+
+def partitions_json(cluster, parts) -> dict:
+    """{"partitions": [...]} of {topic id: partitions}: by topic name (None once the topic is gone)."""
+    out = []
+    for topic_id, ps in parts.items():
+        topic = cluster.topics_by_id.get(topic_id)
+        name = topic.name if topic is not None else None
+        out.extend({"topic": name, "topic_id": kafka_uuid(topic_id), "partition": p} for p in ps)
+    out.sort(key=lambda tp: (tp["topic"] or "", tp["topic_id"], tp["partition"]))
+    return {"partitions": out}
+
+
+def consumer_member_json(cluster, group: ConsumerGroup, m) -> dict:
+    """A member of a consumer group: its epochs and reconciliation state, what it owns, what it must
+    still revoke, and its target assignment."""
+    return {"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
+            "client_host": m.client_host, "member_epoch": m.member_epoch,
+            "previous_member_epoch": m.previous_member_epoch, "state": m.state.value,
+            "rebalance_timeout_ms": m.rebalance_timeout_ms, "subscribed_topic_names": list(m.subscribed_topic_names),
+            "subscribed_topic_regex": m.subscribed_topic_regex, "server_assignor": m.server_assignor,
+            "assignment": partitions_json(cluster, m.assigned),
+            "pending_revocation": partitions_json(cluster, m.pending_revocation),
+            "target_assignment": partitions_json(cluster, group.target.get(m.member_id, {}))}
 
 
 def committed_offsets(service, group_id: str, topics=None) -> dict[tuple[str, int], dict]:
@@ -109,17 +149,39 @@ def offsets_json(service, group_id: str) -> list[dict]:
 
 
 def group_detail_json(service, group) -> dict:
-    out = group_summary_json(service.cluster, group)
-    out["members"] = [member_json(m, group.protocol_type, group.protocol_name) for m in group.members.values()]
+    out = group_summary_json(service, group)
+    if isinstance(group, ConsumerGroup):
+        out["members"] = [consumer_member_json(service.cluster, group, m) for m in group.members.values()]
+    else:
+        out["members"] = [member_json(m, group.protocol_type, group.protocol_name) for m in group.members.values()]
     out["offsets"] = offsets_json(service, group.group_id)
     return out
 
 
-def _group(request: web.Request):
+def all_groups(gc) -> list:
+    """Every live group, classic and consumer, by id."""
+    groups = [g for g in gc.groups() if g.state != DEAD] + gc.consumer_groups()
+    return sorted(groups, key=lambda g: g.group_id)
+
+
+def _any_group(request: web.Request):
+    """The classic or consumer group of the path, or a 404."""
     group_id = request.match_info["group_id"]
-    group = request.app["service"].group_coordinator.group(group_id)
+    gc = request.app["service"].group_coordinator
+    group = gc.group(group_id)
     if group is None or group.state == DEAD:
+        group = gc.consumer_group(group_id)
+    if group is None:
         raise ApiError(404, "group_id_not_found", f"Group {group_id} not found.")
+    return group
+
+
+def _group(request: web.Request):
+    """The classic group of the path: a 404 if there is none, a 409 for a consumer group."""
+    group = _any_group(request)
+    if isinstance(group, ConsumerGroup):
+        raise ApiError(409, "unsupported_group_type", f"Group {group.group_id} is a consumer group (KIP-848): its "
+                       "members leave with ConsumerGroupHeartbeat; removing them here is for classic groups")
     return group
 
 
@@ -134,20 +196,19 @@ def _kafka_error(code: int, context: str) -> ApiError:
 @routes.get("/api/groups")
 async def list_groups(request: web.Request) -> web.Response:
     service = request.app["service"]
-    groups = sorted(service.group_coordinator.groups(), key=lambda g: g.group_id)
-    return web.json_response([group_summary_json(service.cluster, g) for g in groups if g.state != DEAD])
+    return web.json_response([group_summary_json(service, g) for g in all_groups(service.group_coordinator)])
 
 
 @routes.get("/api/groups/{group_id}")
 async def get_group(request: web.Request) -> web.Response:
-    return web.json_response(group_detail_json(request.app["service"], _group(request)))
+    return web.json_response(group_detail_json(request.app["service"], _any_group(request)))
 
 
 # ---------------------------------------------------------------------------------- changes
 @routes.delete("/api/groups/{group_id}")
 async def delete_group(request: web.Request) -> web.Response:
-    group = _group(request)
-    offsets = group.offset_count()
+    group = _any_group(request)
+    offsets = sum(map(len, group.offsets.values()))
     out: list[dict] = []
     request.app["service"].group_coordinator.delete_groups(out.append, group_ids=[group.group_id])
     changed(request)
@@ -271,22 +332,37 @@ _REASON = {"name": "reason", "in": "query", "required": False,
            "schema": {"type": "string"}}
 _TP = {"type": "object", "required": ["topic", "partition"],
        "properties": {"topic": {"type": "string"}, "partition": {"type": "integer"}}}
-_STATE = {"type": "string", "enum": ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"]}
+_STATE = {"type": "string", "enum": ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead",
+                                     "Assigning", "Reconciling"],
+          "description": "a classic group's state, or a consumer group's (Empty, Assigning, Reconciling, Stable)"}
 _NULLABLE_STRING = {"type": "string", "nullable": True}
 _COORDINATOR = {"type": "object", "required": ["partition", "node"],
                 "description": "the __consumer_offsets partition of the group and the node leading it",
                 "properties": {"partition": {"type": "integer"}, "node": {"type": "integer"}}}
 _SUMMARY_FIELDS = {
     "group_id": {"type": "string"},
+    "type": {"type": "string", "enum": ["classic", "consumer"],
+             "description": "the group's protocol: classic, or consumer (KIP-848), as ListGroups' GroupType"},
     "state": _STATE,
     "protocol_type": {**_NULLABLE_STRING, "description": "null for a group that only commits offsets"},
-    "protocol": {**_NULLABLE_STRING, "description": "the selected protocol (assignor)"},
-    "generation": {"type": "integer"},
-    "leader": {**_NULLABLE_STRING, "description": "member id of the leader"},
+    "protocol": {**_NULLABLE_STRING, "description": "the selected protocol (assignor); a consumer group's "
+                                                    "server assignor"},
+    "generation": {"type": "integer", "description": "a classic group's generation id, a consumer group's "
+                                                     "group epoch"},
+    "leader": {**_NULLABLE_STRING, "description": "member id of the leader (null for a consumer group)"},
     "coordinator": _COORDINATOR,
+    "group_epoch": {"type": "integer", "description": "consumer groups: bumped by every change of members or of "
+                                                      "what they subscribe to"},
+    "assignment_epoch": {"type": "integer", "description": "consumer groups: the group epoch the target "
+                                                           "assignment was computed at"},
 }
-_SUMMARY_REQUIRED = ["group_id", "state", "protocol_type", "protocol", "generation", "leader", "members",
+_SUMMARY_REQUIRED = ["group_id", "type", "state", "protocol_type", "protocol", "generation", "leader", "members",
                      "coordinator"]
+_CONSUMER_TP = {"type": "object", "required": ["topic", "topic_id", "partition"],
+                "properties": {"topic": {**_NULLABLE_STRING, "description": "null once the topic is gone"},
+                               "topic_id": {"type": "string"}, "partition": {"type": "integer"}}}
+_CONSUMER_PARTITIONS = {"type": "object", "required": ["partitions"],
+                        "properties": {"partitions": {"type": "array", "items": _CONSUMER_TP}}}
 
 SCHEMAS = {
     "GroupSummary": {
@@ -324,6 +400,33 @@ SCHEMAS = {
             "assignment_bytes": {"type": "integer", "description": "size of the assignment"},
         },
     },
+    "ConsumerGroupMember": {
+        "type": "object",
+        "description": "a member of a consumer group (KIP-848)",
+        "required": ["member_id", "instance_id", "rack_id", "client_id", "client_host", "member_epoch",
+                     "previous_member_epoch", "state", "rebalance_timeout_ms", "subscribed_topic_names",
+                     "subscribed_topic_regex", "server_assignor", "assignment", "pending_revocation",
+                     "target_assignment"],
+        "properties": {
+            "member_id": {"type": "string"},
+            "instance_id": {**_NULLABLE_STRING, "description": "group.instance.id of a static member"},
+            "rack_id": _NULLABLE_STRING,
+            "client_id": {"type": "string"},
+            "client_host": {"type": "string"},
+            "member_epoch": {"type": "integer", "description": "-2: a static member gone for now"},
+            "previous_member_epoch": {"type": "integer"},
+            "state": {"type": "string", "enum": ["stable", "unrevoked_partitions", "unreleased_partitions",
+                                                "unknown"],
+                      "description": "the reconciliation state (Kafka's MemberState)"},
+            "rebalance_timeout_ms": {"type": "integer"},
+            "subscribed_topic_names": {"type": "array", "items": {"type": "string"}},
+            "subscribed_topic_regex": _NULLABLE_STRING,
+            "server_assignor": _NULLABLE_STRING,
+            "assignment": {**_CONSUMER_PARTITIONS, "description": "what it owns now"},
+            "pending_revocation": {**_CONSUMER_PARTITIONS, "description": "what it must still give up"},
+            "target_assignment": {**_CONSUMER_PARTITIONS, "description": "what the assignor gave it"},
+        },
+    },
     "CommittedOffset": {
         "type": "object", "required": ["topic", "partition", "offset", "metadata", "log_end_offset", "lag"],
         "properties": {
@@ -337,7 +440,8 @@ SCHEMAS = {
     "GroupDetail": {
         "type": "object", "required": [*_SUMMARY_REQUIRED, "offsets"],
         "properties": {**_SUMMARY_FIELDS,
-                       "members": {"type": "array", "items": {"$ref": _REF + "GroupMember"}},
+                       "members": {"type": "array", "items": {"oneOf": [
+                           {"$ref": _REF + "GroupMember"}, {"$ref": _REF + "ConsumerGroupMember"}]}},
                        "offsets": {"type": "array", "items": {"$ref": _REF + "CommittedOffset"}}},
     },
     "GroupDeleted": {
@@ -391,14 +495,15 @@ SCHEMAS = {
 
 PATHS = {
     "/api/groups": {"get": {
-        "summary": "The consumer groups",
+        "summary": "The groups, classic and consumer",
         "operationId": "listGroups",
         "responses": {"200": _json({"type": "array", "items": {"$ref": _REF + "GroupSummary"}},
                                    "Every group, by id")},
     }},
     "/api/groups/{group_id}": {
         "get": {
-            "summary": "A group: members with decoded subscriptions and assignments, offsets and lag",
+            "summary": "A group: members with decoded subscriptions and assignments (a consumer group's: "
+                       "epochs, reconciliation state, current, pending and target assignments), offsets and lag",
             "operationId": "getGroup",
             "parameters": [_GROUP_ID],
             "responses": {"200": _json({"$ref": _REF + "GroupDetail"}, "The group"), **error_responses(404)},
@@ -412,7 +517,7 @@ PATHS = {
         },
     },
     "/api/groups/{group_id}/members/{member_id}": {"delete": {
-        "summary": "Remove a member (a LeaveGroup on its behalf): the others rebalance",
+        "summary": "Remove a member of a classic group (a LeaveGroup on its behalf): the others rebalance",
         "operationId": "removeMember",
         "parameters": [_GROUP_ID, {"name": "member_id", "in": "path", "required": True,
                                    "schema": {"type": "string", "minLength": 1}}, _REASON],

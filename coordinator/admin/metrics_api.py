@@ -57,7 +57,8 @@ PATHS = {
     "/metrics": {
         "get": {
             "summary": "Prometheus metrics",
-            "description": "Groups by state, members, rebalances and their duration, join and sync time, "
+            "description": "Groups by protocol and state (classic and consumer groups), members, rebalances "
+                           "and their duration, consumer groups' epoch bumps, join and sync time, "
                            "heartbeats, offset commits, errors by code, connections, requests by API and "
                            "version, in Prometheus' text exposition format (OpenMetrics when the Accept "
                            "header asks for it). Metric names follow Kafka's, prefixed `groupcoord_`.",

@@ -181,7 +181,7 @@ class ConsumerGroupManager:
         group.subscription_metadata = self._subscription_metadata(group.subscribed_topic_names())
         if group.log_state is not None and group.members and \
                 metadata_hash(group.subscription_metadata) != group.log_state.metadata_hash:
-            group.group_epoch += 1          # a subscribed topic changed meanwhile: a new target is due
+            self._bump(group, None, "metadata_changed")     # a subscribed topic changed meanwhile
         group.state = group.compute_state()
         for member in group.members.values():
             self._schedule_session_timeout(group.group_id, member.member_id, now,
@@ -303,7 +303,15 @@ class ConsumerGroupManager:
                 bump = True
             group.metadata_refresh = False
         if bump:
-            group.group_epoch += 1
+            reason = ("member_joined" if member.member_id not in group.members and replaced is None
+                      else "subscription_changed" if subscription_changed else "metadata_changed")
+            self._bump(group, updated.member_id, reason)
+
+    def _bump(self, group: ConsumerGroup, member_id: str | None, reason: str) -> None:
+        """The group epoch goes up (Kafka's "Bumped group epoch"): a new target assignment is due."""
+        group.group_epoch += 1
+        self.gc.event_consumer(group, "consumer.group_epoch_bumped", self.gc.clock(),
+                               {"member": member_id, "reason": reason})
 
     def _take_place(self, group: ConsumerGroup, updated: ConsumerGroupMember, replaced: str | None, now: int) -> None:
         """Put the member in the group; a static member it replaces goes, and it inherits that one's
@@ -460,7 +468,8 @@ class ConsumerGroupManager:
             self._cancel_timers(group.group_id, m.member_id)
         names = group.subscribed_topic_names()
         group.subscription_metadata = self._subscription_metadata(names)
-        group.group_epoch += 1
+        self._bump(group, members[0].member_id if len(members) == 1 else None,
+                   "member_left" if event == "consumer.member_left" else "member_fenced")
         if not group.members:
             group.assignment_epoch = group.group_epoch     # nothing to assign (KAFKA-20442)
         for m in members:
@@ -482,6 +491,10 @@ class ConsumerGroupManager:
         self.gc.timers.schedule(("cg-rebalance", group_id, member.member_id), now + member.rebalance_timeout_ms,
                                 partial(self.gc.consumer_timer, self._on_rebalance_timeout, group_id,
                                         member.member_id, member.member_epoch))
+
+    def expire_member(self, group_id: str, member_id: str) -> None:
+        """The member's session ends now (the admin API's and the faults' ``expire_member``)."""
+        self._on_session_timeout(group_id, member_id)
 
     def _on_session_timeout(self, group_id: str, member_id: str) -> None:
         group = self.gc.consumer_group(group_id)

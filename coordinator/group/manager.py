@@ -477,6 +477,11 @@ class GroupCoordinator:
         """A timer of a consumer group fired (responses queued meanwhile go out after it)."""
         fn(*args)
 
+    def expire_consumer_member(self, group_id: str, member_id: str) -> None:
+        """End a consumer group member's session now, exactly as its session timer would
+        (``consumer.member_fenced``, reason "session_timeout")."""
+        self.consumer_timer(self.consumer.expire_member, group_id, member_id)
+
     @_entry
     def consumer_group_heartbeat(self, respond: Callable[[dict], None], req: ConsumerGroupHeartbeatRequest) -> None:
         """ConsumerGroupHeartbeat of a request the API layer validated."""

@@ -104,7 +104,8 @@ def test_member_joins_an_empty_group_and_gets_everything():
     assert assigned(resp) == {FOO: [0, 1, 2, 3, 4, 5], BAR: [0, 1, 2]}
     g = group(h)
     assert (g.state, g.group_epoch, g.assignment_epoch) == ("Stable", 1, 1)
-    assert [e["event"] for e in h.events] == ["group.created", "consumer.member_joined", "group.state_change"]
+    assert [e["event"] for e in h.events] == ["group.created", "consumer.group_epoch_bumped", "consumer.member_joined",
+                                              "group.state_change"]
 
 
 def test_unknown_group_and_unknown_member():

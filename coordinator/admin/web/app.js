@@ -2,21 +2,32 @@
 // Loads /api/nodes, /api/topics, /api/groups, /api/events/recent, follows the SSE stream
 // /api/events/stream, re-fetches the selected group's detail (debounced) on its events, and
 // draws each group's rebalances as an SVG timeline built from the coordinator's events.
+// Consumer groups of the new protocol (KIP-848) show their group and assignment epochs, each member's
+// epochs and reconciliation state, and its target assignment against what it owns.
 "use strict";
 
 (() => {
-  const STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"];
-  const LEAVES = new Set(["member.left", "member.removed", "member.expired"]);
+  const STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Assigning", "Reconciling"];
+  const REBALANCING = new Set(["PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"]);
+  const JOINS = new Set(["member.joined", "member.replaced", "consumer.member_joined", "consumer.member_replaced"]);
+  const LEAVES = new Set(["member.left", "member.removed", "member.expired", "consumer.member_left",
+                          "consumer.member_fenced"]);
   const TIMELINE_EVENTS = new Set([
     "group.created", "group.deleted", "group.state_change", "rebalance.started", "rebalance.completed",
-    "member.joined", "member.replaced", "member.left", "member.removed", "member.expired",
+    "consumer.group_epoch_bumped", ...JOINS, ...LEAVES,
   ]);
   const EVENT_TYPES = [
     "group.created", "group.state_change", "group.deleted", "group.leader_changed", "member.pending",
     "member.joined", "member.replaced", "member.left", "member.removed", "member.expired",
     "rebalance.started", "rebalance.join_completed", "group.sync_completed", "rebalance.completed",
-    "offset.committed", "offsets.expired", "offsets.deleted",
+    "offset.committed", "offsets.expired", "offsets.deleted", "consumer.group_epoch_bumped",
+    "consumer.member_joined", "consumer.member_replaced", "consumer.member_left", "consumer.member_fenced",
   ];
+  // Kafka's MemberState of a consumer group's member, as the page words it
+  const MEMBER_STATES = {
+    stable: "stable", unrevoked_partitions: "revoking", unreleased_partitions: "waiting for partitions",
+    unknown: "unknown",
+  };
   const MAX_GROUP_EVENTS = 3000;   // per group, for its timeline
   const MAX_SEEN = 20000;          // de-duplication keys kept
   const TIMELINE_GENERATIONS = 10; // the timeline shows the last N rebalances
@@ -247,13 +258,17 @@
         g = { group_id: id, protocol_type: ev.protocol_type || null, protocol: null, leader: null, coordinator: null };
         S.groups.set(id, g);
       }
+      if (ev.event.startsWith("consumer.") || ev.cause === "consumer_group_heartbeat") g.type = "consumer";
+      else if (ev.event === "group.created") g.type = "classic";
       g.state = ev.event === "group.deleted" ? "Dead" : ev.state;
       g.generation = ev.generation;
       g.members = ev.members;
       if (ev.event === "rebalance.completed") { g.protocol = ev.protocol; g.leader = ev.leader; }
       g._evAt = performance.now();
     }
-    if (ev.event === "member.joined" && ev.client_id) S.clients.set(ev.member, ev.client_id);
+    if ((ev.event === "member.joined" || ev.event === "consumer.member_joined") && ev.client_id) {
+      S.clients.set(ev.member, ev.client_id);
+    }
 
     if (TIMELINE_EVENTS.has(ev.event)) {
       let list = S.events.get(id);
@@ -340,7 +355,9 @@
   // ---------------------------------------------------------------- timeline model
 
   // bars (one per rebalance, labelled with the generation it produced), state spans and
-  // join/leave markers of one group, from its events
+  // join/leave markers of one group, from its events. A consumer group's rebalance starts at a
+  // bump of its group epoch and ends when the group is Stable (or Empty) again; bumps meanwhile
+  // are its rounds.
   function timelineModel(events, now) {
     const list = events.slice().sort((a, b) => a.ts_ms - b.ts_ms);
     const bars = [];
@@ -350,8 +367,25 @@
     let pending = { joined: [], left: [] };
     let lastChange = null;
 
+    const settle = (ts, generation, outcome, members) => {
+      Object.assign(open, { end: ts, duration: ts - open.start, generation, outcome, members,
+                            joined: pending.joined, left: pending.left });
+      bars.push(open);
+      pending = { joined: [], left: [] };
+      open = null;
+    };
+
     for (const ev of list) {
       switch (ev.event) {
+        case "consumer.group_epoch_bumped":
+          if (!open) {
+            open = { start: ev.ts_ms, end: null, reason: ev.reason, member: ev.member, rounds: 1,
+                     generation: null, consumer: true };
+          } else {
+            open.rounds += 1;
+          }
+          open.epoch = ev.generation;
+          break;
         case "rebalance.started":
           if (!open || ev.round === 1) {
             open = { start: ev.ts_ms, end: null, reason: ev.reason, member: ev.member, rounds: ev.round,
@@ -374,27 +408,32 @@
         case "group.state_change":
           spans.push({ state: ev.state_from, start: ev.ts_ms - ev.duration_ms, end: ev.ts_ms });
           lastChange = { state: ev.state_to, start: ev.ts_ms };
+          if (open && open.consumer && (ev.state_to === "Stable" || ev.state_to === "Empty")) {
+            settle(ev.ts_ms, ev.generation, ev.state_to, ev.members);
+          }
           break;
         case "group.deleted":
           lastChange = { state: "Dead", start: ev.ts_ms };
           break;
-        case "member.joined":
-        case "member.replaced": {
-          const m = { ts: ev.ts_ms, kind: "join", event: ev.event, member: ev.member, instance: ev.instance_id,
-                      client: ev.client_id || S.clients.get(ev.member) || null, reason: ev.reason };
-          marks.push(m);
-          pending.joined.push(m);
-          break;
-        }
         default:
-          if (LEAVES.has(ev.event)) {
+          if (JOINS.has(ev.event)) {
+            const m = { ts: ev.ts_ms, kind: "join", event: ev.event, member: ev.member, instance: ev.instance_id,
+                        client: ev.client_id || S.clients.get(ev.member) || null, reason: ev.reason };
+            marks.push(m);
+            pending.joined.push(m);
+          } else if (LEAVES.has(ev.event)) {
             if (ev.pending) break;   // a KIP-394 id that never joined
             const m = { ts: ev.ts_ms, kind: "leave", event: ev.event, member: ev.member, instance: ev.instance_id,
-                        client: S.clients.get(ev.member) || null, reason: ev.reason };
+                        client: S.clients.get(ev.member) || null, reason: ev.static ? "static, for now" : ev.reason };
             marks.push(m);
             pending.left.push(m);
           }
       }
+    }
+    // a consumer group's epoch bumped without leaving Stable (one member changing its subscription)
+    const last = list[list.length - 1];
+    if (open && open.consumer && last && (last.state === "Stable" || last.state === "Empty")) {
+      settle(last.ts_ms, open.epoch, last.state, last.members);
     }
     if (open) {
       Object.assign(open, { end: now, duration: now - open.start, open: true,
@@ -481,21 +520,20 @@
       const w = Math.max(x(bar.end) - a, 3);
       const g = s("g", { class: "bar", "data-generation": bar.open ? null : bar.generation,
                          "data-duration-ms": Math.round(bar.duration), "data-open": bar.open ? "true" : null });
-      const label = bar.open ? "rebalancing…" : `generation ${bar.generation}`;
+      const label = bar.open ? "rebalancing…" : `${bar.consumer ? "group epoch" : "generation"} ${bar.generation}`;
       g.append(s("title", {}, `${label}: ${bar.open ? "running for" : "took"} ${fmtMs(bar.duration)}` +
                  `${bar.reason ? `, reason ${bar.reason}` : ""}${bar.rounds > 1 ? `, ${bar.rounds} rounds` : ""}` +
                  `${bar.joined.length ? `, joined: ${bar.joined.map(markName).join(", ")}` : ""}` +
                  `${bar.left.length ? `, left: ${bar.left.map(markName).join(", ")}` : ""}`));
-      const segs = model.spans.filter((sp) => sp.end > bar.start && sp.start < bar.end &&
-                                             (sp.state === "PreparingRebalance" || sp.state === "CompletingRebalance"));
-      if (!segs.length) segs.push({ state: "PreparingRebalance", start: bar.start, end: bar.end });
+      const segs = model.spans.filter((sp) => sp.end > bar.start && sp.start < bar.end && REBALANCING.has(sp.state));
+      if (!segs.length) segs.push({ state: bar.consumer ? "Reconciling" : "PreparingRebalance", start: bar.start, end: bar.end });
       for (const sp of segs) {
         const sa = Math.max(x(sp.start), a), sb = Math.min(x(sp.end), a + w);
         g.append(s("rect", { x: sa, y: Y.bar, width: Math.max(sb - sa, w <= 3 ? w : 0.5), height: Y.barH,
                              class: `seg st-${sp.state}` }));
       }
       g.append(s("rect", { x: a, y: Y.bar, width: w, height: Y.barH, rx: 2, class: "frame" }));
-      const text = bar.open ? "rebalancing" : `gen ${bar.generation}`;
+      const text = bar.open ? "rebalancing" : `${bar.consumer ? "epoch" : "gen"} ${bar.generation}`;
       const dur = fmtMs(bar.duration);
       const textW = Math.max(text.length, dur.length) * 6.6 + 6;
       const inside = `${text} · ${dur}`;
@@ -543,7 +581,8 @@
 
     const last = shown[shown.length - 1];
     title.textContent = last ? `Rebalance timeline of ${groupId}: ${shown.length} shown, latest ` +
-      `${last.open ? "still running" : `generation ${last.generation} took ${fmtMs(last.duration)}`}` : `Timeline of ${groupId}`;
+      `${last.open ? "still running" : `${last.consumer ? "group epoch" : "generation"} ${last.generation} took ` +
+        fmtMs(last.duration)}` : `Timeline of ${groupId}`;
     box.replaceChildren(root);
   }
 
@@ -608,16 +647,20 @@
       }
       const b = li.firstChild;
       const state = STATES.includes(g.state) ? g.state : "Empty";
+      const consumer = g.type === "consumer";
       li.dataset.group = id;
       li.dataset.state = g.state;
       li.dataset.generation = g.generation;
+      li.dataset.type = g.type || "";
       b.setAttribute("aria-current", id === S.selected ? "true" : "false");
-      b.setAttribute("aria-label", `${id}: ${g.state}, generation ${g.generation}, ${g.members} members`);
+      b.setAttribute("aria-label", `${id}: ${consumer ? "consumer group, " : ""}${g.state}, ` +
+                     `${consumer ? "group epoch" : "generation"} ${g.generation}, ${g.members} members`);
       b.replaceChildren(
         h("span", { class: `state-dot st-${state}`, "aria-hidden": "true" }),
         h("span", { class: "name", title: id }, id),
-        h("span", { class: "gen" }, `gen ${g.generation}`),
-        h("span", { class: "meta" }, `${g.state} · ${g.members} member${g.members === 1 ? "" : "s"}`));
+        h("span", { class: "gen" }, `${consumer ? "epoch" : "gen"} ${g.generation}`),
+        h("span", { class: "meta" }, consumer ? h("span", { class: "type-tag", title: "consumer group (KIP-848)" }, "consumer") : null,
+          `${g.state} · ${g.members} member${g.members === 1 ? "" : "s"}`));
       if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
     });
   }
@@ -651,10 +694,23 @@
     const d = S.detail && S.detail.group_id === id ? S.detail : null;
     const g = d || summary;
     const state = STATES.includes(g.state) ? g.state : "Empty";
+    const type = g.type || summary.type || "";
+    const consumer = type === "consumer";
     section.dataset.group = id;
     section.dataset.state = g.state;
     section.dataset.generation = g.generation;
+    section.dataset.type = type;
     section.dataset.loaded = d ? "true" : "false";
+    if (d && consumer) {
+      section.dataset.groupEpoch = d.group_epoch;
+      section.dataset.assignmentEpoch = d.assignment_epoch;
+    } else {
+      delete section.dataset.groupEpoch;
+      delete section.dataset.assignmentEpoch;
+    }
+    for (const li of document.querySelectorAll(".legend li[data-for]")) li.hidden = li.dataset.for !== (type || "classic");
+    setText($("history-h"), consumer ? "Group epochs" : "Generations");
+    setText($("history-gen"), consumer ? "Group epoch" : "Generation");
     $("group-title").textContent = id;
     const badge = $("group-state");
     badge.className = `badge st-${state}`;
@@ -664,13 +720,22 @@
     const leader = g.leader;
     const proto = [g.protocol_type, g.protocol].filter(Boolean).join(" / ") || "–";
     const coord = g.coordinator ? `node ${g.coordinator.node} (partition ${g.coordinator.partition})` : "–";
-    $("group-facts").replaceChildren(...[
+    const facts = consumer ? [
+      ["Type", "consumer (KIP-848)"],
+      ["Group epoch", g.group_epoch ?? g.generation],
+      ["Assignment epoch", g.assignment_epoch ?? "–"],
+      ["Members", d ? members.length : g.members],
+      ["Assignor", g.protocol || "–"],
+      ["Coordinator", coord],
+    ] : [
+      ["Type", type || "–"],
       ["Generation", g.generation],
       ["Members", d ? members.length : g.members],
       ["Protocol", proto],
       ["Leader", leader ? shortMember(leader) : "–"],
       ["Coordinator", coord],
-    ].map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, String(v)))));
+    ];
+    $("group-facts").replaceChildren(...facts.map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, String(v)))));
 
     drawTimeline(id);
     renderMembers(d);
@@ -682,11 +747,18 @@
     const body = $("members").tBodies[0];
     const members = d ? d.members.slice().sort((a, b) => (a.client_id || "").localeCompare(b.client_id || "") ||
                                                         a.member_id.localeCompare(b.member_id)) : [];
+    const consumer = !!d && d.type === "consumer";
     $("members-empty").hidden = !d || members.length > 0;
+    $("target-note").hidden = !consumer || members.length === 0;
     const moved = d && d.state === "Stable" ? movedIn(d.group_id, d.generation) : new Map();
     const note = $("moved-note");
     note.hidden = moved.size === 0;
-    note.textContent = `${moved.size} partition${moved.size === 1 ? "" : "s"} moved to another member in generation ${d ? d.generation : ""}`;
+    note.textContent = `${moved.size} partition${moved.size === 1 ? "" : "s"} moved to another member in ` +
+      `${consumer ? "group epoch" : "generation"} ${d ? d.generation : ""}`;
+    if (consumer) {
+      body.replaceChildren(...members.map((m) => consumerMemberRow(d, m, moved)));
+      return;
+    }
     body.replaceChildren(...members.map((m) => {
       const parts = ((m.assignment && m.assignment.partitions) || []).slice()
         .sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
@@ -717,6 +789,55 @@
           subscribed ? h("span", { class: "sub" }, `subscribes ${subscribed}`) : null),
         h("td", {}, chips));
     }));
+  }
+
+  // a consumer group's member: its epochs, its reconciliation state, and one chip per partition it
+  // owns or is to own: owned and in its target; in its target, not owned yet (awaiting: another
+  // member has not released it, or the member has not heartbeated since); owned, not in its target
+  // (revoking)
+  function consumerMemberRow(d, m, moved) {
+    const key = (tp) => tpKey(tp.topic ?? tp.topic_id, tp.partition);
+    const all = new Map();
+    const owned = new Set();
+    const target = new Set();
+    const pending = new Set();
+    for (const tp of m.assignment.partitions) { all.set(key(tp), tp); owned.add(key(tp)); }
+    for (const tp of m.pending_revocation.partitions) { all.set(key(tp), tp); owned.add(key(tp)); pending.add(key(tp)); }
+    for (const tp of m.target_assignment.partitions) { if (!all.has(key(tp))) all.set(key(tp), tp); target.add(key(tp)); }
+    const parts = [...all.values()].sort((a, b) => (a.topic ?? "").localeCompare(b.topic ?? "") || a.partition - b.partition);
+    const chips = h("div", { class: "chips" });
+    for (const tp of parts) {
+      const k = key(tp);
+      const isOwned = owned.has(k), inTarget = target.has(k);
+      const from = moved.get(tpKey(tp.topic, tp.partition));
+      const kind = isOwned && inTarget ? "" : isOwned ? " revoking" : " awaiting";
+      const title = !isOwned ? "in its target assignment, not owned yet"
+        : !inTarget ? (pending.has(k) ? "pending revocation: it must give this partition up first"
+                                      : "not in its target assignment: to be revoked") : null;
+      chips.append(h("span", { class: `chip${kind}${from ? " moved" : ""}`, "data-topic": tp.topic ?? tp.topic_id,
+                               "data-partition": tp.partition, "data-owned": String(isOwned),
+                               "data-target": String(inTarget), "data-revoking": pending.has(k) ? "true" : null,
+                               "data-moved": from ? "true" : null,
+                               title: from ? `moved from ${shortMember(from)} in group epoch ${d.generation}` : title },
+                     `${tp.topic ?? tp.topic_id}-${tp.partition}`));
+    }
+    if (!parts.length) chips.append(h("span", { class: "sub" }, "no partitions"));
+    const host = (m.client_host || "").replace(/^\//, "");
+    const behind = m.member_epoch >= 0 && m.member_epoch < d.assignment_epoch;
+    const epochs = [`epoch ${m.member_epoch}`,
+                    m.previous_member_epoch !== m.member_epoch ? `previous ${m.previous_member_epoch}` : null,
+                    behind ? `target epoch ${d.assignment_epoch}` : null].filter(Boolean).join(" · ");
+    return h("tr", { "data-member": m.member_id, "data-client": m.client_id, "data-member-epoch": m.member_epoch,
+                     "data-previous-epoch": m.previous_member_epoch, "data-reconciliation": m.state },
+      h("td", {},
+        h("span", { class: "member-id mono", title: m.member_id }, shortMember(m.member_id)),
+        h("span", { class: "sub" }, [`client ${m.client_id || "–"}`, host, m.instance_id ? `instance ${m.instance_id}` : null]
+          .filter(Boolean).join(" · ")),
+        m.subscribed_topic_names.length ? h("span", { class: "sub" }, `subscribes ${m.subscribed_topic_names.join(", ")}`) : null,
+        h("span", { class: "sub epochs" }, epochs,
+          h("span", { class: `mstate ms-${m.state}`, title: `reconciliation state: ${m.state}` },
+            MEMBER_STATES[m.state] || m.state))),
+      h("td", {}, chips));
   }
 
   function renderOffsets(d) {

@@ -54,7 +54,7 @@ async def test_describe_a_real_group_members_assignments_offsets_and_lag(
     status, groups = await admin_http.get("/api/groups")
     assert status == 200
     [summary] = [x for x in groups if x["group_id"] == "billing"]
-    assert summary == {"group_id": "billing", "state": "Stable", "protocol_type": "consumer",
+    assert summary == {"group_id": "billing", "type": "classic", "state": "Stable", "protocol_type": "consumer",
                        "protocol": g.protocol_name, "generation": g.generation_id, "leader": g.leader_id,
                        "members": 2, "coordinator": {"partition": gc.service.cluster.coordinator_partition("billing"),
                                                      "node": static.member.coordinator[0]}}

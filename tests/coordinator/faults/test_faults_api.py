@@ -305,3 +305,36 @@ async def test_scheduled_node_down_and_up():
 
 async def _async(value):
     return value
+
+
+async def test_consumer_group_heartbeat_faults_over_http():
+    async with running(http=True, topics={"t": 2}) as gc, aiohttp.ClientSession(gc.admin_url) as http:
+        conn = await connect(gc, 0)
+
+        async def heartbeat(member: str, epoch: int) -> dict:
+            return await conn.call(68, 1, {
+                "group_id": "g", "member_id": member, "member_epoch": epoch, "instance_id": None, "rack_id": None,
+                "rebalance_timeout_ms": 30000 if epoch == 0 else -1,
+                "subscribed_topic_names": ["t"] if epoch == 0 else None, "subscribed_topic_regex": None,
+                "server_assignor": None, "topic_partitions": [] if epoch == 0 else None})
+        async with http.post("/api/faults", json={"api": "ConsumerGroupHeartbeat", "member": "a", "count": 1,
+                                                  "error": "NOT_COORDINATOR"}) as r:
+            fault = await r.json()
+            assert r.status == 201 and (fault["api"], fault["member"]) == ("ConsumerGroupHeartbeat", "a")
+        assert (await heartbeat("a", 0))["error_code"] == E.NOT_COORDINATOR
+        assert (await heartbeat("a", 0))["member_epoch"] == 1
+        async with http.post("/api/faults", json={
+                "when": {"event": "consumer.group_epoch_bumped", "group": "g", "reason": "member_joined"},
+                "do": {"action": "fence_member", "member": "a"}, "times": None}) as r:
+            scheduled = await r.json()
+            assert r.status == 201 and scheduled["do"]["action"] == "fence_member"
+        assert (await heartbeat("b", 0))["member_epoch"] == 2
+        assert (await heartbeat("a", 1))["error_code"] == E.FENCED_MEMBER_EPOCH
+        assert (await heartbeat("a", 0))["error_code"] == 0
+        async with http.get("/api/faults/log") as r:
+            log = await r.json()
+        assert [(e["kind"], e.get("error")) for e in log] == [
+            ("request", "NOT_COORDINATOR"), ("scheduled", None), ("request", "FENCED_MEMBER_EPOCH")]
+        async with http.post("/api/faults", json={"api": "Metadata", "member": "a", "error": 27}) as r:
+            assert r.status == 400 and "carry no member id" in (await r.json())["message"]
+        conn.close()

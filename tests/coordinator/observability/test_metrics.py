@@ -165,3 +165,51 @@ async def test_openmetrics_when_asked():
         async with http.get(gc.admin_url + "/openapi.json") as resp:
             doc = await resp.json()
         assert "/metrics" in doc["paths"]
+
+
+async def test_consumer_group_metrics_as_kafka_names_them():
+    from consumer_wire import WireMember, connect, topic_ids
+
+    async with running(http=True, topics={TOPIC: 4}) as gc, aiohttp.ClientSession() as http:
+        rec = Recorder(gc.service)
+        conn = await connect(gc)
+        try:
+            ids = topic_ids(gc)
+            a = WireMember(conn, "kip848", "a", [TOPIC], ids)
+            b = WireMember(conn, "kip848", "b", [TOPIC], ids)
+            await a.heartbeat()
+            await b.heartbeat()                    # b waits for what a must give up: Reconciling
+            m = await scrape(http, gc.admin_url)
+            assert m.by_label("groupcoord_consumer_group_count", "state") == {
+                "Empty": 0, "Assigning": 0, "Reconciling": 1, "Stable": 0, "Dead": 0}
+            assert m.by_label("groupcoord_group_count", "protocol") == {"classic": 0, "consumer": 1}
+            assert m.value("groupcoord_num_groups") == 0                  # NumGroups: classic groups
+            assert m.value("groupcoord_consumer_group_rebalance_total", reason="member_joined") == 2
+            assert m.value("groupcoord_group_generation", group="kip848") == 2
+            assert m.value("groupcoord_group_members", group="kip848") == 2 == m.value("groupcoord_members")
+            assert m.value("groupcoord_members_joined_total") == 2
+            assert m.value("groupcoord_requests_total", request="ConsumerGroupHeartbeat") == 2
+
+            await a.heartbeat()                    # revokes
+            await a.heartbeat(owned={TOPIC: a.owns(TOPIC)})
+            await b.heartbeat()
+            m = await scrape(http, gc.admin_url)
+            assert m.value("groupcoord_consumer_group_count", state="Stable") == 1
+            assert m.value("groupcoord_consumer_group_count", state="Reconciling") == 0
+            assert m.value("groupcoord_group_state_transitions_total", **{"from": "Reconciling", "to": "Stable"}) == 1
+
+            await b.heartbeat(epoch=-1)
+            await a.heartbeat(epoch=-1)
+            status = await http.post(f"{gc.admin_url}/api/groups/kip848/offsets/reset", json={"topic": TOPIC,
+                                                                                             "to": "earliest"})
+            assert status.status == 200
+            m = await scrape(http, gc.admin_url)
+            assert m.value("groupcoord_consumer_group_count", state="Empty") == 1
+            assert m.by_label("groupcoord_consumer_group_rebalance_total", "reason") == {
+                "member_joined": 2, "member_left": 2}
+            assert m.value("groupcoord_consumer_group_rebalance_total") == rec.count("consumer.group_epoch_bumped") == 4
+            assert m.value("groupcoord_members_left_total", initiator="member") == 2
+            assert m.value("groupcoord_group_generation", group="kip848") == 4
+            assert m.value("groupcoord_num_offsets") == 4                 # NumOffsets: every group's
+        finally:
+            conn.close()

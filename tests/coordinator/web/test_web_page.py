@@ -1,8 +1,10 @@
 """The live web page at / of the admin listener, in a real browser (Debian's chromium driven by
-Playwright) while a real consumer group (confluent-kafka) rebalances; and its static routes.
+Playwright) while a real consumer group (confluent-kafka) rebalances, and while a consumer group of
+the new protocol (KIP-848), driven heartbeat by heartbeat, reconciles towards its target; and its
+static routes.
 
-The screenshot goes to ``$GROUPCOORD_ARTIFACTS/web-page.png`` (default: ``test-artifacts/`` under
-the project root). ``GROUPCOORD_CHROMIUM`` overrides the browser executable.
+The screenshots go to ``$GROUPCOORD_ARTIFACTS/web-page.png`` and ``web-page-consumer-group.png``
+(default: ``test-artifacts/`` under the project root). ``GROUPCOORD_CHROMIUM`` overrides the browser executable.
 """
 from __future__ import annotations
 
@@ -266,3 +268,121 @@ def test_page_follows_a_real_group_rebalancing():
                     m.stop()
         for m in members:
             assert m.error is None, m.error
+
+
+# ------------------------------------------------------------------------------------ a consumer group
+CG = "kip848"
+
+
+def cg_heartbeat(gc, member: str, epoch: int, owned: list[int] | None = None) -> dict:
+    """One ConsumerGroupHeartbeat handed to the service on its loop; joining subscribes to the topic,
+    ``owned``: the partitions the member says it owns (None: as before)."""
+    from groupcoord.coordinator.group.consumer_manager import ConsumerGroupHeartbeatRequest
+
+    joining = epoch == 0
+    topic_id = gc.service.cluster.topics[TOPIC].topic_id
+    req = ConsumerGroupHeartbeatRequest(CG, member, epoch, rebalance_timeout_ms=30000 if joining else -1,
+                                        subscribed_topic_names=[TOPIC] if joining else None,
+                                        topic_partitions=[] if joining else
+                                        (None if owned is None else [(topic_id, owned)]),
+                                        client_id=f"{CG}-{member}", client_host="/127.0.0.1")
+    out: list[dict] = []
+    gc.call(gc.service.group_coordinator.consumer_group_heartbeat, out.append, req)
+    assert out[0]["error_code"] == 0, out
+    return out[0]
+
+
+# the consumer group's members as the page shows them: {member: [epoch, state, {"topic-p": "owned,target"}]}
+CONSUMER_SHOWS = """() => {
+  const section = document.getElementById("group-detail");
+  const members = {};
+  for (const tr of document.querySelectorAll("#members tbody tr[data-member]")) {
+    const chips = {};
+    for (const c of tr.querySelectorAll(".chip[data-partition]")) {
+      chips[c.dataset.topic + "-" + c.dataset.partition] =
+        (c.dataset.owned === "true" ? "owned" : "") + "," + (c.dataset.target === "true" ? "target" : "") +
+        (c.dataset.revoking ? ",pending" : "");
+    }
+    members[tr.dataset.member] = [Number(tr.dataset.memberEpoch), tr.dataset.reconciliation, chips];
+  }
+  return {type: section.dataset.type, state: section.dataset.state, groupEpoch: section.dataset.groupEpoch,
+          assignmentEpoch: section.dataset.assignmentEpoch, members};
+}"""
+
+
+def wait_for_consumer_page(page, expected: dict) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(f"(expected) => JSON.stringify(({CONSUMER_SHOWS})()) === JSON.stringify(expected)",
+                               arg=expected, timeout=WAIT * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"the page shows {page.evaluate(CONSUMER_SHOWS)}, not {expected}") from None
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no chromium at {CHROMIUM} (Debian package 'chromium')")
+def test_page_shows_a_consumer_group_reconciling_towards_its_target():
+    from playwright.sync_api import sync_playwright
+
+    console_errors: list[str] = []
+    with ThreadedCoordinator(http=True, topics={TOPIC: 3}) as gc:
+        cg_heartbeat(gc, "a", 0)                   # epoch 1: a owns every partition
+        cg_heartbeat(gc, "b", 0)                   # epoch 2: b's target partition is still a's
+        group = gc.call(gc.service.group_coordinator.consumer_group, CG)
+        [moving] = [p for ps in group.target["b"].values() for p in ps]
+        keep = sorted(p for ps in group.target["a"].values() for p in ps)
+        tp = lambda p: f"{TOPIC}-{p}"                                  # noqa: E731
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
+                page.goto(f"{gc.admin_url}/#group={CG}")
+                page.wait_for_selector('#connection[data-connection="live"]', timeout=WAIT * 1000)
+
+                # Reconciling at epoch 2: a (epoch 1) still owns what it must give up, b waits for it
+                wait_for_consumer_page(page, {
+                    "type": "consumer", "state": "Reconciling", "groupEpoch": "2", "assignmentEpoch": "2",
+                    "members": {"a": [1, "stable", {**{tp(p): "owned,target" for p in keep}, tp(moving): "owned,"}],
+                                "b": [2, "unreleased_partitions", {tp(moving): ",target"}]}})
+                assert page.locator(f'#group-list li[data-group="{CG}"][data-type="consumer"]'
+                                    '[data-state="Reconciling"]').count() == 1
+                assert page.locator(f'#members .chip.awaiting[data-partition="{moving}"]').count() == 1
+                assert page.locator(f'#members .chip.revoking[data-partition="{moving}"]').count() == 1
+                assert page.locator("#target-note").is_visible()
+                assert page.locator('.legend li[data-for="consumer"]').first.is_visible()
+                assert not page.locator('.legend li[data-for="classic"]').first.is_visible()
+                facts = page.locator("#group-facts").inner_text()
+                assert "Group epoch" in facts and "Assignment epoch" in facts and "uniform" in facts
+
+                # a heartbeats: it is revoking the partition (no event: the page's poll shows it)
+                cg_heartbeat(gc, "a", 1)
+                wait_for_consumer_page(page, {
+                    "type": "consumer", "state": "Reconciling", "groupEpoch": "2", "assignmentEpoch": "2",
+                    "members": {"a": [1, "unrevoked_partitions", {**{tp(p): "owned,target" for p in keep},
+                                                                  tp(moving): "owned,,pending"}],
+                                "b": [2, "unreleased_partitions", {tp(moving): ",target"}]}})
+
+                # a lets it go, b takes it: Stable, every partition owned where the target puts it
+                cg_heartbeat(gc, "a", 1, owned=keep)
+                cg_heartbeat(gc, "b", 2)
+                wait_for_consumer_page(page, {
+                    "type": "consumer", "state": "Stable", "groupEpoch": "2", "assignmentEpoch": "2",
+                    "members": {"a": [2, "stable", {tp(p): "owned,target" for p in keep}],
+                                "b": [2, "stable", {tp(moving): "owned,target"}]}})
+                # the timeline: one bar per group epoch, b's join; the history names why
+                page.wait_for_selector('#timeline .bar[data-generation="2"]', timeout=WAIT * 1000)
+                assert page.locator('#timeline .bar[data-generation="1"]').count() == 1
+                assert page.locator('#timeline .marker.join[data-member="b"]').count() == 1
+                row = page.locator('#history tbody tr[data-generation="2"]')
+                assert "member_joined" in row.inner_text() and f"{CG}-b" in row.inner_text()
+                assert page.locator("#history-gen").inner_text() == "Group epoch"
+
+                out = artifacts_dir()
+                out.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(out / "web-page-consumer-group.png"), full_page=True)
+                assert console_errors == []
+            finally:
+                browser.close()

@@ -235,7 +235,8 @@ class ConsumerGroupManager:
         joining = epoch == JOIN_EPOCH
         group = self._group(req.group_id, joining, now)
         member_id = req.member_id
-        if len(group.members) >= self.max_size and (not member_id or member_id not in group.members):
+        if len(group.members) >= self.max_size and (not member_id or member_id not in group.members) and \
+                (req.instance_id is None or group.static_member(req.instance_id) is None):
             raise HeartbeatError(_E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
                                  f"capacity of {self.max_size} members.")
         if not member_id:

@@ -311,3 +311,13 @@ def test_a_topic_re_created_smaller_under_the_same_id_does_not_break_the_assigno
     h.cluster.create_topic(FOO, 2)
     r = hb(h, "m1", 1)
     assert r["error_code"] == 0 and assigned(r) == {FOO: [0, 1]}
+
+
+def test_a_static_member_rejoins_a_full_group():
+    # testStaticMemberCanRejoinConsumerGroupWhenGroupIsFull (throwIfConsumerGroupIsFull skips a known instance)
+    h = harness(group_consumer_max_size=1)
+    assert hb(h, "a", 0, instance_id="ia")["error_code"] == 0
+    assert hb(h, "b", 0)["error_code"] == E.GROUP_MAX_SIZE_REACHED
+    hb(h, "a", -2, instance_id="ia")
+    resp = hb(h, "a2", 0, instance_id="ia")
+    assert resp["error_code"] == 0 and resp["member_epoch"] == 1

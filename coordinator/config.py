@@ -39,6 +39,7 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("group.consumer.assignors", "uniform,range", "The server-side assignors a consumer group may use (short names or Kafka's class names); the first is the default.", str),
     Setting("group.consumer.migration.policy", "bidirectional", "Whether a classic group may become a consumer group (upgrade) and back (downgrade) while it has members.",
             str, ("bidirectional", "upgrade", "downgrade", "disabled")),
+    Setting("group.consumer.regex.refresh.interval.ms", 600000, "The longest a consumer group's regex subscriptions go without being resolved again, new topics or not (Kafka 4.1's internal config; at least 10000, Kafka's fixed minimum between two resolutions of a group)."),
     Setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets; a group's coordinator is the leader of abs(hash(group)) % this."),
     Setting("offsets.retention.minutes", 10080, "How long committed offsets of an empty group are kept."),
     Setting("offsets.retention.check.interval.ms", 600000, "How often expired offsets are swept."),
@@ -150,6 +151,9 @@ def _check(values: dict[str, Any]) -> None:
     if unknown or not names:
         raise ConfigError(f"group.consumer.assignors: unknown assignor(s) {unknown or '(none given)'}; "
                           f"known: {', '.join(ASSIGNORS)}")
+    if values["group.consumer.regex.refresh.interval.ms"] < 10000:
+        raise ConfigError("group.consumer.regex.refresh.interval.ms must be at least 10000, got "
+                          f"{values['group.consumer.regex.refresh.interval.ms']}")
     if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
 

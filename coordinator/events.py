@@ -114,6 +114,7 @@ members have events of their own:
     before the group's next event or at the end of the heartbeat. ``member`` (whose heartbeat,
     leave or fencing bumped it; None when no member did), ``reason``: "member_joined" |
     "subscription_changed" | "metadata_changed" (a subscribed topic was created, deleted or grew) |
+    "regex_resolved" (resolving the group's regular expressions changed its topics) |
     "member_left" | "member_fenced".
 
 Heartbeats never emit events. The default ``emit`` (:func:`default_emit`) logs each event

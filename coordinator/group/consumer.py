@@ -9,6 +9,11 @@ Assignments map topic ids (``uuid.UUID``) to ``{partition: assignment epoch}`` a
 trunk does (KIP-1251 keeps the epoch at which each partition was assigned); a target
 assignment maps topic ids to frozensets of partitions.
 
+A member subscribes to topic names and/or one regular expression (``subscribed_topic_regex``);
+the group keeps how many members subscribe to each regex (``subscribed_regexes``) and what each
+regex resolved to (``resolved_regexes``, :class:`ResolvedRegularExpression`): a member's topics
+are its names and its regex's resolved topics (:meth:`ConsumerGroup.member_topics`).
+
 The group keeps each owned partition's epoch (the epoch of the member that owns it, or is
 still revoking it): adding a partition that has one, or removing one at another epoch, raises
 :class:`OwnershipError`, Kafka's IllegalStateException. No partition can be owned twice.
@@ -87,6 +92,16 @@ class ConsumerGroupMember:
     def reconciled_to(self, epoch: int) -> bool:
         """``isReconciledTo``: stable at that epoch."""
         return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedRegularExpression:
+    """``ResolvedRegularExpression`` (Kafka 4.0): the topics a regex matched, the version of the
+    metadata it was resolved against and when (ms). What Kafka's ConsumerGroupRegularExpression
+    record holds (key: group id and the regex; value: Topics, Version, Timestamp)."""
+    topics: frozenset
+    version: int
+    timestamp_ms: int
 
 
 @dataclass(slots=True)
@@ -242,6 +257,8 @@ class ConsumerGroup:
         self.partition_epochs: dict[uuid.UUID, dict[int, int]] = {}
         self.subscription_metadata: dict[str, TopicInfo] = {}   # topic name -> what the group saw
         self.metadata_refresh = False       # a subscribed topic changed: recompute at the next heartbeat
+        self.subscribed_regexes: dict[str, int] = {}     # regex -> how many members subscribe to it
+        self.resolved_regexes: dict[str, ResolvedRegularExpression] = {}
         self.state = EMPTY
         self.state_timestamp = now
         self.offsets: dict = {}             # topic -> partition -> OffsetAndMetadata (the offset manager's)
@@ -265,6 +282,9 @@ class ConsumerGroup:
         return True
 
     def is_subscribed_to_topic(self, name: str) -> bool:
+        """By name or through a regex (``isSubscribedToTopic``)."""
+        if any(name in r.topics for r in self.resolved_regexes.values()):
+            return True
         return any(name in m.subscribed_topic_names for m in self.members.values())
 
     def validate_offset_commit(self, member_id: str, member_epoch: int, v9: bool) -> int | None:
@@ -347,6 +367,9 @@ class ConsumerGroup:
             self._remove_epochs(old.pending_revocation, old.member_epoch)
         self.members[new.member_id] = new
         self.changed.add(new.member_id)
+        if new.subscribed_topic_regex != (old.subscribed_topic_regex if old is not None else None):
+            self._count_regex(old.subscribed_topic_regex if old is not None else None, -1)
+            self._count_regex(new.subscribed_topic_regex, 1)
         if new.instance_id is not None:
             self.static_members[new.instance_id] = new.member_id
         self._add_epochs(new.assigned, new.member_epoch)
@@ -359,10 +382,22 @@ class ConsumerGroup:
         self.changed.add(member_id)
         self._remove_epochs(old.assigned, old.member_epoch)
         self._remove_epochs(old.pending_revocation, old.member_epoch)
+        self._count_regex(old.subscribed_topic_regex, -1)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
         self.target.pop(member_id, None)
         return old
+
+    def _count_regex(self, regex: str | None, delta: int) -> None:
+        """``maybeUpdateSubscribedRegularExpression``: the members subscribing to each regex. A
+        resolution outlives its last subscriber until the manager drops it (Kafka's tombstone)."""
+        if not regex:
+            return
+        count = self.subscribed_regexes.get(regex, 0) + delta
+        if count > 0:
+            self.subscribed_regexes[regex] = count
+        else:
+            self.subscribed_regexes.pop(regex, None)
 
     def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
         member_id = self.static_members.get(instance_id)
@@ -380,10 +415,24 @@ class ConsumerGroup:
                 return RECONCILING
         return STABLE
 
+    def member_topics(self, member: ConsumerGroupMember):
+        """The topic names a member subscribes to: its names and what its regex resolved to
+        (nothing while the regex is unresolved)."""
+        regex = member.subscribed_topic_regex
+        if regex:
+            resolved = self.resolved_regexes.get(regex)
+            if resolved is not None and resolved.topics:
+                return resolved.topics.union(member.subscribed_topic_names)
+        return member.subscribed_topic_names
+
     def subscribed_topic_names(self) -> set[str]:
+        """Every topic some member subscribes to, by name or through a regex."""
         names: set[str] = set()
         for m in self.members.values():
             names.update(m.subscribed_topic_names)
+        for regex, resolved in self.resolved_regexes.items():
+            if regex in self.subscribed_regexes:
+                names.update(resolved.topics)
         return names
 
     # ---- members of the classic protocol -------------------------------------------------
@@ -418,8 +467,27 @@ class ConsumerGroup:
                 if p not in mine and self.partition_epoch(topic_id, p) != -1:
                     return True
         return False
+    def last_regex_refresh_ms(self) -> int | None:
+        """``lastResolvedRegularExpressionRefreshTimeMs``: when the regexes were last resolved (all
+        together: the first one's time), None if none is."""
+        for resolved in self.resolved_regexes.values():
+            return resolved.timestamp_ms
+        return None
+
+    def last_regex_version(self) -> int:
+        """``lastResolvedRegularExpressionVersion``: the metadata version of that resolution, 0 if none."""
+        for resolved in self.resolved_regexes.values():
+            return resolved.version
+        return 0
 
     def homogeneous(self) -> bool:
+        """``ConsumerGroup.subscriptionType`` (Kafka 4.0) is HOMOGENEOUS: without regexes, every member
+        subscribes to the same names; with regexes, every member subscribes to one and the same regex
+        and none to names."""
+        if self.subscribed_regexes:
+            if len(self.subscribed_regexes) > 1 or next(iter(self.subscribed_regexes.values())) != len(self.members):
+                return False
+            return not any(m.subscribed_topic_names for m in self.members.values())
         first = None
         for m in self.members.values():
             subs = frozenset(m.subscribed_topic_names)

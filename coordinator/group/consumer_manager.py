@@ -8,7 +8,28 @@ manager (:mod:`.manager`) owns this object and routes to it; the model is :mod:`
 
 Which Kafka release each behaviour follows: 4.0 for the protocol, with two later changes of
 Kafka's trunk: an existing member may rejoin with epoch 0 (KAFKA-19233, 2026), and a member's
-current assignment drops topics it no longer subscribes to at once (``updateCurrentAssignment``).
+current assignment drops topics it no longer subscribes to at once (``updateCurrentAssignment``;
+Kafka 4.2, KAFKA-19431: also when only its regex changed, an unresolved regex counting as no topic).
+
+Regex subscriptions (SubscribedTopicRegex, v1+; :mod:`.topic_regex`), after Kafka 4.0's
+``maybeUpdateRegularExpressions`` and ``handleRegularExpressionsResult`` with the later changes
+named: a regex no member had yet is compiled when a member brings it (INVALID_REGULAR_EXPRESSION,
+Kafka's message); a member changing to a regex already resolved bumps the group epoch, to a new one
+does not (it waits for the resolution); clearing it bumps (Kafka 4.1.2/4.2, KAFKA-19891). Kafka
+resolves in a background job (one per group at a time, at most one per 10 s,
+``REGEX_BATCH_REFRESH_MIN_INTERVAL_MS``) that a heartbeat schedules when the group has a regex not
+resolved yet, when topics were created since the last resolution, or when
+``group.consumer.regex.refresh.interval.ms`` has passed (Kafka 4.1, KAFKA-18961); the job matches
+every regex of the group against every topic of the metadata image, drops the topics the heartbeat's
+principal may not DESCRIBE, and its result is written as a separate operation: the resolutions, and
+a group epoch bump if a regex's topics or the subscription metadata changed. This sans-I/O core
+runs that job synchronously with the same conditions, at the end of the heartbeat that schedules
+it, after its response is made: as a Kafka job that completes before the next request. So the
+heartbeat that brings a new regex is answered without its topics, and the member gets them at its
+next heartbeat, at the new group epoch, as on Kafka; no job is ever running when a heartbeat comes,
+so Kafka's "one job at a time" never applies. The last member leaving a regex drops its resolution
+(Kafka's tombstone); a resolution is kept in ``group.resolved_regexes`` (what Kafka writes as
+ConsumerGroupRegularExpression records).
 
 Timer keys: ``("cg-session", group, member)``, ``("cg-rebalance", group, member)``.
 """
@@ -16,9 +37,9 @@ from __future__ import annotations
 
 import base64
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Iterable
+from typing import Callable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 
@@ -33,12 +54,17 @@ from .consumer import (
     ConsumerGroupMember,
     FencedMemberEpoch,
     MemberState,
+    ResolvedRegularExpression,
     TopicInfo,
     reconcile,
     uuid_order,
 )
+from .topic_regex import invalid_regex_message, resolve
 
 _E = ErrorCode
+
+#: Kafka's ``REGEX_BATCH_REFRESH_MIN_INTERVAL_MS``: a group's regexes are resolved at most once per 10 s.
+REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 
 #: Kafka's assignor class names, accepted in group.consumer.assignors for their short names.
 _ASSIGNOR_CLASSES = {
@@ -59,7 +85,9 @@ class HeartbeatError(Exception):
 @dataclass(slots=True)
 class ConsumerGroupHeartbeatRequest:
     """One ConsumerGroupHeartbeat, whatever its version: what the core takes.
-    ``topic_partitions``: [(topic id, [partitions])] or None (unchanged)."""
+    ``topic_partitions``: [(topic id, [partitions])] or None (unchanged). ``describable(topic)``:
+    whether the request's principal may DESCRIBE the topic, None without an authorizer (the
+    regexes a heartbeat resolves drop the others)."""
     group_id: str
     member_id: str
     member_epoch: int
@@ -73,6 +101,7 @@ class ConsumerGroupHeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    describable: Callable[[str], bool] | None = field(default=None, compare=False, repr=False)
 
     def error(self, assignors: Iterable[str]) -> tuple[int, str] | None:
         """``GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid``: (code,
@@ -99,9 +128,6 @@ class ConsumerGroupHeartbeatRequest:
                 return _E.INVALID_REQUEST, "InstanceId can't be null."
         elif epoch < STATIC_LEAVE_EPOCH:
             return _E.INVALID_REQUEST, "MemberEpoch is invalid."
-        if self.subscribed_topic_regex:
-            # not resolved yet: refused rather than a member that waits for ever without partitions
-            return _E.INVALID_REQUEST, "SubscribedTopicRegex is not supported by this coordinator yet."
         names = list(assignors)
         if self.server_assignor is not None and self.server_assignor not in names:
             return (_E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {self.server_assignor} is not supported. "
@@ -129,7 +155,9 @@ class ConsumerGroupManager:
     :class:`~.manager.GroupCoordinator`): its groups live in ``gc``'s map of groups.
 
     ``image``: the metadata image (the cluster's topics: ``topics`` by name, each with
-    ``topic_id`` and ``partition_count``), set by the service."""
+    ``topic_id`` and ``partition_count``), set by the service; :meth:`topics_changed` tells of its
+    changes. ``metadata_version`` counts them (Kafka: the image's offset), ``new_topics_version`` is
+    the version at which a topic was last created (Kafka's ``lastMetadataImageWithNewTopics``)."""
 
     def __init__(self, gc):
         cfg = gc.config
@@ -143,10 +171,23 @@ class ConsumerGroupManager:
             raise ValueError(f"group.consumer.assignors: unknown assignor(s) {unknown}; known: "
                              f"{', '.join(ASSIGNORS)}")
         self.default_assignor = self.assignors[0]
+        self.regex_refresh_interval_ms = int(cfg["group.consumer.regex.refresh.interval.ms"])
+        self.metadata_version = 0
+        self.new_topics_version = 0
         self.image = None
         self.classic = ClassicMembers(self)
 
     # ---- the metadata image -----------------------------------------------------------
+    @property
+    def image(self):
+        return self._image
+
+    @image.setter
+    def image(self, image) -> None:
+        # the topics it has now are not new ones (Kafka's first image)
+        self._image = image
+        self._known_topics = {} if image is None else {name: t.topic_id for name, t in image.topics.items()}
+
     def _topic(self, name: str):
         image = self.image
         if image is None:
@@ -167,8 +208,20 @@ class ConsumerGroupManager:
 
     def topics_changed(self, names: Iterable[str]) -> None:
         """Topics were created, deleted or grew (Kafka's ``onNewMetadataImage``): the groups that
-        subscribe to one recompute their subscription metadata at their next heartbeat."""
+        subscribe to one, by name or through a regex, recompute their subscription metadata at their
+        next heartbeat; a created topic (a name new or under a new id) makes the regexes of every group
+        due for a resolution at their next heartbeat past the 10 s window (Kafka 4.0)."""
         changed = set(names)
+        self.metadata_version += 1
+        topics = self._image.topics if self._image is not None else {}
+        known = self._known_topics
+        for name in changed:
+            topic = topics.get(name)
+            if topic is None:
+                known.pop(name, None)
+            elif known.get(name) != topic.topic_id:
+                known[name] = topic.topic_id
+                self.new_topics_version = self.metadata_version
         for group in self.gc.consumer_groups():
             if changed & group.subscribed_topic_names():
                 group.metadata_refresh = True
@@ -207,9 +260,11 @@ class ConsumerGroupManager:
             if group is not None:
                 gc.write_consumer_group(group)
 
-    def _group(self, group_id: str, create: bool, now: int, missing: str = "Consumer group") -> ConsumerGroup:
+    def _group(self, group_id: str, create: bool, now: int, missing: str = "Consumer group",
+               before_create=None) -> ConsumerGroup:
         """``getOrMaybeCreateConsumerGroup`` (``missing``: how its message names an unknown group;
-        the leave path's ``consumerGroup`` says "Group")."""
+        the leave path's ``consumerGroup`` says "Group"); ``before_create()`` may still refuse the
+        heartbeat before a group is made (Kafka: a failed heartbeat's new group is not kept)."""
         gc = self.gc
         consumer = gc.consumer_group(group_id)
         if consumer is not None:
@@ -218,9 +273,13 @@ class ConsumerGroupManager:
         if group is None or group.state == "Dead":
             if not create:
                 raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"{missing} {group_id} not found.")
+            if before_create is not None:
+                before_create()
             return gc.add_consumer_group(group_id, now)
         if create and group.state == "Empty":
             # an empty classic group is replaced (Kafka's getOrMaybeCreateConsumerGroup)
+            if before_create is not None:
+                before_create()
             return gc.add_consumer_group(group_id, now, replaces=group)
         if create:
             try:
@@ -233,7 +292,9 @@ class ConsumerGroupManager:
         now = self.gc.clock()
         epoch = req.member_epoch
         joining = epoch == JOIN_EPOCH
-        group = self._group(req.group_id, joining, now)
+        regex = req.subscribed_topic_regex
+        check = partial(self._check_new_regex, None, regex) if regex else None
+        group = self._group(req.group_id, joining, now, before_create=check)
         member_id = req.member_id
         if len(group.members) >= self.max_size and (not member_id or member_id not in group.members) and \
                 (req.instance_id is None or group.static_member(req.instance_id) is None):
@@ -269,9 +330,14 @@ class ConsumerGroupManager:
             client_id=req.client_id, client_host=req.client_host)
         if updated.subscribed_topic_regex == "":
             updated.subscribed_topic_regex = None         # librdkafka sends "" for no regex
-        subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
-                                or updated.subscribed_topic_regex != member.subscribed_topic_regex)
-        self._maybe_bump(group, member, updated, replaced, subscription_changed)
+        names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+        old_regex = member.subscribed_topic_regex
+        regex_changed = updated.subscribed_topic_regex != old_regex
+        subscription_changed = names_changed or regex_changed
+        regex_bump, regex_job = False, None
+        if regex_changed or group.subscribed_regexes:
+            regex_bump, regex_job = self._update_regexes(group, old_regex, updated.subscribed_topic_regex, now)
+        self._maybe_bump(group, member, updated, replaced, names_changed or regex_bump)
         self._take_place(group, updated, replaced, now)
         self._schedule_session_timeout(group.group_id, member_id, now)
         if group.group_epoch > group.assignment_epoch:
@@ -279,11 +345,13 @@ class ConsumerGroupManager:
         updated = self._reconcile(group, updated, req.topic_partitions, subscription_changed, now)
         self._update_state(group, now)
 
-        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                           and req.topic_partitions is not None)
+        full = joining or (req.rebalance_timeout_ms != -1 and req.topic_partitions is not None
+                           and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
         assignment = None
         if full or updated.assigned != member.assigned:
             assignment = _assignment(updated.assigned)
+        if regex_job is not None:
+            self._resolve_regexes(group, regex_job, now, req.describable)      # Kafka's job, done after
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                 "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_ms,
                 "assignment": assignment}
@@ -294,10 +362,10 @@ class ConsumerGroupManager:
         subscribed topics' metadata did (``hasMemberSubscriptionChanged``, ``updateSubscriptionMetadata``)."""
         bump = group.group_epoch == 0 or subscription_changed
         if bump or group.metadata_refresh:
-            names = set(updated.subscribed_topic_names)
+            names = set(group.member_topics(updated))
             for other in group.members.values():
                 if other.member_id != member.member_id and other.member_id != (replaced or ""):
-                    names.update(other.subscribed_topic_names)
+                    names.update(group.member_topics(other))
             metadata = self._subscription_metadata(names)
             if metadata != group.subscription_metadata:
                 group.subscription_metadata = metadata
@@ -318,6 +386,7 @@ class ConsumerGroupManager:
         """Put the member in the group; a static member it replaces goes, and it inherits that one's
         target (``replaceMember``)."""
         member_id = updated.member_id
+        previous = group.members.get(replaced if replaced is not None else member_id)
         if replaced is not None:
             old = group.members[replaced]
             inherited = group.target.get(replaced, {})
@@ -328,6 +397,9 @@ class ConsumerGroupManager:
                 "member": member_id, "old_member": replaced, "instance_id": old.instance_id})
         is_new = member_id not in group.members
         group.update_member(updated)
+        old_regex = previous.subscribed_topic_regex if previous is not None else None
+        if old_regex and old_regex not in group.subscribed_regexes:
+            group.resolved_regexes.pop(old_regex, None)     # its last member left it (Kafka's tombstone)
         if is_new:
             self.gc.event_consumer(group, "consumer.member_joined", now, {
                 "member": member_id, "instance_id": updated.instance_id, "client_id": updated.client_id,
@@ -338,10 +410,10 @@ class ConsumerGroupManager:
                    now: int) -> ConsumerGroupMember:
         """``maybeReconcile``: the member's next step towards its target; a member of this protocol
         revoking partitions has its rebalance timer."""
-        if updated.reconciled_to(group.assignment_epoch):
+        if not subscription_changed and updated.reconciled_to(group.assignment_epoch):
             return updated
         before = updated
-        subscribed = self._topic_ids(group, updated.subscribed_topic_names)
+        subscribed = self._topic_ids(group, group.member_topics(updated))
         try:
             updated = reconcile(updated, group.assignment_epoch, group.target.get(updated.member_id, {}),
                                 group.partition_epoch, subscribed, owned, enforce_subscription=subscription_changed)
@@ -355,6 +427,71 @@ class ConsumerGroupManager:
                 else:
                     self.gc.timers.cancel(("cg-rebalance", group.group_id, updated.member_id))
         return updated
+
+    # ---- regular expressions -----------------------------------------------------------
+    def _check_new_regex(self, group: ConsumerGroup | None, regex: str | None) -> None:
+        """``throwIfRegularExpressionIsInvalid`` (Kafka 4.0): a regex no member of the group has yet
+        must compile."""
+        if regex and (group is None or regex not in group.subscribed_regexes):
+            message = invalid_regex_message(regex)
+            if message is not None:
+                raise HeartbeatError(_E.INVALID_REGULAR_EXPRESSION, message)
+
+    def _update_regexes(self, group: ConsumerGroup, old: str | None, new: str | None,
+                        now: int) -> tuple[bool, list[str] | None]:
+        """``maybeUpdateRegularExpressions`` for a member going from regex ``old`` to ``new`` (Kafka 4.0;
+        the refresh interval of 4.1, KAFKA-18961; the bump on clearing of 4.1.2/4.2, KAFKA-19891):
+        (bump the group epoch now, the regexes to resolve once the heartbeat is answered, or None)."""
+        bump = refresh = False
+        if old != new:
+            if new:
+                if new not in group.subscribed_regexes:
+                    self._check_new_regex(group, new)
+                    refresh = True
+                elif new in group.resolved_regexes:
+                    bump = True          # a regex other members have, already resolved
+            elif old:
+                bump = True              # the member no longer has a regex
+        if not refresh and not group.subscribed_regexes:
+            return bump, None
+        last = group.last_regex_refresh_ms()
+        if last is not None and now <= last + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
+            return bump, None
+        regexes = dict(group.subscribed_regexes)     # as they will be after this heartbeat
+        if old != new:
+            if old:
+                regexes[old] -= 1
+                if not regexes[old]:
+                    del regexes[old]
+            if new:
+                regexes[new] = regexes.get(new, 0) + 1
+        refresh = (refresh or len(regexes) != len(group.resolved_regexes)
+                   or group.last_regex_version() < self.new_topics_version
+                   or last is None or now > last + self.regex_refresh_interval_ms)
+        return bump, (sorted(regexes) if refresh and regexes else None)
+
+    def _resolve_regexes(self, group: ConsumerGroup, regexes: list[str], now: int, describable) -> None:
+        """Kafka's resolution job and ``handleRegularExpressionsResult`` (4.0): every regex against every
+        topic of the image (those the principal of the heartbeat that scheduled it may DESCRIBE); a
+        regex whose topics changed, or new subscription metadata, bumps the group epoch."""
+        image = self._image
+        found = resolve(regexes, image.topics if image is not None else (), describable)
+        bump = False
+        for regex, topics in found.items():
+            if regex not in group.subscribed_regexes:
+                continue                 # no member has it any more
+            old = group.resolved_regexes.get(regex)
+            if topics != (old.topics if old is not None else frozenset()):
+                bump = True
+            group.resolved_regexes[regex] = ResolvedRegularExpression(topics, self.metadata_version, now)
+        metadata = self._subscription_metadata(group.subscribed_topic_names())
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            self._bump(group, None, "regex_resolved")
+            group.metadata_refresh = False
+            self._update_state(group, now)
 
     def _check_epoch(self, member: ConsumerGroupMember, epoch: int, owned) -> None:
         """``throwIfConsumerGroupMemberEpochIsInvalid``; epoch 0 (a rejoin) is always accepted
@@ -410,7 +547,7 @@ class ConsumerGroupManager:
             current = {t: frozenset(p for p in ps if p < topics[t])
                        for t, ps in group.target.get(m.member_id, {}).items() if t in topics}
             members[m.member_id] = MemberSpec(
-                m.rack_id, m.instance_id, self._topic_ids(group, m.subscribed_topic_names), current)
+                m.rack_id, m.instance_id, self._topic_ids(group, group.member_topics(m)), current)
         name = group.preferred_assignor(self.default_assignor)
         try:
             result = ASSIGNORS[name].assign(GroupSpec(members, group.homogeneous()), topics)
@@ -467,6 +604,9 @@ class ConsumerGroupManager:
         for m in members:
             group.remove_member(m.member_id)
             self._cancel_timers(group.group_id, m.member_id)
+            regex = m.subscribed_topic_regex
+            if regex and regex not in group.subscribed_regexes:
+                group.resolved_regexes.pop(regex, None)     # its last member left it (Kafka's tombstone)
         names = group.subscribed_topic_names()
         group.subscription_metadata = self._subscription_metadata(names)
         self._bump(group, members[0].member_id if len(members) == 1 else None,

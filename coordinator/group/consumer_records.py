@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from groupcoord.coordinator import records as _rec
 from groupcoord.coordinator.storage import ConsumerGroupKey
 
-from .consumer import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError, uuid_order
+from .consumer import (ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError,
+                       ResolvedRegularExpression, uuid_order)
 
 _STATE_CODE = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1,
                MemberState.UNRELEASED_PARTITIONS: 2, MemberState.UNKNOWN: 127}
@@ -140,7 +141,7 @@ def changes(group: ConsumerGroup, written: Written) -> list[tuple]:
 
 
 def _regex_changes(group: ConsumerGroup, written: Written) -> list[tuple]:
-    resolved = getattr(group, "resolved_regexes", None) or {}
+    resolved = group.resolved_regexes
     out = []
     for regex in sorted(set(written.regexes) - set(resolved)):
         out.append((_key(_rec.CONSUMER_GROUP_REGULAR_EXPRESSION, group, regex), None))
@@ -200,8 +201,8 @@ def _epoched_parts(entries, default_epoch: int) -> dict:
 def restore(group_id: str, values: dict, now: int) -> tuple[ConsumerGroup, Written, list[str]]:
     """The group that its live records (``(kind, name) -> value``, as :class:`~..storage.ReplayState`
     keeps them) describe, what the log holds for it, and warnings about records that could not be
-    applied (a partition owned twice). Subscription metadata and resolved regular expressions
-    are left to the caller (the metadata image of now)."""
+    applied (a partition owned twice). Subscription metadata is left to the caller (the metadata
+    image of now)."""
     group = ConsumerGroup(group_id, now)
     written = Written()
     warnings = []
@@ -245,6 +246,12 @@ def restore(group_id: str, values: dict, now: int) -> tuple[ConsumerGroup, Writt
             written.targets[member_id] = group.target[member_id]
     written.target_map = group.target
     written.group_epoch, written.assignment_epoch = group.group_epoch, group.assignment_epoch
+    for (kind, name), v in values.items():
+        if kind == _rec.CONSUMER_GROUP_REGULAR_EXPRESSION and name in group.subscribed_regexes:
+            # version -1: resolved again at the first heartbeat, as after Kafka's load
+            resolved = ResolvedRegularExpression(frozenset(v["topics"]), -1, v["timestamp"])
+            group.resolved_regexes[name] = resolved
+            written.regexes[name] = resolved
     group.changed.clear()
     group.changed.update(rewrite)          # their records are written again at the group's next change
     return group, written, warnings

@@ -5,9 +5,13 @@ API/service layer of Kafka 4.x (``KafkaApis.handleConsumerGroupHeartbeat``,
 group.coordinator.rebalance.protocols -> UNSUPPORTED_VERSION (a client reports it as a fatal
 error instead of waiting); READ on the group or GROUP_AUTHORIZATION_FAILED; DESCRIBE on every
 subscribed topic or TOPIC_AUTHORIZATION_FAILED; then the request's validation (INVALID_REQUEST,
-UNSUPPORTED_ASSIGNOR), NOT_COORDINATOR, and the core.
+UNSUPPORTED_ASSIGNOR), NOT_COORDINATOR, and the core. With an authorizer, the core is given the
+principal's DESCRIBE check of topics: the topics a regex resolves to in this heartbeat are those the
+principal may describe (Kafka 4.0's ``filterTopicDescribeAuthorizedTopics``; denials not logged).
 
-Version shims: v1 adds SubscribedTopicRegex and requires a client-made MemberId (KIP-1082).
+Version shims: v1 adds SubscribedTopicRegex and requires a client-made MemberId (KIP-1082). v0 has
+no SubscribedTopicRegex field: the core sees None (Kafka's client refuses to send a regex at v0,
+"The cluster does not support regular expressions resolution on ConsumerGroupHeartbeat API").
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..group.consumer_manager import ConsumerGroupHeartbeatRequest, heartbeat_error
-from ..security import DESCRIBE, GROUP, READ, TOPIC, authorize
+from ..security import DESCRIBE, GROUP, READ, TOPIC, authorize, authorizer_of
 from .common import one_group
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
@@ -52,6 +56,8 @@ def handle(ctx, version, body, respond):
         client_id=ctx.client_id,
         client_host=ctx.client_host,
         version=version,
+        describable=(None if authorizer_of(ctx) is None
+                     else lambda topic: authorize(ctx, DESCRIBE, TOPIC, topic, log_denied=False)),
     )
     error = request.error(coordinator.consumer.assignors)
     if error is not None:

@@ -192,3 +192,38 @@ def test_records_are_kafkas_shapes():
     k = st.ConsumerGroupKey(rec.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, "g", "m")
     decoded_key, decoded_value, _ = st.decode_payload(st.encode_payload(k, value))
     assert decoded_key == k and decoded_value == value
+
+
+def test_resolved_regexes_and_classic_members_come_back(tmp_path):
+    # replay of ConsumerGroupRegularExpression (16) and of a member's ClassicMemberMetadata (5)
+    from test_conformance_mixed_group import join_new, sync
+    h = start(tmp_path)
+    hb(h, "m1", 0, regex="fo.*")
+    r = hb(h, "m1", 1)                               # the regex was resolved after the first heartbeat
+    assert r["member_epoch"] == 2
+    c1 = join_new(h, topics=(BAR,), session=30000)["member_id"]
+    generation = h.gc.consumer_group(GROUP).members[c1].member_epoch
+    assert sync(h, c1, generation)["error_code"] == 0
+    before = snapshot(h)
+    resolved = h.gc.consumer_group(GROUP).resolved_regexes["fo.*"]
+
+    h2 = restart(h, tmp_path)
+    g = h2.gc.consumer_group(GROUP)
+    assert snapshot(h2) == before
+    assert g.resolved_regexes["fo.*"].topics == resolved.topics == frozenset({FOO})
+    assert g.members[c1].classic == h.gc.consumer_group(GROUP).members[c1].classic
+    # the classic member carries on: its heartbeat is known, its session its own
+    assert h2.heartbeat(GROUP, c1, generation) == 0
+    h2.advance(29_999)
+    hb(h2, "m1", g.members["m1"].member_epoch)
+    assert h2.heartbeat(GROUP, c1, generation) == 0
+    # the regex's member changes to names: its resolution is tombstoned
+    hb(h2, "m1", g.members["m1"].member_epoch, topics=[FOO], regex="")
+    h3 = restart(h2, tmp_path)
+    assert h3.gc.consumer_group(GROUP).resolved_regexes == {}
+    live = st.replay(h3.store.load(h3.gc.partition_of(GROUP))).consumer_groups[GROUP]
+    assert not [k for k in live if k[0] == rec.CONSUMER_GROUP_REGULAR_EXPRESSION]
+    # the last member of the consumer protocol leaves: the classic member's group is classic again
+    hb(h3, "m1", -1)
+    h4 = restart(h3, tmp_path)
+    assert h4.gc.consumer_group(GROUP) is None and list(h4.gc.group(GROUP).members) == [c1]

@@ -1,7 +1,8 @@
 """Kafka's new consumer group protocol (KIP-848) with a real client: confluent-kafka consumers with
 ``group.protocol=consumer`` form a consumer group, re-settle after a graceful leave, commit and
 read back offsets, and are described by the admin client; with the protocol switched off they get
-a fatal error instead of waiting for ever."""
+a fatal error instead of waiting for ever; a regex subscription is resolved by the coordinator and
+follows a topic created later."""
 from __future__ import annotations
 
 import pytest
@@ -210,3 +211,31 @@ def test_a_static_member_restarted_within_its_session_gets_its_partitions_back(c
     assert {m.name: m.owned for m in members[1:]} == {n: before[n] for n in ("s1", "s2")}
     assert after[1] == snap[1]                           # no rebalance: the same group epoch
     assert [e["event"] for e in c.events_of(group, "consumer.member_replaced")] == ["consumer.member_replaced"]
+
+
+def test_a_regex_subscription_gets_the_matching_topics_then_one_created_later(coord, closing):
+    c = coord(topics={**TOPICS, "u0": 4})
+    group = "kip848-regex"
+    members = [closing(ConsumerProtocolMember(f"m{i}", c.bootstrap, group, ["^t.*"], None)).start()
+               for i in range(2)]
+    epoch = wait_settled(c, group, members)[1]         # t0 and t1, not u0
+
+    def subscriptions():
+        g = c.gc.service.group_coordinator.consumer_group(group)
+        return ({(m.subscribed_topic_names, m.subscribed_topic_regex) for m in g.members.values()},
+                {regex: set(r.topics) for regex, r in g.resolved_regexes.items()})
+    # librdkafka sends its "^" entries joined as "(r1)|(r2)": the broker matches whole names (RE2)
+    assert c.gc.call(subscriptions) == ({((), "(^t.*)")}, {"(^t.*)": {"t0", "t1"}})
+
+    c.gc.call(c.gc.service.create_topic, "t2", 4)
+    c.gc.call(c.gc.service.create_topic, "u1", 2)
+    grown = PARTITIONS | {("t2", p) for p in range(4)}
+
+    def covered():
+        for m in members:
+            m.check()
+        snap = consumer_group(c, group)
+        return snap[0] == "Stable" and snap[1] > epoch and not coverage_problems(members, grown)
+    # resolved again at the first heartbeat 10 s after the last resolution (Kafka's minimum)
+    wait_until(covered, message=lambda: f"cover with t2: {coverage_problems(members, grown)}")
+    assert c.gc.call(subscriptions)[1] == {"(^t.*)": {"t0", "t1", "t2"}}

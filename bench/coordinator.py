@@ -488,6 +488,11 @@ def _doubles(rs) -> str:
             f"({sum(r['double_states'] for r in rs)})")
 
 
+def _span(values) -> str:
+    lo, hi = min(values), max(values)
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
 def _per(v, hb):
     return "-" if v is None else f"{v / hb:.1f}"
 
@@ -519,7 +524,8 @@ def consumer_bench(n: int, runs: int, mock: bool, mock_hbs: list[str], strategie
     base = results[rows[0]["label"]]
     base_formed, base_resettled = _median([r["formed"] for r in base]), _median([r["resettled"] for r in base])
     print()
-    print(f"medians of {runs} run(s); moved = other partitions whose owner changed (+ the leaver's); "
+    print(f"medians of {runs} run(s); moved = other partitions whose owner changed (+ the leaver's), "
+          f"lowest-highest over the runs; "
           f"x groupcoord = against the consumer-protocol row of groupcoord; load {load0:.1f} -> {os.getloadavg()[0]:.1f}")
     print("| target | hb | formed s | in hb | x groupcoord | stable s | members busy | re-settle s | in hb | "
           "x groupcoord | moved (+ leaver's) | double-owned samples (changes) |")
@@ -529,13 +535,14 @@ def consumer_bench(n: int, runs: int, mock: bool, mock_hbs: list[str], strategie
         formed, stable = _median([r["formed"] for r in rs]), _median([r["stable"] for r in rs])
         resettled = _median([r["resettled"] for r in rs])
         busy = sorted({r["busy"] for r in rs if r["busy"] is not None})
-        moved = [f"{r['moved']} (+{r['leaver_partitions']})" for r in rs if r["moved"] is not None]
+        done = [r for r in rs if r["moved"] is not None]
+        moved = f"{_span([r['moved'] for r in done])} (+{_span([r['leaver_partitions'] for r in done])})" if done else "-"
         doubles = _doubles(rs)
         hb = row["hb_s"]
         print(f"| {row['label']} | {hb * 1000:.0f} ms | {_fmt(formed)} | {_per(formed, hb)} | "
               f"{_x(formed, base_formed)} | {_fmt(stable)} | {'/'.join(map(str, busy)) or '-'} of {n} | "
               f"{_fmt(resettled)} | {_per(resettled, hb)} | {_x(resettled, base_resettled)} | "
-              f"{', '.join(moved) or '-'} | {doubles} |", flush=True)
+              f"{moved} | {doubles} |", flush=True)
 
 
 def main(argv=None) -> int:

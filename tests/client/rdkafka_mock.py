@@ -37,6 +37,13 @@ def _load():
         lib.rd_kafka_mock_cluster_bootstraps.argtypes = (vp,)
         lib.rd_kafka_mock_topic_create.restype = ctypes.c_int
         lib.rd_kafka_mock_topic_create.argtypes = (vp, cp, ctypes.c_int, ctypes.c_int)
+        # KIP-848 consumer groups: the mock's defaults are a 3,000 ms heartbeat and a 30,000 ms session
+        for name in ("rd_kafka_mock_set_group_consumer_heartbeat_interval_ms",
+                     "rd_kafka_mock_set_group_consumer_session_timeout_ms"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = None
+                fn.argtypes = (vp, ctypes.c_int)
         _lib = lib
     return _lib
 
@@ -59,6 +66,13 @@ class MockCluster:
         code = _load().rd_kafka_mock_topic_create(self._mc, name.encode(), partitions, replication_factor)
         if code:
             raise RuntimeError(f"rd_kafka_mock_topic_create: error {code}")
+
+    def set_group_consumer_heartbeat_interval_ms(self, ms: int) -> None:
+        """The heartbeat interval the mock gives consumer-protocol groups (KIP-848) created from now on."""
+        fn = getattr(_load(), "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms", None)
+        if fn is None:
+            raise RuntimeError("this librdkafka has no rd_kafka_mock_set_group_consumer_heartbeat_interval_ms")
+        fn(self._mc, ms)
 
     def close(self) -> None:
         if self._mc:

@@ -193,7 +193,7 @@ class BaseEvent(TypedDict):
 
 class GroupCreated(BaseEvent):
     protocol_type: str | None
-    cause: Literal["join_group", "offset_commit", "consumer_group_heartbeat"]
+    cause: Literal["join_group", "offset_commit", "consumer_group_heartbeat", "upgrade", "downgrade"]
 
 
 class GroupStateChange(BaseEvent):
@@ -336,13 +336,14 @@ class ConsumerMemberLeft(BaseEvent):
 class ConsumerMemberFenced(BaseEvent):
     member: str
     instance_id: str | None
-    reason: Literal["session_timeout", "rebalance_timeout"]
+    reason: Literal["session_timeout", "rebalance_timeout", "join_timeout", "sync_timeout"]
     timeout_ms: int
 
 
 class ConsumerGroupEpochBumped(BaseEvent):
     member: str | None
-    reason: Literal["member_joined", "subscription_changed", "metadata_changed", "member_left", "member_fenced"]
+    reason: Literal["member_joined", "subscription_changed", "metadata_changed", "regex_resolved", "member_left",
+                    "member_fenced"]
 
 
 #: Event type -> its TypedDict.

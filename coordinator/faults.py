@@ -31,7 +31,7 @@ the event's group), ``inject`` (``fault``: a request fault to add), ``node_down`
 ``move_coordinator`` (``group`` or ``partition``, ``node``), ``drop_connections``.
 
 Consumer groups (KIP-848): ``expire_member`` ends a member's session (``consumer.member_fenced``,
-reason "session_timeout"); ``remove_member`` is for classic groups; ``fence_member`` answers the
+reason "session_timeout"); ``remove_member`` leaves as an admin LeaveGroup does; ``fence_member`` answers the
 member's next ConsumerGroupHeartbeat FENCED_MEMBER_EPOCH (an injected one-shot request fault), as
 Kafka answers a member whose epoch it no longer accepts: the member gives its partitions up and
 joins again with epoch 0, the coordinator's view of it unchanged. On ``consumer.group_epoch_bumped``
@@ -660,9 +660,6 @@ class FaultEngine:
     def remove_member(self, group_id: str, member=None, instance_id=None, client_id=None) -> str:
         """Remove a member as an admin LeaveGroup does (``member.left``, initiator "admin")."""
         group, m = self._find_member(group_id, member, instance_id, client_id)
-        if isinstance(group, ConsumerGroup):
-            raise FaultError(f"group {group.group_id!r} is a consumer group: remove_member is for classic groups "
-                             "(expire_member or fence_member for its members)", "conflict")
         code = self.service.group_coordinator.remove_member(group.group_id, m.member_id, reason="fault")
         if code:
             raise FaultError(f"removing {m.member_id} failed with {ErrorCode.lookup(code)!r}", "conflict")

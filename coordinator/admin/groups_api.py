@@ -176,15 +176,6 @@ def _any_group(request: web.Request):
     return group
 
 
-def _group(request: web.Request):
-    """The classic group of the path: a 404 if there is none, a 409 for a consumer group."""
-    group = _any_group(request)
-    if isinstance(group, ConsumerGroup):
-        raise ApiError(409, "unsupported_group_type", f"Group {group.group_id} is a consumer group (KIP-848): its "
-                       "members leave with ConsumerGroupHeartbeat; removing them here is for classic groups")
-    return group
-
-
 def _kafka_error(code: int, context: str) -> ApiError:
     error = ErrorCode(code)
     status = 404 if error in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNKNOWN_MEMBER_ID,
@@ -236,17 +227,18 @@ def _remove(request: web.Request, group, member_id: str, instance_id: str | None
 
 @routes.delete("/api/groups/{group_id}/members/{member_id}")
 async def remove_member(request: web.Request) -> web.Response:
-    group = _group(request)
+    group = _any_group(request)
     member_id = request.match_info["member_id"]
     member = group.members.get(member_id)
-    if member is None and member_id not in group.pending_join_members:
+    pending = () if isinstance(group, ConsumerGroup) else group.pending_join_members
+    if member is None and member_id not in pending:
         raise ApiError(404, "unknown_member_id", f"group {group.group_id} has no member {member_id!r}")
     return _remove(request, group, member_id, None)
 
 
 @routes.delete("/api/groups/{group_id}/instances/{instance_id}")
 async def remove_static_member(request: web.Request) -> web.Response:
-    group = _group(request)
+    group = _any_group(request)
     instance_id = request.match_info["instance_id"]
     if instance_id not in group.static_members:
         raise ApiError(404, "unknown_member_id",

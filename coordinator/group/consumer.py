@@ -83,9 +83,6 @@ class ConsumerGroupMember:
     joined_ms: int = 0
     classic: ClassicMemberMetadata | None = None      # a member of the classic protocol (JoinGroup)
 
-    def uses_classic_protocol(self) -> bool:
-        return self.classic is not None
-
     def assigned_partitions(self) -> dict[uuid.UUID, frozenset[int]]:
         return {t: frozenset(ps) for t, ps in self.assigned.items()}
 
@@ -311,7 +308,7 @@ class ConsumerGroup:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            return ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     # ---- partition epochs -------------------------------------------------------------
@@ -436,9 +433,6 @@ class ConsumerGroup:
         return names
 
     # ---- members of the classic protocol -------------------------------------------------
-    def classic_member_count(self) -> int:
-        return sum(1 for m in self.members.values() if m.classic is not None)
-
     def supports_classic_protocols(self, protocol_type: str | None, names) -> bool:
         """``supportsClassicProtocols``: a JoinGroup's protocol type is ``consumer`` and one of its
         protocol names is one every classic member supports (any, in a group without them)."""
@@ -467,6 +461,7 @@ class ConsumerGroup:
                 if p not in mine and self.partition_epoch(topic_id, p) != -1:
                     return True
         return False
+
     def last_regex_refresh_ms(self) -> int | None:
         """``lastResolvedRegularExpressionRefreshTimeMs``: when the regexes were last resolved (all
         together: the first one's time), None if none is."""

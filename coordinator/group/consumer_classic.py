@@ -45,6 +45,7 @@ class ApiError(Exception):
     def __init__(self, code: int, message: str | None = None, member_id: str = ""):
         super().__init__(message)
         self.code = int(code)
+        self.message = message
         self.member_id = member_id
 
 
@@ -68,7 +69,7 @@ class ClassicMembers:
         self.disabled = policy == "disabled"
 
     # ---- the metadata image ---------------------------------------------------------------
-    def _topic_ids(self, pairs) -> dict:
+    def _ids_by_name(self, pairs) -> dict:
         """[(topic name, partitions)] -> {topic id: partitions}, topics unknown to the image dropped."""
         out = {}
         image = self.cm.image
@@ -155,21 +156,30 @@ class ClassicMembers:
             classic=ClassicMemberMetadata(req.session_timeout_ms, tuple(req.protocols)))
         subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
                                 or member.subscribed_topic_regex is not None)
-        owned = [(t, sorted(ps)) for t, ps in self._topic_ids(
+        owned = [(t, sorted(ps)) for t, ps in self._ids_by_name(
             (o["topic"], o["partitions"]) for o in subscription.get("owned_partitions") or ()).items()]
-        cm._maybe_bump(group, member, updated, replaced, subscription_changed)
+        regex_bump, regex_job = False, None
+        if member.subscribed_topic_regex is not None:
+            regex_bump, regex_job = cm._update_regexes(group, member.subscribed_topic_regex, None, now)
+        cm._maybe_bump(group, member, updated, replaced, subscription_changed or regex_bump, now)
         cm._take_place(group, updated, replaced, now)
-        if group.group_epoch > group.assignment_epoch:
-            cm._update_target(group, updated)
-        updated = cm._reconcile(group, updated, owned, subscription_changed, now)
-        cm._update_state(group, now)
+        if downgrade:
+            # the classic group takes the target assignments as they are; stale ones: it rebalances
+            rebalance = group.assignment_epoch < group.group_epoch
+            if not rebalance:
+                updated = cm._reconcile(group, updated, owned, subscription_changed, now)
+        else:
+            if group.group_epoch > group.assignment_epoch:
+                cm._update_target(group, updated)
+            updated = cm._reconcile(group, updated, owned, subscription_changed, now)
+            cm._update_state(group, now)
+            if regex_job is not None:
+                cm._resolve_regexes(group, regex_job, now, None)
         gc.timers.cancel(("cg-join", group.group_id, member_id))
         response = {"throttle_time_ms": 0, "error_code": 0, "generation_id": updated.member_epoch,
                     "protocol_type": "consumer", "protocol_name": updated.classic.protocols[0][0], "leader": "",
                     "skip_assignment": False, "member_id": member_id, "members": []}
         if downgrade:
-            # stale assignments: the classic group rebalances at once
-            rebalance = any(not m.reconciled_to(group.assignment_epoch) for m in group.members.values())
             self.to_classic(group, set(), now, rebalance)
         else:
             cm._schedule_session_timeout(group.group_id, member_id, now, req.session_timeout_ms)
@@ -274,10 +284,12 @@ class ClassicMembers:
             self.gc.write_consumer_group(group)
 
     # ---- upgrade: a classic group becomes a consumer group -------------------------------
-    def upgrade(self, classic: ClassicGroup, now: int) -> ConsumerGroup:
-        """``validateOnlineUpgrade`` and ``convertToConsumerGroup``: the consumer group the classic
-        group becomes, each member at the generation, Stable, owning its last assignment. Raises
-        :class:`ApiError` (GROUP_ID_NOT_FOUND) when it cannot, changing nothing."""
+    def convert(self, classic: ClassicGroup, now: int) -> ConsumerGroup:
+        """``validateOnlineUpgrade`` and ``ConsumerGroup.fromClassicGroup``: the consumer group the
+        classic group becomes, each member at the generation, Stable, owning its last assignment;
+        not installed yet (:meth:`install_upgrade`), as Kafka's conversion is only records until the
+        heartbeat that asked for it succeeds. Raises :class:`ApiError` (GROUP_ID_NOT_FOUND) when it
+        cannot."""
         group_id = classic.group_id
         if not self.upgrade_enabled:
             raise ApiError(_E.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer group "
@@ -301,7 +313,7 @@ class ClassicMembers:
                                        "group because an unsupported custom assignor is in use. Please refer to the "
                                        "documentation or switch to a default assignor before re-attempting the "
                                        "upgrade.")
-                    assigned = self._topic_ids((a["topic"], a["partitions"]) for a in assignment["assigned_partitions"])
+                    assigned = self._ids_by_name((a["topic"], a["partitions"]) for a in assignment["assigned_partitions"])
                 protocol = classic.protocol_name if classic.protocol_name is not None else m.protocols[0][0]
                 subscription = cp.decode_subscription(m.metadata(protocol))
                 member = ConsumerGroupMember(
@@ -319,28 +331,28 @@ class ClassicMembers:
         except OwnershipError as e:
             raise ApiError(_E.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer group: "
                            f"{e}.") from None
-        gc = self.gc
-        gc.retire_classic_group(classic, now)
         group.offsets = classic.offsets
         group.subscription_metadata = self.cm._subscription_metadata(group.subscribed_topic_names())
-        gc.install_consumer_group(group, now, "upgrade")
         group.state = group.compute_state()
-        for member in group.members.values():
-            self.cm._schedule_session_timeout(group_id, member.member_id, now, member.classic.session_timeout_ms)
         return group
 
+    def install_upgrade(self, group: ConsumerGroup, now: int) -> None:
+        """``convertToConsumerGroup``: the consumer group :meth:`convert` made takes the classic
+        group's place (its waiting requests answered REBALANCE_IN_PROGRESS, its timers stopped,
+        the tombstone and the new group's records in one append); its members' sessions start."""
+        self.gc.upgrade_group(self.gc.group(group.group_id), group, now)
+        for member in group.members.values():
+            self.cm._schedule_session_timeout(group.group_id, member.member_id, now,
+                                              member.classic.session_timeout_ms)
+
     # ---- downgrade: a consumer group of classic members becomes a classic group -----------
-    def maybe_downgrade(self, group: ConsumerGroup, leaving: list, now: int) -> bool:
-        """``validateOnlineDowngradeWithFencedMembers``, then ``convertToClassicGroup``: whether the
-        group became a classic group as these members leave."""
+    def can_downgrade(self, group: ConsumerGroup, leaving: list) -> bool:
+        """``validateOnlineDowngradeWithFencedMembers``: whether the group becomes a classic group as
+        these members leave (only classic members stay, the policy allows it, they fit)."""
         ids = {m.member_id for m in leaving}
         remaining = len(group.members) - len(ids & set(group.members))
-        if not group.all_classic_except(ids) or remaining <= 0 or not self.downgrade_enabled:
-            return False
-        if remaining > self.gc.group_max_size:
-            return False
-        self.to_classic(group, ids, now, True)
-        return True
+        return (group.all_classic_except(ids) and remaining > 0 and self.downgrade_enabled
+                and remaining <= self.gc.group_max_size)
 
     def to_classic(self, group: ConsumerGroup, leaving: set, now: int, rebalance: bool) -> ClassicGroup:
         """``ClassicGroup.fromConsumerGroup``: Stable at the group epoch, every remaining member with
@@ -363,8 +375,7 @@ class ClassicMembers:
         classic.state = STABLE
         classic.previous_state = DEAD
         classic.offsets = group.offsets
-        gc.retire_consumer_group(group, now)
-        gc.install_classic_group(classic, now, "downgrade")
+        gc.downgrade_group(group, classic, now)
         if rebalance:
             gc.prepare_rebalance(classic, now, "downgrade")
         return classic

@@ -35,8 +35,6 @@ Timer keys: ``("cg-session", group, member)``, ``("cg-rebalance", group, member)
 """
 from __future__ import annotations
 
-import base64
-import uuid
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, Iterable
@@ -44,7 +42,7 @@ from typing import Callable, Iterable
 from groupcoord.protocol.errors import ErrorCode
 
 from .assignors import ASSIGNORS, GroupSpec, MemberSpec, PartitionAssignorError
-from .consumer_classic import ApiError, ClassicMembers
+from .consumer_classic import ApiError, ClassicMembers, new_member_id
 from .consumer_records import metadata_hash
 from .consumer import (
     JOIN_EPOCH,
@@ -73,13 +71,11 @@ _ASSIGNOR_CLASSES = {
 }
 
 
-class HeartbeatError(Exception):
+class HeartbeatError(ApiError):
     """A heartbeat refused with ``code`` (and Kafka's message)."""
 
     def __init__(self, code: int, message: str | None = None):
-        super().__init__(message)
-        self.code = int(code)
-        self.message = message
+        super().__init__(code, message)
 
 
 @dataclass(slots=True)
@@ -234,7 +230,7 @@ class ConsumerGroupManager:
         group.subscription_metadata = self._subscription_metadata(group.subscribed_topic_names())
         if group.log_state is not None and group.members and \
                 metadata_hash(group.subscription_metadata) != group.log_state.metadata_hash:
-            self._bump(group, None, "metadata_changed")     # a subscribed topic changed meanwhile
+            self._bump(group, None, "metadata_changed", now)     # a subscribed topic changed meanwhile
         group.state = group.compute_state()
         for member in group.members.values():
             self._schedule_session_timeout(group.group_id, member.member_id, now,
@@ -253,7 +249,7 @@ class ConsumerGroupManager:
             if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 return self._leave(req)
             return self._heartbeat(req)
-        except HeartbeatError as e:
+        except ApiError as e:
             return heartbeat_error(e.code, e.message)
         finally:
             group = gc.consumer_group(req.group_id)
@@ -282,10 +278,7 @@ class ConsumerGroupManager:
                 before_create()
             return gc.add_consumer_group(group_id, now, replaces=group)
         if create:
-            try:
-                return self.classic.upgrade(group, now)
-            except ApiError as e:
-                raise HeartbeatError(e.code, str(e)) from None
+            return self.classic.convert(group, now)       # installed once the heartbeat passed its checks
         raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def _heartbeat(self, req: ConsumerGroupHeartbeatRequest) -> dict:
@@ -301,8 +294,7 @@ class ConsumerGroupManager:
             raise HeartbeatError(_E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
                                  f"capacity of {self.max_size} members.")
         if not member_id:
-            # ConsumerGroupHeartbeat v0: the coordinator names it, as Kafka's Uuid.toString()
-            member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            member_id = new_member_id()      # ConsumerGroupHeartbeat v0: the coordinator names it
         replaced = None
         if req.instance_id is None:
             member = group.members.get(member_id)
@@ -327,7 +319,7 @@ class ConsumerGroupManager:
                                     if req.subscribed_topic_names is not None else member.subscribed_topic_names),
             subscribed_topic_regex=(req.subscribed_topic_regex if req.subscribed_topic_regex is not None
                                     else member.subscribed_topic_regex),
-            client_id=req.client_id, client_host=req.client_host)
+            client_id=req.client_id, client_host=req.client_host, classic=None)
         if updated.subscribed_topic_regex == "":
             updated.subscribed_topic_regex = None         # librdkafka sends "" for no regex
         names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
@@ -337,7 +329,9 @@ class ConsumerGroupManager:
         regex_bump, regex_job = False, None
         if regex_changed or group.subscribed_regexes:
             regex_bump, regex_job = self._update_regexes(group, old_regex, updated.subscribed_topic_regex, now)
-        self._maybe_bump(group, member, updated, replaced, names_changed or regex_bump)
+        if self.gc.consumer_group(group.group_id) is not group:
+            self.classic.install_upgrade(group, now)          # the classic group it converts gives way
+        self._maybe_bump(group, member, updated, replaced, names_changed or regex_bump, now)
         self._take_place(group, updated, replaced, now)
         self._schedule_session_timeout(group.group_id, member_id, now)
         if group.group_epoch > group.assignment_epoch:
@@ -357,7 +351,7 @@ class ConsumerGroupManager:
                 "assignment": assignment}
 
     def _maybe_bump(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
-                    replaced: str | None, subscription_changed: bool) -> None:
+                    replaced: str | None, subscription_changed: bool, now: int) -> None:
         """Bump the group epoch when the group is new, the member's subscription changed, or the
         subscribed topics' metadata did (``hasMemberSubscriptionChanged``, ``updateSubscriptionMetadata``)."""
         bump = group.group_epoch == 0 or subscription_changed
@@ -374,13 +368,12 @@ class ConsumerGroupManager:
         if bump:
             reason = ("member_joined" if member.member_id not in group.members and replaced is None
                       else "subscription_changed" if subscription_changed else "metadata_changed")
-            self._bump(group, updated.member_id, reason)
+            self._bump(group, updated.member_id, reason, now)
 
-    def _bump(self, group: ConsumerGroup, member_id: str | None, reason: str) -> None:
+    def _bump(self, group: ConsumerGroup, member_id: str | None, reason: str, now: int) -> None:
         """The group epoch goes up (Kafka's "Bumped group epoch"): a new target assignment is due."""
         group.group_epoch += 1
-        self.gc.event_consumer(group, "consumer.group_epoch_bumped", self.gc.clock(),
-                               {"member": member_id, "reason": reason})
+        self.gc.event_consumer(group, "consumer.group_epoch_bumped", now, {"member": member_id, "reason": reason})
 
     def _take_place(self, group: ConsumerGroup, updated: ConsumerGroupMember, replaced: str | None, now: int) -> None:
         """Put the member in the group; a static member it replaces goes, and it inherits that one's
@@ -397,9 +390,7 @@ class ConsumerGroupManager:
                 "member": member_id, "old_member": replaced, "instance_id": old.instance_id})
         is_new = member_id not in group.members
         group.update_member(updated)
-        old_regex = previous.subscribed_topic_regex if previous is not None else None
-        if old_regex and old_regex not in group.subscribed_regexes:
-            group.resolved_regexes.pop(old_regex, None)     # its last member left it (Kafka's tombstone)
+        self._drop_unused_regex(group, previous.subscribed_topic_regex if previous is not None else None)
         if is_new:
             self.gc.event_consumer(group, "consumer.member_joined", now, {
                 "member": member_id, "instance_id": updated.instance_id, "client_id": updated.client_id,
@@ -489,7 +480,7 @@ class ConsumerGroupManager:
             group.subscription_metadata = metadata
             bump = True
         if bump:
-            self._bump(group, None, "regex_resolved")
+            self._bump(group, None, "regex_resolved", now)
             group.metadata_refresh = False
             self._update_state(group, now)
 
@@ -522,7 +513,8 @@ class ConsumerGroupManager:
                 # the same member rejoining (after FENCED_MEMBER_EPOCH, say): accepted like a dynamic
                 # member's epoch-0 rejoin (KAFKA-19233); Kafka answers UNRELEASED_INSTANCE_ID here
                 return existing, None
-            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+            if existing.member_epoch != STATIC_LEAVE_EPOCH and existing.classic is None:
+                # (a classic member's instance is taken over at once: it never sends a leave with -2)
                 raise HeartbeatError(_E.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                      f"{instance_id} cannot join the group because the instance id is owned by "
                                      f"{existing.member_id} member.")
@@ -597,25 +589,30 @@ class ConsumerGroupManager:
         """``consumerGroupFenceMembers``: the members go, with one bump of the group epoch; or, when
         only members of the classic protocol would stay, the group becomes a classic group
         (``fields(member)``: each one's event)."""
-        if self.classic.maybe_downgrade(group, members, now):
+        if self.classic.can_downgrade(group, members):
             for m in members:
                 self.gc.event_consumer(group, event, now, fields(m))
+            self.classic.to_classic(group, {m.member_id for m in members}, now, True)
             return
         for m in members:
             group.remove_member(m.member_id)
             self._cancel_timers(group.group_id, m.member_id)
-            regex = m.subscribed_topic_regex
-            if regex and regex not in group.subscribed_regexes:
-                group.resolved_regexes.pop(regex, None)     # its last member left it (Kafka's tombstone)
+            self._drop_unused_regex(group, m.subscribed_topic_regex)
         names = group.subscribed_topic_names()
         group.subscription_metadata = self._subscription_metadata(names)
         self._bump(group, members[0].member_id if len(members) == 1 else None,
-                   "member_left" if event == "consumer.member_left" else "member_fenced")
+                   "member_left" if event == "consumer.member_left" else "member_fenced", now)
         if not group.members:
             group.assignment_epoch = group.group_epoch     # nothing to assign (KAFKA-20442)
         for m in members:
             self.gc.event_consumer(group, event, now, fields(m))
         self._update_state(group, now)
+
+    @staticmethod
+    def _drop_unused_regex(group: ConsumerGroup, regex: str | None) -> None:
+        """A regex no member has any more loses its resolution (Kafka writes its tombstone)."""
+        if regex and regex not in group.subscribed_regexes:
+            group.resolved_regexes.pop(regex, None)
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         timers = self.gc.timers

@@ -104,11 +104,11 @@ def changes(group: ConsumerGroup, written: Written) -> list[tuple]:
         member = group.members.get(member_id)
         old = written.members.get(member_id)
         if member is None:
-            if old is not None:
+            if old is not None or member_id in written.targets:
                 tombstones.append((_key(_rec.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, group, member_id), None))
                 tombstones.append((_key(_rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, group, member_id), None))
                 tombstones.append((_key(_rec.CONSUMER_GROUP_MEMBER_METADATA, group, member_id), None))
-                del written.members[member_id]
+                written.members.pop(member_id, None)
                 written.targets.pop(member_id, None)
             continue
         if member is not old:
@@ -247,11 +247,16 @@ def restore(group_id: str, values: dict, now: int) -> tuple[ConsumerGroup, Writt
     written.target_map = group.target
     written.group_epoch, written.assignment_epoch = group.group_epoch, group.assignment_epoch
     for (kind, name), v in values.items():
-        if kind == _rec.CONSUMER_GROUP_REGULAR_EXPRESSION and name in group.subscribed_regexes:
-            # version -1: resolved again at the first heartbeat, as after Kafka's load
+        if kind == _rec.CONSUMER_GROUP_REGULAR_EXPRESSION:
+            # version -1: resolved again at the first heartbeat, as after Kafka's load; one no member
+            # has is only in the log (tombstoned at the group's next write)
             resolved = ResolvedRegularExpression(frozenset(v["topics"]), -1, v["timestamp"])
-            group.resolved_regexes[name] = resolved
+            if name in group.subscribed_regexes:
+                group.resolved_regexes[name] = resolved
             written.regexes[name] = resolved
+        elif kind == _rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER and name not in group.members:
+            written.targets[name] = _targets(v["topic_partitions"])     # a target without its member
+            rewrite.append(name)
     group.changed.clear()
     group.changed.update(rewrite)          # their records are written again at the group's next change
     return group, written, warnings

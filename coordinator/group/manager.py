@@ -337,6 +337,7 @@ class GroupCoordinator:
         self._groups.pop(group_id, None)      # live records of both types: a damaged log; this one wins
         self._consumer_groups[group_id] = group
         self.consumer.restored(group, now)
+        self.write_consumer_group(group)         # an epoch bumped at load (a topic changed meanwhile)
         return 1
 
     def _append(self, group_id: str, records: list) -> None:
@@ -404,10 +405,9 @@ class GroupCoordinator:
         self.install_consumer_group(group, now, "consumer_group_heartbeat")
         return group
 
-    def retire_classic_group(self, group: ClassicGroup, now: int) -> None:
-        """A classic group gives way to a consumer group of its id (its offsets go with the caller):
-        its waiting JoinGroups and SyncGroups are answered REBALANCE_IN_PROGRESS, its timers
-        stop, its record is tombstoned."""
+    def _stop_classic_group(self, group: ClassicGroup) -> None:
+        """A classic group gives way to a consumer group of its id: its waiting JoinGroups and
+        SyncGroups are answered REBALANCE_IN_PROGRESS, its timers stop, it leaves the map."""
         group_id = group.group_id
         for member in list(group.members.values()):
             respond = group.take_join_callback(member)
@@ -422,8 +422,12 @@ class GroupCoordinator:
         self.timers.cancel(("join", group_id))
         self.timers.cancel(("sync", group_id))
         del self._groups[group_id]
+
+    def retire_classic_group(self, group: ClassicGroup, now: int) -> None:
+        """An empty classic group gives way to a consumer group (its offsets go with the caller)."""
+        self._stop_classic_group(group)
         if self._persist:
-            self._append(group_id, [(_st.GroupMetadataKey(group_id), None)])
+            self._append(group.group_id, [(_st.GroupMetadataKey(group.group_id), None)])
         self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
 
     def install_consumer_group(self, group: ConsumerGroup, now: int, cause: str) -> None:
@@ -431,19 +435,40 @@ class GroupCoordinator:
         self.event_consumer(group, "group.created", now, {"protocol_type": "consumer", "cause": cause})
 
     def retire_consumer_group(self, group: ConsumerGroup, now: int) -> None:
-        """A consumer group gives way to a classic group of its id: its records are tombstoned."""
+        """An empty consumer group gives way to a classic group: its records are tombstoned."""
         self._tombstone_consumer_group(group)
         del self._consumer_groups[group.group_id]
         self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
 
-    def install_classic_group(self, group: ClassicGroup, now: int, cause: str) -> None:
-        """A classic group made from a consumer group (a downgrade): Stable with its members, whose
-        session timers start now, its record written."""
-        self._groups[group.group_id] = group
-        self._event(group, "group.created", now, {"protocol_type": group.protocol_type, "cause": cause})
-        self._persist_group(group)
-        for member in group.members.values():
-            self._schedule_heartbeat(group.group_id, member.member_id, member.session_timeout_ms, now)
+    def upgrade_group(self, classic: ClassicGroup, group: ConsumerGroup, now: int) -> None:
+        """A classic group with members becomes ``group`` (:mod:`.consumer_classic`): the classic
+        record's tombstone and the consumer group's records in one append, as Kafka's conversion
+        is one batch of records."""
+        self._stop_classic_group(classic)
+        if self._persist:
+            group.log_state = consumer_records.Written()
+            self._append(group.group_id, [(_st.GroupMetadataKey(group.group_id), None),
+                                          *consumer_records.changes(group, group.log_state)])
+        else:
+            group.changed.clear()
+        self._event(classic, "group.deleted", now, {"reason": "converted", "offsets": 0})
+        self.install_consumer_group(group, now, "upgrade")
+
+    def downgrade_group(self, group: ConsumerGroup, classic: ClassicGroup, now: int) -> None:
+        """A consumer group of classic members becomes ``classic``, Stable with its members, whose
+        session timers start now: the consumer group's tombstones and the classic record in one
+        append."""
+        records = []
+        if self._persist and group.log_state is not None:
+            records = consumer_records.deletion(group, group.log_state)
+        del self._consumer_groups[group.group_id]
+        self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
+        self._groups[classic.group_id] = classic
+        if self._persist:
+            self._append(classic.group_id, [*records, self._group_record(classic)])
+        self._event(classic, "group.created", now, {"protocol_type": classic.protocol_type, "cause": "downgrade"})
+        for member in classic.members.values():
+            self._schedule_heartbeat(classic.group_id, member.member_id, member.session_timeout_ms, now)
 
     def prepare_rebalance(self, group: ClassicGroup, now: int, reason: str) -> None:
         self._prepare_rebalance(group, now, reason)
@@ -587,11 +612,12 @@ class GroupCoordinator:
                 response = classic.join(group, req, now)
             else:
                 response = classic.sync(group, req)
-        except ApiError as e:
+        except ApiError as e:          # (the heartbeat steps' HeartbeatError too: an assignor's failure)
             response = join_error(e.member_id, e.code) if kind == "join" else sync_error(e.code)
-        current = self._consumer_groups.get(group.group_id)
-        if current is not None:
-            self.write_consumer_group(current)
+        finally:
+            current = self._consumer_groups.get(group.group_id)
+            if current is not None:
+                self.write_consumer_group(current)
         self._reply(respond, response)
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:

@@ -60,7 +60,7 @@ def test_a_classic_member_joins_a_consumer_group_and_gets_partitions_once_releas
     assert (resp["protocol_type"], resp["protocol_name"], resp["leader"], resp["members"]) == \
         ("consumer", "range", "", [])            # every classic member is a follower
     member = g.members[c1]
-    assert member.uses_classic_protocol() and member.state is MemberState.UNRELEASED_PARTITIONS
+    assert member.classic is not None and member.state is MemberState.UNRELEASED_PARTITIONS
     # its partitions are still m1's: the SyncGroup gives nothing yet, and a heartbeat waits
     assert owned_of(sync(h, c1, 2)["assignment"]) == {}
     assert h.heartbeat(GROUP, c1, 2) == 0
@@ -250,7 +250,7 @@ def test_the_first_consumer_heartbeat_upgrades_a_classic_group():
     assert g.group_epoch == generation + 1 and set(g.members) == {*ids, "m1"}
     for i, m in enumerate(ids):
         member = g.members[m]
-        assert member.uses_classic_protocol() and member.member_epoch == generation
+        assert member.classic is not None and member.member_epoch == generation
         assert {t: sorted(ps) for t, ps in member.assigned.items()} == {tid(FOO): [p for p in range(6) if p % 2 == i]}
     # the classic members are told to rejoin; the offsets came along
     assert h.heartbeat(GROUP, ids[0], generation) == E.REBALANCE_IN_PROGRESS
@@ -302,6 +302,10 @@ def test_the_last_consumer_member_leaving_downgrades_the_group():
     epoch = g.group_epoch
     hb(h, "m1", -1)
     assert consumer_group(h) is None
+    # the leave is told of the consumer group, before it gives way
+    kinds = [e["event"] for e in h.events]
+    left = kinds.index("consumer.member_left")
+    assert kinds[left + 1:left + 3] == ["group.deleted", "group.created"]
     classic = h.group(GROUP)
     assert classic.generation_id == epoch and classic.state == "PreparingRebalance"
     assert set(classic.members) == {c1, c2} and classic.protocol_name == "range"
@@ -356,3 +360,100 @@ def test_no_downgrade_past_the_classic_max_size():
     join_new(h)
     hb(h, "m1", -1)
     assert consumer_group(h) is not None and h.group(GROUP) is None
+
+
+# ---- the review's cases: static replacements across protocols, refused upgrades ----------
+
+def test_a_consumer_member_takes_over_a_classic_static_members_instance():
+    # testConsumerGroupHeartbeatFromExistingClassicStaticMember: no UNRELEASED_INSTANCE_ID (a classic
+    # member never leaves with -2), and the new member is one of the consumer protocol
+    h = harness()
+    hb(h, "m1", 0, topics=[BAR])
+    c1 = join(h, "", instance_id="i1").result["member_id"]
+    owned = owned_of(sync(h, c1, 2)["assignment"])
+    resp = hb(h, "new", 0, instance_id="i1")
+    assert resp["error_code"] == 0
+    g = consumer_group(h)
+    assert set(g.members) == {"m1", "new"} and g.members["new"].classic is None
+    assert g.static_members == {"i1": "new"}
+    assert {m["member_id"]: m["member_type"] for m in h.gc.consumer.describe(GROUP)["members"]} == {"m1": 1, "new": 1}
+    assert {t: sorted(ps) for t, ps in g.target["new"].items()} == {tid(FOO): owned[FOO]}
+
+
+def test_an_upgrade_by_a_static_members_new_instance():
+    # testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember
+    h = harness()
+    calls = [join(h, "", instance_id=f"i{n}") for n in range(2)]
+    h.advance(0)
+    ids = [c.result for c in calls]
+    generation = h.group(GROUP).generation_id
+    leader = next(r["leader"] for r in ids if r["leader"])
+    for r in ids:
+        if r["member_id"] != leader:
+            h.sync(GROUP, r["member_id"], generation)
+    h.sync(GROUP, leader, generation, assignments=[
+        (r["member_id"], cp.encode_assignment({"assigned_partitions": [{"topic": FOO, "partitions": [n, n + 2, n + 4]}],
+                                               "user_data": None}, 0)) for n, r in enumerate(ids)])
+    resp = hb(h, "modern", 0, instance_id="i0")
+    assert resp["error_code"] == 0
+    g = consumer_group(h)
+    assert set(g.members) == {"modern", ids[1]["member_id"]}
+    assert sorted(p for t in resp["assignment"]["topic_partitions"] for p in t["partitions"]) == [0, 2, 4]
+
+
+@pytest.mark.parametrize("refusal", ["full", "regex"])
+def test_a_refused_heartbeat_does_not_upgrade_the_group(refusal):
+    # Kafka: the conversion is records of the heartbeat; a heartbeat that fails writes none
+    h = harness(**({"group_consumer_max_size": 2} if refusal == "full" else {}))
+    classic_group(h)
+    resp = hb(h, "m1", 0, **({"regex": "("} if refusal == "regex" else {}))
+    assert resp["error_code"] == (E.GROUP_MAX_SIZE_REACHED if refusal == "full" else E.INVALID_REGULAR_EXPRESSION)
+    assert consumer_group(h) is None and h.state(GROUP) == "Stable"
+    assert not [e for e in h.events if e["event"] == "group.deleted"]
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_the_group():
+    # testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember: Stable, no rebalance, the
+    # new instance with the replaced member's assignment
+    h = harness()
+    hb(h, "s", 0, instance_id="is")
+    c1 = join_new(h)["member_id"]
+    sync(h, c1, 2)
+    r = hb(h, "s", 1, instance_id="is", owned={FOO: [0, 1, 2, 3, 4, 5]})
+    kept = sorted(p for t in r["assignment"]["topic_partitions"] for p in t["partitions"])
+    hb(h, "s", 1, instance_id="is", owned={FOO: kept})
+    assert h.heartbeat(GROUP, c1, 2) == E.REBALANCE_IN_PROGRESS
+    join(h, c1)
+    sync(h, c1, 2)
+    assert consumer_group(h).state == "Stable"
+    resp = join(h, "", instance_id="is").result
+    assert consumer_group(h) is None
+    classic = h.group(GROUP)
+    assert classic.state == "Stable" and classic.generation_id == resp["generation_id"] == 2
+    assert classic.static_members["is"] == resp["member_id"]
+    assert owned_of(sync(h, resp["member_id"], 2)["assignment"]) == {FOO: kept}
+
+
+def test_the_last_consumer_member_missing_its_rebalance_timeout_downgrades_the_group():
+    # testLastConsumerProtocolMemberRebalanceTimeoutInConsumerGroup
+    h = harness()
+    hb(h, "m1", 0, rebalance_timeout_ms=5000)
+    c1 = join_new(h)["member_id"]
+    hb(h, "m1", 1, owned={FOO: [0, 1, 2, 3, 4, 5]})   # m1 must revoke: its rebalance timer runs
+    h.advance(5000)
+    assert consumer_group(h) is None and set(h.group(GROUP).members) == {c1}
+    fenced = [e for e in h.events if e["event"] == "consumer.member_fenced"]
+    assert [(e["member"], e["reason"]) for e in fenced] == [("m1", "rebalance_timeout")]
+
+
+def test_a_classic_members_offset_fetch_checks_its_generation():
+    # ConsumerGroup.validateOffsetFetch: a classic member's wrong epoch is ILLEGAL_GENERATION
+    from groupcoord.coordinator.group.offsets import OffsetFetchRequest
+    from group_harness import Call
+    h = harness()
+    hb(h, "m1", 0)
+    c1 = join_new(h)["member_id"]
+    for epoch, code in ((1, E.ILLEGAL_GENERATION), (2, 0)):
+        call = Call()
+        h.gc.offset_fetch(call, OffsetFetchRequest(GROUP, None, member_id=c1, member_epoch=epoch))
+        assert call.result["error_code"] == code

@@ -172,6 +172,10 @@ def test_a_topic_grown_while_away_bumps_the_group_epoch_at_load(tmp_path):
     h3 = restart(h2, tmp_path, cluster=new_cluster({FOO: 8, BAR: 3}))
     g = h3.gc.consumer_group(GROUP)
     assert (g.group_epoch, g.assignment_epoch, g.state) == (2, 1, "Assigning")
+    # the bump is written at load: another restart finds epoch 2, not a second bump
+    h3 = restart(h3, tmp_path)
+    g = h3.gc.consumer_group(GROUP)
+    assert (g.group_epoch, g.assignment_epoch) == (2, 1)
     resp = hb(h3, "m1", 1, owned={FOO: [0, 1, 2, 3, 4, 5]})
     assert resp["member_epoch"] == 2
     assert sorted(resp["assignment"]["topic_partitions"][0]["partitions"]) == list(range(8))
@@ -227,3 +231,23 @@ def test_resolved_regexes_and_classic_members_come_back(tmp_path):
     hb(h3, "m1", -1)
     h4 = restart(h3, tmp_path)
     assert h4.gc.consumer_group(GROUP) is None and list(h4.gc.group(GROUP).members) == [c1]
+
+
+def test_records_of_no_member_are_tombstoned_at_the_next_write(tmp_path):
+    # a target or a resolved regex left by a log written elsewhere: gone from the log at the next change
+    store = st.LogStore(str(tmp_path))
+    p = st.ConsumerGroupKey
+    partition = start(tmp_path).gc.partition_of(GROUP)
+    store.append(partition, [
+        (p(rec.CONSUMER_GROUP_METADATA, GROUP), {"epoch": 3, "metadata_hash": 0}),
+        (p(rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, GROUP), {"assignment_epoch": 3, "assignment_timestamp": 0}),
+        (p(rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, GROUP, "ghost"),
+         {"topic_partitions": [{"topic_id": tid(FOO), "partitions": [0]}]}),
+        (p(rec.CONSUMER_GROUP_REGULAR_EXPRESSION, GROUP, "gh.*"), {"topics": ["ghost"], "version": 1, "timestamp": 0}),
+    ])
+    store.close()
+    h = start(tmp_path)
+    assert hb(h, "m1", 0)["error_code"] == 0
+    live = st.replay(h.store.load(partition)).consumer_groups[GROUP]
+    assert not [k for k in live if k[1] in ("ghost", "gh.*")]
+    assert (rec.CONSUMER_GROUP_MEMBER_METADATA, "m1") in live

@@ -258,7 +258,9 @@
         g = { group_id: id, protocol_type: ev.protocol_type || null, protocol: null, leader: null, coordinator: null };
         S.groups.set(id, g);
       }
-      if (ev.event.startsWith("consumer.") || ev.cause === "consumer_group_heartbeat") g.type = "consumer";
+      if (ev.event.startsWith("consumer.") || ev.cause === "consumer_group_heartbeat" || ev.cause === "upgrade") {
+        g.type = "consumer";
+      }
       else if (ev.event === "group.created") g.type = "classic";
       g.state = ev.event === "group.deleted" ? "Dead" : ev.state;
       g.generation = ev.generation;

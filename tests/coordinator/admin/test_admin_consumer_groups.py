@@ -93,15 +93,19 @@ async def test_consumer_group_epochs_reconciliation_and_targets(admin_gc, admin_
         assert partitions(m, "assignment") == partitions(m, "target_assignment")
         assert partitions(m, "pending_revocation") == []
 
-    # no removal of a consumer group's members through the admin API; no deletion while it has some
-    status, body = await admin_http.delete(f"/api/groups/{GROUP}/members/member-a")
-    assert (status, body["error"]) == (409, "unsupported_group_type")
+    # no deletion while it has members; a member removed as an admin LeaveGroup does (Kafka's
+    # removeMembersFromConsumerGroup on a consumer group), then the group can go
     status, body = await admin_http.delete(f"/api/groups/{GROUP}")
     assert (status, body["error"]) == (409, "non_empty_group")
     assert "Reconciling" not in body["message"] and "Stable" in body["message"]
+    status, body = await admin_http.delete(f"/api/groups/{GROUP}/members/nobody")
+    assert (status, body["error"]) == (404, "unknown_member_id")
+    status, body = await admin_http.delete(f"/api/groups/{GROUP}/members/member-a")
+    assert status == 200 and body["members"] == 1
+    status, detail = await admin_http.get(f"/api/groups/{GROUP}")
+    assert [m["member_id"] for m in detail["members"]] == ["member-b"] and detail["group_epoch"] == 3
 
-    # both leave: Empty, its offsets reset through the API, then deleted with them
-    await a.heartbeat(epoch=-1)
+    # the other leaves: Empty, its offsets reset through the API, then deleted with them
     await b.heartbeat(epoch=-1)
     status, detail = await admin_http.get(f"/api/groups/{GROUP}")
     assert (detail["state"], detail["members"], detail["group_epoch"]) == ("Empty", [], 4)

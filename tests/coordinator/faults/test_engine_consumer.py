@@ -132,18 +132,18 @@ def test_expire_a_consumer_group_member_when_another_joins(w):
     assert not w.service.timers.is_scheduled(("cg-session", "g", "a"))
 
 
-def test_member_actions_of_the_other_protocol_are_recorded_failures(w):
+def test_fence_member_on_a_classic_group_is_a_recorded_failure_remove_member_works_on_both(w):
     heartbeat(w, "g", "a", 0)
     w.stable("classic")
-    w.faults.add({"when": {"event": "consumer.group_epoch_bumped", "group": "g"},
-                  "do": {"action": "remove_member"}})
-    w.faults.add({"when": {"event": "consumer.group_epoch_bumped", "group": "g"},
+    w.faults.add({"when": {"event": "consumer.member_joined", "group": "g", "member": "b"},
+                  "do": {"action": "remove_member", "member": "a"}})
+    w.faults.add({"when": {"event": "consumer.member_joined", "group": "g", "member": "b"},
                   "do": {"action": "fence_member", "group": "classic", "client_id": "a"}})
     heartbeat(w, "g", "b", 0)
     remove, fence = w.faults.list()
-    assert "consumer group: remove_member is for classic groups" in remove["errors"][0]
+    assert remove["errors"] == [] and remove["fired"] == 1
     assert "classic group: fence_member is for consumer groups" in fence["errors"][0]
-    assert set(group(w).members) == {"a", "b"}
+    assert set(group(w).members) == {"b"}
 
 
 def test_moving_a_coordinator_names_its_consumer_groups(w):

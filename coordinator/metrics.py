@@ -41,9 +41,9 @@ group-coordinator-metrics consumer-group-count{state}        ``consumer_group_co
 group-coordinator-metrics consumer-group-rebalance-count,    ``consumer_group_rebalance_total{reason}``
 consumer-group-rebalance-rate                                (one per ``consumer.group_epoch_bumped``;
                                                              Kafka counts the heartbeat's bumps: the
-                                                             reasons member_joined, subscription_changed
-                                                             and metadata_changed, not member_left and
-                                                             member_fenced)
+                                                             reasons member_joined, subscription_changed,
+                                                             metadata_changed and regex_resolved, not
+                                                             member_left and member_fenced)
 group-coordinator-metrics group-completed-rebalance-count    ``group_completed_rebalance_total{outcome}``
                                                              (one per ``rebalance.completed`` event)
 group-coordinator-metrics group-rebalance-count              ``group_rebalance_total{reason}`` (one per
@@ -73,7 +73,8 @@ groups), ``node_up{node}``, ``events_total{event}`` (every bus event by type),
 ``groups_deleted_total{reason}``, ``members_joined_total`` (``member.joined`` and
 ``consumer.member_joined``), ``members_left_total{initiator}`` (``consumer.member_left``:
 initiator "member"), ``members_removed_total{reason}`` (``member.removed`` and ``member.expired``
-reasons, ``consumer.member_fenced``'s session_timeout and rebalance_timeout),
+reasons, ``consumer.member_fenced``'s session_timeout, rebalance_timeout, join_timeout and
+sync_timeout),
 ``members_replaced_total`` (both protocols), ``connections_closed_malformed_total``, and the
 ``process_*`` metrics of prometheus_client.
 """

@@ -257,3 +257,38 @@ def test_stale_member_epoch_commit_is_retried_after_the_next_heartbeat():
     sim.run(lambda: any(c.handle == h2 for c in a.commits), max_ms=30_000)
     err = [c for c in a.commits if c.handle == h2][0].error
     assert err is not None and err.code == _E.STALE_MEMBER_EPOCH
+
+
+# ---------------------------------------------------------------------------------- poll timeout, subscription
+def test_poll_timeout_loses_the_partitions_leaves_and_rejoins_at_the_next_poll():
+    sim = RecSim({"t": 4})
+    a = sim.add_consumer("a", config={"max.poll.interval.ms": 20000})
+    b = sim.add_consumer("b")
+    sim.run_until_settled()
+    owned = a.assignment
+    sim.freeze("a")
+    frozen_at = sim.now
+    sim.run(lambda: "lost" in a.kinds())
+    assert sim.now - frozen_at <= 20000 and a.callbacks("lost") == [sorted(owned)]
+    assert sim.heartbeats("a")[-1][1]["member_epoch"] == -1
+    sim.run_until_settled(["b"])
+    assert b.assignment == all_tps(sim, "t")
+    sim.thaw("a")
+    sim.run_until_settled()
+    assert len(a.assignment) == len(b.assignment) == 2
+    rejoin = [body for _, body in sim.heartbeats("a") if body["member_epoch"] == 0]
+    assert len(rejoin) == 2 and rejoin[1]["member_id"] == a.member.member_id
+
+
+def test_subscription_change_goes_out_at_once_and_moves_the_assignment():
+    sim = RecSim({"t": 2, "u": 2})
+    a = sim.add_consumer("a")
+    sim.run_until_settled()
+    sim.advance(1000)                          # no heartbeat in flight (one at a time)
+    a.member.subscribe(["t", "u"], sim.now)
+    at = sim.now
+    sim.run_until_settled()
+    sent = [(t, body) for t, body in sim.heartbeats("a") if body.get("subscribed_topic_names") == ["t", "u"]]
+    assert sent and sent[0][0] == at
+    assert a.assignment == all_tps(sim, "t", "u")
+    assert a.callbacks("assigned")[-1] == sorted(all_tps(sim, "u"))

@@ -9,8 +9,10 @@ properties file (``"10000"``, ``"true"``, ``"range,cooperative-sticky"``). An un
 a value of the wrong type or out of range, or an inconsistent combination raises
 :class:`ConfigError`, whose ``key`` names the offending config.
 
-Only what this client implements is accepted: ``group.protocol`` must be ``classic`` and
-``security.protocol`` ``PLAINTEXT``. Configs Kafka has that only tune I/O buffers
+Only what this client implements is accepted: ``group.protocol`` is ``classic`` or ``consumer``
+(KIP-848), ``security.protocol`` ``PLAINTEXT``. As Kafka's ``ConsumerConfig`` does, the settings
+one group protocol does not use are refused when given with the other (see
+:data:`CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS`). Configs Kafka has that only tune I/O buffers
 (``send.buffer.bytes`` ...) are accepted and ignored, so that Java property files load.
 """
 from __future__ import annotations
@@ -60,6 +62,12 @@ ASSIGNOR_CLASS_NAMES = {
 }
 KNOWN_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
+#: Kafka's ConsumerConfig.CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS and CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS
+#: (without the share-group configs this client does not have).
+CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS = ("group.remote.assignor",)
+CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS = ("partition.assignment.strategy", "heartbeat.interval.ms",
+                                         "session.timeout.ms")
+
 CONSUMER_CONFIGS: dict[str, ConfigDef] = {d.key: d for d in [
     _d("bootstrap.servers", [], "list", "host:port pairs used to reach the cluster the first time."),
     _d("client.id", "", "str", "Client id sent in request headers; prefix of dynamic member ids."),
@@ -67,8 +75,12 @@ CONSUMER_CONFIGS: dict[str, ConfigDef] = {d.key: d for d in [
     _d("group.id", None, "str", "Consumer group to join; None disables group management.", nullable=True),
     _d("group.instance.id", None, "str", "Static member id (KIP-345); None for a dynamic member.",
        nullable=True),
-    _d("group.protocol", "classic", "choice", "Rebalance protocol; only 'classic' is implemented.",
-       choices=("classic",)),
+    _d("group.protocol", "classic", "choice",
+       "The group protocol: 'classic' (JoinGroup/SyncGroup) or 'consumer' (KIP-848, ConsumerGroupHeartbeat).",
+       choices=("classic", "consumer")),
+    _d("group.remote.assignor", None, "str",
+       "The server-side assignor (group.protocol=consumer); None lets the coordinator pick its first.",
+       nullable=True),
     _d("session.timeout.ms", 45000, "int", "Session timeout of the group membership.", low=1),
     _d("heartbeat.interval.ms", 3000, "int", "Interval between heartbeats; below session.timeout.ms.",
        low=1),
@@ -194,6 +206,18 @@ def _check_assignors(items: list) -> list:
     return out
 
 
+def _check_unsupported(resolved: dict, given: dict) -> None:
+    """ConsumerConfig.checkUnsupportedConfigsPostProcess: the configs the chosen group.protocol
+    does not use may not be set (None or a blank string counts as not set), with Kafka's message."""
+    protocol = resolved.get("group.protocol", "classic")
+    unsupported = CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS if protocol == "consumer" else \
+        CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS
+    invalid = [k for k in unsupported
+               if k in given and given[k] is not None and str(given[k]).strip() != ""]
+    if invalid:
+        raise ConfigError(invalid[0], f"{', '.join(invalid)} cannot be set when group.protocol={protocol.upper()}")
+
+
 def _check_servers(items: list) -> list[str]:
     out = []
     for item in items:
@@ -226,6 +250,7 @@ class ConsumerConfig(Mapping[str, Any]):
                 raise ConfigError(key, f"unknown consumer config{hint}")
             resolved[key] = _convert(d, value)
         self._given = frozenset(resolved)
+        _check_unsupported(resolved, given)
         values_out = {k: d.default for k, d in CONSUMER_CONFIGS.items()}
         values_out.update(resolved)
         values_out["partition.assignment.strategy"] = _check_assignors(
@@ -236,7 +261,7 @@ class ConsumerConfig(Mapping[str, Any]):
 
     def _validate(self) -> None:
         v = self._values
-        if v["heartbeat.interval.ms"] >= v["session.timeout.ms"]:
+        if v["group.protocol"] == "classic" and v["heartbeat.interval.ms"] >= v["session.timeout.ms"]:
             raise ConfigError("heartbeat.interval.ms",
                               f"must be lower than session.timeout.ms ({v['heartbeat.interval.ms']} >= "
                               f"{v['session.timeout.ms']})")

@@ -4,7 +4,7 @@ A :class:`Member` is one consumer of a classic consumer group. It knows nothing 
 threads or event loops; every entry point takes ``now`` (milliseconds of whatever clock the
 driver uses) and the member answers with *actions*:
 
-=======================  =============================================================
+========================  =============================================================
 :class:`Connect`          open connection ``conn_id`` (bootstrap, coordinator or a broker),
                           negotiate ApiVersions, then call :meth:`Member.on_connected` (or
                           :meth:`Member.on_connection_lost` if that failed)
@@ -18,7 +18,7 @@ driver uses) and the member answers with *actions*:
 :class:`OffsetsFetched`   a :meth:`Member.fetch_committed` finished
 :class:`ErrorRaised`      an error for the application; ``fatal`` ones end the member
 :class:`Closed`           :meth:`Member.close` is complete
-=======================  =============================================================
+========================  =============================================================
 
 Driving it (h11 style)::
 
@@ -81,18 +81,22 @@ intersected with :data:`CLIENT_VERSIONS`, and the highest common version is used
 The member in parts, each a module with its own step(now) and deadline, the façade
 :class:`Member` (``core``) driving them in a fixed order:
 
-=================  ==================================================================
-``actions``         what the member hands out (actions), raises, and its values
-``connections``     connections by role, requests in flight, versions, the outbox
-``metadata``        partition leaders and replicas, brokers; periodic and asked refreshes
-``discovery``       FindCoordinator, rediscovery
-``membership``      JoinGroup, the leader's assignment, SyncGroup, LeaveGroup, the listener
-``heartbeat``       heartbeats, the session and poll timers
-``commits``         OffsetCommit (sync, async, auto, before revocation, on close), OffsetFetch
-``positions``       where an assigned partition starts: committed offset or auto.offset.reset
-``fetching``        Fetch and the records handed out
-``core``            the façade: inputs, poll, next_deadline, the assignment, close
-=================  ==================================================================
+======================  ==================================================================
+``actions``             what the member hands out (actions), raises, and its values
+``connections``         connections by role, requests in flight, versions, the outbox
+``metadata``            partition leaders and replicas, brokers; periodic and asked refreshes
+``discovery``           FindCoordinator, rediscovery
+``membership``          JoinGroup, the leader's assignment, SyncGroup, LeaveGroup, the listener
+``heartbeat``           heartbeats, the session and poll timers
+``commits``             OffsetCommit (sync, async, auto, before revocation, on close), OffsetFetch
+``consumer_protocol``   with group.protocol=consumer (KIP-848), in place of ``membership`` and
+                        ``heartbeat``: ConsumerGroupHeartbeat with member epochs, incremental
+                        reconciliation, fencing, leaving with -1 / -2 (Kafka 4's
+                        ConsumerMembershipManager and ConsumerHeartbeatRequestManager)
+``positions``           where an assigned partition starts: committed offset or auto.offset.reset
+``fetching``            Fetch and the records handed out
+``core``                the façade: inputs, poll, next_deadline, the assignment, close
+======================  ==================================================================
 """
 
 from __future__ import annotations
@@ -126,6 +130,7 @@ from .connections import (
     BOOTSTRAP,
     BROKER,
     CLIENT_VERSIONS,
+    CONSUMER_GROUP_HEARTBEAT,
     COORDINATOR,
     FETCH,
     FIND_COORDINATOR,
@@ -144,7 +149,7 @@ from .membership import PROTOCOL_TYPE
 from .positions import EARLIEST, LATEST
 
 __all__ = [
-    "API_VERSIONS", "BOOTSTRAP", "BROKER", "CLIENT_VERSIONS", "COORDINATOR", "EARLIEST", "FETCH",
+    "API_VERSIONS", "BOOTSTRAP", "BROKER", "CLIENT_VERSIONS", "CONSUMER_GROUP_HEARTBEAT", "COORDINATOR", "EARLIEST", "FETCH",
     "FIND_COORDINATOR", "HEARTBEAT", "JOIN_GROUP", "LATEST", "LEAVE_GROUP", "LIST_OFFSETS", "METADATA",
     "OFFSET_COMMIT", "OFFSET_FETCH", "PROTOCOL_TYPE", "SYNC_GROUP",
     "Action", "Closed", "CommitCompleted", "CommitFailedError", "Connect", "ConsumerRecord", "Disconnect",

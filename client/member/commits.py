@@ -201,6 +201,17 @@ class Commits:
         elif code == _E.FENCED_INSTANCE_ID:
             self.complete(op, FatalConsumerError(code))
             raise FatalConsumerError(code, f"static member {member.group_instance_id} was fenced")
+        elif code == _E.STALE_MEMBER_EPOCH and getattr(group, "stale_commits", None) is not None:
+            # the consumer protocol (CommitRequestManager): a commit that retries is sent again
+            # with the epoch of the next heartbeat response; if none comes before its deadline it
+            # fails as commitSyncExceptionForError says; one that does not retry fails
+            error = CommitFailedError("OffsetCommit failed with stale member epoch. " + code.message, code)
+            if op.retry and now < op.deadline:
+                op.error = error
+                op.next_try = op.deadline
+                group.stale_commits.append(op)
+            else:
+                self.complete(op, KafkaError(code) if not op.retry else error)
         elif code == _E.REBALANCE_IN_PROGRESS:
             group.request_rejoin("offset commit failed since the group is already rebalancing")
             self.complete(op, RebalanceInProgressError())

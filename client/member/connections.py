@@ -26,6 +26,7 @@ OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = (int(ApiKey.OFFSET_COMMIT), int(
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (int(ApiKey.JOIN_GROUP), int(ApiKey.HEARTBEAT),
                                                   int(ApiKey.LEAVE_GROUP), int(ApiKey.SYNC_GROUP))
 API_VERSIONS = int(ApiKey.API_VERSIONS)
+CONSUMER_GROUP_HEARTBEAT = int(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 
 #: The versions this client speaks, per API key (inclusive ranges).
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
@@ -40,6 +41,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     OFFSET_FETCH: (1, 9),
     LIST_OFFSETS: (1, 7),
     FETCH: (4, 12),
+    CONSUMER_GROUP_HEARTBEAT: (1, 1),      # v1: the member id is the client's (KIP-1082), as Kafka 4's
 }
 
 BOOTSTRAP, COORDINATOR, BROKER = "bootstrap", "coordinator", "broker"

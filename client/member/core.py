@@ -99,12 +99,21 @@ class Member:
         self.group_id: str | None = cfg["group.id"]
         self.group_instance_id: str | None = cfg["group.instance.id"]
         self.client_id: str = cfg["client.id"]
-        self.assignors: list[ConsumerPartitionAssignor] = (
-            list(assignors) if assignors is not None else cfg.assignors())
-        for a in self.assignors:
-            if not isinstance(a, ConsumerPartitionAssignor):
-                raise ConfigError("partition.assignment.strategy", f"{a!r} is not a ConsumerPartitionAssignor")
-        self.protocol: RebalanceProtocol = choose_rebalance_protocol(self.assignors)
+        #: group.protocol=consumer (KIP-848): the parts of consumer_protocol play the group
+        self.consumer_protocol: bool = cfg["group.protocol"] == "consumer"
+        if self.consumer_protocol:
+            if assignors:
+                raise ConfigError("partition.assignment.strategy",
+                                  "client-side assignors cannot be used when group.protocol=CONSUMER "
+                                  "(see group.remote.assignor)")
+            self.assignors: list[ConsumerPartitionAssignor] = []
+            self.protocol: RebalanceProtocol = RebalanceProtocol.COOPERATIVE    # incremental, always
+        else:
+            self.assignors = list(assignors) if assignors is not None else cfg.assignors()
+            for a in self.assignors:
+                if not isinstance(a, ConsumerPartitionAssignor):
+                    raise ConfigError("partition.assignment.strategy", f"{a!r} is not a ConsumerPartitionAssignor")
+            self.protocol = choose_rebalance_protocol(self.assignors)
         self.fetch_enabled = fetch
         self._now = now
         # see poll(): a pass that ran only the heartbeat and the commits leaves nothing to do
@@ -126,8 +135,13 @@ class Member:
         self.net = Connections(cfg, max_versions)
         self.metadata = Metadata(self, now)
         self.discovery = Discovery(self)
-        self.membership = Membership(self)
-        self.heartbeat = Heartbeat(self, now)
+        if self.consumer_protocol:
+            from .consumer_protocol import ConsumerHeartbeat, ConsumerMembership
+            self.membership = ConsumerMembership(self, rng)
+            self.heartbeat = ConsumerHeartbeat(self, now)
+        else:
+            self.membership = Membership(self)
+            self.heartbeat = Heartbeat(self, now)
         self.commits = Commits(self, now)
         self.offsets = Positions(self)
         self.fetcher = Fetcher(self, rng)

@@ -61,6 +61,8 @@ class Metadata:
         self.retry_at = 0                                # backoff of requested refreshes
         self.version = 0                                 # bumped per response
         self.topics: frozenset[str] = frozenset()        # topics of the last response
+        self.topic_ids: dict[str, object] = {}           # name -> topic id (Metadata v10+)
+        self.topic_names: dict[object, str] = {}         # topic id -> name
         self.max_age_ms: int = cfg["metadata.max.age.ms"]
         self.retry_backoff_ms: int = cfg["retry.backoff.ms"]
         self.allow_auto_create: bool = cfg["allow.auto.create.topics"]
@@ -99,6 +101,10 @@ class Metadata:
             name, code = t["name"], t["error_code"]
             if code == 0 or (code == _E.LEADER_NOT_AVAILABLE and t["partitions"]):
                 leaders, replicas, unled = _topic_tables(t)
+                tid = t.get("topic_id")
+                if tid is not None and self.topic_ids.get(name) != tid:
+                    self.topic_ids[name] = tid
+                    self.topic_names[tid] = name
                 self.leaders[name] = leaders
                 self.replicas[name] = replicas
                 if unled:

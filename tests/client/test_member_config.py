@@ -52,7 +52,15 @@ def test_string_values_as_in_a_properties_file():
     ({"group.id": "g", "group.instance.id": "has space"}, "group.instance.id", "not a legal"),
     ({"group.instance.id": "i"}, "group.instance.id", "needs group.id"),
     ({"enable.auto.commit": True}, "enable.auto.commit", "group.id"),
-    ({"group.id": "g", "group.protocol": "consumer"}, "group.protocol", "classic"),
+    ({"group.id": "g", "group.protocol": "streams"}, "group.protocol", "classic, consumer"),
+    # Kafka's ConsumerConfig.checkUnsupportedConfigsPostProcess, with its message
+    ({"group.id": "g", "group.protocol": "consumer", "session.timeout.ms": 10000}, "session.timeout.ms",
+     "session.timeout.ms cannot be set when group.protocol=CONSUMER"),
+    ({"group.id": "g", "group.protocol": "consumer", "heartbeat.interval.ms": "1000",
+      "partition.assignment.strategy": "range"}, "partition.assignment.strategy",
+     "partition.assignment.strategy, heartbeat.interval.ms cannot be set when group.protocol=CONSUMER"),
+    ({"group.id": "g", "group.remote.assignor": "uniform"}, "group.remote.assignor",
+     "group.remote.assignor cannot be set when group.protocol=CLASSIC"),
     ({"group.id": "g", "security.protocol": "SSL"}, "security.protocol", "PLAINTEXT"),
     ({"group.id": "g", "isolation.level": "read_committed"}, "isolation.level", "read_uncommitted"),
     ({"group.id": "g", "bootstrap.servers": "localhost"}, "bootstrap.servers", "host:port"),
@@ -63,6 +71,12 @@ def test_bad_config_names_the_key(values, key, fragment):
         ConsumerConfig(values)
     assert info.value.key == key
     assert fragment in str(info.value) and str(info.value).startswith(key)
+
+
+def test_consumer_protocol_configs():
+    c = ConsumerConfig({"group.id": "g", "group.protocol": "CONSUMER", "group.remote.assignor": "range"})
+    assert c["group.protocol"] == "consumer" and c["group.remote.assignor"] == "range"
+    assert ConsumerConfig({"group.id": "g", "group.remote.assignor": None})["group.protocol"] == "classic"
 
 
 def test_no_group_turns_auto_commit_off_as_kafka_does():

@@ -415,6 +415,9 @@ def _error_body(api_key: int, body: dict, error: int) -> dict:
         return {"throttle_time_ms": 0, "error_code": error, "topics": [],
                 "groups": [{"group_id": g["group_id"], "topics": [], "error_code": error}
                            for g in body.get("groups") or []]}
+    if api_key == 68:
+        from groupcoord.coordinator.group.consumer_manager import heartbeat_error
+        return heartbeat_error(error)
     if api_key == 10:
         return {"throttle_time_ms": 0, "error_code": error, "error_message": None, "node_id": -1, "host": "",
                 "port": -1, "coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": error,

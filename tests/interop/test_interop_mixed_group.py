@@ -27,8 +27,9 @@ class OwnershipWatch:
     members' assigned and pending-revocation partitions. Collects every partition seen with two
     owners at once."""
 
-    def __init__(self, c):
+    def __init__(self, c, group_id: str = GROUP):
         self.c = c
+        self.group_id = group_id
         self.doubles: list = []
         self.samples = 0
         self.types: list[str] = []
@@ -39,7 +40,7 @@ class OwnershipWatch:
         gc = self.c.gc.service.group_coordinator
         image = self.c.gc.service.cluster
         owners: dict = {}
-        consumer = gc.consumer_group(GROUP)
+        consumer = gc.consumer_group(self.group_id)
         if consumer is not None:
             kind = "consumer"
             for m in consumer.members.values():
@@ -49,7 +50,7 @@ class OwnershipWatch:
                         for p in ps:
                             owners.setdefault((name, p), []).append(m.member_id)
         else:
-            classic = gc.group(GROUP)
+            classic = gc.group(self.group_id)
             if classic is None:
                 return None, {}
             kind = f"classic:{classic.state}"

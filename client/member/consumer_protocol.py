@@ -256,9 +256,16 @@ class ConsumerMembership:
             for op in self.stale_commits:
                 op.next_try = now
             self.stale_commits.clear()
-        if cs is CState.JOINING:
-            self._to(CState.STABLE)
         a = resp.get("assignment")
+        if cs is CState.JOINING:
+            if a is None:
+                # processAssignmentReceived only runs with an assignment: without one the member
+                # stays JOINING and its next heartbeat carries every field again (Kafka's brokers
+                # always answer a join with one; librdkafka's mock cluster answers a member that
+                # joins a running group with epoch 0 and none, and takes a heartbeat of epoch 0
+                # without the subscription as an invalid request)
+                return
+            self._to(CState.STABLE)
         if a is not None:
             new = {t["topic_id"]: frozenset(t["partitions"]) for t in a["topic_partitions"] if t["partitions"]}
             if new != self.target:

@@ -117,6 +117,38 @@ def test_member_joins_with_epoch_zero_and_a_full_heartbeat_then_sends_only_chang
     assert sim.cgroup().members[m.member_id].server_assignor == "range"
 
 
+
+def test_a_join_answered_without_an_assignment_is_sent_again_in_full():
+    """A coordinator may answer a join (epoch 0) with epoch 0 and no assignment (librdkafka's mock
+    cluster does so for a member joining a running group): the member stays JOINING, as Kafka's
+    (AbstractMembershipManager.onHeartbeatSuccess reaches processAssignmentReceived only with an
+    assignment), and its next heartbeat is a full join again, not an epoch-0 heartbeat of the
+    changed fields only (which a coordinator refuses as INVALID_REQUEST)."""
+    sim = RecSim({"t": 4})
+    handle = sim.service.handle
+    held = []
+
+    def answer_the_first_join_without_an_assignment(ctx, body, respond):
+        if ctx.api_key == CGH and not held:
+            held.append(body)
+            respond({"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": body["member_id"],
+                     "member_epoch": 0, "heartbeat_interval_ms": interval(sim), "assignment": None})
+            return
+        handle(ctx, body, respond)
+    sim.service.handle = answer_the_first_join_without_an_assignment
+    a = sim.add_consumer("a")
+    sim.run(lambda: len(sim.heartbeats("a")) >= 1 and held, max_ms=1000)
+    sim.advance(10)
+    assert a.member.membership.cstate is CState.JOINING and not a.member.stable
+    sim.run_until_settled()
+    hbs = sim.heartbeats("a")
+    first, again = hbs[0][1], hbs[1][1]
+    assert first["member_epoch"] == again["member_epoch"] == 0
+    assert again == first                                 # the full join, every field again
+    assert hbs[1][0] - hbs[0][0] == interval(sim)         # at the coordinator's interval
+    assert a.assignment == all_tps(sim, "t") and not a.errors
+
+
 def test_classic_only_settings_and_client_assignors_are_refused():
     with pytest.raises(ConfigError, match="heartbeat.interval.ms cannot be set when group.protocol=CONSUMER"):
         Member({"group.id": GROUP, "group.protocol": "consumer", "heartbeat.interval.ms": 100})

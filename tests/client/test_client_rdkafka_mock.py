@@ -9,6 +9,9 @@ protocol and assignment counts of JoinGroup v6 and SyncGroup v4 as int32 (compac
 the wire) and LeaveGroup v3+ as a single member id (a batch on the wire), and closes the
 connection ("Parse error"). librdkafka's own client never sends those versions, so the
 members here are capped at what librdkafka uses: JoinGroup 5, SyncGroup 3, LeaveGroup 1.
+
+Members of the consumer protocol (KIP-848) meet other deviations of the mock: see
+test_consumer_protocol_members_split_a_topic_on_the_mock_cluster.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from groupcoord.client import GroupConsumer, OffsetAndMetadata  # noqa: E402
 from groupcoord.protocol.errors import ErrorCode, KafkaError  # noqa: E402
 from groupcoord.client.assignors import CooperativeStickyAssignor, RangeAssignor  # noqa: E402
 from groupcoord.client.assignors.base import TopicPartition as TP  # noqa: E402
+from groupcoord.client.member.consumer_protocol import CState  # noqa: E402
 from groupcoord.client.member import (  # noqa: E402
     FIND_COORDINATOR, HEARTBEAT, JOIN_GROUP, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH, SYNC_GROUP,
 )
@@ -136,3 +140,94 @@ async def test_cooperative_members_on_the_mock_cluster(mock):
     assert not any(k == "lost" for c in cs for k, _ in c.rebalance_log)
     for c in cs:
         await c.close()
+
+
+
+def librdkafka_subscription(c):
+    """Our heartbeats as librdkafka's client shapes them: an empty SubscribedTopicRegex sent along
+    with SubscribedTopicNames (the mock aborts the process on names without a regex)."""
+    build = c.member.heartbeat.build
+
+    def shaped():
+        body = build()
+        if "subscribed_topic_names" in body:
+            body.setdefault("subscribed_topic_regex", "")
+        return body
+    c.member.heartbeat.build = shaped
+
+
+
+def answers(c) -> list[dict]:
+    """The ConsumerGroupHeartbeat responses the member got, in order."""
+    got: list[dict] = []
+    on_heartbeat = c.member.heartbeat.on_heartbeat
+
+    def spy(resp, req, now):
+        if resp is not None:
+            got.append(resp)
+        return on_heartbeat(resp, req, now)
+    c.member.heartbeat.on_heartbeat = spy
+    return got
+
+
+async def wait_consumer_split(cs, total, timeout=20.0):
+    """Until the members' assignments partition the topic's ``total`` partitions and each is
+    STABLE at one member epoch."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        await asyncio.gather(*(c.poll(0.05) for c in cs))
+        owned = [tp for c in cs for tp in c.assignment()]
+        if (len(owned) == total == len(set(owned)) and all(c.assignment() for c in cs)
+                and all(c.member.membership.cstate is CState.STABLE for c in cs)
+                and len({c.member.membership.epoch for c in cs}) == 1):
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"no split: {[(c.member, c.member.membership.cstate) for c in cs]}")
+
+
+async def test_consumer_protocol_members_split_a_topic_on_the_mock_cluster(mock):
+    """Two of our members with group.protocol=consumer (KIP-848) on the mock: each gets two of the
+    four partitions, then the one left takes all four.
+
+    The mock's deviations from Kafka's brokers, as found here (librdkafka 2.16):
+
+    - it aborts the whole process (an assert in validate_subscription) on a heartbeat that carries
+      SubscribedTopicNames without SubscribedTopicRegex, which Kafka's Java client sends for a
+      subscription to names; librdkafka's client sends an empty regex along. Our members here do
+      the same (``librdkafka_subscription``);
+    - a member joining a running group whose partitions must first be revoked from the others is
+      answered with member epoch 0 and no assignment (a Kafka broker answers a join with a new
+      epoch and an assignment, empty if need be); the member must stay joining and send the full
+      join again (then it gets its epoch and partitions);
+    - its group epochs start at 2, and its consumer heartbeat interval is 3 s unless set
+      (``set_group_consumer_heartbeat_interval_ms``, 200 ms here).
+    """
+    mock.set_group_consumer_heartbeat_interval_ms(200)
+    cs = [GroupConsumer("t", bootstrap_servers=mock.bootstrap_servers, group_id="kip848", client_id=f"k{i}",
+                        group_protocol="consumer", enable_auto_commit=False, retry_backoff_ms=50)
+          for i in range(2)]
+    _OPEN.extend(cs)
+    got = []
+    for c in cs:
+        librdkafka_subscription(c)
+        got.append(answers(c))
+    await cs[0].start()
+    await wait_consumer_split(cs[:1], 4)
+    assert cs[0].assignment() == {TP("t", p) for p in range(4)}
+    assert got[0][0]["member_epoch"] == 2 and got[0][0]["heartbeat_interval_ms"] == 200
+    await cs[1].start()
+    await wait_consumer_split(cs, 4)
+    assert sorted(len(c.assignment()) for c in cs) == [2, 2]
+    assert not cs[0].assignment() & cs[1].assignment()
+    # the newcomer: epoch 0 without an assignment first, then its epoch at the full join again
+    first, second = got[1][0], got[1][1]
+    assert (first["error_code"], first["member_epoch"], first["assignment"]) == (0, 0, None)
+    assert second["member_epoch"] > 0 and second["assignment"] is not None
+    assert [k for k, _ in cs[0].rebalance_log] == ["assigned", "revoked", "assigned"]
+    assert [k for k, _ in cs[1].rebalance_log] == ["assigned"]
+    # one leaves (epoch -1): the other takes everything
+    await cs[0].close()
+    await wait_consumer_split(cs[1:], 4)
+    assert cs[1].assignment() == {TP("t", p) for p in range(4)}
+    await cs[1].close()

@@ -280,8 +280,6 @@ class ClassicMembers:
         self.cm._fence(group, [member], self.gc.clock(), "consumer.member_fenced",
                        lambda m: {"member": m.member_id, "instance_id": m.instance_id, "reason": reason,
                                   "timeout_ms": timeout_ms})
-        if self.gc.consumer_group(group_id) is group:
-            self.gc.write_consumer_group(group)
 
     # ---- upgrade: a classic group becomes a consumer group -------------------------------
     def convert(self, classic: ClassicGroup, now: int) -> ConsumerGroup:

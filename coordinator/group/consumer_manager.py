@@ -643,8 +643,6 @@ class ConsumerGroupManager:
         self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
                      {"member": member_id, "instance_id": member.instance_id, "reason": "session_timeout",
                       "timeout_ms": timeout})
-        if self.gc.consumer_group(group_id) is group:
-            self.gc.write_consumer_group(group)
 
     def _on_rebalance_timeout(self, group_id: str, member_id: str, epoch: int) -> None:
         group = self.gc.consumer_group(group_id)
@@ -656,8 +654,6 @@ class ConsumerGroupManager:
         self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
                      {"member": member_id, "instance_id": member.instance_id, "reason": "rebalance_timeout",
                       "timeout_ms": member.rebalance_timeout_ms})
-        if self.gc.consumer_group(group_id) is group:
-            self.gc.write_consumer_group(group)
 
     def _update_state(self, group: ConsumerGroup, now: int) -> None:
         state = group.compute_state()

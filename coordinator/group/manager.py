@@ -498,9 +498,14 @@ class GroupCoordinator:
         self._event(group, kind, now, fields)
 
     @_entry
-    def consumer_timer(self, fn: Callable, *args) -> None:
-        """A timer of a consumer group fired (responses queued meanwhile go out after it)."""
-        fn(*args)
+    def consumer_timer(self, fn: Callable, group_id: str, *args) -> None:
+        """A timer of a consumer group fired: ``fn(group_id, *args)``, then what it changed in the
+        group is written (nothing when the group is gone or became a classic group, whose
+        conversion wrote its records); responses queued meanwhile go out after it."""
+        fn(group_id, *args)
+        group = self._consumer_groups.get(group_id)
+        if group is not None:
+            self.write_consumer_group(group)
 
     def expire_consumer_member(self, group_id: str, member_id: str) -> None:
         """End a consumer group member's session now, exactly as its session timer would

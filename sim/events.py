@@ -13,13 +13,19 @@ Common fields (every member event)
 ``client``      str   the member's stable name in the scenario, ``"<group>/m<index>"`` (e.g.
                       ``"g0/m017"``), the same across restarts of that member.
 ``member``      str   its member id at that moment ("" before the first join).
-``generation``  int   its generation id at that moment (-1 outside a generation).
+``generation``  int   its generation id at that moment (-1 outside a generation); with the
+                      consumer protocol its member epoch (0 while joining, -1 after leaving).
 
 Event types and their own fields
 --------------------------------
 ``client.started``   the member process started.
-    ``strategy`` (list of assignor names), ``protocol``: "eager" | "cooperative",
-    ``instance_id`` (group.instance.id or None).
+    ``strategy`` (list of assignor names; with the consumer protocol the group.remote.assignor,
+    or none for the coordinator's default), ``protocol``: "eager" | "cooperative" (the classic
+    protocol's) | "consumer" (group.protocol=consumer, KIP-848), ``instance_id`` (group.instance.id
+    or None).
+``client.state``     consumer protocol only: the member's state or epoch changed (Kafka's
+    MemberState). ``state``: "UNSUBSCRIBED" | "JOINING" | "RECONCILING" | "ACKNOWLEDGING" |
+    "STABLE" | "FENCED" | "LEAVING"; the epoch is ``generation``.
 ``client.assigned``  the rebalance listener's onPartitionsAssigned.
     ``partitions`` ([[topic, partition], ...] newly assigned), ``owned`` (all owned after).
 ``client.revoked``   onPartitionsRevoked.  ``partitions``, ``owned`` (what is left).
@@ -42,6 +48,7 @@ BASE_FIELDS: tuple[str, ...] = ("v", "event", "ts_ms", "group", "client", "membe
 
 EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "client.started": ("strategy", "protocol", "instance_id"),
+    "client.state": ("state",),
     "client.assigned": ("partitions", "owned"),
     "client.revoked": ("partitions", "owned"),
     "client.lost": ("partitions", "owned"),
@@ -50,6 +57,8 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 STOP_REASONS = ("close", "crash", "fenced", "fatal")
+PROTOCOLS = ("eager", "cooperative", "consumer")
+MEMBER_STATES = ("UNSUBSCRIBED", "JOINING", "RECONCILING", "ACKNOWLEDGING", "STABLE", "FENCED", "LEAVING")
 
 
 def check_event(event: dict) -> None:
@@ -70,8 +79,10 @@ def check_event(event: dict) -> None:
     for key in ("group", "client", "member"):
         if not isinstance(event[key], str):
             raise ValueError(f"{kind}: {key} must be a string")
-    if kind == "client.started" and event["protocol"] not in ("eager", "cooperative"):
+    if kind == "client.started" and event["protocol"] not in PROTOCOLS:
         raise ValueError(f"{kind}: protocol {event['protocol']!r}")
+    if kind == "client.state" and event["state"] not in MEMBER_STATES:
+        raise ValueError(f"{kind}: state {event['state']!r}")
     if kind == "client.stopped" and event["reason"] not in STOP_REASONS:
         raise ValueError(f"{kind}: reason {event['reason']!r}")
     for key in ("partitions", "owned"):
@@ -91,7 +102,7 @@ class MemberEvents:
     ``clock()`` gives ``ts_ms``; the member object may be replaced on restart (:attr:`member`).
     """
 
-    __slots__ = ("emit", "clock", "group", "client", "member", "strategy", "protocol", "instance_id")
+    __slots__ = ("emit", "clock", "group", "client", "member", "strategy", "protocol", "instance_id", "_last")
 
     def __init__(self, emit, clock, group: str, client: str, strategy: list[str], protocol: str,
                  instance_id: str | None):
@@ -103,6 +114,7 @@ class MemberEvents:
         self.strategy = list(strategy)
         self.protocol = protocol
         self.instance_id = instance_id
+        self._last = None              # (state, epoch) of the last client.state
 
     def _base(self, kind: str) -> dict:
         m = self.member
@@ -115,8 +127,18 @@ class MemberEvents:
                 "client": self.client, "member": g.member_id, "generation": g.generation_id}
 
     def started(self) -> None:
+        self._last = None
         e = self._base("client.started")
         e.update(strategy=self.strategy, protocol=self.protocol, instance_id=self.instance_id)
+        self.emit(e)
+
+    def state(self, state: str, epoch: int) -> None:
+        """The member's ``state_listener`` (consumer protocol): a client.state when either changed."""
+        if (state, epoch) == self._last:
+            return
+        self._last = (state, epoch)
+        e = self._base("client.state")
+        e["state"] = state
         self.emit(e)
 
     def callback(self, kind: str, partitions) -> None:

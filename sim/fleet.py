@@ -20,7 +20,7 @@ from groupcoord.client.consumer import GroupConsumer
 from groupcoord.client.member import Closed, CommitCompleted, ErrorRaised, RebalanceCallback
 
 from .events import stop_reason
-from .model import Client, Driver, consumer_config, sorted_events, summarize, write_outputs
+from .model import Client, Driver, consumer_config, follow, set_group_configs, sorted_events, summarize, write_outputs
 from .scenario import Scenario
 
 log = logging.getLogger("groupcoord.fleet")
@@ -236,11 +236,13 @@ class FleetRunner(Driver):
         cfg = consumer_config(c, self.bootstrap)
         consumer = FleetConsumer(c, *c.topics, config=cfg, listener=_Listener(c.spec.callback_ms), fetch=False,
                                  share_connections=self.share_connections, response_cache=self.response_cache)
-        if c.spec.protocol == "eager":
+        if c.spec.protocol == "eager" and not c.spec.consumer:
             consumer.member.protocol = RebalanceProtocol.EAGER
         h = _Handle(consumer)
         c.handle = h
         c.recorder.started()
+        if c.spec.consumer:
+            follow(consumer.member, c.recorder)
         h.app = self._spawn(self._app_loop(c, h))
 
     def _start_after_close(self, c: Client, prev: _Handle) -> None:
@@ -427,8 +429,13 @@ class FleetRunner(Driver):
                                config=sc.coordinator.config, emit=self.events.append) as gc:
                 self.embedded = gc
                 self.bootstrap = gc.bootstrap_servers
+                set_group_configs(gc.service, sc)
                 return await self._run()
         await self._create_topics()
+        for spec in sc.groups:
+            if spec.group_configs():
+                self.notes.append(f"groups {spec.name}: the group configs {spec.group_configs()} are not set on "
+                                  f"{self.bootstrap} (set them with kafka-configs --entity-type groups)")
         streamer = self._spawn(self._stream_events()) if self.admin and self.cluster_actions else None
         try:
             return await self._run()

@@ -38,16 +38,38 @@ def client_name(group: str, index: int) -> str:
 def consumer_config(client: Client, bootstrap: str = "sim:9092") -> dict:
     """Kafka consumer configs of a scenario member."""
     s = client.spec
-    cfg = {"bootstrap.servers": bootstrap, "group.id": client.group, "client.id": client.name,
-           "partition.assignment.strategy": list(s.strategy),
-           "session.timeout.ms": s.session_timeout_ms, "heartbeat.interval.ms": s.heartbeat_interval_ms,
-           "max.poll.interval.ms": s.max_poll_interval_ms, "request.timeout.ms": s.request_timeout_ms,
-           "enable.auto.commit": s.auto_commit, "auto.commit.interval.ms": s.auto_commit_interval_ms,
-           "auto.offset.reset": "earliest"}
+    cfg = {"bootstrap.servers": bootstrap, "group.id": client.group, "client.id": client.name}
+    if s.consumer:      # KIP-848: the assignor is the coordinator's, the timeouts are group configs
+        cfg["group.protocol"] = "consumer"
+        if s.remote_assignor:
+            cfg["group.remote.assignor"] = s.remote_assignor
+    else:
+        cfg.update({"partition.assignment.strategy": list(s.strategy), "session.timeout.ms": s.session_ms,
+                    "heartbeat.interval.ms": s.heartbeat_ms})
+    cfg.update({"max.poll.interval.ms": s.max_poll_interval_ms, "request.timeout.ms": s.request_timeout_ms,
+                "enable.auto.commit": s.auto_commit, "auto.commit.interval.ms": s.auto_commit_interval_ms,
+                "auto.offset.reset": "earliest"})
     if s.static:
         cfg["group.instance.id"] = client.instance_id
     cfg.update(s.config)
     return cfg
+
+
+def follow(member, recorder: MemberEvents) -> None:
+    """A consumer-protocol member's states and epochs into client.state events, from its current
+    ones on."""
+    member.state_listener = recorder.state
+    recorder.state(member.membership.cstate.value, member.membership.epoch)
+
+
+def set_group_configs(service, scenario: Scenario) -> None:
+    """The consumer groups' configs (session timeout, heartbeat interval) on an in-process
+    coordinator, as ``kafka-configs --entity-type groups --alter`` sets them."""
+    for spec in scenario.groups:
+        configs = spec.group_configs()
+        if configs:
+            for gid in spec.group_ids():
+                service.group_coordinator.consumer.set_group_config(gid, configs)
 
 
 class Driver:
@@ -101,7 +123,11 @@ class Driver:
         idx = self.next_index.get(group, 0)
         self.next_index[group] = idx + 1
         name = client_name(group, idx)
-        rec = MemberEvents(self.events.append, self.ts_ms, group, name, spec.strategy, spec.protocol,
+        if spec.consumer:
+            strategy, protocol = [spec.remote_assignor] if spec.remote_assignor else [], "consumer"
+        else:
+            strategy, protocol = spec.strategy, spec.protocol
+        rec = MemberEvents(self.events.append, self.ts_ms, group, name, strategy, protocol,
                            f"{group}-m{idx}" if spec.static else None)
         c = Client(name, group, idx, spec, rec, list(spec.topics))
         self.clients[name] = c
@@ -251,6 +277,13 @@ def summarize(events: list[dict]) -> dict:
     last_owner: dict[tuple, str] = {}
     member_of: dict[str, str] = {}               # client -> its latest member id
     removed: set[str] = set()                    # member ids the coordinator removed from their group
+    bumped: dict[str, int] = {}                  # consumer group -> when its open rebalance began
+
+    def completed(g: dict, duration: int) -> None:
+        g["rebalances"] += 1
+        g["rebalance_ms_total"] += duration
+        g["rebalance_ms_max"] = max(g["rebalance_ms_max"], duration)
+
     for e in events:
         kind = e["event"]
         g = groups[e["group"]]
@@ -259,15 +292,18 @@ def summarize(events: list[dict]) -> dict:
             g["state"] = e["state"]
             g["members"] = e["members"]
             if kind == "rebalance.completed":
-                g["rebalances"] += 1
-                g["rebalance_ms_total"] += e["duration_ms"]
-                g["rebalance_ms_max"] = max(g["rebalance_ms_max"], e["duration_ms"])
-            elif kind in ("member.expired", "member.removed"):
-                g["expired"] += kind == "member.expired"
+                completed(g, e["duration_ms"])
+            elif kind == "consumer.group_epoch_bumped":
+                # a consumer group's rebalance: from an epoch bump to the group's next Stable
+                bumped.setdefault(e["group"], e["ts_ms"])
+            elif kind == "group.state_change" and e["state_to"] in ("Stable", "Empty") and e["group"] in bumped:
+                completed(g, e["ts_ms"] - bumped.pop(e["group"]))
+            elif kind in ("member.expired", "member.removed", "consumer.member_fenced"):
+                g["expired"] += kind != "member.removed"
                 removed.add(e.get("member"))
-            elif kind == "member.replaced":
+            elif kind in ("member.replaced", "consumer.member_replaced"):
                 removed.add(e.get("old_member"))
-            elif kind == "member.left" and not e.get("pending"):
+            elif kind in ("member.left", "consumer.member_left") and not e.get("pending") and not e.get("static"):
                 removed.add(e.get("member"))      # e.g. its poll stalled beyond max.poll.interval.ms
             continue
         client = e["client"]

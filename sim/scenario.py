@@ -31,11 +31,13 @@ TOML format (every key but ``[topics]`` and ``[[groups]]`` is optional)::
     topics = ["orders"]             # the subscription
     members = 3                     # members started at t=0
     join_interval_ms = 0            # stagger the initial members (member i starts at i * this)
-    strategy = "range"              # partition.assignment.strategy: a name or a list
-    protocol = "eager"              # "eager" | "cooperative"; default: what the strategy supports
+    group_protocol = "classic"      # group.protocol: "classic" | "consumer" (KIP-848)
+    strategy = "range"              # classic: partition.assignment.strategy, a name or a list
+    protocol = "eager"              # classic: "eager" | "cooperative"; default: what the strategy supports
+    remote_assignor = "uniform"     # consumer: group.remote.assignor; default: the coordinator's choice
     static = false                  # group.instance.id = "<group>-m<index>"
-    session_timeout_ms = 45000
-    heartbeat_interval_ms = 3000
+    session_timeout_ms = 45000      # consumer: the group config consumer.session.timeout.ms
+    heartbeat_interval_ms = 3000    # consumer: the group config consumer.heartbeat.interval.ms
     max_poll_interval_ms = 300000   # also the rebalance timeout
     request_timeout_ms = 30000
     processing_ms = 100             # the application polls every processing_ms
@@ -54,6 +56,15 @@ TOML format (every key but ``[topics]`` and ``[[groups]]`` is optional)::
                                     # omitted: every live member. An index must exist by then
                                     # (the initial members, then those of earlier joins)
     ...
+
+A group with ``group_protocol = "consumer"`` plays Kafka 4's consumer group protocol: its members
+send no assignor list (``strategy`` and ``protocol`` are the classic protocol's and are ignored; the
+coordinator assigns, with ``remote_assignor`` or its default), and its session timeout and heartbeat
+interval are not the members' settings but the group's configs, as ``kafka-configs --entity-type
+groups`` sets them: without the keys the coordinator's ``group.consumer.session.timeout.ms`` (45 s)
+and ``group.consumer.heartbeat.interval.ms`` (5 s) apply; with them the values must lie within its
+``group.consumer.min/max.*`` bounds (Kafka's defaults: session 45 to 60 s, heartbeat 5 to 15 s),
+which ``[coordinator] config`` may widen.
 
 Actions and their own keys:
 
@@ -87,6 +98,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from groupcoord.client.assignors import ASSIGNORS, RebalanceProtocol
+from groupcoord.coordinator.group.assignors import ASSIGNORS as SERVER_ASSIGNORS
 
 
 class ScenarioError(ValueError):
@@ -121,9 +133,11 @@ class GroupSpec:
     join_interval_ms: int = 0
     strategy: list[str] = field(default_factory=lambda: ["range"])
     protocol: str = ""                      # resolved: "eager" | "cooperative"
+    group_protocol: str = "classic"         # "classic" | "consumer"
+    remote_assignor: str = ""               # consumer groups: "" is the coordinator's default
     static: bool = False
-    session_timeout_ms: int = 45000
-    heartbeat_interval_ms: int = 3000
+    session_timeout_ms: int | None = None   # None: the protocol's default (see session_ms)
+    heartbeat_interval_ms: int | None = None
     max_poll_interval_ms: int = 300000
     request_timeout_ms: int = 30000
     processing_ms: int = 100
@@ -132,6 +146,38 @@ class GroupSpec:
     auto_commit: bool = True
     auto_commit_interval_ms: int = 5000
     config: dict = field(default_factory=dict)
+
+    @property
+    def consumer(self) -> bool:
+        """group.protocol=consumer (KIP-848)."""
+        return self.group_protocol == "consumer"
+
+    @property
+    def session_ms(self) -> int | None:
+        """The member's session.timeout.ms (classic: default 45 s), or the consumer group's config
+        (None: the coordinator's group.consumer.session.timeout.ms)."""
+        if self.session_timeout_ms is None and not self.consumer:
+            return 45000
+        return self.session_timeout_ms
+
+    @property
+    def heartbeat_ms(self) -> int | None:
+        """heartbeat.interval.ms (classic: default 3 s), or the consumer group's config (None: the
+        coordinator's group.consumer.heartbeat.interval.ms)."""
+        if self.heartbeat_interval_ms is None and not self.consumer:
+            return 3000
+        return self.heartbeat_interval_ms
+
+    def group_configs(self) -> dict[str, int]:
+        """A consumer group's dynamic configs (Kafka's GroupConfig names) the scenario sets."""
+        if not self.consumer:
+            return {}
+        out = {}
+        if self.session_timeout_ms is not None:
+            out["consumer.session.timeout.ms"] = self.session_timeout_ms
+        if self.heartbeat_interval_ms is not None:
+            out["consumer.heartbeat.interval.ms"] = self.heartbeat_interval_ms
+        return out
 
     def group_ids(self) -> list[str]:
         if self.count == 1:
@@ -267,7 +313,7 @@ def resolve_protocol(strategy: list[str], protocol: str, where: str = "groups") 
     return protocol
 
 
-def _group(d: Mapping, i: int, topics: Mapping[str, int]) -> GroupSpec:
+def _group(d: Mapping, i: int, topics: Mapping[str, int], coordinator: CoordinatorSpec) -> GroupSpec:
     where = f"groups[{i}]"
     if not isinstance(d, Mapping):
         raise ScenarioError(f"{where}: expected a table")
@@ -294,14 +340,21 @@ def _group(d: Mapping, i: int, topics: Mapping[str, int]) -> GroupSpec:
     config = d.get("config", {})
     if not isinstance(config, Mapping):
         raise ScenarioError(f"{where}.config: expected a table of consumer configs")
+    group_protocol = d.get("group_protocol", "classic")
+    if group_protocol not in ("classic", "consumer"):
+        raise ScenarioError(f"{where}.group_protocol: expected 'classic' or 'consumer', got {group_protocol!r}")
+    remote = d.get("remote_assignor", "") or ""
+    if not isinstance(remote, str) or (remote and remote not in SERVER_ASSIGNORS):
+        raise ScenarioError(f"{where}.remote_assignor: expected one of {', '.join(SERVER_ASSIGNORS)}, got {remote!r}")
     g = GroupSpec(
         name=name, topics=list(gtopics), strategy=list(strategy),
         protocol=resolve_protocol(strategy, protocol, where),
         members=_int(d, "members", 3, where), count=_int(d, "count", 1, where, 1),
         join_interval_ms=_int(d, "join_interval_ms", 0, where),
+        group_protocol=group_protocol, remote_assignor=remote,
         static=_bool(d, "static", False, where),
-        session_timeout_ms=_int(d, "session_timeout_ms", 45000, where, 1),
-        heartbeat_interval_ms=_int(d, "heartbeat_interval_ms", 3000, where, 1),
+        session_timeout_ms=_int(d, "session_timeout_ms", None, where, 1) if d.get("session_timeout_ms") is not None else None,
+        heartbeat_interval_ms=_int(d, "heartbeat_interval_ms", None, where, 1) if d.get("heartbeat_interval_ms") is not None else None,
         max_poll_interval_ms=_int(d, "max_poll_interval_ms", 300000, where, 1),
         request_timeout_ms=_int(d, "request_timeout_ms", 30000, where, 1),
         processing_ms=_int(d, "processing_ms", 100, where, 1),
@@ -310,9 +363,35 @@ def _group(d: Mapping, i: int, topics: Mapping[str, int]) -> GroupSpec:
         auto_commit=_bool(d, "auto_commit", True, where),
         auto_commit_interval_ms=_int(d, "auto_commit_interval_ms", 5000, where, 1),
         config=dict(config))
-    if g.heartbeat_interval_ms >= g.session_timeout_ms:
+    if g.consumer:
+        _check_group_configs(g, where, coordinator)
+    elif g.heartbeat_ms >= g.session_ms:
         raise ScenarioError(f"{where}.heartbeat_interval_ms: must be below session_timeout_ms")
     return g
+
+
+def _check_group_configs(g: GroupSpec, where: str, coordinator: CoordinatorSpec) -> None:
+    """A consumer group's session timeout and heartbeat interval are group configs, bounded by the
+    coordinator's group.consumer.min/max.* (Kafka's GroupConfig.validate)."""
+    from groupcoord.coordinator.config import BrokerConfig, ConfigError
+    try:
+        cfg = BrokerConfig(dict(coordinator.config), profile=coordinator.profile, environ={})
+    except (ConfigError, ValueError) as e:
+        raise ScenarioError(f"coordinator.config: {e}") from None
+    for key, value, what in (("session_timeout_ms", g.session_timeout_ms, "session.timeout"),
+                             ("heartbeat_interval_ms", g.heartbeat_interval_ms, "heartbeat.interval")):
+        if value is None:
+            continue
+        lo, hi = int(cfg[f"group.consumer.min.{what}.ms"]), int(cfg[f"group.consumer.max.{what}.ms"])
+        if not lo <= value <= hi:
+            raise ScenarioError(
+                f"{where}.{key}: {value} is outside {lo} to {hi}, the coordinator's bounds for a consumer group's "
+                f"consumer.{what}.ms (widen them: coordinator.config \"group.consumer.{'min' if value < lo else 'max'}"
+                f".{what}.ms\", or --set coordinator.config.group.consumer.{'min' if value < lo else 'max'}"
+                f".{what}.ms={value})")
+    session = g.session_timeout_ms or int(cfg["group.consumer.session.timeout.ms"])
+    if (g.heartbeat_interval_ms or int(cfg["group.consumer.heartbeat.interval.ms"])) >= session:
+        raise ScenarioError(f"{where}.heartbeat_interval_ms: must be below the group's session timeout ({session} ms)")
 
 
 def _latency(d: Any) -> dict:
@@ -456,7 +535,7 @@ def from_dict(d: Mapping) -> Scenario:
     groups_raw = d.get("groups")
     if not isinstance(groups_raw, list) or not groups_raw:
         raise ScenarioError("groups: expected at least one [[groups]] table")
-    groups = [_group(g, i, topics) for i, g in enumerate(groups_raw)]
+    groups = [_group(g, i, topics, coordinator) for i, g in enumerate(groups_raw)]
     ids = [g for s in groups for g in s.group_ids()]
     if len(set(ids)) != len(ids):
         raise ScenarioError("groups: two groups have the same id")
@@ -482,14 +561,21 @@ _GROUP_KEYS = {f.name for f in fields(GroupSpec)} - {"name"}
 
 
 def apply_overrides(sc: Scenario, overrides: Mapping[str, Any]) -> Scenario:
-    """A new scenario with overrides applied: group keys (strategy, protocol, members, static,
-    session_timeout_ms, ...) to every group, top-level keys (duration_s, seed, name) to the
-    scenario, ``network.<key>`` and ``coordinator.<key>`` to those tables. Validated again."""
+    """A new scenario with overrides applied: group keys (strategy, protocol, group_protocol,
+    members, static, session_timeout_ms, ...) to every group, top-level keys (duration_s, seed,
+    name) to the scenario, ``network.<key>`` and ``coordinator.<key>`` to those tables,
+    ``coordinator.config.<broker config>`` and ``config.<consumer config>`` (every group's) to one
+    config each. Validated again."""
     d = sc.to_dict()
     strategy_changed = "strategy" in overrides and "protocol" not in overrides
     for key, value in overrides.items():
         if key in _TOP_LEVEL:
             d[key] = value
+        elif key.startswith("coordinator.config."):        # one broker config, by Kafka's name
+            d["coordinator"]["config"][key[len("coordinator.config."):]] = value
+        elif key.startswith("config."):                     # one consumer config of every group
+            for g in d["groups"]:
+                g["config"][key[len("config."):]] = value
         elif key.startswith(("network.", "coordinator.")):
             table, _, sub = key.partition(".")
             d[table][sub] = value
@@ -497,7 +583,7 @@ def apply_overrides(sc: Scenario, overrides: Mapping[str, Any]) -> Scenario:
             for g in d["groups"]:
                 g[key] = value
         else:
-            raise ScenarioError(f"override {key!r}: not a scenario, group, network.* or coordinator.* key")
+            raise ScenarioError(f"override {key!r}: not a scenario, group, config.*, network.* or coordinator.* key")
     if strategy_changed:
         for g in d["groups"]:
             g["protocol"] = ""          # re-derive from the new strategy

@@ -41,7 +41,7 @@ from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.service import Service
 
 from .events import stop_reason
-from .model import Client, Driver, consumer_config, summarize, write_outputs
+from .model import Client, Driver, consumer_config, follow, set_group_configs, summarize, write_outputs
 from .scenario import Scenario
 
 __all__ = ["run", "Simulator"]
@@ -164,6 +164,7 @@ class Simulator(Driver):
             self.service.set_node_address(node.node_id, f"node{node.node_id}.sim", 9092)
         for name, n in scenario.topics.items():
             self.service.create_topic(name, n)
+        set_group_configs(self.service, scenario)
         self.versions = self.service.supported_versions()
         self._service_wake: int | None = None
         self._timers_seen = -1                 # Timers.changes when _arm_service last asked
@@ -214,7 +215,8 @@ class Simulator(Driver):
             prev.start_after_close = True           # starts once the old process has closed
             return
         member = Member(consumer_config(c), topics=c.topics, now=self.now, rng=random.Random(f"{self.seed}/{c.name}"))
-        if c.spec.protocol == "eager":
+        consumer = c.spec.consumer
+        if c.spec.protocol == "eager" and not consumer:
             member.protocol = RebalanceProtocol.EAGER
         rng = self._net_rngs.get(c.name)
         if rng is None:
@@ -224,6 +226,8 @@ class Simulator(Driver):
         c.handle = r
         c.recorder.member = member
         c.recorder.started()
+        if consumer:
+            follow(member, c.recorder)
         self._drive(r)
 
     def stop_member(self, c: Client, crash: bool) -> None:
@@ -764,7 +768,7 @@ class Simulator(Driver):
         for gid in self.scenario.group_ids():
             if self.only is not None and gid not in self.only:
                 continue
-            g = coordinator.group(gid)
+            g = coordinator.group(gid) or coordinator.consumer_group(gid)
             live = [c.handle for c in self.by_group.get(gid, []) if c.handle is not None and not c.handle.dead]
             entry = groups.setdefault(gid, {})
             entry["final"] = {"state": g.state if g is not None else None,

@@ -147,10 +147,19 @@ class ConsumerMembership:
             log.debug("%s: %s -> %s", self.member.who(), self.cstate.name, cstate.name)
         self.cstate = cstate
         self.state = _FACADE_STATE[cstate]
+        self._tell()
 
     def _set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
         self.generation = Generation(epoch, self.member_id, None)
+        self._tell()
+
+    def _tell(self) -> None:
+        """The façade's ``state_listener`` (the fleets' event recorder) hears of every state and
+        epoch, changed or not."""
+        listener = self.member.state_listener
+        if listener is not None:
+            listener(self.cstate.value, self.epoch)
 
     def _clear_target(self) -> None:
         self.target = None

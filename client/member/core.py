@@ -130,6 +130,8 @@ class Member:
         self.closing: Closing | None = None
         self.closed = False
         self.fatal_error: Exception | None = None
+        #: group.protocol=consumer: called with (Kafka's MemberState name, member epoch) as they are set
+        self.state_listener = None
 
         # the parts (in this order: each may take its predecessors at hand)
         self.net = Connections(cfg, max_versions)

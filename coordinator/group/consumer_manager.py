@@ -160,6 +160,13 @@ class ConsumerGroupManager:
         self.gc = gc
         self.heartbeat_interval_ms = int(cfg["group.consumer.heartbeat.interval.ms"])
         self.session_timeout_ms = int(cfg["group.consumer.session.timeout.ms"])
+        self._bounds = {
+            "consumer.heartbeat.interval.ms": (int(cfg["group.consumer.min.heartbeat.interval.ms"]),
+                                               int(cfg["group.consumer.max.heartbeat.interval.ms"])),
+            "consumer.session.timeout.ms": (int(cfg["group.consumer.min.session.timeout.ms"]),
+                                            int(cfg["group.consumer.max.session.timeout.ms"]))}
+        #: Kafka's dynamic group configs (GroupConfig) by group id: the two above, per group
+        self.group_configs: dict[str, dict[str, int]] = {}
         self.max_size = int(cfg["group.consumer.max.size"])
         self.assignors = assignor_names(cfg["group.consumer.assignors"])
         unknown = [a for a in self.assignors if a not in ASSIGNORS]
@@ -239,6 +246,42 @@ class ConsumerGroupManager:
                 self._schedule_rebalance_timeout(group.group_id, member, now)
 
     # ---- ConsumerGroupHeartbeat -------------------------------------------------------
+    # ---- group configs -------------------------------------------------------------------
+    def set_group_config(self, group_id: str, configs: dict) -> None:
+        """Kafka's dynamic group configs (``kafka-configs --entity-type groups``):
+        ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` for one group, within
+        the broker's group.consumer.min/max bounds (GroupConfig.validate: its message); None drops
+        one. The group need not exist. Raises ValueError."""
+        for key, value in configs.items():
+            if key not in self._bounds:
+                raise ValueError(f"Unknown group config name: {key}")
+            if value is not None:
+                lo, hi = self._bounds[key]
+                if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+                    raise ValueError(f"{key} must be in the range {lo} to {hi} inclusive.")
+        current = dict(self.group_configs.get(group_id, {}))
+        for key, value in configs.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value
+        session = current.get("consumer.session.timeout.ms", self.session_timeout_ms)
+        if current.get("consumer.heartbeat.interval.ms", self.heartbeat_interval_ms) >= session:
+            raise ValueError("consumer.heartbeat.interval.ms must be less than consumer.session.timeout.ms")
+        if current:
+            self.group_configs[group_id] = current
+        else:
+            self.group_configs.pop(group_id, None)
+
+    def _session_timeout(self, group_id: str) -> int:
+        cfg = self.group_configs.get(group_id)
+        return self.session_timeout_ms if cfg is None else cfg.get("consumer.session.timeout.ms", self.session_timeout_ms)
+
+    def _heartbeat_interval(self, group_id: str) -> int:
+        cfg = self.group_configs.get(group_id)
+        return self.heartbeat_interval_ms if cfg is None else cfg.get("consumer.heartbeat.interval.ms",
+                                                                      self.heartbeat_interval_ms)
+
     def heartbeat(self, req: ConsumerGroupHeartbeatRequest) -> dict:
         """A heartbeat the API layer validated (:meth:`ConsumerGroupHeartbeatRequest.error`):
         its response."""
@@ -347,7 +390,7 @@ class ConsumerGroupManager:
         if regex_job is not None:
             self._resolve_regexes(group, regex_job, now, req.describable)      # Kafka's job, done after
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
-                "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_ms,
+                "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self._heartbeat_interval(req.group_id),
                 "assignment": assignment}
 
     def _maybe_bump(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
@@ -621,7 +664,7 @@ class ConsumerGroupManager:
 
     def _schedule_session_timeout(self, group_id: str, member_id: str, now: int, timeout_ms: int | None = None) -> None:
         """The member's session timer: group.consumer.session.timeout.ms, or a classic member's own."""
-        timeout = self.session_timeout_ms if timeout_ms is None else timeout_ms
+        timeout = self._session_timeout(group_id) if timeout_ms is None else timeout_ms
         self.gc.timers.schedule(("cg-session", group_id, member_id), now + timeout,
                                 partial(self.gc.consumer_timer, self._on_session_timeout, group_id, member_id))
 
@@ -639,7 +682,7 @@ class ConsumerGroupManager:
         if group is None or member_id not in group.members:
             return
         member = group.members[member_id]
-        timeout = member.classic.session_timeout_ms if member.classic is not None else self.session_timeout_ms
+        timeout = member.classic.session_timeout_ms if member.classic is not None else self._session_timeout(group_id)
         self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
                      {"member": member_id, "instance_id": member.instance_id, "reason": "session_timeout",
                       "timeout_ms": timeout})

@@ -41,19 +41,27 @@ topics = ["t"]
 members = 3
 session_timeout_ms = 6000
 heartbeat_interval_ms = 500
+[[groups]]
+name = "c"
+group_protocol = "consumer"
+topics = ["t"]
+members = 2
 [[events]]
 at_s = 5
 action = "crash"
+group = "g"
 members = [0]
 [[events]]
 at_s = 6
 action = "slow"
+group = "g"
 members = [1]
 kind = "heartbeat"
 duration_ms = 8000
 [[events]]
 at_s = 20
 action = "leave"
+group = "g"
 members = [2]
 """)
     assert main(["simulate", str(path), "--seed", "1", "--out", str(tmp_path / "out"), "--no-progress"]) == 0
@@ -63,6 +71,14 @@ members = [2]
     for e in member:
         check_event(e)
     assert {e["event"] for e in member} == set(EVENT_FIELDS)
+    states = [e for e in member if e["event"] == "client.state"]
+    assert {e["group"] for e in states} == {"c"}           # the consumer protocol's members only
+    assert {e["protocol"] for e in member if e["event"] == "client.started"} == {"eager", "consumer"}
+    # each consumer-protocol member joins, and ends STABLE at the group's epoch
+    for client in ("c/m000", "c/m001"):
+        mine = [e for e in states if e["client"] == client]
+        assert "JOINING" in [e["state"] for e in mine]
+        assert mine[-1]["state"] == "STABLE" and mine[-1]["generation"] > 0
     assert {e["reason"] for e in member if e["event"] == "client.stopped"} == {"crash", "close"}
     committed = [e for e in member if e["event"] == "client.committed"]
     assert all(o[2] > 0 for e in committed for o in e["offsets"])

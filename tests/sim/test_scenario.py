@@ -32,14 +32,39 @@ def test_rolling_restart_has_eager_and_cooperative_variants():
 def test_defaults_and_protocol_derivation():
     sc = scenario.from_dict(BASE)
     g = sc.groups[0]
-    assert (g.members, g.strategy, g.protocol, g.session_timeout_ms, g.heartbeat_interval_ms) == \
-        (3, ["range"], "eager", 45000, 3000)
+    assert (g.members, g.strategy, g.protocol, g.group_protocol, g.session_ms, g.heartbeat_ms) == \
+        (3, ["range"], "eager", "classic", 45000, 3000)
     coop = scenario.from_dict({**BASE, "groups": [{"name": "g", "topics": ["t"], "strategy": "cooperative-sticky"}]})
     assert coop.groups[0].protocol == "cooperative"
     # the upgrade path: cooperative-sticky listed with range runs the eager protocol
     mixed = scenario.from_dict({**BASE, "groups": [{"name": "g", "topics": ["t"],
                                                     "strategy": ["cooperative-sticky", "range"]}]})
     assert mixed.groups[0].protocol == "eager"
+
+
+def test_consumer_protocol_groups():
+    sc = scenario.from_dict({**BASE, "groups": [{"name": "g", "topics": ["t"], "group_protocol": "consumer"}]})
+    g = sc.groups[0]
+    assert (g.consumer, g.session_ms, g.heartbeat_ms, g.group_configs()) == (True, None, None, {})
+    assert scenario.from_dict(sc.to_dict()) == sc
+    # explicit timeouts become the group's configs, once the coordinator's bounds allow them
+    wide = {"group.consumer.min.session.timeout.ms": 6000, "group.consumer.min.heartbeat.interval.ms": 1000}
+    sc = scenario.from_dict({**BASE, "coordinator": {"config": wide},
+                             "groups": [{"name": "g", "topics": ["t"], "group_protocol": "consumer",
+                                         "remote_assignor": "range", "session_timeout_ms": 10000,
+                                         "heartbeat_interval_ms": 1000}]})
+    assert sc.groups[0].group_configs() == {"consumer.session.timeout.ms": 10000, "consumer.heartbeat.interval.ms": 1000}
+    # --set group_protocol=consumer on a classic scenario without explicit timeouts, and back
+    classic = scenario.from_dict(BASE)
+    out = scenario.apply_overrides(classic, {"group_protocol": "consumer", "remote_assignor": "uniform"})
+    assert (out.groups[0].group_protocol, out.groups[0].remote_assignor, out.groups[0].session_ms) == \
+        ("consumer", "uniform", None)
+    back = scenario.apply_overrides(out, {"group_protocol": "classic"})
+    assert (back.groups[0].session_ms, back.groups[0].heartbeat_ms) == (45000, 3000)
+    # explicit classic timeouts outside the consumer bounds: the error says how to widen them
+    explicit = scenario.from_dict({**BASE, "groups": [{"name": "g", "topics": ["t"], "heartbeat_interval_ms": 3000}]})
+    with pytest.raises(ScenarioError, match="group.consumer.min.heartbeat.interval.ms"):
+        scenario.apply_overrides(explicit, {"group_protocol": "consumer"})
 
 
 def test_group_copies_have_distinct_ids():
@@ -84,6 +109,14 @@ def test_overrides():
     ({"network": {"latency": {"dist": "pareto"}}}, "unknown distribution 'pareto'"),
     ({"network": {"latency": {"dist": "uniform", "min_ms": 1}}}, "max_ms"),
     ({"network": {"loss": 1.5}}, "loss"),
+    ({"groups": [{"name": "g", "topics": ["t"], "group_protocol": "new"}]}, r"groups\[0\].group_protocol"),
+    ({"groups": [{"name": "g", "topics": ["t"], "group_protocol": "consumer", "remote_assignor": "sticky"}]},
+     r"groups\[0\].remote_assignor: expected one of uniform, range"),
+    # a consumer group's timeouts are group configs within the coordinator's bounds
+    ({"groups": [{"name": "g", "topics": ["t"], "group_protocol": "consumer", "session_timeout_ms": 10000}]},
+     r"groups\[0\].session_timeout_ms: 10000 is outside 45000 to 60000.*group.consumer.min.session.timeout.ms"),
+    ({"groups": [{"name": "g", "topics": ["t"], "group_protocol": "consumer", "heartbeat_interval_ms": 3000}]},
+     r"heartbeat_interval_ms: 3000 is outside 5000 to 15000"),
 ])
 def test_errors_name_the_key(change, message):
     with pytest.raises(ScenarioError, match=message):

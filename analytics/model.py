@@ -227,6 +227,13 @@ class _GroupPass:
         self.events = 0
         self.member_events = 0
         self.coordinator_events = 0
+        # a consumer group (KIP-848): a rebalance per epoch bump, until every member is reconciled
+        # at that epoch or a later one (they may overlap)
+        self.consumer = False
+        self.consumer_clients: set[str] = set()   # clients whose member plays the consumer protocol
+        self.cstates: dict[str, tuple] = {}       # running consumer-protocol client -> (state, epoch)
+        self.open: list[_Rebalance] = []          # consumer rebalances not yet reconciled
+        self.cdirty_ts: int | None = None         # a member state changed at this ms: look at self.open
 
     # ------------------------------------------------------------------ driver
     def run(self, events: list[dict]) -> dict:
@@ -234,6 +241,8 @@ class _GroupPass:
             ts = ev["ts_ms"]
             if self.first_ts is None:
                 self.first_ts = ts
+            if self.cdirty_ts is not None and ts > self.cdirty_ts:
+                self._reconciled(self.cdirty_ts)      # the members' states at the end of that ms
             self.last_ts = ts
             n = ev.get(RUN, 1)
             if RUN_LAST_TS in ev and (self.run_last_ts is None or ev[RUN_LAST_TS] > self.run_last_ts):
@@ -250,7 +259,11 @@ class _GroupPass:
         if self.run_last_ts is not None and self.run_last_ts > self.last_ts:
             self.last_ts = self.run_last_ts     # a run of commits ends the group
         end = self.last_ts if self.last_ts is not None else 0
-        if self.current is not None:
+        if self.cdirty_ts is not None:
+            self._reconciled(self.cdirty_ts)
+        for r in self.open:                     # consumer rebalances never reconciled
+            self._finalize(r, end)
+        if self.current is not None and self.current.protocol != "consumer":
             self._finalize(self.current, end)
         for s in self.sessions.values():
             self.sessions_done.append(s)
@@ -299,7 +312,13 @@ class _GroupPass:
             self.client_of[member] = client
             self.member_of[client] = member
         gen = ev.get("generation", -1)
-        if gen is not None and gen >= 0:
+        if kind == "client.started":
+            if ev.get("protocol") == "consumer":
+                self.consumer_clients.add(client)
+            else:
+                self.consumer_clients.discard(client)
+        # (a consumer-protocol member's epoch 0 is joining again: outside, as a classic -1)
+        if gen is not None and gen >= (1 if client in self.consumer_clients else 0):
             self.inv.checked["generations_grow"] += ev.get(RUN, 1)
             prev = self.client_gen.get(client)
             if prev is not None and gen < prev:
@@ -328,7 +347,15 @@ class _GroupPass:
             session = self.sessions[client] = _Session(client, ts, member_ids=[member] if member else [])
             self.alive.add(client)
             self.sizes.setdefault(client, Timeline()).set(ts, len(self.owned.get(client, ())))
-        if kind in OWNERSHIP_EVENTS:
+        if kind == "client.state":
+            self.cstates[client] = (ev.get("state"), gen if gen is not None else -1)
+            if self.open:
+                self.cdirty_ts = ts
+        elif kind in OWNERSHIP_EVENTS and self.consumer:
+            self._consumer_ownership(ev, kind, ts, session, client)
+            if self.open:
+                self.cdirty_ts = ts
+        elif kind in OWNERSHIP_EVENTS:
             parts = tp_set(ev.get("partitions") or [])
             new = tp_set(ev.get("owned") or [])
             # the rebalance that completed this event's generation, even when the next one has
@@ -388,12 +415,69 @@ class _GroupPass:
                                                        "at_ms": prev[2]})
                 self.committed[key] = (off, client, ts)
         elif kind == "client.stopped":
+            if self.cstates.pop(client, None) is not None and self.open:
+                self.cdirty_ts = ts
             session.end_ms, session.end_reason = ts, ev.get("reason")
             self.sessions_done.append(self.sessions.pop(client))
             self._set_owned(client, frozenset(), ts)
             self.alive.discard(client)
             self.sizes[client].set(ts, None)
             self._mark(ts)
+
+    def _consumer_ownership(self, ev: dict, kind: str, ts: int, session: _Session, client: str) -> None:
+        """An ownership event in a consumer group: a revocation belongs to the latest rebalance not
+        yet reconciled, else to the next one."""
+        parts = tp_set(ev.get("partitions") or [])
+        new = tp_set(ev.get("owned") or [])
+        r = self.open[-1] if self.open else None
+        if kind == "client.assigned":
+            session.assignments += 1
+            session.partitions_assigned += len(parts)
+            gen = ev.get("generation")
+            if gen is not None and gen > 0:
+                session.generations.add(gen)
+            session.max_owned = max(session.max_owned, len(new))
+        elif kind == "client.revoked":
+            session.partitions_revoked += len(parts)
+            if r is not None:
+                r.revoked += len(parts)
+            else:
+                self.pending_revoked += len(parts)
+        else:
+            session.partitions_lost += len(parts)
+            if r is not None:
+                r.lost += len(parts)
+            else:
+                self.pending_lost += len(parts)
+        self._set_owned(client, new, ts)
+
+    def _reconciled(self, ts: int) -> None:
+        """At the end of ms ``ts``: the consumer rebalances whose epoch every running
+        consumer-protocol member has reached in state STABLE, owning every partition between them,
+        are complete (with none running: the group is Empty). The members alone do not know of
+        partitions assigned to them but not yet released by their owner (the coordinator keeps
+        those pending): the ownership tells."""
+        self.cdirty_ts = None
+        states = self.cstates.values()
+        if any(state != "STABLE" for state, _ in states):
+            return
+        if states and self.n_owned < len(self.universe):
+            return      # a member still waits for partitions another has just released
+        epoch = min((e for _, e in states), default=None)
+        done = [r for r in self.open if epoch is None or r.generation <= epoch]
+        if not done:
+            return
+        self.open = [r for r in self.open if r not in done]
+        clients = set(self.cstates)
+        for r in done:
+            r.end_ms = r.settle_ms = ts
+            r.outcome = "Stable" if clients else "Empty"
+            r.members = len(clients)
+            r.member_ids = frozenset(clients)      # (clients: _clients maps an unknown id to itself)
+            r.after = {c: self.owned.get(c, frozenset()) for c in clients}
+            self._finalize(r, ts)
+        if clients:
+            self._check_stable(done[-1], ts)
 
     def _check_stable(self, r: _Rebalance, ts: int) -> None:
         """At the moment every member of a Stable generation has taken its assignment."""
@@ -428,7 +512,19 @@ class _GroupPass:
                 for _ in range(n):
                     self.inv.fail("generations_grow", ts, {"event": kind, "generation": gen, "before": self.last_gen})
             self.last_gen = gen if self.last_gen is None else max(gen, self.last_gen)
-        if kind == "member.joined":
+        if kind.startswith("consumer.") or kind == "group.created":
+            if kind == "group.created":
+                self.consumer = ev.get("cause") in ("consumer_group_heartbeat", "upgrade")
+            else:
+                self.consumer = True
+            if kind != "group.created":
+                self._consumer_event(ev, kind, ts, gen)
+                self.members_tl.set(ts, len(self.coord_members))
+                return
+        if kind == "group.state_change" and self.consumer:
+            if ev.get("state_to") in ("Stable", "Empty"):
+                self._consumer_completed(ev, ts, gen)
+        elif kind == "member.joined":
             self._coord_join(ev["member"], ev, ts)
         elif kind == "member.replaced":
             self._coord_leave(ev.get("old_member"), ts, "replaced")
@@ -483,6 +579,43 @@ class _GroupPass:
             elif gen is not None:
                 self.by_generation[gen] = r
         self.members_tl.set(ts, len(self.coord_members))
+
+    def _consumer_event(self, ev: dict, kind: str, ts: int, gen) -> None:
+        """A consumer group's member events, and its epoch bumps: the first bump while no
+        rebalance is under way starts one (its trigger: the bump's reason), later ones are its
+        further rounds until the group is Stable again."""
+        if kind == "consumer.member_joined":
+            self._coord_join(ev["member"], ev, ts)
+        elif kind == "consumer.member_replaced":
+            self._coord_leave(ev.get("old_member"), ts, "replaced")
+            self._coord_join(ev["member"], ev, ts)
+        elif kind == "consumer.member_left":
+            if not ev.get("static"):            # a static member keeps its place until its session ends
+                self._coord_leave(ev.get("member"), ts, "left")
+        elif kind == "consumer.member_fenced":
+            self._coord_leave(ev.get("member"), ts, "fenced:" + str(ev.get("reason")))
+        elif kind == "consumer.group_epoch_bumped":
+            r = _Rebalance(ts, ev.get("reason"), ev.get("member"), None, dict(self.owned))
+            r.protocol = "consumer"
+            r.generation = gen                   # the epoch its members must reach
+            r.revoked, r.lost = self.pending_revoked, self.pending_lost
+            self.pending_revoked = self.pending_lost = 0
+            self.current = r
+            self.rebalances.append(r)
+            self.open.append(r)
+
+    def _consumer_completed(self, ev: dict, ts: int, gen) -> None:
+        """A consumer group without member events in the log: its rebalances complete when the
+        coordinator finds every member at the target (Stable), or the group Empty."""
+        if self.has_members:
+            return
+        for r in self.open:
+            r.end_ms = r.settle_ms = ts
+            r.outcome = ev.get("state_to")
+            r.members = ev.get("members")
+            r.member_ids = frozenset(self.coord_members)
+            self._finalize(r, ts)
+        self.open = []
 
     def _coord_join(self, member: str, ev: dict, ts: int) -> None:
         self.coord_members.add(member)

@@ -48,7 +48,7 @@ def _table(rows, columns, left=("log", "cell", "scenario", "group", "invariant",
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def write_report(analysis, cell_params: dict | None = None) -> Path | str:
+def write_report(analysis, cell_params: dict | None = None, compare: str | None = None) -> Path | str:
     """Write report.html and its PNGs into ``analysis.out``; returns the page's path. The driver
     writes them: into a Hadoop filesystem URI (``hdfs://``...) through the active Spark session."""
     from . import storage
@@ -56,13 +56,13 @@ def write_report(analysis, cell_params: dict | None = None) -> Path | str:
         import tempfile
         from pyspark.sql import SparkSession
         with tempfile.TemporaryDirectory(prefix="groupcoord-report-") as tmp:
-            _write_report(analysis, Path(tmp), cell_params)
+            _write_report(analysis, Path(tmp), cell_params, compare)
             storage.upload_dir(SparkSession.getActiveSession(), tmp, analysis.out)
         return storage.join(analysis.out, "report.html")
-    return _write_report(analysis, Path(analysis.out), cell_params)
+    return _write_report(analysis, Path(analysis.out), cell_params, compare)
 
 
-def _write_report(analysis, out: Path, cell_params: dict | None) -> Path:
+def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | None = None) -> Path:
     import matplotlib
     matplotlib.use("Agg")
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>groupcoord rebalance report</title>"
@@ -82,6 +82,8 @@ def _write_report(analysis, out: Path, cell_params: dict | None) -> Path:
     columns = SUMMARY_COLUMNS if not any(s.get("cell") for s in analysis.summary) else \
         [("cell", "cell")] + SUMMARY_COLUMNS[1:]
     parts.append(_table(analysis.summary, columns))
+    if cell_params and compare:
+        parts.append(_compare_section(analysis, cell_params, compare, out))
     if cell_params:
         parts.append(_cells_section(analysis, cell_params, out))
     parts.append(_invariants_section(analysis))
@@ -155,6 +157,90 @@ def _cells_section(analysis, cell_params: dict, out: Path) -> str:
     if _plot_cells(rows, out / "cells.png"):
         parts.append("<img src='cells.png' alt='cells'>")
     return "\n".join(parts)
+
+
+#: What the comparison puts side by side: summary column, title, unit note.
+COMPARED = [("duration_p50_ms", "p50 rebalance ms"), ("duration_p95_ms", "p95 rebalance ms"),
+            ("partition_seconds_unowned", "partition-s without an owner"),
+            ("movement_ratio", "partitions moved / minimum")]
+
+
+def comparison(summary: list[dict], cell_params: dict, compare: str) -> tuple[list, list, dict]:
+    """(situations, values of the compared axis, {(situation, value): summary row}): a situation is
+    one combination of the other parameters (seed included), as a tuple of (key, value)."""
+    by_cell = {s["cell"]: s for s in summary}
+    situations, values, table = [], [], {}
+    for cell in sorted(cell_params):
+        params = cell_params[cell]
+        if compare not in params:
+            continue
+        situation = tuple((k, v) for k, v in params.items() if k != compare)
+        value = params[compare]
+        if situation not in situations:
+            situations.append(situation)
+        if value not in values:
+            values.append(value)
+        table[(situation, value)] = by_cell.get(cell, {})
+    return situations, values, table
+
+
+def _situation_label(situation) -> str:
+    return ", ".join(f"{v}" if k == "scenario" else f"{k}={v}" for k, v in situation if k != "seed" or v is not None)
+
+
+def _compare_section(analysis, cell_params: dict, compare: str, out: Path) -> str:
+    situations, values, table = comparison(analysis.summary, cell_params, compare)
+    if not situations:
+        return ""
+    head = ["<th class='l' rowspan='2'>situation</th>"] + [
+        f"<th colspan='{len(values)}'>{html.escape(title)}</th>" for _, title in COMPARED]
+    sub = [f"<th>{html.escape(str(v))}</th>" for _ in COMPARED for v in values]
+    rows = []
+    for sit in situations:
+        cells = [f"<td class='l'>{html.escape(_situation_label(sit))}</td>"]
+        for key, _ in COMPARED:
+            got = [table.get((sit, v), {}).get(key) for v in values]
+            best = min((g for g in got if g is not None), default=None)
+            cells += [f"<td{' class=pass' if g is not None and g == best and len(values) > 1 else ''}>{_fmt(g)}</td>"
+                      for g in got]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    parts = [f"<h2>{html.escape(compare)} side by side</h2>",
+             f"<p>Each row is one situation (the other parameters); each metric has one column per "
+             f"{html.escape(compare)}, the lowest in bold. Durations run from a rebalance's start to its "
+             f"completion at the coordinator (classic: JoinGroup round to the last SyncGroup; consumer "
+             f"protocol: the epoch bump to every member reconciled at the target); partition-seconds without "
+             f"an owner are summed over the run's rebalances.</p>",
+             "<table><tr>" + "".join(head) + "</tr><tr>" + "".join(sub) + "</tr>" + "".join(rows) + "</table>"]
+    if _plot_compare(situations, values, table, out / "compare.png"):
+        parts.append(f"<img src='compare.png' alt='{html.escape(compare)} side by side'>")
+    return "\n".join(parts)
+
+
+def _plot_compare(situations, values, table, path: Path) -> bool:
+    """One panel per metric: for each situation, one bar per compared value (a shared legend);
+    a log scale where the values span more than 30 times."""
+    import matplotlib.pyplot as plt
+    colors = ["#c44", "#47a", "#4a7", "#a7c", "#ca4", "#777"]
+    n, k = len(situations), len(values)
+    fig, axes = plt.subplots(1, len(COMPARED), figsize=(max(10, 1.1 * n * len(COMPARED)), 4.2))
+    width = 0.8 / k
+    for ax, (key, title) in zip(axes, COMPARED):
+        positive = []
+        for j, v in enumerate(values):
+            ys = [table.get((s, v), {}).get(key) or 0 for s in situations]
+            positive += [y for y in ys if y > 0]
+            ax.bar([i + (j - (k - 1) / 2) * width for i in range(n)], ys, width, color=colors[j % len(colors)],
+                   label=str(v))
+        if positive and max(positive) / min(positive) > 30:
+            ax.set_yscale("log")
+        ax.set_xticks(range(n), [_situation_label(s) for s in situations], rotation=50, ha="right", fontsize=7)
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(axis="y", labelsize=7)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
 
 
 def _plot_cells(rows, path: Path) -> bool:

@@ -72,6 +72,10 @@ def register(subparsers) -> None:
     s.add_argument("--master", default=None, metavar="URL", help="Spark master (default local[2])")
     s.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", type=spark_conf,
                    help="a Spark setting for the session (repeatable)")
+    s.add_argument("--axis", action="append", default=[], metavar="KEY=[VALUES]",
+                   help="replace the values of one of the grid's axes, e.g. members=[6] (repeatable)")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a scenario key in every cell, e.g. duration_s=120 (repeatable)")
     s.set_defaults(func=_sweep)
 
 
@@ -266,7 +270,15 @@ def _sweep(args) -> int:
     try:
         if not storage.is_uri(storage.local(args.out)):
             check_out(storage.local(args.out))      # before Spark starts
-        analysis = sweep(args.grid, storage.local(args.out), master=args.master, conf=dict(args.conf))
+        axes, overrides = {}, {}
+        for flag, items, into in (("--axis", args.axis, axes), ("--set", args.set, overrides)):
+            for item in items:
+                key, sep, value = item.partition("=")
+                if not sep:
+                    raise GridError(f"{flag} {item!r}: expected KEY=VALUE")
+                into[key.strip()] = _value(value.strip())
+        analysis = sweep(args.grid, storage.local(args.out), master=args.master, conf=dict(args.conf),
+                         axes=axes, overrides=overrides)
     except (GridError, LogError, storage.LocationError) as e:
         print(f"groupcoord sweep: {e}", file=sys.stderr)
         return 2

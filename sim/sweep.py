@@ -3,19 +3,27 @@ analysis of every cell's log (tables get a ``cell`` column; the report puts the 
 
 Grid file (TOML)::
 
-    scenario = "rolling-restart.toml"    # relative to the grid file
+    scenario = "rolling-restart.toml"    # relative to the grid file; or a list of them (an axis)
     seeds = [1, 2]                        # default: the scenario's seed
+    compare = "protocol"                  # the axis the report puts side by side (optional)
     [grid]                                # scenario overrides, each a list of values
     strategy = ["range", "cooperative-sticky"]
     members = [50, 200]
     session_timeout_ms = [10000, 45000]
+    protocol = [                          # a table sets several keys at once; "label" names it
+      { label = "eager range", strategy = "range" },
+      { label = "consumer uniform", group_protocol = "consumer", remote_assignor = "uniform" },
+    ]
 
-Cells are the product of the grid's values and the seeds, in the file's order, named
-``c000``, ``c001``, ... Each runs ``simulate.run(apply_overrides(load(scenario), params), seed, DIR)``
-in a Spark task, DIR being a temporary directory of the executor; the task returns the cell's files
-and the driver writes them to ``OUT/cells/<cell>/`` (a local path or a Hadoop URI), so a cell does
-not depend on the executor's disk being the driver's. The scenario is read and the overrides
-applied on the driver (the executors get the Scenario objects).
+Cells are the product of the scenarios, the grid's values and the seeds, in the file's order, named
+``c000``, ``c001``, ... A cell's parameters (``cells.json``, the report) name each axis's value:
+the scenario's name, a value, or a table's label. Each runs
+``simulate.run(apply_overrides(load(scenario), overrides), seed, DIR)`` in a Spark task, DIR being
+a temporary directory of the executor; the task returns the cell's files and the driver writes
+them to ``OUT/cells/<cell>/`` (a local path or a Hadoop URI), so a cell does not depend on the
+executor's disk being the driver's. The scenarios are read and the overrides applied on the
+driver (the executors get the Scenario objects). ``sweep(axes=...)`` (``--axis KEY=[...]``)
+replaces an axis's values, ``sweep(overrides=...)`` (``--set``) adds overrides to every cell.
 """
 from __future__ import annotations
 
@@ -34,8 +42,10 @@ class GridError(ValueError):
 @dataclass
 class Cell:
     cell: str
-    params: dict          # the overrides
+    params: dict          # axis -> the value's name (a value, a table's label, a scenario's name)
     seed: int | None
+    overrides: dict = None  # the scenario overrides the cell applies
+    scenario: Path = None
 
     def describe(self) -> dict:
         return {**self.params, "seed": self.seed}
@@ -43,13 +53,22 @@ class Cell:
 
 @dataclass
 class Grid:
-    scenario: Path
+    scenario: Path        # the first scenario
     seeds: list
     axes: dict            # key -> list of values
     cells: list
+    scenarios: list = None
+    compare: str | None = None
 
 
-def load_grid(path) -> Grid:
+def _label(value) -> object:
+    if isinstance(value, dict):
+        return value.get("label") or ",".join(f"{k}={v}" for k, v in value.items())
+    return value
+
+
+def load_grid(path, axes: dict | None = None) -> Grid:
+    """``axes``: axis -> values replacing the file's (``--axis``)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -57,32 +76,56 @@ def load_grid(path) -> Grid:
         raise GridError(f"{path}: no such file") from None
     except tomllib.TOMLDecodeError as e:
         raise GridError(f"{path}: not valid TOML: {e}") from None
-    unknown = sorted(set(data) - {"scenario", "seeds", "grid"})
+    unknown = sorted(set(data) - {"scenario", "seeds", "grid", "compare"})
     if unknown:
-        raise GridError(f"{path}: unknown key {unknown[0]!r} (known: grid, scenario, seeds)")
+        raise GridError(f"{path}: unknown key {unknown[0]!r} (known: compare, grid, scenario, seeds)")
     scenario = data.get("scenario")
-    if not isinstance(scenario, str) or not scenario:
-        raise GridError(f"{path}: scenario: expected the path of a scenario file")
-    scenario_path = (path.parent / scenario).resolve()
-    if not scenario_path.is_file():
-        raise GridError(f"{path}: scenario: {scenario_path} does not exist")
+    names = scenario if isinstance(scenario, list) else [scenario]
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise GridError(f"{path}: scenario: expected the path of a scenario file, or a list of them")
+    scenarios = []
+    for n in names:
+        p = (path.parent / n).resolve()
+        if not p.is_file():
+            raise GridError(f"{path}: scenario: {p} does not exist")
+        scenarios.append(p)
     seeds = data.get("seeds", [None])
     if not isinstance(seeds, list) or not seeds or not all(
             s is None or (isinstance(s, int) and not isinstance(s, bool)) for s in seeds):
         raise GridError(f"{path}: seeds: expected a non-empty list of integers")
-    axes = data.get("grid", {})
-    if not isinstance(axes, dict):
+    grid_axes = data.get("grid", {})
+    if not isinstance(grid_axes, dict):
         raise GridError(f"{path}: grid: expected a table of lists")
-    for key, values in list(axes.items()):
+    for key, values in (axes or {}).items():
+        if key not in grid_axes:
+            raise GridError(f"--axis {key}: the grid has no axis {key!r} (its axes: {', '.join(grid_axes)})")
+        grid_axes[key] = values
+    for key, values in list(grid_axes.items()):
         if not isinstance(values, list):
-            values = axes[key] = [values]
+            values = grid_axes[key] = [values]
         if not values:
             raise GridError(f"{path}: grid.{key}: empty list")
-    keys = list(axes)
+        labels = [_label(v) for v in values]
+        if len(set(map(str, labels))) != len(labels):
+            raise GridError(f"{path}: grid.{key}: two values have the same name {labels}")
+    compare = data.get("compare")
+    if compare is not None and compare not in grid_axes and not (compare == "scenario" and len(scenarios) > 1):
+        raise GridError(f"{path}: compare: {compare!r} is not an axis of the grid")
+    keys = list(grid_axes)
+    scenario_axis = len(scenarios) > 1
     cells = []
-    for i, (combo, seed) in enumerate(itertools.product(itertools.product(*(axes[k] for k in keys)), seeds)):
-        cells.append(Cell(f"c{i:03d}", dict(zip(keys, combo)), seed))
-    return Grid(scenario_path, seeds, axes, cells)
+    combos = itertools.product(scenarios, itertools.product(*(grid_axes[k] for k in keys)), seeds)
+    for i, (sc_path, combo, seed) in enumerate(combos):
+        params = {"scenario": sc_path.stem} if scenario_axis else {}
+        overrides = {}
+        for k, v in zip(keys, combo):
+            params[k] = _label(v)
+            if isinstance(v, dict):
+                overrides.update({kk: vv for kk, vv in v.items() if kk != "label"})
+            else:
+                overrides[k] = v
+        cells.append(Cell(f"c{i:03d}", params, seed, overrides, sc_path))
+    return Grid(scenarios[0], seeds, grid_axes, cells, scenarios, compare)
 
 
 def run_cell(item) -> dict:
@@ -107,24 +150,28 @@ def run_cell(item) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = True, conf: dict | None = None):
+def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = True, conf: dict | None = None,
+          axes: dict | None = None, overrides: dict | None = None):
     """Run the grid's cells as Spark tasks, then analyse them all; returns the Analysis. The grid
-    and every cell's overrides are checked before Spark starts."""
+    and every cell's overrides are checked before Spark starts. ``axes``: axis -> values replacing
+    the file's; ``overrides``: applied to every cell, before its own."""
     import zlib
 
     from groupcoord.analytics import storage
     from groupcoord.analytics.job import analyze, find_logs, spark_session
     from groupcoord.sim import scenario as scenario_mod
 
-    grid = load_grid(grid_path)
-    try:
-        base = scenario_mod.load(grid.scenario)
-    except ValueError as e:
-        raise GridError(f"{grid.scenario}: {e}") from None
+    grid = load_grid(grid_path, axes)
+    bases = {}
+    for p in grid.scenarios:
+        try:
+            bases[p] = scenario_mod.load(p)
+        except ValueError as e:
+            raise GridError(f"{p}: {e}") from None
     scenarios = {}
     for c in grid.cells:                         # bad overrides fail here, before any task runs
         try:
-            scenarios[c.cell] = scenario_mod.apply_overrides(base, c.params)
+            scenarios[c.cell] = scenario_mod.apply_overrides(bases[c.scenario], {**(overrides or {}), **c.overrides})
         except ValueError as e:
             raise GridError(f"{grid_path}: cell {c.cell} {c.params}: {e}") from None
     out = storage.location(out)
@@ -142,7 +189,8 @@ def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = 
             storage.write_bytes(spark, out, f"cells/{r['cell']}/{name}", zlib.decompress(data))
     params = {c.cell: c.describe() for c in grid.cells}
     storage.write_bytes(spark, out, "cells.json", json.dumps(
-        {"scenario": str(grid.scenario), "cells": params, "runs": results}, indent=1).encode("utf-8"))
+        {"scenario": str(grid.scenario), "scenarios": [str(p) for p in grid.scenarios], "compare": grid.compare,
+         "cells": params, "runs": results}, indent=1).encode("utf-8"))
     from pyspark.sql import types as T
     schema = T.StructType([T.StructField("cell", T.StringType()), T.StructField("seed", T.LongType()),
                            T.StructField("params", T.StringType()), T.StructField("sim_seconds", T.DoubleType())])
@@ -156,5 +204,5 @@ def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = 
     analysis.tables["grid"] = storage.join(out, "grid")
     if report:
         from groupcoord.analytics.report import write_report
-        write_report(analysis, cell_params=params)
+        write_report(analysis, cell_params=params, compare=grid.compare)
     return analysis

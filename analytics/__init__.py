@@ -39,6 +39,19 @@ stopped, or once the coordinator has removed its member id from the group (until
   (``settle_ms``) when every member of the generation has taken its assignment; ``settle_ms``
   may fall after the window's end. Partitions a member revokes in a generation it has not yet
   taken the assignment of belong to that generation's rebalance.
+- A **consumer group** (KIP-848, ``group.protocol=consumer``) has a rebalance per group epoch bump
+  (``consumer.group_epoch_bumped``; its reason is the **trigger**, ``generation`` the epoch):
+  from the bump to the end of the first millisecond at which every running consumer-protocol
+  member is STABLE (``client.state``) at that epoch or a later one and they own every partition
+  between them (a member does not know of partitions assigned to it that another has not yet
+  released: the ownership tells), ``rounds`` 1. With no member running it ends ``Empty``. Bumps
+  come while earlier ones are still being reconciled (a member heartbeats at the group's
+  interval), so its rebalances may overlap: a partition that moves while two are under way
+  counts in both (their minimum too), and the group's partition-seconds without an owner count
+  each moment once. Revocations belong to the latest rebalance not yet reconciled (one before
+  any bump, e.g. of a member closing, to the next). Logs without member events end them when
+  the coordinator finds the group Stable (``group.state_change``). The other columns are defined
+  as below, with *after* what the members own at the end.
 - **Partitions moved**: partitions of the group whose owner after differs from the owner before,
   "no owner" counting as an owner. A cooperative hand-over therefore moves a partition twice (to no
   owner in the first round, to its new owner in the follow-up), and so does the minimum below.

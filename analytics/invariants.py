@@ -3,13 +3,15 @@
 - ``single_owner``: no partition owned by two members at once (cooperative hand-overs included);
   ownership comes from the members' assigned/revoked/lost events; a stopped member owns nothing,
   nor does one the coordinator removed from the group (expired, say) until it rejoins.
-- ``all_owned_when_stable``: once every member of a Stable generation has taken its assignment,
+- ``all_owned_when_stable``: once every member of a Stable generation has taken its assignment
+  (a consumer group: whenever a rebalance completes, at every member's STABLE),
   each partition of the group's topics is owned by one of them (a generation in which a member
   revoked partitions is a cooperative first round: its follow-up rebalance is checked instead; a
   topic of which they own nothing at all counts as unsubscribed).
-- ``generations_grow``: the coordinator's generation never goes down within a group (a deleted
-  group starts again), each join phase ends with a higher generation, and no member's
-  generation goes down.
+- ``generations_grow``: the coordinator's generation (a consumer group's epoch) never goes down
+  within a group (a deleted group starts again), each join phase ends with a higher generation,
+  and no member's generation (member epoch) goes down; a consumer-protocol member's epoch 0
+  (joining again) is outside, as a classic member's -1.
 - ``commits_kept``: the acknowledged offset of a partition never goes back (unless offsets were
   deleted or expired, or the group was deleted, in between).
 

@@ -534,7 +534,8 @@ class FleetRunner(Driver):
             if self.shard is not None:
                 out[gid] = check_reports([member_report(members)], self.topics, complete=False)
             elif self.embedded is not None:
-                out[gid] = ownership_check(self.embedded.service, self.embedded.service.group_coordinator.group(gid),
+                gc = self.embedded.service.group_coordinator
+                out[gid] = ownership_check(self.embedded.service, gc.group(gid) or gc.consumer_group(gid),
                                            members)
             else:
                 out[gid] = _member_side_check(members, self.topics)

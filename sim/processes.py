@@ -171,7 +171,8 @@ class ParentRunner(FleetRunner):
                 continue
             check = check_reports(reports, self.topics, complete=self.complete)
             if check == "ok" and self.embedded is not None:
-                group = self.embedded.service.group_coordinator.group(gid)
+                gc = self.embedded.service.group_coordinator
+                group = gc.group(gid) or gc.consumer_group(gid)
                 if group is None or group.state != "Stable" or \
                         len(group.members) != sum(r["members"] for r in reports):
                     check = "unsettled"

@@ -157,3 +157,46 @@ def test_sweep(spark, tmp_path, capsys):
     assert protocols == {"c000": "eager", "c001": "cooperative"}
     page = (out / "report.html").read_text()
     assert "Grid cells side by side" in page and "cooperative-sticky" in page and (out / "cells.png").exists()
+
+
+def test_consumer_group_tables_in_both_engines(spark, tmp_path):
+    """The consumer-protocol log of test_consumer_rebalances.py (values worked out there by hand)
+    through Spark: the DataFrame pipeline and the RDD job agree with them."""
+    for engine in ("dataframe", "rdd"):
+        out = tmp_path / engine
+        assert main(["analyze", str(DATA / "consumer"), "--out", str(out), "--engine", engine]) == 0
+        rows = sorted(table(spark, out, "rebalances"), key=lambda r: r["generation"])
+        assert [(r["generation"], r["trigger"], r["start_ms"], r["duration_ms"], r["partitions_moved"],
+                 r["min_moves"], r["unowned_partition_ms"], r["protocol"]) for r in rows] == [
+            (1, "member_joined", 7, 1, 4, 4, 4, "consumer"), (2, "member_joined", 7, 1003, 4, 4, 2004, "consumer"),
+            (3, "member_joined", 10007, 1003, 1, 1, 998, "consumer"), (4, "member_left", 20001, 11, 1, 1, 11, "consumer")]
+        summary = table(spark, out, "summary")[0]
+        assert (summary["rebalances"], summary["partition_seconds_unowned"], summary["violations"]) == (4, 3.042, 0)
+        # p50 of 1, 11, 1003, 1003 (linear interpolation): 507
+        assert summary["duration_p50_ms"] == 507
+        assert {r["protocol"] for r in table(spark, out, "sessions")} == {"consumer"}
+
+
+def test_classic_vs_consumer_sweep_on_a_small_grid(spark, tmp_path):
+    """The shipped sweep, its grid cut down (4 members, one session timeout, shorter runs): six
+    cells (two scenarios, three protocols), every invariant held, and the report's comparison."""
+    grid = Path(__file__).resolve().parents[2] / "examples" / "sweeps" / "classic-vs-consumer.toml"
+    out = tmp_path / "out"
+    assert main(["sweep", str(grid), "--out", str(out), "--axis", "members=[4]",
+                 "--axis", "session_timeout_ms=[10000]", "--set", "duration_s=320"]) == 0
+    cells = json.loads((out / "cells.json").read_text())
+    assert cells["compare"] == "protocol" and len(cells["cells"]) == 6
+    labels = {c["protocol"] for c in cells["cells"].values()}
+    assert labels == {"eager (range)", "cooperative-sticky", "consumer (uniform)"}
+    summary = {r["cell"]: r for r in table(spark, out, "summary")}
+    assert all(r["violations"] == 0 and r["rebalances"] > 0 for r in summary.values())
+    by = {(c["scenario"], c["protocol"]): summary[cell] for cell, c in cells["cells"].items()}
+    sessions = table(spark, out, "sessions")
+    assert {r["protocol"] for r in sessions if by[("rolling-restart", "consumer (uniform)")]["log"] == r["log"]} == \
+        {"consumer"}
+    # a rolling restart leaves partitions without an owner for less time with the consumer protocol
+    # than with eager rebalancing, where every restart revokes everything
+    assert by[("rolling-restart", "consumer (uniform)")]["partition_seconds_unowned"] < \
+        by[("rolling-restart", "eager (range)")]["partition_seconds_unowned"]
+    page = (out / "report.html").read_text()
+    assert "protocol side by side" in page and "consumer (uniform)" in page and (out / "compare.png").exists()

@@ -121,3 +121,27 @@ async def test_an_asynchronous_fault_that_fails_is_a_note_and_until_stable_still
     runner = await fleet.run(sc, 1, tmp_path, until_stable=True)
     assert any(n.startswith("node_up 1:") and "up already" in n for n in runner.notes), runner.notes
     assert runner.final == {"g": "ok"} and runner.wall_s < 20
+
+
+async def test_a_consumer_protocol_group_in_real_time(tmp_path):
+    # Kafka 4's consumer protocol over TCP: the group's heartbeat interval is its group config,
+    # set on the in-process coordinator; a leave and a join re-settle the group
+    sc = scenario.from_dict({
+        "name": "kip848", "duration_s": 30, "topics": {"t": 8},
+        "coordinator": {"config": {"group.consumer.min.heartbeat.interval.ms": 100,
+                                   "group.consumer.min.session.timeout.ms": 3000}},
+        "groups": [{"name": "c", "group_protocol": "consumer", "remote_assignor": "range", "topics": ["t"],
+                    "members": 4, "heartbeat_interval_ms": 200, "session_timeout_ms": 3000}],
+        "events": [{"at_s": 1, "action": "leave", "members": [0]}, {"at_s": 1.5, "action": "join"}]})
+    runner = await fleet.run(sc, 3, tmp_path, until_stable=True)
+    assert runner.final == {"c": "ok"}
+    assert runner.embedded.service.group_coordinator.consumer.group_configs == {
+        "c": {"consumer.session.timeout.ms": 3000, "consumer.heartbeat.interval.ms": 200}}
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    for e in events:
+        (member_events if e["event"].startswith("client.") else coordinator_events).check_event(e)
+    assert {e["protocol"] for e in events if e["event"] == "client.started"} == {"consumer"}
+    assert {e["strategy"] == ["range"] for e in events if e["event"] == "client.started"} == {True}
+    reasons = [e["reason"] for e in events if e["event"] == "consumer.group_epoch_bumped"]
+    assert reasons.count("member_joined") == 5 and reasons.count("member_left") == 1
+    assert any(e["event"] == "client.state" and e["state"] == "ACKNOWLEDGING" for e in events)

@@ -521,3 +521,80 @@ def test_request_faults_fire_in_virtual_time():
 def test_without_faults_the_same_scenario_rebalances_once():
     g = summarize(simulate.run(scenario.apply_overrides(three("range", []), {"duration_s": 30}), 1))["g"]
     assert (g["rebalances"], g["generation"]) == (1, 1)
+
+
+CONSUMER = """
+duration_s = 40
+[coordinator]
+nodes = 2
+config = { "group.consumer.min.heartbeat.interval.ms" = 500, "group.consumer.min.session.timeout.ms" = 6000 }
+[network]
+latency = { dist = "uniform", min_ms = 1, max_ms = 6 }
+[topics]
+t = 12
+[[groups]]
+name = "g"
+count = 3
+group_protocol = "consumer"
+remote_assignor = "uniform"
+topics = ["t"]
+members = 5
+session_timeout_ms = 6000
+heartbeat_interval_ms = 500
+[[events]]
+at_s = 10
+action = "crash"
+count = 2
+restart_after_ms = 8000
+[[events]]
+at_s = 20
+action = "restart"
+group = "g-0"
+interval_ms = 300
+[[events]]
+at_s = 25
+action = "move_coordinator"
+group = "g-1"
+"""
+
+
+def test_consumer_protocol_groups_in_virtual_time(tmp_path):
+    # KIP-848 members: the crash is noticed at the group's own session timeout (a group config),
+    # the rolling restart moves only what it must, and every group ends Stable with all owned
+    path = tmp_path / "c.toml"
+    path.write_text(CONSUMER)
+    sc = scenario.load(path)
+    events, summary, _ = simulate.simulate(sc, 5)
+    check_all(events)
+    assert {e["protocol"] for e in of(events, "client.started")} == {"consumer"}
+    fenced = of(events, "consumer.member_fenced")
+    assert len(fenced) == 6 and {e["reason"] for e in fenced} == {"session_timeout"}
+    assert {e["timeout_ms"] for e in fenced} == {6000}
+    for e in fenced:        # fenced 6 s (at most one heartbeat interval more) after the crash at 10 s
+        assert 10000 + 6000 - 500 <= e["ts_ms"] <= 10000 + 6000 + 500
+    for gid in sc.group_ids():
+        g = summary["groups"][gid]
+        assert g["final"]["check"] == "ok" and g["final"]["state"] == "Stable", (gid, g)
+        assert g["ownership_violations"] == 0 and g["rebalances"] > 0
+    # the members' epochs follow the group's: the last client.state of each running member is
+    # STABLE at the group's final epoch
+    last = {}
+    for e in of(events, "client.state"):
+        last[e["client"]] = e
+    for gid in sc.group_ids():
+        epoch = summary["groups"][gid]["final"]["generation"]
+        running = {e["client"] for e in of(events, "client.started", group=gid)}
+        assert {(last[c]["state"], last[c]["generation"]) for c in running} == {("STABLE", epoch)}
+
+
+def test_consumer_protocol_runs_are_deterministic_and_shard(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text(CONSUMER)
+    a = _simulate_cli(path, tmp_path / "a", 42, 1)
+    b = _simulate_cli(path, tmp_path / "b", 42, 2)
+    assert a == b and len(a.splitlines()) > 500
+    assert _simulate_cli(path, tmp_path / "c", 43, 1) != a
+    out = tmp_path / "w2"
+    subprocess.run([sys.executable, "-m", "groupcoord.cli", "simulate", str(path), "--seed", "42",
+                    "--out", str(out), "--no-progress", "--workers", "2"], check=True, capture_output=True, timeout=120)
+    assert (out / "events.jsonl").read_bytes() == a

@@ -47,8 +47,9 @@ stopped, or once the coordinator has removed its member id from the group (until
   released: the ownership tells), ``rounds`` 1. With no member running it ends ``Empty``. Bumps
   come while earlier ones are still being reconciled (a member heartbeats at the group's
   interval), so its rebalances may overlap: a partition that moves while two are under way
-  counts in both (their minimum too), and the group's partition-seconds without an owner count
-  each moment once. Revocations belong to the latest rebalance not yet reconciled (one before
+  counts in both (their minimum too), the minimum of one that ends part way to a later bump's
+  target (members that have just joined own nothing yet) may exceed what it moved, and the
+  group's partition-seconds without an owner count each moment once. Revocations belong to the latest rebalance not yet reconciled (one before
   any bump, e.g. of a member closing, to the next). Logs without member events end them when
   the coordinator finds the group Stable (``group.state_change``). The other columns are defined
   as below, with *after* what the members own at the end.

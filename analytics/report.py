@@ -184,59 +184,75 @@ def comparison(summary: list[dict], cell_params: dict, compare: str) -> tuple[li
     return situations, values, table
 
 
-def _situation_label(situation) -> str:
-    return ", ".join(f"{v}" if k == "scenario" else f"{k}={v}" for k, v in situation if k != "seed" or v is not None)
+def _situation_label(situation, common=()) -> str:
+    return ", ".join(f"{v}" if k == "scenario" else f"{k}={v}" for k, v in situation if k not in common)
+
+
+def _common(situations) -> dict:
+    """The parameters every situation shares (seed=1, say): said once, not in every label."""
+    if not situations:
+        return {}
+    first = dict(situations[0])
+    return {k: v for k, v in first.items() if all(dict(s).get(k) == v for s in situations[1:])}
 
 
 def _compare_section(analysis, cell_params: dict, compare: str, out: Path) -> str:
     situations, values, table = comparison(analysis.summary, cell_params, compare)
     if not situations:
         return ""
+    common = _common(situations) if len(situations) > 1 else {}
     head = ["<th class='l' rowspan='2'>situation</th>"] + [
         f"<th colspan='{len(values)}'>{html.escape(title)}</th>" for _, title in COMPARED]
     sub = [f"<th>{html.escape(str(v))}</th>" for _ in COMPARED for v in values]
     rows = []
     for sit in situations:
-        cells = [f"<td class='l'>{html.escape(_situation_label(sit))}</td>"]
+        cells = [f"<td class='l'>{html.escape(_situation_label(sit, common))}</td>"]
         for key, _ in COMPARED:
             got = [table.get((sit, v), {}).get(key) for v in values]
             best = min((g for g in got if g is not None), default=None)
             cells += [f"<td{' class=pass' if g is not None and g == best and len(values) > 1 else ''}>{_fmt(g)}</td>"
                       for g in got]
         rows.append("<tr>" + "".join(cells) + "</tr>")
+    shared = (" Every cell: " + html.escape(", ".join(f"{k}={v}" for k, v in common.items())) + ".") if common else ""
     parts = [f"<h2>{html.escape(compare)} side by side</h2>",
              f"<p>Each row is one situation (the other parameters); each metric has one column per "
-             f"{html.escape(compare)}, the lowest in bold. Durations run from a rebalance's start to its "
-             f"completion at the coordinator (classic: JoinGroup round to the last SyncGroup; consumer "
-             f"protocol: the epoch bump to every member reconciled at the target); partition-seconds without "
-             f"an owner are summed over the run's rebalances.</p>",
+             f"{html.escape(compare)}, the lowest in bold.{shared} A rebalance's duration runs from its start "
+             f"to its completion: classic groups from the JoinGroup round's start to the SyncGroup that ends "
+             f"it; consumer groups (KIP-848) from an epoch bump until every member is at that epoch or a later "
+             f"one, every partition owned (such rebalances may overlap; under churn faster than the members' "
+             f"heartbeats they wait for one another). Partition-seconds without an owner are the groups' own, "
+             f"over the whole run; moved / minimum is over its rebalances.</p>",
              "<table><tr>" + "".join(head) + "</tr><tr>" + "".join(sub) + "</tr>" + "".join(rows) + "</table>"]
-    if _plot_compare(situations, values, table, out / "compare.png"):
+    if _plot_compare(situations, values, table, out / "compare.png", common):
         parts.append(f"<img src='compare.png' alt='{html.escape(compare)} side by side'>")
     return "\n".join(parts)
 
 
-def _plot_compare(situations, values, table, path: Path) -> bool:
-    """One panel per metric: for each situation, one bar per compared value (a shared legend);
-    a log scale where the values span more than 30 times."""
+def _plot_compare(situations, values, table, path: Path, common=()) -> bool:
+    """One panel per metric (2 by 2): for each situation (a row), one bar per compared value (a
+    shared legend); a log scale where the values span more than 30 times."""
     import matplotlib.pyplot as plt
     colors = ["#c44", "#47a", "#4a7", "#a7c", "#ca4", "#777"]
     n, k = len(situations), len(values)
-    fig, axes = plt.subplots(1, len(COMPARED), figsize=(max(10, 1.1 * n * len(COMPARED)), 4.2))
+    labels = [_situation_label(s, common) for s in situations]
+    height = max(2.5, 0.22 * n * (k + 1))
+    fig, axes = plt.subplots(2, 2, figsize=(13, 2 * height + 1.2), squeeze=False)
     width = 0.8 / k
-    for ax, (key, title) in zip(axes, COMPARED):
+    for ax, (key, title) in zip(axes.flat, COMPARED):
         positive = []
         for j, v in enumerate(values):
-            ys = [table.get((s, v), {}).get(key) or 0 for s in situations]
-            positive += [y for y in ys if y > 0]
-            ax.bar([i + (j - (k - 1) / 2) * width for i in range(n)], ys, width, color=colors[j % len(colors)],
-                   label=str(v))
+            xs = [table.get((s, v), {}).get(key) or 0 for s in situations]
+            positive += [x for x in xs if x > 0]
+            ax.barh([i + (j - (k - 1) / 2) * width for i in range(n)], xs, width, color=colors[j % len(colors)],
+                    label=str(v))
         if positive and max(positive) / min(positive) > 30:
-            ax.set_yscale("log")
-        ax.set_xticks(range(n), [_situation_label(s) for s in situations], rotation=50, ha="right", fontsize=7)
-        ax.set_title(title, fontsize=9)
-        ax.tick_params(axis="y", labelsize=7)
-    axes[0].legend(fontsize=8)
+            ax.set_xscale("log")
+        ax.set_yticks(range(n), labels, fontsize=8)
+        ax.invert_yaxis()                        # the table's order, top down
+        ax.set_title(title, fontsize=10)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0, 0].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

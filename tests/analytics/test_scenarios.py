@@ -138,3 +138,36 @@ def test_the_report_explains_what_slow_members_expects():
     assert zombies.startswith("5 zombie overlap(s)") and "Expected, not a violation" in zombies
     assert grows.startswith("Topic clicks grows to 18 partitions at 180 s") and "metadata.max.age.ms: 300 s" in grows
     assert expected_notes(None, 0) == []
+
+
+#: the consumer protocol (KIP-848) in every shipped scenario: the group's timeouts as group
+#: configs, the coordinator's bounds widened to the scenarios' (down to 1 s)
+CONSUMER = {"group_protocol": "consumer", "coordinator.config.group.consumer.min.session.timeout.ms": 1000,
+            "coordinator.config.group.consumer.min.heartbeat.interval.ms": 100}
+
+
+@pytest.mark.parametrize("name", sorted(SHORT))
+def test_model_agrees_with_the_simulator_on_the_consumer_protocol(name):
+    sc = scenario.apply_overrides(short(name), CONSUMER)
+    for seed in range(1, 6):
+        events, summary, resolved = simulate.simulate(sc, seed)
+        results = analyse(events, json.loads(json.dumps(resolved)))
+        for group, sim in summary["groups"].items():
+            r = results[group]
+            where = (name, seed, group)
+            failed = r["invariants"]["failed"]
+            assert failed["single_owner"] == sim["ownership_violations"] == 0, (where, failed, sim)
+            assert r["group"]["zombie_overlaps"] == sim["zombie_overlaps"], (where, r["group"], sim)
+            assert failed == dict.fromkeys(failed, 0), (where, r["invariants"]["examples"][:3])
+            assert not sim["final"]["check"].startswith("violated"), (where, sim["final"])
+            # one rebalance per epoch bump
+            bumps = [e for e in events if e["group"] == group and e["event"] == "consumer.group_epoch_bumped"]
+            assert [x["generation"] for x in r["rebalances"]] == [e["generation"] for e in bumps], where
+            assert {x["protocol"] for x in r["rebalances"]} <= {"consumer"}
+            # the minimum is over the members at the end, balanced: a rebalance that a later bump
+            # overlaps ends part way to that one's target (new members own nothing yet, say)
+            starts = [x["start_ms"] for x in r["rebalances"]]
+            for row in r["rebalances"]:
+                overlapped = any(row["start_ms"] < s <= row["end_ms"] for s in starts) or starts.count(row["start_ms"]) > 1
+                if row["settled"] and not overlapped:
+                    assert row["partitions_moved"] >= row["min_moves"], (where, row)

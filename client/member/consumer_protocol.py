@@ -23,7 +23,10 @@ epoch; a reconciliation in progress is ``completion``), so that the façade's gu
 commits (which carry the member id and epoch, OffsetCommit v9) and close() work unchanged.
 
 Deviations: a target naming a topic id the metadata does not know yet waits (metadata is
-asked for) instead of reconciling its resolvable part first; regex subscriptions are not sent.
+asked for) instead of reconciling its resolvable part first. Regex subscriptions
+(``Member.subscribe_pattern``): SubscribedTopicRegex sent when joining with one and when it changed
+(``""`` when dropped), SubscribedTopicNames empty; the names of the assigned topic ids asked of
+Metadata by id.
 """
 from __future__ import annotations
 
@@ -225,7 +228,8 @@ class ConsumerMembership:
             self._to(CState.UNSUBSCRIBED)
             cs = self.cstate
         if cs is CState.UNSUBSCRIBED or cs is CState.LEAVING:
-            if (member.subscription and member.group_id is not None and not self.left_on_poll_timeout
+            if ((member.subscription or member.subscription_pattern is not None)
+                    and member.group_id is not None and not self.left_on_poll_timeout
                     and member.closing is None and now >= self.join_retry_at and member.discovery.ready(now)):
                 self.rejoin_needed = False
                 self._join(now, self.member_rejoin_reason())
@@ -412,6 +416,7 @@ class ConsumerHeartbeat:
         """HeartbeatState.reset: the next heartbeat carries every field."""
         self.sent_rebalance_timeout = -1
         self.sent_topics: frozenset | None = None
+        self.sent_pattern: str | None = None
         self.sent_assignor: str | None = None
         self.sent_local_epoch: int | None = None
 
@@ -454,6 +459,11 @@ class ConsumerHeartbeat:
             body["subscribed_topic_names"] = sorted(topics)
             self.sent_topics = topics
             group.joined_subscription = topics
+        # the regex: when joining with one, or when it changed ("" when it was dropped)
+        pattern = member.subscription_pattern
+        if (send_all and pattern is not None) or pattern != self.sent_pattern:
+            body["subscribed_topic_regex"] = pattern if pattern is not None else ""
+            self.sent_pattern = pattern
         assignor = group.server_assignor
         if assignor is not None and (send_all or assignor != self.sent_assignor):
             body["server_assignor"] = self.sent_assignor = assignor
@@ -515,6 +525,9 @@ class ConsumerHeartbeat:
         elif code in (_E.FENCED_MEMBER_EPOCH, _E.UNKNOWN_MEMBER_ID):
             if req.ctx == (group.epoch, group.member_id):
                 group.fenced(now, f"ConsumerGroupHeartbeat: {code.name}: {message}")
+        elif code == _E.INVALID_REGULAR_EXPRESSION:
+            raise FatalConsumerError(code, "Invalid RE2J SubscriptionPattern provided in the call to subscribe. "
+                                     + message)
         elif code in _FATAL:
             raise FatalConsumerError(code, f"ConsumerGroupHeartbeat failed: {message}")
         else:

@@ -22,11 +22,19 @@ fenced, left), COMPLETING_REBALANCE (joining: epoch 0 sent, no epoch yet) and ST
 epoch; a reconciliation in progress is ``completion``), so that the façade's guards, the
 commits (which carry the member id and epoch, OffsetCommit v9) and close() work unchanged.
 
-Deviations: a target naming a topic id the metadata does not know yet waits (metadata is
-asked for) instead of reconciling its resolvable part first. Regex subscriptions
-(``Member.subscribe_pattern``): SubscribedTopicRegex sent when joining with one and when it changed
-(``""`` when dropped), SubscribedTopicNames empty; the names of the assigned topic ids asked of
-Metadata by id.
+Regex subscriptions (``Member.subscribe_pattern``, Kafka's ``subscribe(SubscriptionPattern)``):
+the member names no topic (SubscribedTopicNames empty) and sends SubscribedTopicRegex when joining
+with one and when it changed (``""`` when dropped); its assignment comes by topic ids, whose names
+metadata learns by asking for those ids (ConsumerMetadata's ``forTopicIds``). A target is
+reconciled for the part whose topic ids metadata names; the rest waits for metadata (asked for)
+and is reconciled when it comes (``findResolvableAssignmentAndTriggerMetadataUpdate``).
+
+Deviations: a member changes between names and a pattern directly (Kafka's SubscriptionState
+refuses that without an ``unsubscribe()`` between: "Subscription to topics, partitions and pattern
+are mutually exclusive"; there is no unsubscribe here); Metadata is asked for the target's topic
+ids only when subscribed to a pattern (a broker without Metadata v12: for every topic), and the
+names learnt are kept (Kafka's ``assignedTopicNamesCache`` keeps those of the assigned topics);
+reconciliations start from heartbeat answers and metadata answers, not from every poll.
 """
 from __future__ import annotations
 
@@ -275,28 +283,53 @@ class ConsumerMembership:
             if new != self.target:
                 self.target = new
                 self.target_local_epoch += 1
+            if self.cstate is CState.RECONCILING and self.completion is None and self.reconciled():
+                self._to(CState.STABLE)              # (the unresolved topics were dropped from the target)
         self.maybe_reconcile(now)
+
+    def reconciled(self) -> bool:
+        """AbstractMembershipManager.targetAssignmentReconciled: the current assignment (its local
+        epoch and partitions) is the target."""
+        return self.current_local_epoch == self.target_local_epoch and self.current_ids == self.target
 
     def maybe_reconcile(self, now: int) -> None:
         """AbstractMembershipManager.maybeReconcile: start reconciling a target not reconciled yet
-        (one reconciliation at a time; none while acknowledging the last one)."""
-        if (self.completion is not None or self.target is None or self.cstate is CState.ACKNOWLEDGING
-                or self.target_local_epoch == self.current_local_epoch
-                or self.cstate not in (CState.STABLE, CState.RECONCILING)):
+        (one reconciliation at a time; none while acknowledging the last one). Only the part of
+        the target whose topic ids metadata names is reconciled (findResolvableAssignmentAnd-
+        TriggerMetadataUpdate); metadata is asked for the others, and the target is reconciled
+        again when it answers. A resolvable part that is already the current assignment is
+        acknowledged under the target's local epoch, without callbacks."""
+        target = self.target
+        cs = self.cstate
+        if (self.completion is not None or target is None
+                or (cs is not CState.STABLE and cs is not CState.RECONCILING) or self.reconciled()):
             return
         member = self.member
         names = member.metadata.topic_names
-        if any(tid not in names for tid in self.target):
-            member.metadata.requested = True         # resolved once metadata knows the topic ids
+        resolved = {tid: ps for tid, ps in target.items() if tid in names}
+        if len(resolved) < len(target):
+            member.metadata.requested = True         # the others, once metadata knows their ids
+            log.debug("%s: topic ids %s of the target are not in the metadata yet", member.who(),
+                      sorted(str(tid) for tid in target if tid not in resolved))
+        if self.current_local_epoch and resolved == self.current_ids:
+            if self.current_local_epoch == self.target_local_epoch:
+                self._to(CState.RECONCILING)         # nothing more resolvable yet
+                return
+            self.current_ids = resolved              # the owned part is all that is resolvable: ack it
+            self.current_local_epoch = self.target_local_epoch
+            self._to(CState.ACKNOWLEDGING)
+            hb = member.heartbeat
+            if hb.next > now:
+                hb.next = now
             return
-        assigned = frozenset(TP(names[tid], p) for tid, ps in self.target.items() for p in ps)
+        assigned = frozenset(TP(names[tid], p) for tid, ps in resolved.items() for p in ps)
         owned = member.assignment
         added, revoked = assigned - owned, owned - assigned
         self._to(CState.RECONCILING)
         log.info("%s: reconciling epoch %s: assigned %s (added %s, revoked %s)", member.who(), self.epoch,
                  sorted(assigned), sorted(added), sorted(revoked))
         member.pending_revocation |= revoked         # markPendingRevocationToPauseFetching
-        self.completion = Reconciliation(self.target_local_epoch, dict(self.target), assigned, added, revoked,
+        self.completion = Reconciliation(self.target_local_epoch, resolved, assigned, added, revoked,
                                          now + self.rebalance_timeout_ms)
         self.step_reconciliation(now)
 
@@ -347,7 +380,7 @@ class ConsumerMembership:
         """ConsumerMembershipManager.onHeartbeatRequestGenerated: acknowledging ends with the
         heartbeat that carries the new assignment."""
         if self.cstate is CState.ACKNOWLEDGING:
-            self._to(CState.STABLE if self.target_local_epoch == self.current_local_epoch else CState.RECONCILING)
+            self._to(CState.STABLE if self.reconciled() else CState.RECONCILING)
 
     def after_acknowledged(self, now: int) -> None:
         if self.cstate is CState.RECONCILING and self.completion is None:
@@ -419,6 +452,7 @@ class ConsumerHeartbeat:
         self.sent_pattern: str | None = None
         self.sent_assignor: str | None = None
         self.sent_local_epoch: int | None = None
+        self.sent_ids: dict | None = None
 
     # ---- the timers -------------------------------------------------------------------
     def check_session(self, now: int) -> None:
@@ -467,10 +501,12 @@ class ConsumerHeartbeat:
         assignor = group.server_assignor
         if assignor is not None and (send_all or assignor != self.sent_assignor):
             body["server_assignor"] = self.sent_assignor = assignor
-        if send_all or group.current_local_epoch != self.sent_local_epoch:
+        ids = group.current_ids
+        if send_all or group.current_local_epoch != self.sent_local_epoch or ids is not self.sent_ids:
             body["topic_partitions"] = [{"topic_id": t, "partitions": sorted(ps)}
-                                        for t, ps in sorted(group.current_ids.items(), key=lambda kv: str(kv[0]))]
+                                        for t, ps in sorted(ids.items(), key=lambda kv: str(kv[0]))]
             self.sent_local_epoch = group.current_local_epoch
+            self.sent_ids = ids
         if send_all:
             body["rack_id"] = self.rack
         return body

@@ -1,10 +1,13 @@
 """The member with group.protocol=consumer subscribed to a regular expression (Kafka's
-``subscribe(SubscriptionPattern)``), against our coordinator, in virtual time.
+``subscribe(SubscriptionPattern)``), against our coordinator, in virtual time; and its partial
+reconciliation of a target naming topic ids its metadata does not know yet.
 
 Kafka 4's client is the reference: ConsumerHeartbeatRequestManager.HeartbeatState sends
 SubscribedTopicRegex when joining with one or when it changed ("" when dropped) and
 SubscribedTopicNames (empty with a pattern: SubscriptionState.subscription() holds no name then);
-ConsumerMetadata asks Metadata for the assigned topic ids (forTopicIds) to learn their names.
+ConsumerMetadata asks Metadata for the assigned topic ids (forTopicIds) to learn their names;
+AbstractMembershipManager.maybeReconcile reconciles the resolvable part of a target
+(findResolvableAssignmentAndTriggerMetadataUpdate) and the rest once metadata names it.
 """
 from __future__ import annotations
 
@@ -147,3 +150,65 @@ def test_classic_members_refuse_a_pattern_and_empty_patterns_are_refused():
         c.subscribe_pattern("", 0)
     with pytest.raises(ValueError, match="cannot be null"):
         c.subscribe_pattern(None, 0)
+
+
+# ---------------------------------------------------------------------------------- partial reconciliation
+class HeldMetadata:
+    """The coordinator's Metadata answers to one member held back until release()."""
+
+    def __init__(self, sim, name):
+        self.sim, self.name, self.held, self.on = sim, name, [], True
+        self.handle = handle = sim.service.handle
+
+        def handler(ctx, body, respond):
+            if self.on and ctx.api_key == METADATA and ctx.client_id == name:
+                self.held.append((ctx, body, respond))
+                return
+            handle(ctx, body, respond)
+        sim.service.handle = handler
+
+    def release(self):
+        self.on = False
+        for ctx, body, respond in self.held:
+            self.handle(ctx, body, respond)
+        self.held = []
+
+
+def test_the_resolvable_part_of_a_target_is_reconciled_while_metadata_names_the_rest():
+    """AbstractMembershipManager.maybeReconcile with findResolvableAssignmentAndTriggerMetadataUpdate:
+    a target naming a topic id the metadata does not know yet is reconciled for its other topics at
+    once (here: giving up partitions another member waits for), acknowledged, and reconciled again for
+    the rest when metadata names it; a resolvable part that is already owned is acknowledged under the
+    new target's local epoch, without callbacks."""
+    sim = RecSim({"t0": 4, "t1": 1})
+    a = sim.add_consumer("a", topics=(), config={"request.timeout.ms": 120_000})
+    a.member.subscribe_pattern("t.*", sim.now)
+    run_to_rest(sim, a, all_tps(sim, "t0", "t1"))
+    events = len(a.events)
+    meta = HeldMetadata(sim, "a")
+    sim.service.create_topic("t7", 2)
+    t7 = sim.service.cluster.topics["t7"].topic_id
+    g = sim.cgroup()
+    assert sim.run(lambda: t7 in g.members[a.member.member_id].assigned, max_ms=30_000)
+    mark = len(sim.heartbeats("a"))
+    sim.advance(10)
+    # the part it can name is what it owns: acknowledged under the new local epoch, no callback
+    m = a.member
+    assert m.membership.cstate is CState.RECONCILING and t7 in m.membership.target and meta.held
+    assert a.events[events:] == [] and a.assignment == all_tps(sim, "t0", "t1")
+    ack = [b for _, b in sim.heartbeats("a")[mark:] if "topic_partitions" in b]
+    assert ack and {(tp["topic_id"], tuple(tp["partitions"])) for tp in ack[0]["topic_partitions"]} == {
+        (sim.service.cluster.topics["t0"].topic_id, (0, 1, 2, 3)), (sim.service.cluster.topics["t1"].topic_id, (0,))}
+    # another member comes for t0: a gives up its share at once, t7 still unknown to it
+    b = sim.add_consumer("b", topics=("t0",))
+    assert sim.run(lambda: b.assignment and at_rest(sim, b, b.assignment), max_ms=30_000), sim.describe()
+    assert b.assignment < all_tps(sim, "t0")
+    assert meta.held and not a.assignment & all_tps(sim, "t7")
+    assert a.kinds()[events:] == ["revoked", "assigned"] and a.callbacks("assigned")[-1] == []
+    assert set(a.callbacks("revoked")[-1]) == b.assignment and a.assignment == all_tps(sim, "t0", "t1") - b.assignment
+    assert m.membership.cstate is CState.RECONCILING
+    # metadata names t7: the rest is reconciled
+    meta.release()
+    run_to_rest(sim, a, all_tps(sim, "t0", "t1", "t7") - b.assignment)
+    assert a.callbacks("assigned")[-1] == sorted(all_tps(sim, "t7"))
+    assert not a.assignment & b.assignment

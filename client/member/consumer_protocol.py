@@ -27,7 +27,10 @@ the member names no topic (SubscribedTopicNames empty) and sends SubscribedTopic
 with one and when it changed (``""`` when dropped); its assignment comes by topic ids, whose names
 metadata learns by asking for those ids (ConsumerMetadata's ``forTopicIds``). A target is
 reconciled for the part whose topic ids metadata names; the rest waits for metadata (asked for)
-and is reconciled when it comes (``findResolvableAssignmentAndTriggerMetadataUpdate``).
+and is reconciled when it comes (``findResolvableAssignmentAndTriggerMetadataUpdate``). While
+JOINING, a heartbeat goes out as soon as none is in flight (``shouldHeartbeatNow``): after a join
+answered without an assignment or failed with a retriable error, at once, neither at the interval
+nor after a backoff.
 
 Deviations: a member changes between names and a pattern directly (Kafka's SubscriptionState
 refuses that without an ``unsubscribe()`` between: "Subscription to topics, partitions and pattern
@@ -537,7 +540,7 @@ class ConsumerHeartbeat:
         group = self.group
         if resp is None:
             self.reset()
-            self.next = now + self.retry_backoff_ms
+            self.next = now if group.cstate is CState.JOINING else now + self.retry_backoff_ms
             return None
         code = resp["error_code"]
         if not code:
@@ -547,10 +550,13 @@ class ConsumerHeartbeat:
                 self.next = self.sent_at + interval
             group.on_heartbeat_success(resp, now)
             group.after_acknowledged(now)
+            if group.cstate is CState.JOINING:
+                self.next = now                      # still joining (no assignment): again at once
             return None
         code = _error(code)
         self.reset()
-        self.next = now + self.retry_backoff_ms
+        # JOINING heartbeats go out at once, backoff or not (shouldHeartbeatNow)
+        self.next = now if group.cstate is CState.JOINING else now + self.retry_backoff_ms
         message = resp.get("error_message") or code.message
         if group.cstate is CState.LEAVING or group.cstate is CState.UNSUBSCRIBED:
             return None                              # after a leave: nothing to do

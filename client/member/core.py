@@ -24,10 +24,10 @@ from .actions import (
     FatalConsumerError,
     IllegalStateError,
     MemberState,
-    UnsupportedOperationError,
     OffsetAndMetadata,
     PartitionsLost,
     PartitionsRevoked,
+    UnsupportedOperationError,
 )
 from .commits import Commits
 from .connections import COORDINATOR, Connections

@@ -16,8 +16,8 @@ import pytest
 from groupcoord.client.member import METADATA, Member, UnsupportedOperationError
 from groupcoord.client.member.consumer_protocol import CState
 
-from test_member_consumer_protocol import CGH, RecSim, interval
-from test_member_harness import GROUP, TP, all_tps
+from test_member_consumer_protocol import RecSim, interval
+from test_member_harness import GROUP, all_tps
 
 REFRESH_MS = 10_000                    # the coordinator's minimum between two resolutions of a group's regexes
 

@@ -13,7 +13,8 @@ from .member import (
     CLIENT_VERSIONS, Action, Closed, CommitCompleted, CommitFailedError, Connect, ConsumerRecord, Disconnect,
     ErrorRaised, FatalConsumerError, IllegalStateError, Member, MemberState, NoOffsetForPartitionError,
     OffsetAndMetadata, OffsetsFetched, PartitionsAssigned, PartitionsLost, PartitionsRevoked, RebalanceCallback,
-    RebalanceInProgressError, RetriableCommitFailedError, SendRequest, choose_rebalance_protocol,
+    RebalanceInProgressError, RetriableCommitFailedError, SendRequest, UnsupportedOperationError,
+    choose_rebalance_protocol,
 )
 from .partitioner import DefaultPartitioner, StickyPartitionCache, murmur2, partition_for_key, to_positive
 
@@ -23,7 +24,7 @@ __all__ = [
     "Disconnect", "ErrorRaised", "FatalConsumerError", "GroupConsumer", "IllegalStateError", "Member",
     "MemberState", "NoOffsetForPartitionError", "OffsetAndMetadata", "OffsetsFetched", "PartitionsAssigned",
     "PartitionsLost", "PartitionsRevoked", "RebalanceCallback", "RebalanceInProgressError",
-    "RetriableCommitFailedError", "SendRequest", "StickyPartitionCache", "choose_rebalance_protocol", "murmur2",
+    "RetriableCommitFailedError", "SendRequest", "StickyPartitionCache", "UnsupportedOperationError", "choose_rebalance_protocol", "murmur2",
     "partition_for_key", "to_positive",
 ]
 

@@ -16,6 +16,10 @@ run on that task, one at a time and in order; the member waits for each to finis
 rebalance goes on (heartbeats continue meanwhile). A callback may be a coroutine function and
 may call ``commit``/``committed``.
 
+``pattern`` (or ``subscribe(pattern=...)``), with group.protocol=consumer: subscribe to the topics
+matching a regular expression (RE2/J syntax) that the group coordinator resolves, as Kafka's
+``subscribe(SubscriptionPattern)``.
+
 ``listener``: an object with ``on_partitions_revoked``, ``on_partitions_assigned`` and
 optionally ``on_partitions_lost`` (Kafka's ConsumerRebalanceListener; lost defaults to
 revoked), each taking a set of TopicPartition, plain or async.
@@ -90,6 +94,7 @@ class GroupConsumer:
     """A consumer-group member over asyncio. See the module docstring."""
 
     def __init__(self, *topics: str, config: Mapping[str, Any] | ConsumerConfig | None = None,
+                 pattern: str | None = None,
                  assignors: list | None = None, listener: Any = None, fetch: bool = True,
                  clock: Callable[[], int] = monotonic_ms, max_versions: Mapping[int, int] | None = None,
                  share_connections: bool = False, response_cache: ResponseCache | None = None,
@@ -105,8 +110,12 @@ class GroupConsumer:
             from .consumer_config import ConfigError
             raise ConfigError("bootstrap.servers", "is required")
         self._clock = clock
+        if topics and pattern is not None:
+            raise ValueError("subscribe to topics or to a pattern, not both")
         self.member = Member(self.config, assignors, topics=topics, now=clock(), fetch=fetch,
                              max_versions=max_versions)
+        if pattern is not None:
+            self.member.subscribe_pattern(pattern, clock())
         self.listener = listener
         self._conns: dict[int, BrokerConnection] = {}
         # share_connections: one TCP connection per address, whatever the member's role for it
@@ -208,8 +217,20 @@ class GroupConsumer:
     def subscription(self) -> set[str]:
         return set(self.member.subscription)
 
-    def subscribe(self, topics: Iterable[str]) -> None:
-        self.member.subscribe(topics, self._clock())
+    def subscription_pattern(self) -> str | None:
+        return self.member.subscription_pattern
+
+    def subscribe(self, topics: Iterable[str] | None = None, *, pattern: str | None = None) -> None:
+        """Subscribe to topics by name, or (``pattern``, group.protocol=consumer only: Kafka's
+        ``subscribe(SubscriptionPattern)``) to those matching a regular expression in RE2/J syntax,
+        which the group coordinator resolves (``UnsupportedOperationError`` with the classic
+        protocol)."""
+        if (topics is None) == (pattern is None):
+            raise ValueError("subscribe to topics or to a pattern (one of them)")
+        if pattern is not None:
+            self.member.subscribe_pattern(pattern, self._clock())
+        else:
+            self.member.subscribe(topics, self._clock())
         self._wake()
 
     def position(self, tp: TP) -> int | None:

@@ -124,6 +124,7 @@ from .actions import (
     RebalanceInProgressError,
     RetriableCommitFailedError,
     SendRequest,
+    UnsupportedOperationError,
 )
 from .connections import (
     API_VERSIONS,
@@ -153,7 +154,7 @@ __all__ = [
     "FIND_COORDINATOR", "HEARTBEAT", "JOIN_GROUP", "LATEST", "LEAVE_GROUP", "LIST_OFFSETS", "METADATA",
     "OFFSET_COMMIT", "OFFSET_FETCH", "PROTOCOL_TYPE", "SYNC_GROUP",
     "Action", "Closed", "CommitCompleted", "CommitFailedError", "Connect", "ConsumerRecord", "Disconnect",
-    "ErrorRaised", "FatalConsumerError", "IllegalStateError", "Member", "MemberState",
+    "ErrorRaised", "FatalConsumerError", "IllegalStateError", "Member", "MemberState", "UnsupportedOperationError",
     "NoOffsetForPartitionError", "OffsetAndMetadata", "OffsetsFetched", "PartitionsAssigned", "PartitionsLost",
     "PartitionsRevoked", "RebalanceCallback", "RebalanceInProgressError", "RetriableCommitFailedError",
     "SendRequest", "TP", "choose_rebalance_protocol", "pick_version",

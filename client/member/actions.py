@@ -58,6 +58,10 @@ class IllegalStateError(Exception):
     pass
 
 
+class UnsupportedOperationError(Exception):
+    """What the member cannot do in its configuration (Kafka's UnsupportedOperationException)."""
+
+
 # ================================================================================ values
 @dataclass(frozen=True)
 class OffsetAndMetadata:

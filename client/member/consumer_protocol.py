@@ -22,8 +22,22 @@ fenced, left), COMPLETING_REBALANCE (joining: epoch 0 sent, no epoch yet) and ST
 epoch; a reconciliation in progress is ``completion``), so that the façade's guards, the
 commits (which carry the member id and epoch, OffsetCommit v9) and close() work unchanged.
 
-Deviations: a target naming a topic id the metadata does not know yet waits (metadata is
-asked for) instead of reconciling its resolvable part first; regex subscriptions are not sent.
+Regex subscriptions (``Member.subscribe_pattern``, Kafka's ``subscribe(SubscriptionPattern)``):
+the member names no topic (SubscribedTopicNames empty) and sends SubscribedTopicRegex when joining
+with one and when it changed (``""`` when dropped); its assignment comes by topic ids, whose names
+metadata learns by asking for those ids (ConsumerMetadata's ``forTopicIds``). A target is
+reconciled for the part whose topic ids metadata names; the rest waits for metadata (asked for)
+and is reconciled when it comes (``findResolvableAssignmentAndTriggerMetadataUpdate``). While
+JOINING, a heartbeat goes out as soon as none is in flight (``shouldHeartbeatNow``): after a join
+answered without an assignment or failed with a retriable error, at once, neither at the interval
+nor after a backoff.
+
+Deviations: a member changes between names and a pattern directly (Kafka's SubscriptionState
+refuses that without an ``unsubscribe()`` between: "Subscription to topics, partitions and pattern
+are mutually exclusive"; there is no unsubscribe here); Metadata is asked for the target's topic
+ids only when subscribed to a pattern (a broker without Metadata v12: for every topic), and the
+names learnt are kept (Kafka's ``assignedTopicNamesCache`` keeps those of the assigned topics);
+reconciliations start from heartbeat answers and metadata answers, not from every poll.
 """
 from __future__ import annotations
 
@@ -234,7 +248,8 @@ class ConsumerMembership:
             self._to(CState.UNSUBSCRIBED)
             cs = self.cstate
         if cs is CState.UNSUBSCRIBED or cs is CState.LEAVING:
-            if (member.subscription and member.group_id is not None and not self.left_on_poll_timeout
+            if ((member.subscription or member.subscription_pattern is not None)
+                    and member.group_id is not None and not self.left_on_poll_timeout
                     and member.closing is None and now >= self.join_retry_at and member.discovery.ready(now)):
                 self.rejoin_needed = False
                 self._join(now, self.member_rejoin_reason())
@@ -280,28 +295,53 @@ class ConsumerMembership:
             if new != self.target:
                 self.target = new
                 self.target_local_epoch += 1
+            if self.cstate is CState.RECONCILING and self.completion is None and self.reconciled():
+                self._to(CState.STABLE)              # (the unresolved topics were dropped from the target)
         self.maybe_reconcile(now)
+
+    def reconciled(self) -> bool:
+        """AbstractMembershipManager.targetAssignmentReconciled: the current assignment (its local
+        epoch and partitions) is the target."""
+        return self.current_local_epoch == self.target_local_epoch and self.current_ids == self.target
 
     def maybe_reconcile(self, now: int) -> None:
         """AbstractMembershipManager.maybeReconcile: start reconciling a target not reconciled yet
-        (one reconciliation at a time; none while acknowledging the last one)."""
-        if (self.completion is not None or self.target is None or self.cstate is CState.ACKNOWLEDGING
-                or self.target_local_epoch == self.current_local_epoch
-                or self.cstate not in (CState.STABLE, CState.RECONCILING)):
+        (one reconciliation at a time; none while acknowledging the last one). Only the part of
+        the target whose topic ids metadata names is reconciled (findResolvableAssignmentAnd-
+        TriggerMetadataUpdate); metadata is asked for the others, and the target is reconciled
+        again when it answers. A resolvable part that is already the current assignment is
+        acknowledged under the target's local epoch, without callbacks."""
+        target = self.target
+        cs = self.cstate
+        if (self.completion is not None or target is None
+                or (cs is not CState.STABLE and cs is not CState.RECONCILING) or self.reconciled()):
             return
         member = self.member
         names = member.metadata.topic_names
-        if any(tid not in names for tid in self.target):
-            member.metadata.requested = True         # resolved once metadata knows the topic ids
+        resolved = {tid: ps for tid, ps in target.items() if tid in names}
+        if len(resolved) < len(target):
+            member.metadata.requested = True         # the others, once metadata knows their ids
+            log.debug("%s: topic ids %s of the target are not in the metadata yet", member.who(),
+                      sorted(str(tid) for tid in target if tid not in resolved))
+        if self.current_local_epoch and resolved == self.current_ids:
+            if self.current_local_epoch == self.target_local_epoch:
+                self._to(CState.RECONCILING)         # nothing more resolvable yet
+                return
+            self.current_ids = resolved              # the owned part is all that is resolvable: ack it
+            self.current_local_epoch = self.target_local_epoch
+            self._to(CState.ACKNOWLEDGING)
+            hb = member.heartbeat
+            if hb.next > now:
+                hb.next = now
             return
-        assigned = frozenset(TP(names[tid], p) for tid, ps in self.target.items() for p in ps)
+        assigned = frozenset(TP(names[tid], p) for tid, ps in resolved.items() for p in ps)
         owned = member.assignment
         added, revoked = assigned - owned, owned - assigned
         self._to(CState.RECONCILING)
         log.info("%s: reconciling epoch %s: assigned %s (added %s, revoked %s)", member.who(), self.epoch,
                  sorted(assigned), sorted(added), sorted(revoked))
         member.pending_revocation |= revoked         # markPendingRevocationToPauseFetching
-        self.completion = Reconciliation(self.target_local_epoch, dict(self.target), assigned, added, revoked,
+        self.completion = Reconciliation(self.target_local_epoch, resolved, assigned, added, revoked,
                                          now + self.rebalance_timeout_ms)
         self.step_reconciliation(now)
 
@@ -352,7 +392,7 @@ class ConsumerMembership:
         """ConsumerMembershipManager.onHeartbeatRequestGenerated: acknowledging ends with the
         heartbeat that carries the new assignment."""
         if self.cstate is CState.ACKNOWLEDGING:
-            self._to(CState.STABLE if self.target_local_epoch == self.current_local_epoch else CState.RECONCILING)
+            self._to(CState.STABLE if self.reconciled() else CState.RECONCILING)
 
     def after_acknowledged(self, now: int) -> None:
         if self.cstate is CState.RECONCILING and self.completion is None:
@@ -421,8 +461,10 @@ class ConsumerHeartbeat:
         """HeartbeatState.reset: the next heartbeat carries every field."""
         self.sent_rebalance_timeout = -1
         self.sent_topics: frozenset | None = None
+        self.sent_pattern: str | None = None
         self.sent_assignor: str | None = None
         self.sent_local_epoch: int | None = None
+        self.sent_ids: dict | None = None
 
     # ---- the timers -------------------------------------------------------------------
     def check_session(self, now: int) -> None:
@@ -463,13 +505,20 @@ class ConsumerHeartbeat:
             body["subscribed_topic_names"] = sorted(topics)
             self.sent_topics = topics
             group.joined_subscription = topics
+        # the regex: when joining with one, or when it changed ("" when it was dropped)
+        pattern = member.subscription_pattern
+        if (send_all and pattern is not None) or pattern != self.sent_pattern:
+            body["subscribed_topic_regex"] = pattern if pattern is not None else ""
+            self.sent_pattern = pattern
         assignor = group.server_assignor
         if assignor is not None and (send_all or assignor != self.sent_assignor):
             body["server_assignor"] = self.sent_assignor = assignor
-        if send_all or group.current_local_epoch != self.sent_local_epoch:
+        ids = group.current_ids
+        if send_all or group.current_local_epoch != self.sent_local_epoch or ids is not self.sent_ids:
             body["topic_partitions"] = [{"topic_id": t, "partitions": sorted(ps)}
-                                        for t, ps in sorted(group.current_ids.items(), key=lambda kv: str(kv[0]))]
+                                        for t, ps in sorted(ids.items(), key=lambda kv: str(kv[0]))]
             self.sent_local_epoch = group.current_local_epoch
+            self.sent_ids = ids
         if send_all:
             body["rack_id"] = self.rack
         return body
@@ -500,7 +549,7 @@ class ConsumerHeartbeat:
         group = self.group
         if resp is None:
             self.reset()
-            self.next = now + self.retry_backoff_ms
+            self.next = now if group.cstate is CState.JOINING else now + self.retry_backoff_ms
             return None
         code = resp["error_code"]
         if not code:
@@ -510,10 +559,13 @@ class ConsumerHeartbeat:
                 self.next = self.sent_at + interval
             group.on_heartbeat_success(resp, now)
             group.after_acknowledged(now)
+            if group.cstate is CState.JOINING:
+                self.next = now                      # still joining (no assignment): again at once
             return None
         code = _error(code)
         self.reset()
-        self.next = now + self.retry_backoff_ms
+        # JOINING heartbeats go out at once, backoff or not (shouldHeartbeatNow)
+        self.next = now if group.cstate is CState.JOINING else now + self.retry_backoff_ms
         message = resp.get("error_message") or code.message
         if group.cstate is CState.LEAVING or group.cstate is CState.UNSUBSCRIBED:
             return None                              # after a leave: nothing to do
@@ -524,6 +576,9 @@ class ConsumerHeartbeat:
         elif code in (_E.FENCED_MEMBER_EPOCH, _E.UNKNOWN_MEMBER_ID):
             if req.ctx == (group.epoch, group.member_id):
                 group.fenced(now, f"ConsumerGroupHeartbeat: {code.name}: {message}")
+        elif code == _E.INVALID_REGULAR_EXPRESSION:
+            raise FatalConsumerError(code, "Invalid RE2J SubscriptionPattern provided in the call to subscribe. "
+                                     + message)
         elif code in _FATAL:
             raise FatalConsumerError(code, f"ConsumerGroupHeartbeat failed: {message}")
         else:

@@ -27,6 +27,7 @@ from .actions import (
     OffsetAndMetadata,
     PartitionsLost,
     PartitionsRevoked,
+    UnsupportedOperationError,
 )
 from .commits import Commits
 from .connections import COORDINATOR, Connections
@@ -121,6 +122,9 @@ class Member:
 
         # what the application sees (Kafka's SubscriptionState)
         self.subscription: frozenset[str] = frozenset()
+        #: the regex of subscribe_pattern (group.protocol=consumer), resolved by the coordinator;
+        #: None when subscribed by names (the subscription is then empty, as Kafka's)
+        self.subscription_pattern: str | None = None
         self.assignment: frozenset[TP] = frozenset()
         self.positions: dict[TP, int] = {}
         self.pending_revocation: set[TP] = set()     # still assigned, being given up
@@ -157,10 +161,33 @@ class Member:
         if self.group_id is None:
             raise ConfigError("group.id", "subscribe() needs group.id")
         new = frozenset(topics)
-        if new == self.subscription:
+        if new == self.subscription and self.subscription_pattern is None:
             return
         self.subscription = new
+        self.subscription_pattern = None
         self.metadata.requested = True
+        self.membership.request_rejoin("subscription changed")
+
+    def subscribe_pattern(self, pattern: str, now: int) -> None:
+        """Subscribe to the topics matching a regular expression (RE2/J syntax, matching whole
+        names), which the coordinator resolves: Kafka's ``subscribe(SubscriptionPattern)``, only
+        with group.protocol=consumer. The member names no topic (its subscription is empty); its
+        assignment comes by topic ids, whose names it learns from Metadata by id. Replaces a
+        subscription by names (Kafka asks for unsubscribe() in between)."""
+        if not self.consumer_protocol:
+            # Kafka's ClassicKafkaConsumer (its text lacks the space after "using")
+            raise UnsupportedOperationError("Subscribe to RE2/J pattern is not supported when using the CLASSIC "
+                                            "protocol defined in config group.protocol")
+        if self.group_id is None:
+            raise ConfigError("group.id", "subscribe() needs group.id")
+        if pattern is None:
+            raise ValueError("Topic pattern to subscribe to cannot be null")
+        if not pattern:
+            raise ValueError("Topic pattern to subscribe to cannot be empty")
+        if pattern == self.subscription_pattern:
+            return
+        self.subscription = frozenset()
+        self.subscription_pattern = pattern
         self.membership.request_rejoin("subscription changed")
 
     def application_poll(self, now: int) -> bool:
@@ -523,13 +550,22 @@ class Member:
             topics |= group.leader_task.topics
         return topics
 
+    def wanted_topic_ids(self) -> list | None:
+        """With a pattern subscription, the topic ids metadata is wanted for (asked by id, as
+        Kafka's ConsumerMetadata does for a broker-side regex): those of the target assignment
+        (SubscriptionState.assignedTopicIds); None when subscribed by names."""
+        if self.subscription_pattern is None:
+            return None
+        target = self.membership.target
+        return sorted(target, key=str) if target else []
+
     def needs_coordinator(self) -> bool:
         if self.group_id is None:
             return False
         commits = self.commits
         if self.closing is not None:
             return self.membership.state != MemberState.UNJOINED or commits.pending()
-        return bool(self.subscription or commits.ops or commits.fetches)
+        return bool(self.subscription or self.subscription_pattern is not None or commits.ops or commits.fetches)
 
     def set_assignment(self, tps: frozenset) -> None:
         """The assignment becomes tps; what concerned partitions no longer assigned is forgotten."""

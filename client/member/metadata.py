@@ -2,7 +2,8 @@
 
 Refreshed every metadata.max.age.ms and when a part asks for it (``requested``: an unknown
 leader, a new subscription, the leader about to assign), with retry.backoff.ms between failed
-attempts, on the bootstrap connection.
+attempts, on the bootstrap connection. A member subscribed to a pattern (group.protocol=consumer)
+asks by topic id for the topics of its target assignment instead, to learn their names.
 """
 from __future__ import annotations
 
@@ -73,6 +74,10 @@ class Metadata:
     def step(self, now: int) -> None:
         if not self.due(now):
             return
+        ids = self.member.wanted_topic_ids()
+        if ids is not None:
+            self._step_by_ids(ids, now)
+            return
         topics = self.member.wanted_topics()
         if not topics:
             return
@@ -88,13 +93,32 @@ class Metadata:
             self.in_flight = True
             self.requested = False
 
+    def _step_by_ids(self, ids: list, now: int) -> None:
+        """A pattern subscription: the topics of the target assignment asked by topic id
+        (Metadata v12, ConsumerMetadata's MetadataRequest.Builder.forTopicIds; a broker without
+        v12 is asked for every topic, whose answer carries the ids from v10)."""
+        if not ids:
+            self.requested = False                   # nothing to ask (Kafka asks for no topic)
+            self.next_refresh = now + self.max_age_ms
+            return
+
+        def build(v: int) -> dict:
+            topics = [{"name": None, "topic_id": tid} for tid in ids] if v >= 12 else None
+            return {"topics": topics, "allow_auto_topic_creation": False,
+                    "include_cluster_authorized_operations": False,
+                    "include_topic_authorized_operations": False}
+        if self.member.net.send(BOOTSTRAP, METADATA, build, self.on_metadata, now, ctx=None) is not None:
+            self.in_flight = True
+            self.requested = False
+
     def on_metadata(self, resp: dict | None, req: Request, now: int) -> None:
         self.in_flight = False
         if resp is None:
             self.requested = True
             self.retry_at = now + self.retry_backoff_ms
             return
-        self.topics = req.ctx
+        self.topics = req.ctx if req.ctx is not None else frozenset(
+            t["name"] for t in resp["topics"] if t["error_code"] == 0 and t["name"])
         self.brokers = {b["node_id"]: (b["host"], b["port"], b.get("rack")) for b in resp["brokers"]}
         retry = False
         for t in resp["topics"]:

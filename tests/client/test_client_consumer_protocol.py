@@ -75,3 +75,39 @@ def test_group_consumer_refuses_classic_settings_with_the_consumer_protocol():
     with pytest.raises(ConfigError, match="session.timeout.ms cannot be set when group.protocol=CONSUMER"):
         GroupConsumer("orders", bootstrap_servers="localhost:9092", group_id="grp", group_protocol="consumer",
                       session_timeout_ms=10000)
+
+
+async def test_a_group_consumer_subscribed_to_a_pattern_gets_the_matching_topics():
+    async with running(topics={"orders-eu": 2, "orders-us": 1, "payments": 2}) as gc:
+        c = GroupConsumer(pattern="orders-.*", bootstrap_servers=gc.bootstrap_servers, group_id="grp",
+                          client_id="c0", group_protocol="consumer", enable_auto_commit=False)
+        try:
+            await c.start()
+            expected = {TP("orders-eu", 0), TP("orders-eu", 1), TP("orders-us", 0)}
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 20
+            while not (c.assignment() == expected and c.member.stable
+                       and c.member.membership.cstate is CState.STABLE):
+                assert loop.time() < deadline, repr(c.member)
+                await c.poll(0.02)
+            assert c.subscription() == set() and c.subscription_pattern() == "orders-.*"
+            g = gc.service.group_coordinator.consumer_group("grp")
+            assert g.members[c.member.member_id].subscribed_topic_regex == "orders-.*"
+        finally:
+            await asyncio.wait_for(c.close(timeout=1), 5)
+
+
+def test_group_consumer_subscribe_takes_topics_or_a_pattern_and_classic_refuses_a_pattern():
+    from groupcoord.client import UnsupportedOperationError
+    c = GroupConsumer(bootstrap_servers="localhost:9092", group_id="grp")
+    with pytest.raises(UnsupportedOperationError, match="not supported when using the CLASSIC protocol"):
+        c.subscribe(pattern="t.*")
+    with pytest.raises(UnsupportedOperationError):
+        GroupConsumer(pattern="t.*", bootstrap_servers="localhost:9092", group_id="grp")
+    with pytest.raises(ValueError):
+        c.subscribe(["t"], pattern="t.*")
+    k = GroupConsumer(bootstrap_servers="localhost:9092", group_id="grp", group_protocol="consumer")
+    k.subscribe(pattern="t.*")
+    assert k.subscription_pattern() == "t.*" and k.subscription() == set()
+    k.subscribe(["t"])
+    assert k.subscription_pattern() is None and k.subscription() == {"t"}

@@ -118,12 +118,15 @@ def test_member_joins_with_epoch_zero_and_a_full_heartbeat_then_sends_only_chang
 
 
 
-def test_a_join_answered_without_an_assignment_is_sent_again_in_full():
+def test_a_join_answered_without_an_assignment_is_sent_again_in_full_at_once():
     """A coordinator may answer a join (epoch 0) with epoch 0 and no assignment (librdkafka's mock
     cluster does so for a member joining a running group): the member stays JOINING, as Kafka's
     (AbstractMembershipManager.onHeartbeatSuccess reaches processAssignmentReceived only with an
     assignment), and its next heartbeat is a full join again, not an epoch-0 heartbeat of the
-    changed fields only (which a coordinator refuses as INVALID_REQUEST)."""
+    changed fields only (which a coordinator refuses as INVALID_REQUEST). It goes out as soon as
+    the answer is in, not at the heartbeat interval: a JOINING member heartbeats "now"
+    (AbstractMembershipManager.shouldHeartbeatNow; AbstractHeartbeatRequestManager.poll sends
+    then whatever the interval timer and the backoff say)."""
     sim = RecSim({"t": 4})
     handle = sim.service.handle
     held = []
@@ -137,15 +140,33 @@ def test_a_join_answered_without_an_assignment_is_sent_again_in_full():
         handle(ctx, body, respond)
     sim.service.handle = answer_the_first_join_without_an_assignment
     a = sim.add_consumer("a")
-    sim.run(lambda: len(sim.heartbeats("a")) >= 1 and held, max_ms=1000)
-    sim.advance(10)
+    assert sim.run(lambda: held, max_ms=1000)
+    sent_at = sim.now
+    sim.run(lambda: sim.now > sent_at, max_ms=1000)      # the answer is in (latency 1)
     assert a.member.membership.cstate is CState.JOINING and not a.member.stable
     sim.run_until_settled()
     hbs = sim.heartbeats("a")
     first, again = hbs[0][1], hbs[1][1]
     assert first["member_epoch"] == again["member_epoch"] == 0
     assert again == first                                 # the full join, every field again
-    assert hbs[1][0] - hbs[0][0] == interval(sim)         # at the coordinator's interval
+    assert hbs[1][0] - hbs[0][0] == sim.latency           # as soon as the answer came (not the interval)
+    assert a.assignment == all_tps(sim, "t") and not a.errors
+
+
+@pytest.mark.parametrize("error", [_E.COORDINATOR_LOAD_IN_PROGRESS, _E.NOT_COORDINATOR])
+def test_a_join_failing_with_a_retriable_error_is_sent_again_at_once(error):
+    """A join answered with a retriable error leaves the member JOINING; Kafka's next heartbeat goes
+    out at once, not after retry.backoff.ms nor the heartbeat interval (onErrorResponse marks a failed
+    attempt, but AbstractHeartbeatRequestManager.poll sends when shouldHeartbeatNow, JOINING, whatever
+    the backoff); after NOT_COORDINATOR, as soon as the coordinator is found again. Every field again."""
+    sim = RecSim({"t": 4})
+    a = sim.add_consumer("a", config={"retry.backoff.ms": 500})
+    sim.fail_next(CGH, error, member="a")
+    sim.run_until_settled()
+    hbs = sim.heartbeats("a")
+    first, again = hbs[0], hbs[1]
+    assert first[1] == again[1] and first[1]["member_epoch"] == 0 and "subscribed_topic_names" in again[1]
+    assert again[0] - first[0] < 10                        # not 500 ms of backoff, nor 5 s of interval
     assert a.assignment == all_tps(sim, "t") and not a.errors
 
 

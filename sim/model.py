@@ -260,7 +260,9 @@ def write_outputs(out_dir, events: list[dict], scenario_doc: dict, summary: dict
 
 
 def summarize(events: list[dict]) -> dict:
-    """Per group: coordinator rebalances, final generation and state, member-side assignments,
+    """Per group: coordinator rebalances (a consumer group's: from an epoch bump to the group's next
+    Stable or Empty at the coordinator, the bumps meanwhile included; ``analyze`` counts one per
+    bump, each until its members have caught up), final generation and state, member-side assignments,
     moved partitions (assigned to a client other than its previous owner), commits, stops;
     ownership violations (a partition assigned while another client that is still a member of the
     group owns it); and zombie overlaps, which are expected, not violations: a partition assigned

@@ -40,19 +40,24 @@ stopped, or once the coordinator has removed its member id from the group (until
   may fall after the window's end. Partitions a member revokes in a generation it has not yet
   taken the assignment of belong to that generation's rebalance.
 - A **consumer group** (KIP-848, ``group.protocol=consumer``) has a rebalance per group epoch bump
-  (``consumer.group_epoch_bumped``; its reason is the **trigger**, ``generation`` the epoch):
-  from the bump to the end of the first millisecond at which every running consumer-protocol
-  member is STABLE (``client.state``) at that epoch or a later one and they own every partition
-  between them (a member does not know of partitions assigned to it that another has not yet
-  released: the ownership tells), ``rounds`` 1. With no member running it ends ``Empty``. Bumps
-  come while earlier ones are still being reconciled (a member heartbeats at the group's
-  interval), so its rebalances may overlap: a partition that moves while two are under way
-  counts in both (their minimum too), the minimum of one that ends part way to a later bump's
-  target (members that have just joined own nothing yet) may exceed what it moved, and the
-  group's partition-seconds without an owner count each moment once. Revocations belong to the latest rebalance not yet reconciled (one before
-  any bump, e.g. of a member closing, to the next). Logs without member events end them when
-  the coordinator finds the group Stable (``group.state_change``). The other columns are defined
-  as below, with *after* what the members own at the end.
+  (``consumer.group_epoch_bumped``; its reason is the **trigger**, ``generation`` the epoch,
+  ``rounds`` 1), from the bump to the end of the first millisecond at which every member is
+  STABLE (``client.state``) at that epoch or a later one and every partition it is to give an
+  owner has one. Members are the running consumer-protocol clients whose member id the
+  coordinator has (one it fenced, or that left, is not waited for). A partition a member gives up
+  while reconciling is the latest bump's to place; one given up by a member already at the
+  latest epoch (closing), or left by a member that stops, the next bump's (the members alone do
+  not know of partitions assigned to them but not yet released: the ownership tells); a topic
+  none of them owns, given up for a subscription change, counts as unsubscribed. With no member left it ends ``Empty``;
+  cut short by a downgrade to a classic group, ``converted``. Bumps come while earlier ones are
+  still being reconciled (members pick up a new epoch at their next heartbeat), so rebalances
+  overlap; *after* is what the members own at the end, and one that completes while a later
+  change is under way has no assignment of its own: its partitions moved, minimum and balance
+  are empty (so a group under constant churn has few measured). Partition-ms without an owner
+  count per rebalance over its own window (overlapping windows count a moment in each); the
+  group's total counts each moment once. Revocations belong to the latest rebalance not yet
+  reconciled (one before any bump, e.g. of a member closing, to the next). Logs without member
+  events end them when the coordinator finds the group Stable (``group.state_change``).
 - **Partitions moved**: partitions of the group whose owner after differs from the owner before,
   "no owner" counting as an owner. A cooperative hand-over therefore moves a partition twice (to no
   owner in the first round, to its new owner in the follow-up), and so does the minimum below.

@@ -136,6 +136,8 @@ class _Rebalance:
     window_end: int | None = None
     universe: frozenset = frozenset()
     owned_at_end: dict = field(default_factory=dict)  # client -> owned when the window ends
+    index: int = 0                                     # its place among the group's rebalances
+    overtaken: bool = False                            # completed while a later one was under way
 
 
 @dataclass
@@ -234,6 +236,10 @@ class _GroupPass:
         self.cstates: dict[str, tuple] = {}       # running consumer-protocol client -> (state, epoch)
         self.open: list[_Rebalance] = []          # consumer rebalances not yet reconciled
         self.cdirty_ts: int | None = None         # a member state changed at this ms: look at self.open
+        # partition without an owner -> the index of the rebalance that is to give it one: the
+        # latest when a member gives it up reconciling, the next when one leaves or stops
+        self.released: dict[tuple, int] = {}
+        self.release_next = False
 
     # ------------------------------------------------------------------ driver
     def run(self, events: list[dict]) -> dict:
@@ -282,6 +288,8 @@ class _GroupPass:
                 s.discard(client)
                 if not s and tp in self.universe:
                     self.n_owned -= 1
+                    if self.consumer:
+                        self.released[tp] = len(self.rebalances) - (not self.release_next)
         for tp in new - old:
             if any(tp in z for c, z in self.zombies.items() if c != client):
                 self.zombie_overlaps += 1         # expected: the other one is no longer a member
@@ -295,6 +303,7 @@ class _GroupPass:
             if not counted:
                 self.n_owned += 1
             holders.add(client)
+            self.released.pop(tp, None)
         self.owned[client] = new
         if client in self.alive:
             self.sizes[client].set(ts, len(new))
@@ -419,7 +428,9 @@ class _GroupPass:
                 self.cdirty_ts = ts
             session.end_ms, session.end_reason = ts, ev.get("reason")
             self.sessions_done.append(self.sessions.pop(client))
+            self.release_next = True                  # for the bump its leave or fencing brings
             self._set_owned(client, frozenset(), ts)
+            self.release_next = False
             self.alive.discard(client)
             self.sizes[client].set(ts, None)
             self._mark(ts)
@@ -449,35 +460,83 @@ class _GroupPass:
                 r.lost += len(parts)
             else:
                 self.pending_lost += len(parts)
+        # a member already at the latest bump's epoch gives partitions up for what comes next (it
+        # is closing, say); one behind it, reconciling to it
+        gen = ev.get("generation")
+        latest = self.rebalances[-1].generation if self.rebalances else None
+        self.release_next = gen is not None and latest is not None and gen >= latest
         self._set_owned(client, new, ts)
+        self.release_next = False
 
     def _reconciled(self, ts: int) -> None:
-        """At the end of ms ``ts``: the consumer rebalances whose epoch every running
-        consumer-protocol member has reached in state STABLE, owning every partition between them,
-        are complete (with none running: the group is Empty). The members alone do not know of
-        partitions assigned to them but not yet released by their owner (the coordinator keeps
-        those pending): the ownership tells."""
+        """At the end of ms ``ts``: the consumer rebalances whose epoch every member has reached in
+        state STABLE, every partition they are to give an owner having one, are complete (with no
+        member: the group is Empty). A partition a member gives up reconciling is the latest
+        rebalance's to place; one given up by a member already at the latest epoch (closing), or
+        left by a member that stops, the next one's. Members are the running consumer-protocol clients whose member
+        id the coordinator has (all running ones in a log without coordinator events): one it
+        fenced, or that left, is not waited for. The members alone do not know of partitions
+        assigned to them but not yet released by their owner (the coordinator keeps those
+        pending): the ownership tells; a topic of which they own nothing counts as unsubscribed."""
         self.cdirty_ts = None
-        states = self.cstates.values()
+        if self.coordinator_events:
+            members = {c: st for c, st in self.cstates.items() if self.member_of.get(c) in self.coord_members}
+            if not members and self.coord_members:
+                return                  # members without consumer-protocol events (classic ones)
+        else:
+            members = dict(self.cstates)
+        states = members.values()
         if any(state != "STABLE" for state, _ in states):
             return
-        if states and self.n_owned < len(self.universe):
-            return      # a member still waits for partitions another has just released
+        block = self._first_waiting(members, ts) if members else None
         epoch = min((e for _, e in states), default=None)
-        done = [r for r in self.open if epoch is None or r.generation <= epoch]
+        # complete: reached by every member, no partition it is to give an owner still without
+        done = [r for r in self.open if (epoch is None or r.generation <= epoch) and (block is None or r.index < block)]
         if not done:
             return
         self.open = [r for r in self.open if r not in done]
-        clients = set(self.cstates)
+        # the group's members, classic ones (in a mixed group) included: by client where known
+        group = ({self.client_of.get(m, m) for m in self.coord_members} if self.coordinator_events
+                 else set(members))
         for r in done:
             r.end_ms = r.settle_ms = ts
-            r.outcome = "Stable" if clients else "Empty"
-            r.members = len(clients)
-            r.member_ids = frozenset(clients)      # (clients: _clients maps an unknown id to itself)
-            r.after = {c: self.owned.get(c, frozenset()) for c in clients}
+            r.outcome = "Stable" if group else "Empty"
+            r.members = len(group)
+            r.member_ids = frozenset(group)        # (clients: _clients maps an unknown id to itself)
+            r.after = {c: self.owned.get(c, frozenset()) for c in group}
+            # a later change under way: what they own now is no assignment of its own to measure
+            r.overtaken = block is not None or r is not self.rebalances[-1]
             self._finalize(r, ts)
-        if clients:
+        if group and block is None:               # (else partitions are on their way to a later target)
             self._check_stable(done[-1], ts)
+
+    def _first_waiting(self, members: dict, ts: int) -> int | None:
+        """The index of the first rebalance that is to give an owner to a partition without one
+        (None: every partition has one); a topic none of them owns, given up for a subscription
+        change, is dropped from the group first (no longer subscribed)."""
+        if self.n_owned >= len(self.universe):
+            return None
+        held = set()
+        for c in members:
+            held |= self.owned.get(c, frozenset())
+        for c in self.owned:                     # classic members of a mixed group
+            if c not in self.cstates and self.member_of.get(c) in self.coord_members:
+                held |= self.owned[c]
+        missing = self.universe - held
+        topics = {t for t, _ in held}
+        rebalances = self.rebalances
+        # a topic none of them owns, given up for a subscription change: no longer subscribed
+        dropped = [tp for tp in missing if tp[0] not in topics and tp in self.released
+                   and rebalances[min(self.released[tp], len(rebalances) - 1)].trigger == "subscription_changed"]
+        if dropped:
+            for tp in dropped:
+                self.universe.discard(tp)
+                self.released.pop(tp, None)
+            missing.difference_update(dropped)
+            self._mark(ts)
+        if not missing:
+            return None
+        return min(self.released.get(tp, 0) for tp in missing)   # (never owned: the first's)
 
     def _check_stable(self, r: _Rebalance, ts: int) -> None:
         """At the moment every member of a Stable generation has taken its assignment."""
@@ -515,6 +574,12 @@ class _GroupPass:
         if kind.startswith("consumer.") or kind == "group.created":
             if kind == "group.created":
                 self.consumer = ev.get("cause") in ("consumer_group_heartbeat", "upgrade")
+                if ev.get("cause") == "downgrade":
+                    for r in self.open:               # the consumer group's, never reconciled
+                        r.end_ms = r.settle_ms = ts
+                        r.outcome = "converted"
+                        self._finalize(r, ts)
+                    self.open = []
             else:
                 self.consumer = True
             if kind != "group.created":
@@ -535,12 +600,14 @@ class _GroupPass:
         elif kind in ("member.removed", "member.expired"):
             self._coord_leave(ev.get("member"), ts, kind.split(".")[1] + ":" + str(ev.get("reason")))
         elif kind == "group.deleted":
-            for m in list(self.coord_members):
-                self._coord_leave(m, ts, "group_deleted")
+            converted = ev.get("reason") == "converted"   # its members and offsets go to the new one
+            if not converted:
+                for m in list(self.coord_members):
+                    self._coord_leave(m, ts, "group_deleted")
+                self.committed.clear()
             self.last_gen = self.last_join_gen = None
             self.by_generation.clear()
             self.client_gen.clear()
-            self.committed.clear()
         elif kind in ("offsets.expired", "offsets.deleted"):
             self.committed.clear()            # which partitions is not said: forget them all
         elif kind == "rebalance.join_completed":
@@ -595,14 +662,18 @@ class _GroupPass:
         elif kind == "consumer.member_fenced":
             self._coord_leave(ev.get("member"), ts, "fenced:" + str(ev.get("reason")))
         elif kind == "consumer.group_epoch_bumped":
+            if self.current is not None and self.current.protocol != "consumer":
+                self._finalize(self.current, ts)      # the classic group's last (an upgrade)
             r = _Rebalance(ts, ev.get("reason"), ev.get("member"), None, dict(self.owned))
             r.protocol = "consumer"
             r.generation = gen                   # the epoch its members must reach
+            r.index = len(self.rebalances)
             r.revoked, r.lost = self.pending_revoked, self.pending_lost
             self.pending_revoked = self.pending_lost = 0
             self.current = r
             self.rebalances.append(r)
             self.open.append(r)
+            self.cdirty_ts = ts                       # (with no member left, it ends Empty)
 
     def _consumer_completed(self, ev: dict, ts: int, gen) -> None:
         """A consumer group without member events in the log: its rebalances complete when the
@@ -694,6 +765,8 @@ class _GroupPass:
                     "member_idle_ms": idle, "max_member_idle_ms": max(idle.values()) if idle else 0,
                     "unowned_partition_ms": self.unowned.integrate(r.start_ms, settle, lambda v: v or 0),
                     "balance": max(sizes) - min(sizes) if sizes else None})
+        if r.overtaken:
+            row.update(partitions_moved=None, min_moves=None, balance=None)
         return row
 
     def _result(self, end: int) -> dict:

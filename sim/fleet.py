@@ -527,16 +527,14 @@ class FleetRunner(Driver):
         """Per group: the ownership check of :func:`.simulate.ownership_check` (in-process
         coordinator), else from the members alone (a shard's: of its own members only, see
         :func:`check_reports`)."""
-        from .simulate import ownership_check
+        from .simulate import find_group, ownership_check
         out = {}
         for gid in self.scenario.group_ids():
             members = self._running_members(gid)
             if self.shard is not None:
                 out[gid] = check_reports([member_report(members)], self.topics, complete=False)
             elif self.embedded is not None:
-                gc = self.embedded.service.group_coordinator
-                out[gid] = ownership_check(self.embedded.service, gc.group(gid) or gc.consumer_group(gid),
-                                           members)
+                out[gid] = ownership_check(self.embedded.service, find_group(self.embedded.service, gid), members)
             else:
                 out[gid] = _member_side_check(members, self.topics)
         return out

@@ -25,6 +25,7 @@ import time
 
 from .fleet import FleetRunner, check_reports, member_report, raise_fd_limit
 from .scenario import Scenario
+from .simulate import find_group
 
 #: a child that is not ready this long after it was started fails the run
 READY_TIMEOUT_S = 120.0
@@ -171,8 +172,7 @@ class ParentRunner(FleetRunner):
                 continue
             check = check_reports(reports, self.topics, complete=self.complete)
             if check == "ok" and self.embedded is not None:
-                gc = self.embedded.service.group_coordinator
-                group = gc.group(gid) or gc.consumer_group(gid)
+                group = find_group(self.embedded.service, gid)
                 if group is None or group.state != "Stable" or \
                         len(group.members) != sum(r["members"] for r in reports):
                     check = "unsettled"

@@ -768,7 +768,7 @@ class Simulator(Driver):
         for gid in self.scenario.group_ids():
             if self.only is not None and gid not in self.only:
                 continue
-            g = coordinator.group(gid) or coordinator.consumer_group(gid)
+            g = find_group(self.service, gid)
             live = [c.handle for c in self.by_group.get(gid, []) if c.handle is not None and not c.handle.dead]
             entry = groups.setdefault(gid, {})
             entry["final"] = {"state": g.state if g is not None else None,
@@ -782,6 +782,14 @@ class Simulator(Driver):
                 "virtual_s_per_wall_s": round(self.end / 1000 / self.wall_s, 1) if self.wall_s else None,
                 "events": len(events), "clients": len(self.clients), "stats": dict(self.stats),
                 "notes": list(self.notes), "groups": groups}
+
+
+def find_group(service: Service, group_id: str):
+    """The classic group of that id, else the consumer group (an Empty classic group is falsy:
+    ``or`` would not do)."""
+    gc = service.group_coordinator
+    group = gc.group(group_id)
+    return group if group is not None else gc.consumer_group(group_id)
 
 
 def ownership_check(service: Service, group, members: list[Member]) -> str:

@@ -62,8 +62,12 @@ class Grid:
 
 
 def _label(value) -> object:
+    """How a cell's parameters name an axis value: a table by its label, a list (an assignor
+    list, say) as its items joined by commas, a value as itself."""
     if isinstance(value, dict):
         return value.get("label") or ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, list):
+        return ",".join(map(str, value))
     return value
 
 

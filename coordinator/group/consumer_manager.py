@@ -250,8 +250,9 @@ class ConsumerGroupManager:
     def set_group_config(self, group_id: str, configs: dict) -> None:
         """Kafka's dynamic group configs (``kafka-configs --entity-type groups``):
         ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` for one group, within
-        the broker's group.consumer.min/max bounds (GroupConfig.validate: its message); None drops
-        one. The group need not exist. Raises ValueError."""
+        the broker's group.consumer.min/max bounds, the session longer than the heartbeat interval,
+        both checked on the group's configs after the change (GroupConfig.validate: its messages);
+        None drops one. The group need not exist. Raises ValueError."""
         for key, value in configs.items():
             if key not in self._bounds:
                 raise ValueError(f"Unknown group config name: {key}")
@@ -267,7 +268,7 @@ class ConsumerGroupManager:
                 current[key] = value
         session = current.get("consumer.session.timeout.ms", self.session_timeout_ms)
         if current.get("consumer.heartbeat.interval.ms", self.heartbeat_interval_ms) >= session:
-            raise ValueError("consumer.heartbeat.interval.ms must be less than consumer.session.timeout.ms")
+            raise ValueError("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
         if current:
             self.group_configs[group_id] = current
         else:

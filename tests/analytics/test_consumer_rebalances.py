@@ -43,9 +43,10 @@ def test_a_rebalance_per_epoch_bump_until_every_member_has_reconciled():
 
 def test_movement_idle_time_and_unowned_partitions():
     r1, r2, r3, r4 = analysed()["rebalances"]
-    # before: nothing owned at 7; after: m000 t0-t3, m001 none. All 4 move from "no owner"; a
-    # balanced 2/2 from nothing needs 4 moves too. Unowned [7, 8): 4 partitions x 1 ms
-    assert (r1["partitions_moved"], r1["min_moves"], r1["balance"], r1["unowned_partition_ms"]) == (4, 4, 4, 4)
+    # it completes while epoch 2's change is under way (m000 owns all 4, m001 none): what they own
+    # is no assignment of its own, so movement is not measured. Unowned [7, 8): 4 partitions x 1 ms
+    assert (r1["partitions_moved"], r1["min_moves"], r1["balance"], r1["unowned_partition_ms"]) == \
+        (None, None, None, 4)
     assert r1["member_idle_ms"] == {"g/m000": 1, "g/m001": 1}
     # after: m000 t0,t1 and m001 t2,t3 (4 moved from no owner); unowned 4 x [7,8) + 2 x [10,1010) = 2004;
     # m001 owns nothing from 7 to 1010; m000's revocation of t2,t3 at 10 belongs here
@@ -87,3 +88,106 @@ def test_invariants_catch_a_consumer_group_gone_wrong():
         broken.append(e)
     inv = analyze_group("g", broken, group_partitions(scenario, "g"))["invariants"]
     assert inv["failed"]["single_owner"] == 1 and inv["failed"]["generations_grow"] == 1
+
+
+BOUNDS = {"group.consumer.min.heartbeat.interval.ms": 500, "group.consumer.min.session.timeout.ms": 6000}
+
+
+def simulated(topics: dict, members: int, events: list, *, group_topics=None, duration_s=40) -> dict:
+    from groupcoord.sim import scenario, simulate
+    sc = scenario.from_dict({
+        "duration_s": duration_s, "topics": topics, "coordinator": {"config": BOUNDS},
+        "groups": [{"name": "g", "group_protocol": "consumer", "topics": group_topics or list(topics),
+                    "members": members, "session_timeout_ms": 6000, "heartbeat_interval_ms": 500}],
+        "events": events})
+    events, _, resolved = simulate.simulate(sc, 1)
+    return analyze_group("g", events, group_partitions(json.loads(json.dumps(resolved)), "g")), events
+
+
+def test_a_dropped_topic_does_not_hold_the_rebalances_open():
+    # a:4 and b:4, then every member subscribes to a alone at 10 s: b is nobody's from then on
+    result, events = simulated({"a": 4, "b": 4}, 3, [{"at_s": 10, "action": "subscribe", "topics": ["a"]}])
+    later = [r for r in result["rebalances"] if r["start_ms"] >= 10000]
+    assert later and {r["trigger"] for r in later} == {"subscription_changed"}
+    assert {r["outcome"] for r in later} == {"Stable"}
+    assert max(r["duration_ms"] for r in later) < 1500          # about a heartbeat interval (500 ms) or two
+    assert result["invariants"]["failed"]["all_owned_when_stable"] == 0
+
+
+def test_a_fenced_member_still_running_is_not_waited_for():
+    # member 0 freezes for 25 s (a GC pause): fenced at its 6 s session; the others take its
+    # partitions, and that rebalance completes without it, though it runs on (frozen)
+    result, events = simulated({"a": 6}, 3, [{"at_s": 10, "action": "slow", "members": [0], "kind": "heartbeat",
+                                              "duration_ms": 25000}], duration_s=60)
+    fenced = next(r for r in result["rebalances"] if r["trigger"] == "member_fenced")
+    stable = next(e["ts_ms"] for e in events if e["event"] == "group.state_change" and e["state_to"] == "Stable"
+                  and e["ts_ms"] >= fenced["start_ms"])
+    assert fenced["outcome"] == "Stable" and fenced["members"] == 2
+    assert fenced["end_ms"] - stable < 500 and fenced["end_ms"] < 35000   # not when the frozen one thaws
+
+
+def test_a_group_whose_members_all_died_ends_empty():
+    result, _ = simulated({"a": 4}, 2, [{"at_s": 10, "action": "crash", "members": [0, 1]}])
+    fenced = [r for r in result["rebalances"] if r["trigger"] == "member_fenced"]
+    assert len(fenced) == 2 and {r["outcome"] for r in fenced} == {"Empty"}
+    assert all(r["members"] == 0 and r["duration_ms"] == 0 for r in fenced)
+
+
+def test_an_upgrade_and_a_downgrade_keep_members_ownership_and_commits():
+    # a synthetic log: a classic group (generation 3) under way when a consumer-protocol member
+    # joins and the group is converted; then that member leaves and the group goes back
+    def c(kind, ts, gen, state, members, **kw):
+        return {"v": 1, "event": kind, "ts_ms": ts, "group": "g", "generation": gen, "state": state,
+                "members": members, **kw}
+
+    def m(kind, ts, client, member, gen, **kw):
+        return {"v": 1, "event": kind, "ts_ms": ts, "group": "g", "client": client, "member": member,
+                "generation": gen, **kw}
+    events = [
+        m("client.started", 0, "g/m0", "", -1, strategy=["range"], protocol="eager", instance_id=None),
+        c("group.created", 1, 0, "Empty", 0, protocol_type="consumer", cause="join_group"),
+        c("member.joined", 2, 0, "PreparingRebalance", 1, member="A", instance_id=None, client_id="g/m0",
+          client_host="/h", protocol_type="consumer", protocols=["range"], session_timeout_ms=45000,
+          rebalance_timeout_ms=300000, reason=None, leader=True),
+        c("rebalance.started", 2, 0, "PreparingRebalance", 1, state_from="Empty", reason="new_member", member="A",
+          client_reason=None, round=1, initial=True, rebalance_timeout_ms=300000, delay_ms=0),
+        c("rebalance.completed", 10, 1, "Stable", 1, outcome="Stable", duration_ms=8, rounds=1, protocol="range",
+          leader="A"),
+        m("client.assigned", 11, "g/m0", "A", 1, partitions=[["t", 0], ["t", 1]], owned=[["t", 0], ["t", 1]]),
+        m("client.committed", 20, "g/m0", "A", 1, offsets=[["t", 0, 50]]),
+        c("rebalance.started", 30, 1, "PreparingRebalance", 1, state_from="Stable", reason="metadata_changed",
+          member=None, client_reason=None, round=1, initial=False, rebalance_timeout_ms=300000, delay_ms=None),
+        # the consumer-protocol member B converts the group while that rebalance is under way
+        m("client.started", 40, "g/m1", "B", 0, strategy=[], protocol="consumer", instance_id=None),
+        c("group.deleted", 41, 1, "Dead", 1, reason="converted", offsets=1),
+        c("group.created", 41, 1, "Stable", 1, protocol_type="consumer", cause="upgrade"),
+        c("consumer.group_epoch_bumped", 41, 2, "Stable", 1, member="B", reason="member_joined"),
+        c("consumer.member_joined", 41, 2, "Reconciling", 2, member="B", instance_id=None, client_id="g/m1",
+          client_host="/h", subscribed_topics=["t"], server_assignor=None),
+        m("client.state", 42, "g/m1", "B", 2, state="STABLE"),
+        m("client.revoked", 45, "g/m0", "A", 2, partitions=[["t", 1]], owned=[["t", 0]]),
+        m("client.assigned", 50, "g/m1", "B", 2, partitions=[["t", 1]], owned=[["t", 1]]),
+        m("client.state", 50, "g/m1", "B", 2, state="STABLE"),
+        m("client.committed", 55, "g/m0", "A", 2, offsets=[["t", 0, 60]]),
+        # B leaves: the group goes back to classic
+        m("client.revoked", 60, "g/m1", "B", 2, partitions=[["t", 1]], owned=[]),
+        c("consumer.group_epoch_bumped", 61, 3, "Reconciling", 1, member="B", reason="member_left"),
+        c("consumer.member_left", 61, 3, "Reconciling", 1, member="B", instance_id=None, static=False),
+        c("group.deleted", 61, 3, "Dead", 1, reason="converted", offsets=1),
+        c("group.created", 61, 3, "Empty", 1, protocol_type="consumer", cause="downgrade"),
+        m("client.stopped", 62, "g/m1", "B", -1, reason="close"),
+    ]
+    result = analyze_group("g", events, frozenset({("t", 0), ("t", 1)}))
+    rows = [(r["generation"], r["protocol"], r["outcome"]) for r in result["rebalances"]]
+    # the classic rebalance cut short by the upgrade is incomplete; the consumer group's first
+    # completes at B's STABLE with every partition owned (A, a classic member, has no member
+    # states in the log: it is not waited for); its second is cut short by the downgrade
+    assert rows == [(1, "range", "Stable"), (None, None, "incomplete"), (2, "consumer", "Stable"),
+                    (3, "consumer", "converted")]
+    assert result["rebalances"][2]["end_ms"] == 42 and result["rebalances"][3]["end_ms"] == 61
+    assert result["group"]["zombie_overlaps"] == 0
+    assert result["invariants"]["failed"] == dict.fromkeys(result["invariants"]["failed"], 0)
+    # A kept t0 through both conversions: unowned are both partitions until A's first assignment
+    # [0, 11), then only t1, from A's revocation at 45 to B's assignment at 50, and from B's
+    # revocation at 60 to the log's end at 62
+    assert result["group"]["unowned_partition_ms"] == 2 * 11 + 5 + 2

@@ -164,6 +164,10 @@ def test_model_agrees_with_the_simulator_on_the_consumer_protocol(name):
             bumps = [e for e in events if e["group"] == group and e["event"] == "consumer.group_epoch_bumped"]
             assert [x["generation"] for x in r["rebalances"]] == [e["generation"] for e in bumps], where
             assert {x["protocol"] for x in r["rebalances"]} <= {"consumer"}
+            # every rebalance ends (but those begun in the run's last 15 s), within a session timeout
+            end = sc.duration_ms
+            assert [x for x in r["rebalances"] if x["outcome"] == "incomplete" and x["start_ms"] < end - 15000] == [], where
+            assert max((x["duration_ms"] or 0) for x in r["rebalances"]) <= 12000, where
             # the minimum is over the members at the end, balanced: a rebalance that a later bump
             # overlaps ends part way to that one's target (new members own nothing yet, say)
             starts = [x["start_ms"] for x in r["rebalances"]]

@@ -42,3 +42,24 @@ def test_bad_override_fails_before_spark(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "cell c001 {'strategy': 'nope'}" in err and "unknown assignor 'nope'" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_tables_lists_and_several_scenarios_name_their_cells(tmp_path):
+    write(tmp_path, "")
+    (tmp_path / "other.toml").write_text('name = "other"\n[topics]\nt = 2\n[[groups]]\nname = "g"\ntopics = ["t"]\n')
+    grid = tmp_path / "g2.toml"
+    grid.write_text('scenario = ["tiny.toml", "other.toml"]\ncompare = "protocol"\n[grid]\n'
+                    'strategy = [["cooperative-sticky", "range"], "range"]\n'
+                    'protocol = [{ label = "new", group_protocol = "consumer" }, { group_protocol = "classic" }]\n')
+    g = load_grid(grid)
+    assert g.compare == "protocol" and len(g.cells) == 8
+    first = g.cells[0]
+    assert first.params == {"scenario": "tiny", "strategy": "cooperative-sticky,range", "protocol": "new"}
+    assert first.overrides == {"strategy": ["cooperative-sticky", "range"], "group_protocol": "consumer"}
+    assert g.cells[1].params["protocol"] == "group_protocol=classic"
+    assert g.cells[4].params["scenario"] == "other" and g.cells[4].scenario == (tmp_path / "other.toml").resolve()
+    # --axis replaces an axis's values; a compare that is no axis is refused
+    assert [c.params["strategy"] for c in load_grid(grid, {"strategy": ["range"]}).cells][:2] == ["range", "range"]
+    grid.write_text('scenario = "tiny.toml"\ncompare = "nope"\n[grid]\nmembers = [1]\n')
+    with pytest.raises(GridError, match="compare: 'nope' is not an axis"):
+        load_grid(grid)

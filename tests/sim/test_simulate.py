@@ -598,3 +598,13 @@ def test_consumer_protocol_runs_are_deterministic_and_shard(tmp_path):
     subprocess.run([sys.executable, "-m", "groupcoord.cli", "simulate", str(path), "--seed", "42",
                     "--out", str(out), "--no-progress", "--workers", "2"], check=True, capture_output=True, timeout=120)
     assert (out / "events.jsonl").read_bytes() == a
+
+
+def test_the_summary_finds_a_classic_group_left_empty():
+    # every member leaves: the classic group is Empty (an empty ClassicGroup is falsy: the summary
+    # must still find it, not look for a consumer group of that id)
+    sc = three("range", [{"at_s": 20, "action": "leave"}])
+    events, summary, _ = simulate.simulate(sc, 2)
+    final = summary["groups"]["g"]["final"]
+    assert (final["state"], final["members"], final["running_clients"]) == ("Empty", 0, 0)
+    assert final["generation"] == max(e["generation"] for e in events if not e["event"].startswith("client."))

@@ -219,9 +219,10 @@ def _compare_section(analysis, cell_params: dict, compare: str, out: Path) -> st
              f"{html.escape(compare)}, the lowest in bold.{shared} A rebalance's duration runs from its start "
              f"to its completion: classic groups from the JoinGroup round's start to the SyncGroup that ends "
              f"it; consumer groups (KIP-848) from an epoch bump until every member is at that epoch or a later "
-             f"one, every partition owned (such rebalances may overlap; under churn faster than the members' "
-             f"heartbeats they wait for one another). Partition-seconds without an owner are the groups' own, "
-             f"over the whole run; moved / minimum is over its rebalances.</p>",
+             f"one and every partition that change released has its new owner (such rebalances overlap). "
+             f"Partition-seconds without an owner are the groups' own, over the whole run; moved / minimum "
+             f"is over the rebalances measured (a consumer group's only when no later change was under way "
+             f"at its end).</p>",
              "<table><tr>" + "".join(head) + "</tr><tr>" + "".join(sub) + "</tr>" + "".join(rows) + "</table>"]
     if _plot_compare(situations, values, table, out / "compare.png", common):
         parts.append(f"<img src='compare.png' alt='{html.escape(compare)} side by side'>")

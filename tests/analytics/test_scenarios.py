@@ -56,10 +56,10 @@ def test_every_shipped_scenario_is_covered():
     assert sorted(p.stem for p in SCENARIOS.glob("*.toml")) == sorted(SHORT)
 
 
-@pytest.mark.parametrize("name", sorted(SHORT))
-def test_model_agrees_with_the_simulator(name):
-    sc = short(name)
-    for seed in SEEDS:
+def agreeing_runs(name: str, sc: scenario.Scenario, seeds):
+    """Each seed's run and each group's analysis, the invariants and ownership counts checked
+    against the simulator's summary: (where, events, analysis, summary of the group)."""
+    for seed in seeds:
         events, summary, resolved = simulate.simulate(sc, seed)
         results = analyse(events, json.loads(json.dumps(resolved)))
         for group, sim in summary["groups"].items():
@@ -72,13 +72,19 @@ def test_model_agrees_with_the_simulator(name):
             assert r["group"]["zombie_overlaps"] == sim["zombie_overlaps"], (where, r["group"], sim)
             assert failed == dict.fromkeys(failed, 0), (where, r["invariants"]["examples"][:3])
             assert not sim["final"]["check"].startswith("violated"), (where, sim["final"])
-            assert len(r["rebalances"]) == sim["rebalances"] + sum(
-                x["outcome"] == "incomplete" for x in r["rebalances"]), where
-            for row in r["rebalances"]:
-                if row["partitions_moved"] is not None and row["settled"]:
-                    # the minimum is over balanced assignments: every assignor here balances (or, in a
-                    # cooperative first round, gives up every partition that has to move)
-                    assert row["partitions_moved"] >= row["min_moves"], (where, row)
+            yield where, events, r, sim
+
+
+@pytest.mark.parametrize("name", sorted(SHORT))
+def test_model_agrees_with_the_simulator(name):
+    for where, _, r, sim in agreeing_runs(name, short(name), SEEDS):
+        assert len(r["rebalances"]) == sim["rebalances"] + sum(
+            x["outcome"] == "incomplete" for x in r["rebalances"]), where
+        for row in r["rebalances"]:
+            if row["partitions_moved"] is not None and row["settled"]:
+                # the minimum is over balanced assignments: every assignor here balances (or, in a
+                # cooperative first round, gives up every partition that has to move)
+                assert row["partitions_moved"] >= row["min_moves"], (where, row)
 
 
 def rows_of(name: str, seed: int, group: str, **overrides) -> tuple[list[dict], dict, dict]:
@@ -149,29 +155,17 @@ CONSUMER = {"group_protocol": "consumer", "coordinator.config.group.consumer.min
 @pytest.mark.parametrize("name", sorted(SHORT))
 def test_model_agrees_with_the_simulator_on_the_consumer_protocol(name):
     sc = scenario.apply_overrides(short(name), CONSUMER)
-    for seed in range(1, 6):
-        events, summary, resolved = simulate.simulate(sc, seed)
-        results = analyse(events, json.loads(json.dumps(resolved)))
-        for group, sim in summary["groups"].items():
-            r = results[group]
-            where = (name, seed, group)
-            failed = r["invariants"]["failed"]
-            assert failed["single_owner"] == sim["ownership_violations"] == 0, (where, failed, sim)
-            assert r["group"]["zombie_overlaps"] == sim["zombie_overlaps"], (where, r["group"], sim)
-            assert failed == dict.fromkeys(failed, 0), (where, r["invariants"]["examples"][:3])
-            assert not sim["final"]["check"].startswith("violated"), (where, sim["final"])
-            # one rebalance per epoch bump
-            bumps = [e for e in events if e["group"] == group and e["event"] == "consumer.group_epoch_bumped"]
-            assert [x["generation"] for x in r["rebalances"]] == [e["generation"] for e in bumps], where
-            assert {x["protocol"] for x in r["rebalances"]} <= {"consumer"}
-            # every rebalance ends (but those begun in the run's last 15 s), within a session timeout
-            end = sc.duration_ms
-            assert [x for x in r["rebalances"] if x["outcome"] == "incomplete" and x["start_ms"] < end - 15000] == [], where
-            assert max((x["duration_ms"] or 0) for x in r["rebalances"]) <= 12000, where
-            # the minimum is over the members at the end, balanced: a rebalance that a later bump
-            # overlaps ends part way to that one's target (new members own nothing yet, say)
-            starts = [x["start_ms"] for x in r["rebalances"]]
-            for row in r["rebalances"]:
-                overlapped = any(row["start_ms"] < s <= row["end_ms"] for s in starts) or starts.count(row["start_ms"]) > 1
-                if row["settled"] and not overlapped:
-                    assert row["partitions_moved"] >= row["min_moves"], (where, row)
+    for where, events, r, _ in agreeing_runs(name, sc, range(1, 6)):
+        group = where[2]
+        # one rebalance per epoch bump
+        bumps = [e for e in events if e["group"] == group and e["event"] == "consumer.group_epoch_bumped"]
+        assert [x["generation"] for x in r["rebalances"]] == [e["generation"] for e in bumps], where
+        assert {x["protocol"] for x in r["rebalances"]} <= {"consumer"}
+        # every rebalance ends (but those begun in the run's last 15 s), within a session timeout
+        end = sc.duration_ms
+        assert [x for x in r["rebalances"] if x["outcome"] == "incomplete" and x["start_ms"] < end - 15000] == [], where
+        assert max((x["duration_ms"] or 0) for x in r["rebalances"]) <= 12000, where
+        # movement is measured where no later change was under way at the end: the uniform
+        # assignor's balanced targets, so never below the minimum
+        measured = [row for row in r["rebalances"] if row["partitions_moved"] is not None]
+        assert all(row["partitions_moved"] >= row["min_moves"] for row in measured), where

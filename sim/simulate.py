@@ -763,7 +763,6 @@ class Simulator(Driver):
 
     def summary(self, events: list[dict]) -> dict:
         groups = summarize(events)
-        coordinator = self.service.group_coordinator
         checks = {}
         for gid in self.scenario.group_ids():
             if self.only is not None and gid not in self.only:

@@ -435,7 +435,8 @@ class FleetRunner(Driver):
         for spec in sc.groups:
             if spec.group_configs():
                 self.notes.append(f"groups {spec.name}: the group configs {spec.group_configs()} are not set on "
-                                  f"{self.bootstrap} (set them with kafka-configs --entity-type groups)")
+                                  f"{self.bootstrap} (a Kafka cluster takes them from kafka-configs --entity-type "
+                                  f"groups; a groupcoord daemon has its broker configs group.consumer.*)")
         streamer = self._spawn(self._stream_events()) if self.admin and self.cluster_actions else None
         try:
             return await self._run()

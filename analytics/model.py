@@ -473,11 +473,11 @@ class _GroupPass:
         state STABLE, every partition they are to give an owner having one, are complete (with no
         member: the group is Empty). A partition a member gives up reconciling is the latest
         rebalance's to place; one given up by a member already at the latest epoch (closing), or
-        left by a member that stops, the next one's. Members are the running consumer-protocol clients whose member
-        id the coordinator has (all running ones in a log without coordinator events): one it
-        fenced, or that left, is not waited for. The members alone do not know of partitions
-        assigned to them but not yet released by their owner (the coordinator keeps those
-        pending): the ownership tells; a topic of which they own nothing counts as unsubscribed."""
+        left by a member that stops, the next one's. Members are the running consumer-protocol
+        clients whose member id the coordinator has (all running ones in a log without coordinator
+        events): one it fenced, or that left, is not waited for. The members alone do not know of
+        partitions assigned to them but not yet released by their owner (the coordinator keeps
+        those pending): the ownership tells (:meth:`_first_waiting`)."""
         self.cdirty_ts = None
         if self.coordinator_events:
             members = {c: st for c, st in self.cstates.items() if self.member_of.get(c) in self.coord_members}
@@ -571,24 +571,20 @@ class _GroupPass:
                 for _ in range(n):
                     self.inv.fail("generations_grow", ts, {"event": kind, "generation": gen, "before": self.last_gen})
             self.last_gen = gen if self.last_gen is None else max(gen, self.last_gen)
-        if kind.startswith("consumer.") or kind == "group.created":
-            if kind == "group.created":
-                self.consumer = ev.get("cause") in ("consumer_group_heartbeat", "upgrade")
-                if ev.get("cause") == "downgrade":
-                    for r in self.open:               # the consumer group's, never reconciled
-                        r.end_ms = r.settle_ms = ts
-                        r.outcome = "converted"
-                        self._finalize(r, ts)
-                    self.open = []
-            else:
-                self.consumer = True
-            if kind != "group.created":
-                self._consumer_event(ev, kind, ts, gen)
-                self.members_tl.set(ts, len(self.coord_members))
-                return
-        if kind == "group.state_change" and self.consumer:
+        if kind.startswith("consumer."):
+            self.consumer = True
+            self._consumer_event(ev, kind, ts, gen)
+        elif kind == "group.created":
+            self.consumer = ev.get("cause") in ("consumer_group_heartbeat", "upgrade")
+            if ev.get("cause") == "downgrade":
+                for r in self.open:                   # the consumer group's, never reconciled
+                    r.end_ms = r.settle_ms = ts
+                    r.outcome = "converted"
+                    self._finalize(r, ts)
+                self.open = []
+        elif kind == "group.state_change" and self.consumer:
             if ev.get("state_to") in ("Stable", "Empty"):
-                self._consumer_completed(ev, ts, gen)
+                self._consumer_completed(ev, ts)
         elif kind == "member.joined":
             self._coord_join(ev["member"], ev, ts)
         elif kind == "member.replaced":
@@ -648,9 +644,8 @@ class _GroupPass:
         self.members_tl.set(ts, len(self.coord_members))
 
     def _consumer_event(self, ev: dict, kind: str, ts: int, gen) -> None:
-        """A consumer group's member events, and its epoch bumps: the first bump while no
-        rebalance is under way starts one (its trigger: the bump's reason), later ones are its
-        further rounds until the group is Stable again."""
+        """A consumer group's member events, and its epoch bumps: each starts a rebalance (its
+        trigger: the bump's reason), open until :meth:`_reconciled` finds it complete."""
         if kind == "consumer.member_joined":
             self._coord_join(ev["member"], ev, ts)
         elif kind == "consumer.member_replaced":
@@ -675,7 +670,7 @@ class _GroupPass:
             self.open.append(r)
             self.cdirty_ts = ts                       # (with no member left, it ends Empty)
 
-    def _consumer_completed(self, ev: dict, ts: int, gen) -> None:
+    def _consumer_completed(self, ev: dict, ts: int) -> None:
         """A consumer group without member events in the log: its rebalances complete when the
         coordinator finds every member at the target (Stable), or the group Empty."""
         if self.has_members:

@@ -270,6 +270,11 @@ def _int(d: Mapping, key: str, default: Any, where: str, low: int | None = 0) ->
     return v
 
 
+def _opt_int(d: Mapping, key: str, where: str, low: int | None = 0) -> int | None:
+    """_int of a key whose absence (or null, as to_dict writes it) means its default: None."""
+    return None if d.get(key) is None else _int(d, key, None, where, low)
+
+
 def _num(d: Mapping, key: str, default: Any, where: str, low: float = 0.0) -> float:
     v = d.get(key, default)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -353,8 +358,8 @@ def _group(d: Mapping, i: int, topics: Mapping[str, int], coordinator: Coordinat
         join_interval_ms=_int(d, "join_interval_ms", 0, where),
         group_protocol=group_protocol, remote_assignor=remote,
         static=_bool(d, "static", False, where),
-        session_timeout_ms=_int(d, "session_timeout_ms", None, where, 1) if d.get("session_timeout_ms") is not None else None,
-        heartbeat_interval_ms=_int(d, "heartbeat_interval_ms", None, where, 1) if d.get("heartbeat_interval_ms") is not None else None,
+        session_timeout_ms=_opt_int(d, "session_timeout_ms", where, 1),
+        heartbeat_interval_ms=_opt_int(d, "heartbeat_interval_ms", where, 1),
         max_poll_interval_ms=_int(d, "max_poll_interval_ms", 300000, where, 1),
         request_timeout_ms=_int(d, "request_timeout_ms", 30000, where, 1),
         processing_ms=_int(d, "processing_ms", 100, where, 1),

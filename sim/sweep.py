@@ -53,12 +53,16 @@ class Cell:
 
 @dataclass
 class Grid:
-    scenario: Path        # the first scenario
+    scenarios: list       # the scenario files (Paths)
     seeds: list
     axes: dict            # key -> list of values
     cells: list
-    scenarios: list = None
     compare: str | None = None
+
+    @property
+    def scenario(self) -> Path:
+        """The first scenario."""
+        return self.scenarios[0]
 
 
 def _label(value) -> object:
@@ -129,7 +133,7 @@ def load_grid(path, axes: dict | None = None) -> Grid:
             else:
                 overrides[k] = v
         cells.append(Cell(f"c{i:03d}", params, seed, overrides, sc_path))
-    return Grid(scenarios[0], seeds, grid_axes, cells, scenarios, compare)
+    return Grid(scenarios, seeds, grid_axes, cells, compare)
 
 
 def run_cell(item) -> dict:

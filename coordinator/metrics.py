@@ -243,11 +243,9 @@ class Metrics:
         nodes = self.service.cluster.nodes
         gc = self.service.group_coordinator
         groups = [(g.group_id, g.state, len(g.members), g.generation_id,
-                   sum(map(len, g.offsets.values())) if g.offsets else 0)
-                  for g in gc.groups()]
+                   g.offset_count()) for g in gc.groups()]
         consumer_groups = [(g.group_id, g.state, len(g.members), g.group_epoch,
-                            sum(map(len, g.offsets.values())) if g.offsets else 0)
-                           for g in gc.consumer_groups()]
+                            g.offset_count()) for g in gc.consumer_groups()]
         apis = {key: (a.name, list(a.versions), list(a.buckets), a.seconds, dict(a.errors))
                 for key, a in self.apis.items()}
         connections = None

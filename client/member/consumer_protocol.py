@@ -52,6 +52,7 @@ from groupcoord.protocol.errors import ErrorCode
 from ..assignors.base import TopicPartition as TP
 from .actions import FatalConsumerError, MemberState, PartitionsAssigned, PartitionsLost, PartitionsRevoked
 from .connections import CONSUMER_GROUP_HEARTBEAT, COORDINATOR, Request
+from .membership import CompletionStage as Stage
 from .membership import Generation
 
 log = logging.getLogger("groupcoord.client")
@@ -93,12 +94,6 @@ _FACADE_STATE = {
     CState.RECONCILING: MemberState.STABLE, CState.ACKNOWLEDGING: MemberState.STABLE,
     CState.STABLE: MemberState.STABLE,
 }
-
-
-class Stage(enum.Enum):
-    COMMIT = "commit"
-    REVOKE = "revoke"
-    ASSIGN = "assign"
 
 
 @dataclass
@@ -259,9 +254,13 @@ class ConsumerMembership:
             # SubscriptionChangeEvent makes the heartbeat manager send it without waiting)
             self.rejoin_needed = False
             self.joined_subscription = member.subscription
-            hb = member.heartbeat
-            if hb.next > now:
-                hb.next = now
+            self._heartbeat_now(now)
+
+    def _heartbeat_now(self, now: int) -> None:
+        """The next heartbeat goes out at once (joining, acknowledging, a new subscription)."""
+        hb = self.member.heartbeat
+        if hb.next > now:
+            hb.next = now
 
     def member_rejoin_reason(self) -> str:
         return "initial join" if self.rebalances == 0 and not self.current_ids else "rejoining"
@@ -330,9 +329,7 @@ class ConsumerMembership:
             self.current_ids = resolved              # the owned part is all that is resolvable: ack it
             self.current_local_epoch = self.target_local_epoch
             self._to(CState.ACKNOWLEDGING)
-            hb = member.heartbeat
-            if hb.next > now:
-                hb.next = now
+            self._heartbeat_now(now)
             return
         assigned = frozenset(TP(names[tid], p) for tid, ps in resolved.items() for p in ps)
         owned = member.assignment
@@ -384,9 +381,7 @@ class ConsumerMembership:
             self.current_local_epoch = c.local_epoch
             self.rebalances += 1
             self._to(CState.ACKNOWLEDGING)
-            hb = member.heartbeat
-            if hb.next > now:
-                hb.next = now
+            self._heartbeat_now(now)
 
     def on_heartbeat_sent(self) -> None:
         """ConsumerMembershipManager.onHeartbeatRequestGenerated: acknowledging ends with the

@@ -62,7 +62,6 @@ class Metadata:
         self.retry_at = 0                                # backoff of requested refreshes
         self.version = 0                                 # bumped per response
         self.topics: frozenset[str] = frozenset()        # topics of the last response
-        self.topic_ids: dict[str, object] = {}           # name -> topic id (Metadata v10+)
         self.topic_names: dict[object, str] = {}         # topic id -> name
         self.max_age_ms: int = cfg["metadata.max.age.ms"]
         self.retry_backoff_ms: int = cfg["retry.backoff.ms"]
@@ -126,8 +125,7 @@ class Metadata:
             if code == 0 or (code == _E.LEADER_NOT_AVAILABLE and t["partitions"]):
                 leaders, replicas, unled = _topic_tables(t)
                 tid = t.get("topic_id")
-                if tid is not None and self.topic_ids.get(name) != tid:
-                    self.topic_ids[name] = tid
+                if tid is not None:
                     self.topic_names[tid] = name
                 self.leaders[name] = leaders
                 self.replicas[name] = replicas

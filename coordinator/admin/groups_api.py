@@ -199,7 +199,7 @@ async def get_group(request: web.Request) -> web.Response:
 @routes.delete("/api/groups/{group_id}")
 async def delete_group(request: web.Request) -> web.Response:
     group = _any_group(request)
-    offsets = sum(map(len, group.offsets.values()))
+    offsets = group.offset_count()
     out: list[dict] = []
     request.app["service"].group_coordinator.delete_groups(out.append, group_ids=[group.group_id])
     changed(request)

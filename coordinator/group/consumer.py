@@ -267,6 +267,9 @@ class ConsumerGroup:
     type = "consumer"
     protocol_type = "consumer"
 
+    def offset_count(self) -> int:
+        return sum(len(parts) for parts in self.offsets.values())
+
     def is_empty(self) -> bool:
         return not self.members
 

@@ -74,9 +74,6 @@ _ASSIGNOR_CLASSES = {
 class HeartbeatError(ApiError):
     """A heartbeat refused with ``code`` (and Kafka's message)."""
 
-    def __init__(self, code: int, message: str | None = None):
-        super().__init__(code, message)
-
 
 @dataclass(slots=True)
 class ConsumerGroupHeartbeatRequest:
@@ -296,9 +293,7 @@ class ConsumerGroupManager:
         except ApiError as e:
             return heartbeat_error(e.code, e.message)
         finally:
-            group = gc.consumer_group(req.group_id)
-            if group is not None:
-                gc.write_consumer_group(group)
+            gc.write_consumer_group_id(req.group_id)
 
     def _group(self, group_id: str, create: bool, now: int, missing: str = "Consumer group",
                before_create=None) -> ConsumerGroup:

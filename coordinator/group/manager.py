@@ -482,6 +482,12 @@ class GroupCoordinator:
             group.log_state = consumer_records.Written()
         self._append(group.group_id, consumer_records.changes(group, group.log_state))
 
+    def write_consumer_group_id(self, group_id: str) -> None:
+        """:meth:`write_consumer_group` of the consumer group of that id, when there (still) is one."""
+        group = self._consumer_groups.get(group_id)
+        if group is not None:
+            self.write_consumer_group(group)
+
     def _tombstone_consumer_group(self, group: ConsumerGroup) -> None:
         if self._persist and group.log_state is not None:
             self._append(group.group_id, consumer_records.deletion(group, group.log_state))
@@ -503,9 +509,7 @@ class GroupCoordinator:
         group is written (nothing when the group is gone or became a classic group, whose
         conversion wrote its records); responses queued meanwhile go out after it."""
         fn(group_id, *args)
-        group = self._consumer_groups.get(group_id)
-        if group is not None:
-            self.write_consumer_group(group)
+        self.write_consumer_group_id(group_id)
 
     def expire_consumer_member(self, group_id: str, member_id: str) -> None:
         """End a consumer group member's session now, exactly as its session timer would
@@ -620,9 +624,7 @@ class GroupCoordinator:
         except ApiError as e:          # (the heartbeat steps' HeartbeatError too: an assignor's failure)
             response = join_error(e.member_id, e.code) if kind == "join" else sync_error(e.code)
         finally:
-            current = self._consumer_groups.get(group.group_id)
-            if current is not None:
-                self.write_consumer_group(current)
+            self.write_consumer_group_id(group.group_id)
         self._reply(respond, response)
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
@@ -1352,7 +1354,7 @@ class GroupCoordinator:
         self._event(group, "group.deleted", now, {"reason": reason, "offsets": offsets})
 
     def _delete_consumer_group(self, group: ConsumerGroup, now: int, reason: str) -> None:
-        offsets = sum(len(parts) for parts in group.offsets.values())
+        offsets = group.offset_count()
         if self._persist:
             records = [(_st.OffsetCommitKey(group.group_id, t, p), None)
                        for t, parts in group.offsets.items() for p in parts]

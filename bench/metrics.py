@@ -28,7 +28,7 @@ from prometheus_client.exposition import generate_latest
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.embed import ThreadedCoordinator
 from groupcoord.coordinator.logs import configure
-from groupcoord.coordinator.group.manager import JoinGroupRequest, SyncGroupRequest
+from groupcoord.coordinator.group.runtime import JoinGroupRequest, SyncGroupRequest
 from groupcoord.coordinator.metrics import Metrics
 from groupcoord.coordinator.server import Server, _Connection
 from groupcoord.coordinator.service import Service

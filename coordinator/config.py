@@ -145,7 +145,7 @@ def _check(values: dict[str, Any]) -> None:
             raise ConfigError(f"{key} must lie within group.consumer.min.{what}.ms and "
                               f"group.consumer.max.{what}.ms ({lo}..{hi}), got {values[key]}")
     from .group.assignors import ASSIGNORS
-    from .group.consumer_manager import assignor_names
+    from .group.consumer.manager import assignor_names
     names = assignor_names(values["group.consumer.assignors"])
     unknown = [n for n in names if n not in ASSIGNORS]
     if unknown or not names:

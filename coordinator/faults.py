@@ -71,8 +71,8 @@ from groupcoord.protocol.messages import APIS
 
 from .context import RequestContext, Verdict
 from .events import BASE_FIELDS, EVENT_FIELDS
-from .group.consumer import ConsumerGroup
-from .group.manager import join_error, sync_error
+from .group.consumer.group import ConsumerGroup
+from .group.runtime import join_error, sync_error
 from .handlers import HANDLERS
 
 log = structlog.get_logger("groupcoord.faults")
@@ -620,9 +620,7 @@ class FaultEngine:
     def _find_member(self, group_id, member=None, instance_id=None, client_id=None):
         """(group, member) of a classic or consumer group."""
         gc = self.service.group_coordinator
-        group = gc.group(group_id) if group_id else None
-        if group is None and group_id:
-            group = gc.consumer_group(group_id)
+        group = gc.get(group_id) if group_id else None
         if group is None:
             raise FaultError(f"no group {group_id!r}", "not_found")
         consumer = isinstance(group, ConsumerGroup)
@@ -762,7 +760,7 @@ class FaultEngine:
         old = cluster.set_leader(None, partition, node)
         self._unload({partition} if old != node else set())
         gc = self.service.group_coordinator
-        groups = sorted(g.group_id for g in [*gc.groups(), *gc.consumer_groups()]
+        groups = sorted(g.group_id for g in gc.groups()
                         if cluster.coordinator_partition(g.group_id) == partition)
         log.warning("coordinator_moved", partition=partition, old=old, new=node, groups=len(groups))
         return {"partition": partition, "from": old, "to": node, "groups": groups}
@@ -777,6 +775,8 @@ class FaultEngine:
         moved = [g for g in self.service.group_coordinator.groups()
                  if cluster.coordinator_partition(g.group_id) in partitions]
         for group in moved:
+            if group.type != "classic":
+                continue                     # (no request of a consumer group is ever parked)
             for m in list(group.members.values()):
                 respond = group.take_join_callback(m)
                 if respond is not None:

@@ -91,8 +91,8 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import generate_latest
 
-from .group.classic import GroupState
-from .group.consumer import ASSIGNING, DEAD, EMPTY, RECONCILING, STABLE
+from .group.classic.group import GroupState
+from .group.consumer.group import ASSIGNING, DEAD, EMPTY, RECONCILING, STABLE
 
 #: ConsumerGroupState, every one reported (Kafka's consumer-group-count tags)
 CONSUMER_GROUP_STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
@@ -243,9 +243,9 @@ class Metrics:
         nodes = self.service.cluster.nodes
         gc = self.service.group_coordinator
         groups = [(g.group_id, g.state, len(g.members), g.generation_id,
-                   g.offset_count()) for g in gc.groups()]
+                   gc.offsets.count(g.group_id)) for g in gc.groups() if g.type == "classic"]
         consumer_groups = [(g.group_id, g.state, len(g.members), g.group_epoch,
-                            g.offset_count()) for g in gc.consumer_groups()]
+                            gc.offsets.count(g.group_id)) for g in gc.consumer_groups()]
         apis = {key: (a.name, list(a.versions), list(a.buckets), a.seconds, dict(a.errors))
                 for key, a in self.apis.items()}
         connections = None

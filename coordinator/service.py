@@ -25,7 +25,7 @@ from .config import BrokerConfig
 from .context import RequestContext, Respond, Verdict
 from .events import default_emit
 from .faults import FaultEngine
-from .group.manager import GroupCoordinator
+from .group.runtime import GroupCoordinator
 from .handlers import HANDLERS, advertised_versions, served_versions
 from .security import Security
 from .timer import Timers

@@ -23,8 +23,8 @@ from aiohttp import web
 from groupcoord.protocol.consumer import decode_assignment, decode_subscription
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 
-from ..group.classic import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY
-from ..group.consumer import ConsumerGroup
+from ..group.classic.group import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY
+from ..group.consumer.group import ConsumerGroup
 from ..group.offsets import OffsetCommitRequest, OffsetFetchRequest
 from .app import changed, json_body
 from .cluster_api import kafka_uuid
@@ -160,18 +160,15 @@ def group_detail_json(service, group) -> dict:
 
 def all_groups(gc) -> list:
     """Every live group, classic and consumer, by id."""
-    groups = [g for g in gc.groups() if g.state != DEAD] + gc.consumer_groups()
-    return sorted(groups, key=lambda g: g.group_id)
+    return sorted((g for g in gc.groups() if g.state != DEAD), key=lambda g: g.group_id)
 
 
 def _any_group(request: web.Request):
     """The classic or consumer group of the path, or a 404."""
     group_id = request.match_info["group_id"]
     gc = request.app["service"].group_coordinator
-    group = gc.group(group_id)
+    group = gc.get(group_id)
     if group is None or group.state == DEAD:
-        group = gc.consumer_group(group_id)
-    if group is None:
         raise ApiError(404, "group_id_not_found", f"Group {group_id} not found.")
     return group
 
@@ -199,7 +196,7 @@ async def get_group(request: web.Request) -> web.Response:
 @routes.delete("/api/groups/{group_id}")
 async def delete_group(request: web.Request) -> web.Response:
     group = _any_group(request)
-    offsets = group.offset_count()
+    offsets = request.app["service"].group_coordinator.offsets.count(group.group_id)
     out: list[dict] = []
     request.app["service"].group_coordinator.delete_groups(out.append, group_ids=[group.group_id])
     changed(request)
@@ -252,9 +249,7 @@ async def reset_offsets(request: web.Request) -> web.Response:
     service = request.app["service"]
     gc = service.group_coordinator
     group_id = request.match_info["group_id"]
-    group = gc.group(group_id)
-    if group is None:
-        group = gc.consumer_group(group_id)        # (a consumer group of KIP-848: Empty when no members)
+    group = gc.get(group_id)                   # (a consumer group of KIP-848: Empty when no members)
     state = DEAD if group is None else group.state
     if state not in (EMPTY, DEAD):
         raise ApiError(409, "non_empty_group", f"Assignments can only be reset if the group '{group_id}' is "

@@ -1,11 +1,13 @@
-"""The group coordinator, split as Kafka's group-coordinator module is: the group manager
-(:mod:`.manager`, Kafka's GroupMetadataManager: the groups of a coordinator, their records and
-loading, the classic protocol's JoinGroup, SyncGroup, Heartbeat and LeaveGroup, DescribeGroups,
-ListGroups, DeleteGroups), the classic group (:mod:`.classic`, ClassicGroup: a group's members and
-the transitions of its state machine) and the offset manager (:mod:`.offsets`,
-OffsetMetadataManager: commits, fetches, deletions, retention)."""
-from .classic import ClassicGroup, GroupState, Member, OffsetAndMetadata
-from .manager import GroupCoordinator, join_error, sync_error
+"""The group coordinator, split as Kafka's group-coordinator module is: the runtime
+(:mod:`.runtime`: one registry of groups of every type, loading by replay, routing, ListGroups,
+DeleteGroups and the online migration between types), one package per group type (:mod:`.classic`,
+:mod:`.consumer`: the group, its manager, its records), and the offset manager (:mod:`.offsets`:
+every group's committed offsets, by group id). A type's manager gets a narrow context
+(:mod:`.context`), not the runtime."""
+from .classic.group import ClassicGroup, GroupState, Member
+from .classic.requests import join_error, sync_error
+from .offsets import OffsetAndMetadata
+from .runtime import GroupCoordinator
 
 __all__ = ["ClassicGroup", "GroupCoordinator", "GroupState", "Member", "OffsetAndMetadata", "join_error",
            "sync_error"]

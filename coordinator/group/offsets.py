@@ -1,7 +1,13 @@
-"""Kafka's OffsetMetadataManager for classic groups: OffsetCommit, OffsetFetch, OffsetDelete, the
-offsets of deleted topics and the offset retention sweep. The offsets live in each group
-(``ClassicGroup.offsets``); the group manager (:mod:`.manager`) routes the requests here and
-keeps the groups, the log and the timers this uses."""
+"""Kafka's OffsetMetadataManager: the committed offsets of every group, by group id, whatever the
+group's type; OffsetCommit, OffsetFetch, OffsetDelete, the offsets of deleted topics and the
+offset retention sweep.
+
+What depends on the group's type is asked of the group: the member and generation (or member
+epoch) checks of a commit or a fetch (``validate_offset_commit``, ``validate_offset_fetch``), whether
+it subscribes to a topic, and when its offsets expire (``offset_expiration_condition``). The
+state changes only by replaying the OffsetCommit records an operation makes (:meth:`replay`), the
+same replay live and at load.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,10 +16,7 @@ from typing import Callable, Iterable
 from groupcoord.protocol.errors import ErrorCode
 
 from .. import storage as _st
-from .consumer import ConsumerGroup
-from .classic import (
-    COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup, OffsetAndMetadata,
-)
+from .context import GroupContext, entry
 
 
 _E = ErrorCode
@@ -26,6 +29,17 @@ def java_string_length(s: str) -> int:
     if s.isascii():
         return n
     return n + sum(1 for c in s if ord(c) > 0xFFFF)
+
+
+@dataclass(slots=True)
+class OffsetAndMetadata:
+    """One committed offset, as the coordinator keeps it."""
+
+    committed_offset: int
+    leader_epoch: int            # -1: none
+    metadata: str                # null is stored as ""
+    commit_timestamp: int        # ms
+    expire_timestamp: int | None = None   # OffsetCommit v2-4 with an explicit retention
 
 
 def commit_error(topics, code: int) -> dict:
@@ -97,145 +111,167 @@ class OffsetDeleteRequest:
 
 
 class OffsetManager:
-    """The offsets of the groups of one :class:`~.manager.GroupCoordinator` (``manager``)."""
+    """The committed offsets of one coordinator's groups (``ctx``: :class:`~.context.GroupContext`).
 
-    def __init__(self, manager) -> None:
-        self.manager = manager
-        config = manager.config
+    ``simple_group(group_id, now, cause)``: the group a commit outside any group creates (a classic
+    "simple" group, as Kafka's ``getOrMaybeCreateClassicGroup``); ``member_committed(group, member_id,
+    now)``: a member's commit counts as its heartbeat (classic groups); ``delete_group(group, now,
+    reason)``: the runtime's deletion of an Empty group the retention sweep left without offsets."""
+
+    def __init__(self, ctx: GroupContext, simple_group: Callable, member_committed: Callable,
+                 delete_group: Callable) -> None:
+        self.ctx = ctx
+        config = ctx.config
         self.offsets_retention_ms = int(config["offsets.retention.minutes"]) * 60_000
         self.offsets_retention_check_interval_ms = int(config["offsets.retention.check.interval.ms"])
         self.offset_metadata_max_bytes = int(config["offset.metadata.max.bytes"])
+        self._simple_group = simple_group
+        self._member_committed = member_committed
+        self._delete_group = delete_group
+        #: group id -> topic -> partition -> OffsetAndMetadata
+        self._offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        self.emit_commits = True
 
-    def _offset_tombstones(self, group_id: str, pairs) -> None:
-        if self.manager._persist:
-            self.manager._append(group_id, [(_st.OffsetCommitKey(group_id, t, p), None) for t, p in pairs])
+    # ==================================================================== reading
+    def of(self, group_id: str) -> dict[str, dict[int, OffsetAndMetadata]]:
+        """The group's committed offsets: topic -> partition -> OffsetAndMetadata (empty if none)."""
+        return self._offsets.get(group_id, {})
+
+    def count(self, group_id: str) -> int:
+        return sum(len(parts) for parts in self._offsets.get(group_id, {}).values())
+
+    def group_ids(self) -> list[str]:
+        """The groups with committed offsets."""
+        return list(self._offsets)
+
+    # ==================================================================== records
+    def replay(self, key: _st.OffsetCommitKey, value: _st.OffsetCommitValue | None) -> None:
+        """Kafka's ``OffsetMetadataManager.replay``: an offset committed, or its tombstone. (At load,
+        the runtime gives offsets without a group a simple classic group once every record is in.)"""
+        group_id, topic = key.group, key.topic
+        if value is None:
+            topics = self._offsets.get(group_id)
+            parts = topics.get(topic) if topics is not None else None
+            if parts is not None and parts.pop(key.partition, None) is not None and not parts:
+                del topics[topic]
+                if not topics:
+                    del self._offsets[group_id]
+            return
+        topics = self._offsets.get(group_id)
+        if topics is None:
+            topics = self._offsets[group_id] = {}
+        parts = topics.get(topic)
+        if parts is None:
+            parts = topics[topic] = {}
+        expire = value.expire_timestamp
+        parts[key.partition] = OffsetAndMetadata(value.offset, value.leader_epoch, value.metadata,
+                                                 value.commit_timestamp, None if expire == -1 else expire)
+
+    def _write(self, group_id: str, records: list) -> None:
+        """Replay the records, then append them (a commit is acknowledged once written)."""
+        replay = self.replay
+        for key, value in records:
+            replay(key, value)
+        self.ctx.append(group_id, records)
+
+    def _tombstones(self, group_id: str, pairs) -> None:
+        self._write(group_id, [(_st.OffsetCommitKey(group_id, t, p), None) for t, p in pairs])
+
+    def delete_all(self, group_id: str) -> list:
+        """The tombstones of every offset of the group (``deleteAllOffsets``), replayed: for the
+        runtime to append with the group's own."""
+        records = [(_st.OffsetCommitKey(group_id, t, p), None) for t, parts in self.of(group_id).items()
+                   for p in parts]
+        for key, value in records:
+            self.replay(key, value)
+        return records
 
     # ==================================================================== OffsetCommit
     def offset_commit(self, respond: Callable[[dict], None], req: OffsetCommitRequest) -> None:
         """OffsetCommit of a request the API layer validated (:meth:`OffsetCommitRequest.error`)."""
-        clock = self.manager._clock           # (see heartbeat_error)
+        ctx = self.ctx
+        clock = ctx.clock           # (through a local: 3.11 specializes the call)
         now = clock()
         group_id, generation_id, member_id = req.group_id, req.generation_id, req.member_id
         group_instance_id, topics = req.group_instance_id, req.topics
         error = None
         group = None
-        classic = True
-        if self.manager._loading and self.manager._is_loading(group_id):
+        if ctx.loading and ctx.is_loading(group_id):
             error = _E.COORDINATOR_LOAD_IN_PROGRESS
         else:
-            group = self.manager._groups.get(group_id)
-            if group is None and group_id in self.manager._consumer_groups:
-                group = self.manager._consumer_groups[group_id]
-                classic = False
-                # (group_id_not_found is set from OffsetCommit v9 on: the version a member of this protocol needs)
-                error = group.validate_offset_commit(member_id, generation_id, req.group_id_not_found)
-            else:
-                if group is None:
-                    if generation_id < 0:
-                        group = self.manager._create_group(group_id, now, "offset_commit")   # a "simple" group
-                    else:
-                        error = _E.GROUP_ID_NOT_FOUND if req.group_id_not_found else _E.ILLEGAL_GENERATION
-                if error is None:
-                    error = self._validate_offset_commit(group, member_id, group_instance_id, generation_id)
+            group = ctx.groups.get(group_id)
+            if group is None:
+                if generation_id < 0:
+                    group = self._simple_group(group_id, now, "offset_commit")     # a "simple" group
+                else:
+                    error = _E.GROUP_ID_NOT_FOUND if req.group_id_not_found else _E.ILLEGAL_GENERATION
+            if error is None:
+                # (group_id_not_found is set from OffsetCommit v9 on: the version a member of the consumer
+                # protocol needs)
+                error = group.validate_offset_commit(member_id, group_instance_id, generation_id,
+                                                     req.group_id_not_found)
         if error is not None:
             respond(commit_error(topics, error))
             return
-        state = group.state
-        if classic and (state == STABLE or state == PREPARING_REBALANCE):
-            self.manager._rearm_session(group.group_id, group.members[member_id], now)
+        self._member_committed(group, member_id, now)
         retention_time_ms = req.retention_time_ms
-        expire = None if retention_time_ms is None or retention_time_ms == -1 else now + retention_time_ms
+        expire = -1 if retention_time_ms is None or retention_time_ms == -1 else now + retention_time_ms
         max_len = self.offset_metadata_max_bytes
-        offsets = group.offsets
         out_topics = []
+        records = []
         stored = rejected = 0
-        persist = self.manager._persist
-        records = [] if persist else None
+        key, value = _st.OffsetCommitKey, _st.OffsetCommitValue
         for t in topics:
             name = t["name"]
             parts_out = []
-            parts = None
             for p in t["partitions"]:
+                index = p["partition_index"]
                 metadata = p.get("committed_metadata")
                 if metadata is not None and len(metadata) > max_len // 2 and java_string_length(metadata) > max_len:
-                    parts_out.append({"partition_index": p["partition_index"],
-                                      "error_code": int(_E.OFFSET_METADATA_TOO_LARGE)})
+                    parts_out.append({"partition_index": index, "error_code": int(_E.OFFSET_METADATA_TOO_LARGE)})
                     rejected += 1
                     continue
-                if parts is None:
-                    parts = offsets.get(name)
-                    if parts is None:
-                        parts = offsets[name] = {}
                 ts = p.get("commit_timestamp", -1)
                 epoch = p.get("committed_leader_epoch", -1)
-                o = parts[p["partition_index"]] = OffsetAndMetadata(
-                    p["committed_offset"], -1 if epoch is None else epoch,
-                    "" if metadata is None else metadata,
-                    now if ts is None or ts == -1 else ts, expire)
-                if persist:
-                    records.append((_st.OffsetCommitKey(group.group_id, name, p["partition_index"]),
-                                    _st.OffsetCommitValue(o.committed_offset, o.leader_epoch, o.metadata,
-                                                          o.commit_timestamp, -1 if expire is None else expire)))
+                records.append((key(group_id, name, index),
+                                value(p["committed_offset"], -1 if epoch is None else epoch,
+                                      "" if metadata is None else metadata, now if ts is None or ts == -1 else ts,
+                                      expire)))
                 stored += 1
-                parts_out.append({"partition_index": p["partition_index"], "error_code": _NONE})
+                parts_out.append({"partition_index": index, "error_code": _NONE})
             out_topics.append({"name": name, "partitions": parts_out})
-        if self.manager._emit_commits:
-            self.manager._event(group, "offset.committed", now, {
+        if self.emit_commits:
+            ctx.event(group, "offset.committed", now, {
                 "member": member_id, "instance_id": group_instance_id, "partitions": stored,
                 "errors": rejected, "topics": len({t["name"] for t in topics})})
-        if records:
-            # acknowledged only once written to the operating system
-            self.manager._append(group.group_id, records)
+        self._write(group_id, records)
         respond({"throttle_time_ms": 0, "topics": out_topics})
-
-    @staticmethod
-    def _validate_offset_commit(group: ClassicGroup, member_id: str, instance_id: str | None,
-                                generation_id: int) -> ErrorCode | None:
-        state = group.state
-        if state == DEAD:
-            return _E.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and state == EMPTY:
-            return None   # admin / manual assignment commits to an empty group
-        if generation_id >= 0 or member_id or instance_id is not None:
-            error = group.validate_member(member_id, instance_id)
-            if error is not None:
-                return error
-            if generation_id != group.generation_id:
-                return _E.ILLEGAL_GENERATION
-        elif state != EMPTY:
-            return _E.UNKNOWN_MEMBER_ID
-        if state == COMPLETING_REBALANCE:
-            return _E.REBALANCE_IN_PROGRESS
-        return None
 
     # ==================================================================== OffsetFetch
     def offset_fetch(self, respond: Callable[[dict], None], req: OffsetFetchRequest) -> None:
         """OffsetFetch for one group of a request the API layer validated
         (:meth:`OffsetFetchRequest.error`), answered in the v8+ group shape
         ``{"group_id", "topics": [{"name", "partitions": [...]}], "error_code"}``."""
+        ctx = self.ctx
         group_id, topics = req.group_id, req.topics
-        if self.manager._loading and self.manager._is_loading(group_id):
+        if ctx.is_loading(group_id):
             respond(fetch_error(group_id, _E.COORDINATOR_LOAD_IN_PROGRESS))
             return
-        group = self.manager._groups.get(group_id)
-        if group is None and group_id in self.manager._consumer_groups:
-            group = self.manager._consumer_groups[group_id]
+        group = ctx.groups.get(group_id)
+        if group is not None:
             error = group.validate_offset_fetch(req.member_id, req.member_epoch)
             if error is not None:
                 respond(fetch_error(group_id, error))
                 return
-        if group is not None and group.state == DEAD:
-            group = None
+        offsets = self._offsets.get(group_id, {}) if group is not None and group.state != "Dead" else {}
         out = []
         if topics is None:
-            if group is not None:
-                for name, parts in group.offsets.items():
-                    out.append({"name": name, "partitions": [
-                        {"partition_index": index, "committed_offset": o.committed_offset,
-                         "committed_leader_epoch": o.leader_epoch, "metadata": o.metadata, "error_code": _NONE}
-                        for index, o in parts.items()]})
+            for name, parts in offsets.items():
+                out.append({"name": name, "partitions": [
+                    {"partition_index": index, "committed_offset": o.committed_offset,
+                     "committed_leader_epoch": o.leader_epoch, "metadata": o.metadata, "error_code": _NONE}
+                    for index, o in parts.items()]})
         else:
-            offsets = group.offsets if group is not None else {}
             for t in topics:
                 parts = offsets.get(t["name"])
                 parts_out = []
@@ -255,22 +291,22 @@ class OffsetManager:
     def offset_delete(self, respond: Callable[[dict], None], req: OffsetDeleteRequest) -> None:
         """OffsetDelete of a request the API layer validated (:meth:`OffsetDeleteRequest.error`).
         Response ``{"error_code", "throttle_time_ms", "topics"}``."""
+        ctx = self.ctx
         group_id, topics = req.group_id, req.topics
-        if self.manager._loading and self.manager._is_loading(group_id):
+        if ctx.is_loading(group_id):
             respond({"error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "throttle_time_ms": 0, "topics": []})
             return
-        group = self.manager._groups.get(group_id)
-        if group is None:
-            group = self.manager._consumer_groups.get(group_id)
-        if group is None or group.state == DEAD:
+        group = ctx.groups.get(group_id)
+        if group is None or group.state == "Dead":
             respond({"error_code": int(_E.GROUP_ID_NOT_FOUND), "throttle_time_ms": 0, "topics": []})
             return
-        if group.state != EMPTY and not group.uses_consumer_protocol():
-            respond({"error_code": int(_E.NON_EMPTY_GROUP), "throttle_time_ms": 0, "topics": []})
+        error = group.validate_offset_delete()
+        if error is not None:
+            respond({"error_code": int(error), "throttle_time_ms": 0, "topics": []})
             return
         out = []
-        deleted = 0
         gone = []
+        offsets = self.of(group_id)
         for t in topics:
             name = t["name"]
             if group.is_subscribed_to_topic(name):
@@ -278,116 +314,93 @@ class OffsetManager:
                 out.append({"name": name, "partitions": [{"partition_index": p["partition_index"], "error_code": code}
                                                          for p in t["partitions"]]})
                 continue
-            parts = group.offsets.get(name)
+            parts = offsets.get(name)
             parts_out = []
             for p in t["partitions"]:
                 index = p["partition_index"]
-                if parts is not None and parts.pop(index, None) is not None:
-                    deleted += 1
+                if parts is not None and index in parts and (name, index) not in gone:
                     gone.append((name, index))
                 parts_out.append({"partition_index": index, "error_code": _NONE})
-            if parts is not None and not parts:
-                del group.offsets[name]
             out.append({"name": name, "partitions": parts_out})
-        if deleted:
-            self._offset_tombstones(group_id, gone)
-            self.manager._event(group, "offsets.deleted", self.manager._clock(), {"partitions": deleted})
+        if gone:
+            self._tombstones(group_id, gone)
+            ctx.event(group, "offsets.deleted", ctx.clock(), {"partitions": len(gone)})
         respond({"error_code": _NONE, "throttle_time_ms": 0, "topics": out})
 
     def delete_topic_offsets(self, topic: str, partitions: Iterable[int] | None = None) -> int:
         """Drop the committed offsets of a deleted topic (or of some of its partitions) in every
         group, as Kafka's ``onPartitionsDeleted``; returns how many were dropped."""
-        now = self.manager._clock()
+        ctx = self.ctx
+        now = ctx.clock()
         wanted = None if partitions is None else set(partitions)
         total = 0
-        for group in [*self.manager._groups.values(), *self.manager._consumer_groups.values()]:
-            parts = group.offsets.get(topic)
+        for group in list(ctx.groups.values()):
+            parts = self.of(group.group_id).get(topic)
             if not parts:
                 continue
-            if wanted is None:
-                dropped = len(parts)
-                gone = [(topic, index) for index in parts]
-                del group.offsets[topic]
-            else:
-                dropped = 0
-                gone = []
-                for index in wanted:
-                    if parts.pop(index, None) is not None:
-                        dropped += 1
-                        gone.append((topic, index))
-                if not parts:
-                    del group.offsets[topic]
-            self._offset_tombstones(group.group_id, gone)
-            if dropped:
-                total += dropped
-                self.manager._event(group, "offsets.deleted", now, {"partitions": dropped})
+            gone = [(topic, index) for index in (parts if wanted is None else wanted) if index in parts]
+            if gone:
+                self._tombstones(group.group_id, gone)
+                total += len(gone)
+                ctx.event(group, "offsets.deleted", now, {"partitions": len(gone)})
         return total
 
     # ==================================================================== offset retention
+    def schedule_expiration(self) -> None:
+        ctx = self.ctx
+        ctx.timers.schedule(("offsets-expiry",), ctx.clock() + self.offsets_retention_check_interval_ms,
+                            self._on_expiration_timer)
+
+    @entry
+    def _on_expiration_timer(self) -> None:
+        try:
+            self.cleanup_group_metadata()
+        finally:
+            self.schedule_expiration()
+
     def cleanup_group_metadata(self) -> tuple[int, int]:
         """One retention sweep (Kafka's ``cleanupGroupMetadata``): expire offsets by each group's
         expiration condition, then delete Empty groups left without offsets.
 
         Runs by itself every ``offsets.retention.check.interval.ms``; returns
         (offsets expired, groups deleted)."""
-        now = self.manager._clock()
-        retention = self.offsets_retention_ms
+        ctx = self.ctx
+        now = ctx.clock()
         expired_total = deleted_groups = 0
-        for group in [*self.manager._groups.values(), *self.manager._consumer_groups.values()]:
-            gone = [] if self.manager._persist else None
-            all_expired, expired = self._cleanup_expired_offsets(group, now, retention, gone)
+        for group in list(ctx.groups.values()):
+            all_expired, gone = self._expired_offsets(group, now)
             if gone:
-                self._offset_tombstones(group.group_id, gone)
-            expired_total += expired
-            if expired:
-                self.manager._event(group, "offsets.expired", now, {"partitions": expired})
-            if all_expired and group.state == EMPTY:
-                if isinstance(group, ConsumerGroup):
-                    self.manager._delete_consumer_group(group, now, "offsets_expired")
-                else:
-                    self.manager._delete_group(group, now, "offsets_expired")
+                self._tombstones(group.group_id, gone)
+                expired_total += len(gone)
+                ctx.event(group, "offsets.expired", now, {"partitions": len(gone)})
+            if all_expired and group.is_empty():
+                self._delete_group(group, now, "offsets_expired")
                 deleted_groups += 1
         return expired_total, deleted_groups
 
-    @staticmethod
-    def _cleanup_expired_offsets(group: ClassicGroup | ConsumerGroup, now: int, retention: int,
-                                 removed: list | None = None) -> tuple[bool, int]:
-        """Returns (no offsets left, number expired)."""
-        if not group.offsets:
-            return True, 0
-        state = group.state
-        if isinstance(group, ConsumerGroup):
-            base_state = None   # ConsumerGroup.offsetExpirationCondition: from the commit time
-        elif group.protocol_type is not None:
-            if state == EMPTY:
-                base_state = group.current_state_timestamp
-            elif group.uses_consumer_protocol() and group.subscribed_topics is not None and state == STABLE:
-                base_state = None
-            else:
-                return False, 0
-        else:
-            base_state = None   # simple group: from the commit time
+    def _expired_offsets(self, group, now: int) -> tuple[bool, list]:
+        """(no offsets left after the sweep, the (topic, partition)s that expired) (Kafka's
+        ``cleanupExpiredOffsets``)."""
+        offsets = self._offsets.get(group.group_id)
+        if not offsets:
+            return True, []
+        condition = group.offset_expiration_condition()
+        if condition is None:
+            return False, []
+        retention = self.offsets_retention_ms
         all_expired = True
-        expired = 0
-        for topic in list(group.offsets):
+        gone = []
+        for topic, parts in offsets.items():
             if group.is_subscribed_to_topic(topic):
                 all_expired = False
                 continue
-            parts = group.offsets[topic]
-            for index in list(parts):
-                o = parts[index]
+            for index, o in parts.items():
                 if o.expire_timestamp is not None:
-                    gone = now >= o.expire_timestamp
+                    expired = now >= o.expire_timestamp
                 else:
-                    base = base_state if base_state is not None else o.commit_timestamp
-                    gone = now - base >= retention
-                if gone:
-                    del parts[index]
-                    if removed is not None:
-                        removed.append((topic, index))
-                    expired += 1
+                    expired = now - condition(o) >= retention
+                if expired:
+                    gone.append((topic, index))
                 else:
                     all_expired = False
-            if not parts:
-                del group.offsets[topic]
-        return all_expired, expired
+        return all_expired, gone

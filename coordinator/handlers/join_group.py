@@ -15,7 +15,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-from ..group.manager import JoinGroupRequest, join_error
+from ..group.classic.requests import JoinGroupRequest, join_error
 from ..security import GROUP, READ, authorize
 from .common import one_group
 

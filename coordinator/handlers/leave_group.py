@@ -10,7 +10,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-from ..group.manager import LeaveGroupRequest
+from ..group.classic.requests import LeaveGroupRequest
 from ..security import GROUP, READ, authorize
 from .common import one_group
 

@@ -9,7 +9,7 @@ from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.frames import SharedBody
 
 from ..cluster import validate_topic_name
-from ..group.manager import AUTHORIZED_OPERATIONS_OMITTED
+from ..group.runtime import AUTHORIZED_OPERATIONS_OMITTED
 
 API_KEY = ApiKey.METADATA
 VERSIONS = {"3.9": (0, 12)}     # v13 (top-level ErrorCode) came with Kafka 4.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-from ..group.manager import SyncGroupRequest, sync_error
+from ..group.classic.requests import SyncGroupRequest, sync_error
 from ..security import GROUP, READ, authorize
 from .common import one_group
 

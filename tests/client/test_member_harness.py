@@ -400,7 +400,7 @@ class Sim:
 
 
 def _error_body(api_key: int, body: dict, error: int) -> dict:
-    from groupcoord.coordinator.group.manager import join_error, sync_error
+    from groupcoord.coordinator.group.runtime import join_error, sync_error
     if api_key == 11:
         return join_error("", error)
     if api_key == 14:
@@ -416,7 +416,7 @@ def _error_body(api_key: int, body: dict, error: int) -> dict:
                 "groups": [{"group_id": g["group_id"], "topics": [], "error_code": error}
                            for g in body.get("groups") or []]}
     if api_key == 68:
-        from groupcoord.coordinator.group.consumer_manager import heartbeat_error
+        from groupcoord.coordinator.group.consumer.manager import heartbeat_error
         return heartbeat_error(error)
     if api_key == 10:
         return {"throttle_time_ms": 0, "error_code": error, "error_message": None, "node_id": -1, "host": "",

@@ -17,7 +17,8 @@ T0, T1, T2, T3 = (TP("t", p) for p in range(4))
 
 def stored(sim) -> dict:
     g = sim.group()
-    return {TP(t, p): o.committed_offset for t, p, o in g.iter_offsets()} if g is not None else {}
+    offsets = sim.service.group_coordinator.offsets.of(g.group_id) if g is not None else {}
+    return {TP(t, p): o.committed_offset for t, parts in offsets.items() for p, o in parts.items()}
 
 
 def produce(sim, topic: str, partition: int, n: int, prefix: str = "v") -> None:

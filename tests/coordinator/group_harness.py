@@ -17,7 +17,7 @@ import struct
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.events import check_event
-from groupcoord.coordinator.group.manager import (GroupCoordinator, HeartbeatRequest, JoinGroupRequest,
+from groupcoord.coordinator.group.runtime import (GroupCoordinator, HeartbeatRequest, JoinGroupRequest,
                                                   LeaveGroupRequest, SyncGroupRequest, join_error, sync_error)
 from groupcoord.coordinator.group.offsets import (OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
                                                   commit_error, fetch_error)

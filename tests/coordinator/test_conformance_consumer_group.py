@@ -10,8 +10,8 @@ import pytest
 from group_harness import Call, Harness
 
 from groupcoord.coordinator.cluster import Cluster, Node
-from groupcoord.coordinator.group.consumer import ResolvedRegularExpression
-from groupcoord.coordinator.group.consumer_manager import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.group.consumer.group import ResolvedRegularExpression
+from groupcoord.coordinator.group.consumer.manager import ConsumerGroupHeartbeatRequest
 from groupcoord.protocol.errors import ErrorCode as E
 
 GROUP = "cg"
@@ -532,7 +532,7 @@ def test_a_static_member_rejoining_with_another_regex_and_a_replacement_keeping_
 
 def test_subscription_type_and_subscribed_topics_with_regexes():
     # ConsumerGroupTest: testSubscriptionType, testIsSubscribedToTopic, testSubscribedRegularExpressionCount
-    from groupcoord.coordinator.group.consumer import ConsumerGroup, ConsumerGroupMember
+    from groupcoord.coordinator.group.consumer.group import ConsumerGroup, ConsumerGroupMember
 
     def group_of(*members, resolutions=None):
         g = ConsumerGroup("g", 0)

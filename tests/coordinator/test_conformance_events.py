@@ -8,7 +8,7 @@ import structlog
 
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.events import BASE_FIELDS, EVENT_FIELDS, EVENT_TYPES, check_event
-from groupcoord.coordinator.group.manager import GroupCoordinator, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
+from groupcoord.coordinator.group.runtime import GroupCoordinator, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 from groupcoord.coordinator.timer import Timers
 
@@ -114,7 +114,7 @@ def test_static_rejoin_with_empty_member_id_is_rejected_when_group_is_full(make_
 
 
 def test_member_removed_for_group_max_size(make_harness):
-    from groupcoord.coordinator.group.classic import Member
+    from groupcoord.coordinator.group.classic.group import Member
     h = make_harness(group_max_size=1, group_initial_rebalance_delay_ms=1000)
     h.join(version=3)
     g = h.group()

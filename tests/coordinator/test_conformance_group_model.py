@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from groupcoord.coordinator.group.classic import (
+from groupcoord.coordinator.group.classic.group import (
     VALID_PREVIOUS_STATES, ClassicGroup, GroupState, IllegalStateTransition, Member, parse_subscription_topics,
 )
 

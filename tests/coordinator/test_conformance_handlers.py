@@ -184,7 +184,7 @@ def test_offset_commit_unknown_topics_and_partitions_are_merged_first(h, wire):
         {"name": "nope", "partitions": [{"partition_index": 0, "error_code": 3}]},
         {"name": "bar", "partitions": [{"partition_index": 1, "error_code": 0}]}]
     assert h.offsets() == {("foo", 0): 1, ("foo", 1): 3, ("bar", 1): 5}
-    stored = h.group().offsets["foo"][0]
+    stored = h.gc.offsets.of(GROUP)["foo"][0]
     assert (stored.leader_epoch, stored.metadata) == (4, "md")
 
 
@@ -211,7 +211,7 @@ def test_offset_commit_group_error_on_every_coordinator_partition(h, wire, svc):
 def test_offset_commit_every_version(h, wire, version):
     res, = wire(offset_commit, version, commit_body([("foo", [(0, 11)])], retention=5000))
     assert res["topics"][0]["partitions"][0]["error_code"] == 0
-    stored = h.group().offsets["foo"][0]
+    stored = h.gc.offsets.of(GROUP)["foo"][0]
     assert stored.expire_timestamp == (5000 if 2 <= version <= 4 else None)
     assert stored.leader_epoch == (4 if version >= 6 else -1)
 

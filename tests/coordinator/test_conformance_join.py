@@ -7,8 +7,8 @@ import re
 import pytest
 
 from groupcoord.coordinator.config import BrokerConfig
-from groupcoord.coordinator.group.classic import Member
-from groupcoord.coordinator.group.manager import GroupCoordinator, JoinGroupRequest
+from groupcoord.coordinator.group.classic.group import Member
+from groupcoord.coordinator.group.runtime import GroupCoordinator, JoinGroupRequest
 from groupcoord.coordinator.timer import Timers
 
 GROUP = "group-id"
@@ -207,7 +207,7 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
     for mid in ids:
         group.add(Member(mid, None, "client-id", "client-host", 10000, 5000, "consumer",
                          [("range", sub(["foo"]))]))
-    gc._prepare_rebalance(group, h.now, "test")
+    gc.classic._prepare_rebalance(group, h.now, "test")
     calls = [h.join(member_id=mid, rebalance=10000, session=10000) for mid in ids]
     assert [c.error for c in calls[10:]] == [81, 81]
     assert len(group.members) == 10 and group.num_members_awaiting_join == 10

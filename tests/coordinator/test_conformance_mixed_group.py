@@ -8,7 +8,7 @@ import pytest
 
 from group_harness import Harness
 
-from groupcoord.coordinator.group.consumer import MemberState
+from groupcoord.coordinator.group.consumer.group import MemberState
 from groupcoord.protocol import consumer as cp
 from groupcoord.protocol.errors import ErrorCode as E
 

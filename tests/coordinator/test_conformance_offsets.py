@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.coordinator.group.classic import OffsetAndMetadata
+from groupcoord.coordinator.group.offsets import OffsetAndMetadata
 from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 
 GROUP = "group-id"
@@ -117,7 +117,7 @@ def test_stored_offset_fields(h):
     h.gc.offset_commit(lambda r: None, OffsetCommitRequest("g", [{"name": "foo", "partitions": [
         {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": 3, "committed_metadata": None},
         {"partition_index": 1, "committed_offset": 8, "commit_timestamp": 99, "committed_metadata": "m"}]}]))
-    parts = h.group("g").offsets["foo"]
+    parts = h.gc.offsets.of("g")["foo"]
     assert parts[0] == OffsetAndMetadata(7, 3, "", 1234, None)
     assert parts[1] == OffsetAndMetadata(8, -1, "m", 99, None)    # v1 explicit commit timestamp
 
@@ -125,7 +125,7 @@ def test_stored_offset_fields(h):
 def test_explicit_retention_sets_expire_timestamp(h):
     h.run_until(500)
     h.commit("g", offsets={("foo", 0): 1}, retention=5000)
-    assert h.group("g").offsets["foo"][0].expire_timestamp == 5500
+    assert h.gc.offsets.of("g")["foo"][0].expire_timestamp == 5500
 
 
 # ---------------------------------------------------------------- fetch

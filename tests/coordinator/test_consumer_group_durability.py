@@ -10,8 +10,8 @@ from group_harness import Call, Harness
 from groupcoord.coordinator import records as rec
 from groupcoord.coordinator import storage as st
 from groupcoord.coordinator.cluster import Cluster, Node
-from groupcoord.coordinator.group.consumer import MemberState
-from groupcoord.coordinator.group.manager import GroupCoordinator
+from groupcoord.coordinator.group.consumer.group import MemberState
+from groupcoord.coordinator.group.runtime import GroupCoordinator
 from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 
 from test_conformance_consumer_group import BAR, FOO, GROUP, hb, tid
@@ -60,7 +60,8 @@ def snapshot(h: Harness, group_id: str = GROUP) -> dict:
         "target": g.target,
         "static": g.static_members,
         "partition_epochs": g.partition_epochs,
-        "offsets": {(t, p): o.committed_offset for t, parts in g.offsets.items() for p, o in parts.items()},
+        "offsets": {(t, p): o.committed_offset for t, parts in h.gc.offsets.of(g.group_id).items()
+                    for p, o in parts.items()},
     }
 
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from groupcoord.coordinator.group.consumer import (
+from groupcoord.coordinator.group.consumer.group import (
     ConsumerGroup,
     ConsumerGroupMember,
     FencedMemberEpoch,

@@ -12,7 +12,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from groupcoord.coordinator import storage as st
-from groupcoord.coordinator.group.manager import GroupCoordinator
+from groupcoord.coordinator.group.runtime import GroupCoordinator
 from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 from groupcoord.coordinator.service import Service
 
@@ -40,6 +40,7 @@ def reload(directory, now: int, **kw) -> tuple[Harness, st.LogStore]:
 def snapshot(gc: GroupCoordinator) -> dict:
     out = {}
     for g in gc.groups():
+        offsets = gc.offsets.of(g.group_id)
         out[g.group_id] = {
             "state": g.state, "generation": g.generation_id, "leader": g.leader_id,
             "protocol_type": g.protocol_type, "protocol": g.protocol_name,
@@ -50,7 +51,7 @@ def snapshot(gc: GroupCoordinator) -> dict:
                          m.session_timeout_ms, m.metadata(g.protocol_name) if g.protocol_name else None,
                          m.assignment) for m in g.members.values()],
             "offsets": {(t, p): (o.committed_offset, o.leader_epoch, o.metadata, o.commit_timestamp,
-                                 o.expire_timestamp) for t, p, o in g.iter_offsets()},
+                                 o.expire_timestamp) for t, parts in offsets.items() for p, o in parts.items()},
         }
     return out
 
@@ -302,7 +303,7 @@ def test_service_load_through_the_store(tmp_path):
     svc2 = Service(store=st.LogStore(str(tmp_path)))
     stats = svc2.load()
     assert stats["records"] == 1 and stats["groups"] == 1
-    assert svc2.group_coordinator.group("g").offsets["t"][0].committed_offset == 5
+    assert svc2.group_coordinator.offsets.of("g")["t"][0].committed_offset == 5
     svc2.store.close()
 
 

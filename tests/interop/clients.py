@@ -115,12 +115,14 @@ class Coord:
 
     def group(self, group_id: str) -> GroupView | None:
         def snapshot():
-            g = self.gc.service.group_coordinator.group(group_id)
+            gc = self.gc.service.group_coordinator
+            g = gc.group(group_id)
             if g is None:
                 return None
             return GroupView(g.group_id, g.state, g.generation_id, g.protocol_type, g.protocol_name, g.leader_id,
                              {m.member_id: m.group_instance_id for m in g.members.values()},
-                             {(t, p): o.committed_offset for t, p, o in g.iter_offsets()})
+                             {(t, p): o.committed_offset for t, parts in gc.offsets.of(group_id).items()
+                              for p, o in parts.items()})
         return self.gc.call(snapshot)
 
     def stable(self, group_id: str, members: int) -> GroupView | None:

@@ -42,10 +42,11 @@ class ConsumerProtocolMember(ConfluentMember):
 def consumer_group(c, group_id: str):
     """(state, group epoch, {member id: member epoch}, committed offsets) of the consumer group, or None."""
     def snapshot():
-        g = c.gc.service.group_coordinator.consumer_group(group_id)
+        gc = c.gc.service.group_coordinator
+        g = gc.consumer_group(group_id)
         if g is None:
             return None
-        offsets = {(t, p): o.committed_offset for t, parts in g.offsets.items() for p, o in parts.items()}
+        offsets = {(t, p): o.committed_offset for t, parts in gc.offsets.of(group_id).items() for p, o in parts.items()}
         return g.state, g.group_epoch, {m.member_id: m.member_epoch for m in g.members.values()}, offsets
     return c.gc.call(snapshot)
 

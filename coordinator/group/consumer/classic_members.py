@@ -31,8 +31,8 @@ from functools import partial
 from groupcoord.protocol import consumer as cp
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 
-from .classic import DEAD, STABLE, ClassicGroup, Member
-from .consumer import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError
+from ..classic.group import DEAD, STABLE, ClassicGroup, Member
+from .group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError
 
 _E = ErrorCode
 POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
@@ -56,12 +56,12 @@ def new_member_id() -> str:
 
 class ClassicMembers:
     """The classic protocol's requests to a consumer group, and the conversions; ``cm`` is the
-    :class:`~.consumer_manager.ConsumerGroupManager`."""
+    :class:`~.manager.ConsumerGroupManager`."""
 
     def __init__(self, cm):
         self.cm = cm
-        self.gc = cm.gc
-        policy = str(self.gc.config["group.consumer.migration.policy"]).strip().lower()
+        self.ctx = cm.ctx
+        policy = str(self.ctx.config["group.consumer.migration.policy"]).strip().lower()
         if policy not in POLICIES:
             raise ValueError(f"group.consumer.migration.policy: {policy!r} is not one of {', '.join(POLICIES)}")
         self.upgrade_enabled = policy in ("upgrade", "bidirectional")
@@ -103,7 +103,7 @@ class ClassicMembers:
     # ---- JoinGroup ------------------------------------------------------------------------
     def join(self, group: ConsumerGroup, req, now: int) -> dict:
         """``classicGroupJoinToConsumerGroup``: the JoinGroup response (raises :class:`ApiError`)."""
-        cm, gc = self.cm, self.gc
+        cm = self.cm
         if self.disabled:
             raise ApiError(_E.INCONSISTENT_GROUP_PROTOCOL, f"Cannot join the consumer group {group.group_id} with "
                            "the classic protocol because the group migration is disabled.")
@@ -141,7 +141,7 @@ class ClassicMembers:
                                    f"{instance_id} was fenced by member {existing.member_id}.")
                 member = existing
         downgrade = (replaced is not None and group.all_classic_except({replaced}) and self.downgrade_enabled
-                     and len(group.members) <= gc.group_max_size)
+                     and len(group.members) <= cm.classic_max_size)
 
         try:
             subscription = cp.decode_subscription(req.protocols[0][1])
@@ -175,7 +175,7 @@ class ClassicMembers:
             cm._update_state(group, now)
             if regex_job is not None:
                 cm._resolve_regexes(group, regex_job, now, None)
-        gc.timers.cancel(("cg-join", group.group_id, member_id))
+        cm.timers.cancel(("cg-join", group.group_id, member_id))
         response = {"throttle_time_ms": 0, "error_code": 0, "generation_id": updated.member_epoch,
                     "protocol_type": "consumer", "protocol_name": updated.classic.protocols[0][0], "leader": "",
                     "skip_assignment": False, "member_id": member_id, "members": []}
@@ -183,8 +183,8 @@ class ClassicMembers:
             self.to_classic(group, set(), now, rebalance)
         else:
             cm._schedule_session_timeout(group.group_id, member_id, now, req.session_timeout_ms)
-            gc.timers.schedule(("cg-sync", group.group_id, member_id), now + req.rebalance_timeout_ms,
-                               partial(gc.consumer_timer, self._on_timeout, group.group_id, member_id, "sync_timeout",
+            cm.timers.schedule(("cg-sync", group.group_id, member_id), now + req.rebalance_timeout_ms,
+                               partial(cm.timer, self._on_timeout, group.group_id, member_id, "sync_timeout",
                                        req.rebalance_timeout_ms))
         return response
 
@@ -217,11 +217,11 @@ class ClassicMembers:
         if (req.protocol_type is not None and req.protocol_type != "consumer") or \
                 (req.protocol_name is not None and req.protocol_name != protocol):
             raise ApiError(_E.INCONSISTENT_GROUP_PROTOCOL)
-        now = self.gc.clock()
+        now = self.ctx.clock()
         if group.assignment_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
             self._schedule_join_timeout(group, member, now)
             raise ApiError(_E.REBALANCE_IN_PROGRESS)
-        self.gc.timers.cancel(("cg-sync", group.group_id, member.member_id))
+        self.cm.timers.cancel(("cg-sync", group.group_id, member.member_id))
         self.cm._schedule_session_timeout(group.group_id, member.member_id, now, member.classic.session_timeout_ms)
         return {"throttle_time_ms": 0, "error_code": 0, "protocol_type": req.protocol_type,
                 "protocol_name": req.protocol_name,
@@ -233,7 +233,7 @@ class ClassicMembers:
         member = self._member(group, req.member_id, req.group_instance_id)
         if member.member_epoch != req.generation_id:
             raise ApiError(_E.ILLEGAL_GENERATION)
-        now = self.gc.clock()
+        now = self.ctx.clock()
         self.cm._schedule_session_timeout(group.group_id, member.member_id, now, member.classic.session_timeout_ms)
         if (member.member_epoch < group.assignment_epoch or member.state is MemberState.UNREVOKED_PARTITIONS
                 or (member.state is MemberState.UNRELEASED_PARTITIONS
@@ -267,17 +267,17 @@ class ClassicMembers:
 
     def _schedule_join_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember, now: int) -> None:
         key = ("cg-join", group.group_id, member.member_id)
-        if not self.gc.timers.is_scheduled(key):
-            self.gc.timers.schedule(key, now + member.rebalance_timeout_ms, partial(
-                self.gc.consumer_timer, self._on_timeout, group.group_id, member.member_id, "join_timeout",
+        if not self.cm.timers.is_scheduled(key):
+            self.cm.timers.schedule(key, now + member.rebalance_timeout_ms, partial(
+                self.cm.timer, self._on_timeout, group.group_id, member.member_id, "join_timeout",
                 member.rebalance_timeout_ms))
 
     def _on_timeout(self, group_id: str, member_id: str, reason: str, timeout_ms: int) -> None:
-        group = self.gc.consumer_group(group_id)
+        group = self.cm.group(group_id)
         if group is None or member_id not in group.members:
             return
         member = group.members[member_id]
-        self.cm._fence(group, [member], self.gc.clock(), "consumer.member_fenced",
+        self.cm._fence(group, [member], self.ctx.clock(), "consumer.member_fenced",
                        lambda m: {"member": m.member_id, "instance_id": m.instance_id, "reason": reason,
                                   "timeout_ms": timeout_ms})
 
@@ -329,7 +329,6 @@ class ClassicMembers:
         except OwnershipError as e:
             raise ApiError(_E.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer group: "
                            f"{e}.") from None
-        group.offsets = classic.offsets
         group.subscription_metadata = self.cm._subscription_metadata(group.subscribed_topic_names())
         group.state = group.compute_state()
         return group
@@ -338,7 +337,7 @@ class ClassicMembers:
         """``convertToConsumerGroup``: the consumer group :meth:`convert` made takes the classic
         group's place (its waiting requests answered REBALANCE_IN_PROGRESS, its timers stopped,
         the tombstone and the new group's records in one append); its members' sessions start."""
-        self.gc.upgrade_group(self.gc.group(group.group_id), group, now)
+        self.ctx.upgrade(self.ctx.group(group.group_id, "classic"), group, now)
         for member in group.members.values():
             self.cm._schedule_session_timeout(group.group_id, member.member_id, now,
                                               member.classic.session_timeout_ms)
@@ -350,12 +349,11 @@ class ClassicMembers:
         ids = {m.member_id for m in leaving}
         remaining = len(group.members) - len(ids & set(group.members))
         return (group.all_classic_except(ids) and remaining > 0 and self.downgrade_enabled
-                and remaining <= self.gc.group_max_size)
+                and remaining <= self.cm.classic_max_size)
 
     def to_classic(self, group: ConsumerGroup, leaving: set, now: int, rebalance: bool) -> ClassicGroup:
         """``ClassicGroup.fromConsumerGroup``: Stable at the group epoch, every remaining member with
         its target assignment, then a rebalance when asked."""
-        gc = self.gc
         classic = ClassicGroup(group.group_id, now)
         classic.generation_id = group.group_epoch
         for m in group.members.values():
@@ -372,9 +370,6 @@ class ClassicMembers:
         classic.subscribed_topics = classic.compute_subscribed_topics()
         classic.state = STABLE
         classic.previous_state = DEAD
-        classic.offsets = group.offsets
-        gc.downgrade_group(group, classic, now)
-        if rebalance:
-            gc.prepare_rebalance(classic, now, "downgrade")
+        self.ctx.downgrade(group, classic, now, rebalance)
         return classic
 

@@ -14,8 +14,7 @@ broken by the leader's preference order.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 from groupcoord.protocol.errors import ErrorCode
 
@@ -57,17 +56,6 @@ Respond = Callable[[dict], None]
 
 class IllegalStateTransition(RuntimeError):
     """A transition Kafka's ``ClassicGroupState`` does not allow."""
-
-
-@dataclass(slots=True)
-class OffsetAndMetadata:
-    """One committed offset, as the coordinator stores it."""
-
-    committed_offset: int
-    leader_epoch: int            # -1: none
-    metadata: str                # null is stored as ""
-    commit_timestamp: int        # ms
-    expire_timestamp: int | None = None   # OffsetCommit v2-4 with an explicit retention
 
 
 _I16 = struct.Struct(">h")
@@ -171,12 +159,13 @@ class Member:
 
 
 class ClassicGroup:
-    """A classic group: state machine, members, protocol bookkeeping and stored offsets."""
+    """A classic group: state machine, members and protocol bookkeeping (its offsets are the
+    offset manager's)."""
 
     __slots__ = ("group_id", "state", "previous_state", "current_state_timestamp", "protocol_type",
                  "protocol_name", "generation_id", "leader_id", "members", "static_members",
                  "pending_join_members", "num_members_awaiting_join", "supported_protocols",
-                 "pending_sync_members", "subscribed_topics", "new_member_added", "offsets",
+                 "pending_sync_members", "subscribed_topics", "new_member_added",
                  "rebalance_started_ms", "rebalance_rounds")
 
     def __init__(self, group_id: str, now_ms: int, state: str = EMPTY):
@@ -196,8 +185,6 @@ class ClassicGroup:
         self.pending_sync_members: set[str] = set()
         self.subscribed_topics: frozenset[str] | None = None
         self.new_member_added = False
-        #: committed offsets: topic -> partition -> OffsetAndMetadata
-        self.offsets: dict[str, dict[int, OffsetAndMetadata]] = {}
         self.rebalance_started_ms: int | None = None
         self.rebalance_rounds = 0
 
@@ -447,16 +434,61 @@ class ClassicGroup:
         return [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                  "metadata": m.metadata(protocol)} for m in self.members.values()]
 
-    # ---- offsets -----------------------------------------------------------------
-    def offset_count(self) -> int:
-        return sum(len(parts) for parts in self.offsets.values())
+    # ---- what the runtime and the offset manager ask of a group ---------------------
+    type = "classic"
 
-    def iter_offsets(self) -> Iterable[tuple[str, int, OffsetAndMetadata]]:
-        for topic, parts in self.offsets.items():
-            for partition, offset in parts.items():
-                yield topic, partition, offset
+    def is_empty(self) -> bool:
+        return self.state == EMPTY
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
+                               v9: bool = False) -> ErrorCode | None:
+        """``ClassicGroup.validateOffsetCommit``: the error of a commit, or None."""
+        state = self.state
+        if state == DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and state == EMPTY:
+            return None   # admin / manual assignment commits to an empty group
+        if generation_id >= 0 or member_id or instance_id is not None:
+            error = self.validate_member(member_id, instance_id)
+            if error is not None:
+                return error
+            if generation_id != self.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif state != EMPTY:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if state == COMPLETING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return None
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> ErrorCode | None:
+        """A classic group checks no member on a fetch."""
+        return None
+
+    def validate_offset_delete(self) -> ErrorCode | None:
+        """``ClassicGroup.validateOffsetDelete``: only an Empty group, or one of the consumer protocol."""
+        if self.state != EMPTY and not self.uses_consumer_protocol():
+            return ErrorCode.NON_EMPTY_GROUP
+        return None
+
+    def offset_expiration_condition(self):
+        """Kafka's ``ClassicGroup.offsetExpirationCondition``: a function giving the time an offset's
+        retention counts from, or None when the group's offsets do not expire now. A group of a
+        protocol type: Empty, from when it became Empty; Stable with the consumer protocol and known
+        subscriptions, from each commit; otherwise never. A simple group: from each commit."""
+        if self.protocol_type is not None:
+            if self.state == EMPTY:
+                since = self.current_state_timestamp
+                return lambda offset: since
+            if self.uses_consumer_protocol() and self.subscribed_topics is not None and self.state == STABLE:
+                return _commit_time
+            return None
+        return _commit_time
 
     def __repr__(self) -> str:
         return (f"ClassicGroup({self.group_id!r}, state={self.state}, generation={self.generation_id}, "
                 f"protocol_type={self.protocol_type!r}, protocol={self.protocol_name!r}, "
                 f"leader={self.leader_id!r}, members={list(self.members)})")
+
+
+def _commit_time(offset) -> int:
+    return offset.commit_timestamp

@@ -258,7 +258,6 @@ class ConsumerGroup:
         self.resolved_regexes: dict[str, ResolvedRegularExpression] = {}
         self.state = EMPTY
         self.state_timestamp = now
-        self.offsets: dict = {}             # topic -> partition -> OffsetAndMetadata (the offset manager's)
         self.deleted = False
         self.changed: set[str] = set()      # members put or removed since the group's records were written
         self.log_state = None               # what the log holds for the group (consumer_records.Written)
@@ -267,11 +266,12 @@ class ConsumerGroup:
     type = "consumer"
     protocol_type = "consumer"
 
-    def offset_count(self) -> int:
-        return sum(len(parts) for parts in self.offsets.values())
-
     def is_empty(self) -> bool:
         return not self.members
+
+    def offset_expiration_condition(self):
+        """``ConsumerGroup.offsetExpirationCondition``: an offset's retention counts from its commit."""
+        return _commit_time
 
     @property
     def generation_id(self) -> int:
@@ -287,7 +287,8 @@ class ConsumerGroup:
             return True
         return any(name in m.subscribed_topic_names for m in self.members.values())
 
-    def validate_offset_commit(self, member_id: str, member_epoch: int, v9: bool) -> int | None:
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
+                               v9: bool) -> int | None:
         """``ConsumerGroup.validateOffsetCommit`` (Kafka 4.0's strict epoch rule): the error code
         of a commit, or None."""
         if member_epoch < 0 and not self.members:
@@ -301,6 +302,9 @@ class ConsumerGroup:
         if member_epoch != member.member_epoch:
             # a classic member's generation is its member epoch
             return ErrorCode.ILLEGAL_GENERATION if classic else ErrorCode.STALE_MEMBER_EPOCH
+        return None
+
+    def validate_offset_delete(self) -> int | None:
         return None
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:
@@ -505,3 +509,7 @@ class ConsumerGroup:
         if not counts:
             return default
         return max(counts, key=lambda name: counts[name])
+
+
+def _commit_time(offset) -> int:
+    return offset.commit_timestamp

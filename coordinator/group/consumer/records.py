@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from groupcoord.coordinator import records as _rec
 from groupcoord.coordinator.storage import ConsumerGroupKey
 
-from .consumer import (ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError,
+from .group import (ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError,
                        ResolvedRegularExpression, uuid_order)
 
 _STATE_CODE = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1,

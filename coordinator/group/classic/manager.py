@@ -1,413 +1,97 @@
-"""Sans-I/O core of Kafka's group coordinator: the group manager.
+"""The classic protocol (Kafka's ``GroupMetadataManager`` for classic groups): JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup and DescribeGroups of classic groups, every timer of a classic
+group, and the classic group's record (:mod:`.records`).
 
-:class:`GroupCoordinator` follows the Java coordinator of Kafka 4.x (``GroupMetadataManager``;
-"J" in the reference spec) for classic groups: the groups of this coordinator, their records and
-loading, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups, ListGroups, DeleteGroups
-and every timer of a classic group. The offset requests and the retention sweep go to its
-:class:`~.offsets.OffsetManager` (``OffsetMetadataManager``); a group is a
-:class:`~.classic.ClassicGroup`.
+Purity: no sockets, no asyncio, no wall clock. Time comes only from ``ctx.clock()`` (ms); delays go
+through the keyed timers, which the driver advances. Group metadata "writes" always succeed at once,
+so callbacks Kafka runs after a log append run immediately.
 
-Purity: no sockets, no asyncio, no wall clock. Time comes only from ``clock()`` (ms);
-delays go through the keyed :class:`~groupcoord.coordinator.timer.Timers`, which the driver
-advances. Group metadata "writes" always succeed at once, so callbacks Kafka runs after a
-log append run immediately.
-
-Calling convention: every request method takes ``respond`` first, then what does not depend on
-the API version (the handlers do the version shims): JoinGroup, SyncGroup, Heartbeat, LeaveGroup
-and the offset requests one typed request object (:class:`JoinGroupRequest`, ...,
-:class:`~.offsets.OffsetCommitRequest`), which the handler has checked with its ``error()`` as
-Kafka's API layer does (the core does not repeat those checks); the others keyword arguments.
-The response is a dict in the field names of the API's latest version, handed to ``respond``
-now or later (parked JoinGroup/SyncGroup). Responses produced while the coordinator is updating its
-state are queued and delivered when the outermost call returns, so a ``respond`` callback
-may call back into the coordinator.
+Calling convention: every request method takes ``respond`` first, then one typed request object
+(:mod:`.requests`) the handler has checked with its ``error()``, as Kafka's API layer does; the
+runtime (:mod:`..runtime`) routes a request here when its group is a classic group or none. The
+response is a dict in the field names of the API's latest version, queued with ``ctx.reply`` now or
+later (parked JoinGroup/SyncGroup).
 
 Timer keys: ``("hb", group, member)`` (session / new-member / KIP-394 pending timers share it,
 as in Kafka), ``("join", group)`` (join phase and initial delay), ``("sync", group)``
-(pending sync), ``("offsets-expiry",)``.
+(pending sync).
 """
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass
-from collections import deque
-from functools import partial, wraps
-from typing import Callable, Iterable, Iterator
-
-import structlog
+from functools import partial
+from typing import Callable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 
-from .. import records as _rec
-from .. import storage as _st
-from ..cluster import partition_for
-from ..config import BrokerConfig
-from ..events import SCHEMA_VERSION, default_emit
-from . import consumer_records
-from .consumer import ConsumerGroup
-from .consumer_classic import ApiError
-from .consumer_manager import ConsumerGroupHeartbeatRequest, ConsumerGroupManager
-from .offsets import OffsetManager
-from .classic import (
+from ..context import GroupContext, entry
+from .group import (
     COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, PREPARING_REBALANCE, STABLE, ClassicGroup, Member,
-    OffsetAndMetadata,
 )
-from ..timer import Timers
-
-_log = structlog.get_logger("groupcoord.group")
+from .records import MAX_FRAME, group_record, group_record_size, group_tombstone
+from .requests import (
+    HeartbeatRequest, JoinGroupRequest, SyncGroupRequest, join_error, sync_error,
+)
 
 #: Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-#: AuthorizedOperations of a group when no authorizer is configured: READ, DELETE, DESCRIBE,
-#: DESCRIBE_CONFIGS and ALTER_CONFIGS (AclEntry.supportedOperations(GROUP)).
-GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 _NONE = 0
 _E = ErrorCode
 
 
-def default_member_id_factory(prefix: str) -> str:
-    """``<client_id>-<uuid4>`` / ``<group_instance_id>-<uuid4>``."""
-    return f"{prefix}-{uuid.uuid4()}"
+class ClassicGroupManager:
+    """The classic groups of a coordinator, in virtual time (``ctx``: :class:`~..context.GroupContext`).
 
+    ``config`` (a BrokerConfig) is read once: group.min/max.session.timeout.ms,
+    group.initial.rebalance.delay.ms, group.max.size and the offsets topic's message.max.bytes."""
 
-def join_error(member_id: str, error: int) -> dict:
-    """A JoinGroup error response (ProtocolName None: the handler maps it by version)."""
-    return {"throttle_time_ms": 0, "error_code": int(error), "generation_id": -1, "protocol_type": None,
-            "protocol_name": None, "leader": "", "skip_assignment": False, "member_id": member_id,
-            "members": []}
+    type = "classic"
 
-
-def sync_error(error: int) -> dict:
-    return {"throttle_time_ms": 0, "error_code": int(error), "protocol_type": None, "protocol_name": None,
-            "assignment": b""}
-
-
-def _protocols(protocols) -> list:
-    """Normalize JoinGroup protocols to a list of (name, bytes)."""
-    out = []
-    for p in protocols:
-        if isinstance(p, dict):
-            name, data = p["name"], p["metadata"]
-        else:
-            name, data = p
-        if data is None:
-            data = b""
-        elif not isinstance(data, bytes):
-            data = bytes(data)
-        out.append((name, data))
-    return out
-
-
-@dataclass(slots=True)
-class SyncGroupRequest:
-    """One SyncGroup, whatever its version (the handler shims the versions): what the core takes.
-    ``assignments``: the leader's [(member_id, bytes)] or [{"member_id", "assignment"}]."""
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None = None
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignments: list | tuple = ()
-
-    def error(self) -> int | None:
-        """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
-        return _E.INVALID_GROUP_ID if not self.group_id else None
-
-
-@dataclass(slots=True)
-class HeartbeatRequest:
-    """One Heartbeat, whatever its version (the handler shims the versions): what the core takes
-    (the handler refuses an empty group id)."""
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None = None
-
-
-def _leaving(members) -> list:
-    """Normalize LeaveGroup members to a list of (member_id, group_instance_id, reason)."""
-    out = []
-    for m in members:
-        if isinstance(m, dict):
-            out.append((m.get("member_id", ""), m.get("group_instance_id"), m.get("reason")))
-        else:
-            m = tuple(m)
-            out.append((m[0], m[1] if len(m) > 1 else None, m[2] if len(m) > 2 else None))
-    return out
-
-
-@dataclass(slots=True)
-class LeaveGroupRequest:
-    """One LeaveGroup, whatever its version (the handler shims the versions: v0-2's one MemberId is
-    a batch of one): what the core takes. ``members``: [(member_id, group_instance_id, reason)];
-    [{"member_id", "group_instance_id", "reason"}] and shorter tuples are normalized to that."""
-    group_id: str
-    members: list
-
-    def __post_init__(self) -> None:
-        self.members = _leaving(self.members)
-
-    def error(self) -> int | None:
-        """What Kafka's API layer refuses before the coordinator sees it: an empty group id."""
-        return _E.INVALID_GROUP_ID if not self.group_id else None
-
-
-def _entry(fn):
-    """Mark a public entry point (or timer callback): queued responses go out when it returns."""
-    @wraps(fn)
-    def wrapper(self, *args, **kwargs):
-        self._depth += 1
-        try:
-            return fn(self, *args, **kwargs)
-        finally:
-            self._depth -= 1
-            if not self._depth and self._outbox:
-                self._flush()
-    return wrapper
-
-
-@dataclass(slots=True)
-class JoinGroupRequest:
-    """One JoinGroup, whatever its version (the handler shims the versions): what the core takes.
-
-    ``rebalance_timeout_ms`` None means "same as the session timeout" (JoinGroup v0).
-    ``require_known_member_id``: request version >= 4 (KIP-394).
-    ``supports_skip_assignment``: request version >= 9 (KIP-814).
-    ``protocols``: [(name, metadata)] or [{"name", "metadata"}] in preference order.
-    ``respond``: where the answer goes (set by :meth:`GroupCoordinator.join_group`)."""
-    group_id: str
-    session_timeout_ms: int
-    protocol_type: str
-    protocols: list
-    member_id: str = ""
-    group_instance_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    rebalance_timeout_ms: int | None = None
-    reason: str | None = None
-    require_known_member_id: bool = True
-    supports_skip_assignment: bool = True
-    respond: Callable[[dict], None] | None = None
-
-    def __post_init__(self) -> None:
-        if self.rebalance_timeout_ms is None:
-            self.rebalance_timeout_ms = self.session_timeout_ms
-        self.protocols = _protocols(self.protocols)
-
-    def error(self, min_session_timeout_ms: int, max_session_timeout_ms: int) -> int | None:
-        """What Kafka's API layer refuses before the coordinator sees the request: an empty group
-        id (INVALID_GROUP_ID), a session timeout out of the group.{min,max}.session.timeout.ms
-        bounds (INVALID_SESSION_TIMEOUT). None: valid."""
-        if not self.group_id:
-            return _E.INVALID_GROUP_ID
-        if not min_session_timeout_ms <= self.session_timeout_ms <= max_session_timeout_ms:
-            return _E.INVALID_SESSION_TIMEOUT
-        return None
-
-
-class GroupCoordinator:
-    """Kafka's classic group coordinator, in virtual time.
-
-    ``config``            BrokerConfig (group.* and offsets.* settings are read once).
-    ``timers``            keyed timers the driver advances.
-    ``clock``             () -> now in ms.
-    ``emit``              receives every structured event (:mod:`.events`); default: structlog.
-    ``member_id_factory`` prefix (client id or group instance id) -> new member id;
-                          default ``<prefix>-<uuid4>``.
-    ``emit_offset_commits`` whether to emit one ``offset.committed`` event per OffsetCommit.
-    ``store``             where offset commits and group metadata are appended as records
-                          (:mod:`.storage`); default :class:`~.storage.MemoryStore` (nothing kept).
-                          ``append`` returns before the commit is acknowledged.
-
-    Loading (:meth:`begin_loading` / :meth:`complete_loading`): while an offsets-topic partition
-    loads, its groups answer COORDINATOR_LOAD_IN_PROGRESS (Heartbeat: NONE), as in Kafka.
-    """
-
-    def __init__(self, config: BrokerConfig, timers: Timers, clock: Callable[[], int],
-                 emit: Callable[[dict], None] | None = None,
-                 member_id_factory: Callable[[str], str] | None = None, *,
-                 emit_offset_commits: bool = True, store: "_st.Store | None" = None) -> None:
-        self.config = config
-        self.timers = timers
-        self._clock = clock
-        self._emit = emit if emit is not None else default_emit
-        self._new_member_id = member_id_factory or default_member_id_factory
-        self._emit_commits = emit_offset_commits
-        self._groups: dict[str, ClassicGroup] = {}
-        self._outbox: deque = deque()
-        self._depth = 0
+    def __init__(self, ctx: GroupContext) -> None:
+        config = ctx.config
+        self.ctx = ctx
+        self.timers = ctx.timers
+        self._groups = ctx.groups
+        self._clock = ctx.clock
+        self._reply = ctx.reply
+        self._event = ctx.event
         self.min_session_timeout_ms = int(config["group.min.session.timeout.ms"])
         self.max_session_timeout_ms = int(config["group.max.session.timeout.ms"])
         self.initial_rebalance_delay_ms = int(config["group.initial.rebalance.delay.ms"])
         self.group_max_size = int(config["group.max.size"])
         self.new_member_join_timeout_ms = NEW_MEMBER_JOIN_TIMEOUT_MS
         # the offsets topic's max.message.bytes; never above what the log can read back
-        self.max_message_bytes = min(int(config["message.max.bytes"]), _st.MAX_FRAME - 4)
-        self.num_offsets_partitions = int(config["offsets.topic.num.partitions"])
-        self.store = store if store is not None else _st.MemoryStore()
-        self._persist = not isinstance(self.store, _st.MemoryStore)
-        self._loading: set[int] = set()
-        self.offsets = OffsetManager(self)
-        # the offset requests are the offset manager's (bound here: no call in between)
-        self.offset_commit = self.offsets.offset_commit
-        self.offset_fetch = self.offsets.offset_fetch
-        self.offset_delete = self.offsets.offset_delete
-        self.delete_topic_offsets = self.offsets.delete_topic_offsets
-        self.cleanup_group_metadata = self.offsets.cleanup_group_metadata
-        # consumer groups (KIP-848): a map of their own (a group id names one group of either type)
-        self._consumer_groups: dict[str, ConsumerGroup] = {}
-        protocols = {p.strip() for p in str(config["group.coordinator.rebalance.protocols"]).split(",")}
-        self.consumer_protocol_enabled = "consumer" in protocols
-        self.consumer = ConsumerGroupManager(self)
-        self._schedule_offset_expiration()
+        self.max_message_bytes = min(int(config["message.max.bytes"]), MAX_FRAME - 4)
 
-    # ==================================================================== durability
-    def partition_of(self, group_id: str) -> int:
-        """The offsets-topic partition whose log holds the group."""
-        return partition_for(group_id, self.num_offsets_partitions)
+    def group(self, group_id: str) -> ClassicGroup | None:
+        group = self._groups.get(group_id)
+        return group if group is not None and group.type == "classic" else None
 
-    def _is_loading(self, group_id: str) -> bool:
-        return bool(self._loading) and self.partition_of(group_id) in self._loading
-
-    def begin_loading(self, partition: int) -> None:
-        """Mark a partition as loading: its groups answer COORDINATOR_LOAD_IN_PROGRESS."""
-        self._loading.add(partition)
-
-    @_entry
-    def complete_loading(self, partition: int, records) -> int:
-        """Rebuild groups and offsets from a partition's records (Kafka's ``loadGroupsAndOffsets``)
-        and open the partition; returns how many groups were loaded. Stable groups come back
-        with their members, whose session timers start now."""
-        try:
-            state = _st.replay(records)
-            now = self._clock()
-            loaded = 0
-            for group_id, gm in state.groups.items():
-                self._restore_group(group_id, gm, now)
-                loaded += 1
-            for group_id, values in state.consumer_groups.items():
-                loaded += self._restore_consumer_group(group_id, values, now)
-            for (group_id, topic, index), v in state.offsets.items():
-                group = self._groups.get(group_id)
-                if group is None:
-                    group = self._consumer_groups.get(group_id)
-                if group is None:
-                    group = self._groups[group_id] = ClassicGroup(group_id, now)
-                    loaded += 1
-                group.offsets.setdefault(topic, {})[index] = OffsetAndMetadata(
-                    v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
-                    None if v.expire_timestamp == -1 else v.expire_timestamp)
-            return loaded
-        finally:
-            self._loading.discard(partition)
-
-    def _restore_group(self, group_id: str, gm: "_st.GroupMetadataValue", now: int) -> None:
-        ts = gm.current_state_timestamp
-        group = ClassicGroup(group_id, now if ts == -1 else ts)
-        group.protocol_type = gm.protocol_type
-        group.generation_id = gm.generation
-        group.protocol_name = gm.protocol_name
-        for m in gm.members:
-            member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                            m.rebalance_timeout_ms, m.session_timeout_ms, gm.protocol_type or "",
-                            [(gm.protocol_name or "", m.subscription)], m.assignment, joined_ms=now)
-            group.add(member)
-        group.protocol_type = gm.protocol_type
-        group.leader_id = gm.leader if gm.members else None
-        group.state = STABLE if gm.members else EMPTY
-        group.previous_state = DEAD
-        group.subscribed_topics = group.compute_subscribed_topics()
-        self._groups[group_id] = group
-        for m in gm.members:
-            self._schedule_heartbeat(group_id, m.member_id, m.session_timeout_ms, now)
-
-    def _restore_consumer_group(self, group_id: str, values: dict, now: int) -> int:
-        """Rebuild a consumer group from its records (Kafka's replay of them): its members' session
-        timers start now, and those still revoking partitions get their rebalance timer. Returns
-        1, or 0 when the records hold no group (no epoch record: a group deleted part way)."""
-        if (_rec.CONSUMER_GROUP_METADATA, None) not in values:
-            return 0
-        group, written, warnings = consumer_records.restore(group_id, values, now)
-        for warning in warnings:
-            _log.warning("consumer group record not applied", group=group_id, problem=warning)
-        group.log_state = written
-        self._groups.pop(group_id, None)      # live records of both types: a damaged log; this one wins
-        self._consumer_groups[group_id] = group
-        self.consumer.restored(group, now)
-        self.write_consumer_group(group)         # an epoch bumped at load (a topic changed meanwhile)
-        return 1
-
-    def _append(self, group_id: str, records: list) -> None:
-        if records:
-            self.store.append(self.partition_of(group_id), records)
-
+    # ==================================================================== the group's record
     def _persist_group(self, group: ClassicGroup) -> None:
-        """Append the group metadata record (Stable: members and assignments; Empty: none)."""
-        if self._persist:
-            self._append(group.group_id, [self._group_record(group)])
+        """Append the group metadata record (Stable: members and assignments; Empty: none). Built
+        from the group, not replayed, as Kafka's classic operations (``replayRecords`` false); only
+        when something keeps it."""
+        if self.ctx.persist:
+            self.ctx.append(group.group_id, [group_record(group)])
 
     def _group_record_too_large(self, group: ClassicGroup) -> bool:
         """Whether the group's metadata record exceeds message.max.bytes, the offsets topic's limit:
         Kafka's append fails (RecordTooLargeException) and nothing is written. Checked whether or
         not this service persists, so that a group behaves as on Kafka either way."""
-        return _st.payload_size(*self._group_record(group)) > self.max_message_bytes
+        return group_record_size(group) > self.max_message_bytes
 
-    def _group_record(self, group: ClassicGroup) -> tuple:
-        protocol = group.protocol_name
-        members = ()
-        if group.state != EMPTY:
-            members = tuple(_st.MemberMetadata(
-                m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                m.session_timeout_ms, m.metadata(protocol) if protocol is not None else b"", m.assignment)
-                for m in group.members.values())
-        ts = group.current_state_timestamp
-        value = _st.GroupMetadataValue(group.protocol_type, group.generation_id, protocol,
-                                       group.leader_id if members else None, -1 if ts is None else ts, members)
-        return _st.GroupMetadataKey(group.group_id), value
-
-    # ==================================================================== lookup / admin
-    def groups(self) -> Iterator[ClassicGroup]:
-        """All groups (a snapshot iterator)."""
-        return iter(list(self._groups.values()))
-
-    def group(self, group_id: str) -> ClassicGroup | None:
-        return self._groups.get(group_id)
-
-    def __len__(self) -> int:
-        return len(self._groups)
-
-    def __contains__(self, group_id: str) -> bool:
-        return group_id in self._groups or group_id in self._consumer_groups
-
-    # ==================================================================== consumer groups
-    def clock(self) -> int:
-        return self._clock()
-
-    def is_loading(self, group_id: str) -> bool:
-        return bool(self._loading) and self._is_loading(group_id)
-
-    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
-        return self._consumer_groups.get(group_id)
-
-    def consumer_groups(self) -> list[ConsumerGroup]:
-        return list(self._consumer_groups.values())
-
-    def add_consumer_group(self, group_id: str, now: int, replaces: ClassicGroup | None = None) -> ConsumerGroup:
-        """A new consumer group; ``replaces``: the empty classic group of that id, whose committed
-        offsets it takes over."""
-        group = ConsumerGroup(group_id, now)
-        if replaces is not None:
-            self.retire_classic_group(replaces, now)
-            group.offsets = replaces.offsets
-        self.install_consumer_group(group, now, "consumer_group_heartbeat")
+    def create_group(self, group_id: str, now: int, cause: str) -> ClassicGroup:
+        group = ClassicGroup(group_id, now)
+        self._groups[group_id] = group
+        self._event(group, "group.created", now, {"protocol_type": None, "cause": cause})
         return group
 
-    def _stop_classic_group(self, group: ClassicGroup) -> None:
-        """A classic group gives way to a consumer group of its id: its waiting JoinGroups and
-        SyncGroups are answered REBALANCE_IN_PROGRESS, its timers stop, it leaves the map."""
+    def stop(self, group: ClassicGroup) -> None:
+        """The group gives way (to a consumer group of its id, or is unloaded): its waiting
+        JoinGroups and SyncGroups are answered REBALANCE_IN_PROGRESS, its timers stop, it leaves
+        the map."""
         group_id = group.group_id
         for member in list(group.members.values()):
             respond = group.take_join_callback(member)
@@ -421,129 +105,27 @@ class GroupCoordinator:
             self._cancel_heartbeat(group_id, member_id)
         self.timers.cancel(("join", group_id))
         self.timers.cancel(("sync", group_id))
-        del self._groups[group_id]
 
-    def retire_classic_group(self, group: ClassicGroup, now: int) -> None:
-        """An empty classic group gives way to a consumer group (its offsets go with the caller)."""
-        self._stop_classic_group(group)
-        if self._persist:
-            self._append(group.group_id, [(_st.GroupMetadataKey(group.group_id), None)])
-        self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
+    def retire(self, group: ClassicGroup) -> list:
+        """An empty group gives way to a group of another type: :meth:`stop`, and its tombstone."""
+        self.stop(group)
+        return [group_tombstone(group.group_id)]
 
-    def install_consumer_group(self, group: ConsumerGroup, now: int, cause: str) -> None:
-        self._consumer_groups[group.group_id] = group
-        self.event_consumer(group, "group.created", now, {"protocol_type": "consumer", "cause": cause})
+    def loaded(self, group: ClassicGroup, now: int) -> None:
+        """A group its record rebuilt at load: its members' session timers start now."""
+        for member in group.members.values():
+            self._schedule_heartbeat(group.group_id, member.member_id, member.session_timeout_ms, now)
 
-    def retire_consumer_group(self, group: ConsumerGroup, now: int) -> None:
-        """An empty consumer group gives way to a classic group: its records are tombstoned."""
-        self._tombstone_consumer_group(group)
-        del self._consumer_groups[group.group_id]
-        self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
+    def adopt(self, group: ClassicGroup, now: int, rebalance: bool) -> None:
+        """A group a consumer group became (a downgrade): its members' session timers start now,
+        then it rebalances when asked."""
+        self.loaded(group, now)
+        if rebalance:
+            self._prepare_rebalance(group, now, "downgrade")
 
-    def upgrade_group(self, classic: ClassicGroup, group: ConsumerGroup, now: int) -> None:
-        """A classic group with members becomes ``group`` (:mod:`.consumer_classic`): the classic
-        record's tombstone and the consumer group's records in one append, as Kafka's conversion
-        is one batch of records."""
-        self._stop_classic_group(classic)
-        if self._persist:
-            group.log_state = consumer_records.Written()
-            self._append(group.group_id, [(_st.GroupMetadataKey(group.group_id), None),
-                                          *consumer_records.changes(group, group.log_state)])
-        else:
-            group.changed.clear()
-        self._event(classic, "group.deleted", now, {"reason": "converted", "offsets": 0})
-        self.install_consumer_group(group, now, "upgrade")
-
-    def downgrade_group(self, group: ConsumerGroup, classic: ClassicGroup, now: int) -> None:
-        """A consumer group of classic members becomes ``classic``, Stable with its members, whose
-        session timers start now: the consumer group's tombstones and the classic record in one
-        append."""
-        records = []
-        if self._persist and group.log_state is not None:
-            records = consumer_records.deletion(group, group.log_state)
-        del self._consumer_groups[group.group_id]
-        self._event(group, "group.deleted", now, {"reason": "converted", "offsets": 0})
-        self._groups[classic.group_id] = classic
-        if self._persist:
-            self._append(classic.group_id, [*records, self._group_record(classic)])
-        self._event(classic, "group.created", now, {"protocol_type": classic.protocol_type, "cause": "downgrade"})
-        for member in classic.members.values():
-            self._schedule_heartbeat(classic.group_id, member.member_id, member.session_timeout_ms, now)
-
-    def prepare_rebalance(self, group: ClassicGroup, now: int, reason: str) -> None:
-        self._prepare_rebalance(group, now, reason)
-
-    def write_consumer_group(self, group: ConsumerGroup) -> None:
-        """Append the records of what changed in the consumer group since its last write."""
-        if not self._persist:
-            group.changed.clear()
-            return
-        if group.log_state is None:
-            group.log_state = consumer_records.Written()
-        self._append(group.group_id, consumer_records.changes(group, group.log_state))
-
-    def write_consumer_group_id(self, group_id: str) -> None:
-        """:meth:`write_consumer_group` of the consumer group of that id, when there (still) is one."""
-        group = self._consumer_groups.get(group_id)
-        if group is not None:
-            self.write_consumer_group(group)
-
-    def _tombstone_consumer_group(self, group: ConsumerGroup) -> None:
-        if self._persist and group.log_state is not None:
-            self._append(group.group_id, consumer_records.deletion(group, group.log_state))
-
-    def _replace_consumer_group(self, group: ConsumerGroup, now: int) -> ClassicGroup:
-        """An empty consumer group becomes a classic group (a JoinGroup came), with its offsets."""
-        self.retire_consumer_group(group, now)
-        classic = self._create_group(group.group_id, now, "join_group")
-        classic.offsets = group.offsets
-        return classic
-
-    def event_consumer(self, group: ConsumerGroup, kind: str, now: int, fields: dict) -> None:
-        """An event of a consumer group (``generation``: its group epoch)."""
-        self._event(group, kind, now, fields)
-
-    @_entry
-    def consumer_timer(self, fn: Callable, group_id: str, *args) -> None:
-        """A timer of a consumer group fired: ``fn(group_id, *args)``, then what it changed in the
-        group is written (nothing when the group is gone or became a classic group, whose
-        conversion wrote its records); responses queued meanwhile go out after it."""
-        fn(group_id, *args)
-        self.write_consumer_group_id(group_id)
-
-    def expire_consumer_member(self, group_id: str, member_id: str) -> None:
-        """End a consumer group member's session now, exactly as its session timer would
-        (``consumer.member_fenced``, reason "session_timeout")."""
-        self.consumer_timer(self.consumer.expire_member, group_id, member_id)
-
-    @_entry
-    def consumer_group_heartbeat(self, respond: Callable[[dict], None], req: ConsumerGroupHeartbeatRequest) -> None:
-        """ConsumerGroupHeartbeat of a request the API layer validated."""
-        self._reply(respond, self.consumer.heartbeat(req))
-
-    # ==================================================================== plumbing
-    def _reply(self, respond: Callable[[dict], None], response: dict) -> None:
-        self._outbox.append((respond, response))
-
-    def _flush(self) -> None:
-        outbox = self._outbox
-        failure = None
-        while outbox:
-            respond, response = outbox.popleft()
-            try:
-                respond(response)
-            except BaseException as e:  # keep delivering the others
-                if failure is None:
-                    failure = e
-        if failure is not None:
-            raise failure
-
-    def _event(self, group: ClassicGroup, kind: str, now: int, fields: dict) -> None:
-        event = {"v": SCHEMA_VERSION, "event": kind, "ts_ms": now, "group": group.group_id,
-                 "generation": group.generation_id, "state": group.state, "members": len(group.members)}
-        event.update(fields)
-        emit = self._emit             # (see heartbeat_error)
-        emit(event)
+    def member_committed(self, group: ClassicGroup, member_id: str, now: int) -> None:
+        """A member's offset commit counts as its heartbeat."""
+        self._rearm_session(group.group_id, group.members[member_id], now)
 
     def _transition(self, group: ClassicGroup, target: str, now: int, reason: str | None) -> str:
         since = group.current_state_timestamp
@@ -557,12 +139,6 @@ class GroupCoordinator:
         if group.leader_id != before:
             self._event(group, "group.leader_changed", now,
                         {"leader_from": before, "leader_to": group.leader_id, "reason": reason})
-
-    def _create_group(self, group_id: str, now: int, cause: str) -> ClassicGroup:
-        group = ClassicGroup(group_id, now)
-        self._groups[group_id] = group
-        self._event(group, "group.created", now, {"protocol_type": None, "cause": cause})
-        return group
 
     def _schedule_heartbeat(self, group_id: str, member_id: str, timeout_ms: int, now: int) -> None:
         self.timers.schedule(("hb", group_id, member_id), now + timeout_ms,
@@ -579,27 +155,17 @@ class GroupCoordinator:
                 "skip_assignment": skip_assignment, "member_id": member_id, "members": members}
 
     # ==================================================================== JoinGroup
-    @_entry
-    def join_group(self, respond: Callable[[dict], None], req: JoinGroupRequest) -> None:
-        """JoinGroup of a request the API layer validated (:meth:`JoinGroupRequest.error`)."""
+    def join_group(self, respond: Callable[[dict], None], req: JoinGroupRequest, group: ClassicGroup | None) -> None:
+        """JoinGroup of a request the API layer validated (:meth:`JoinGroupRequest.error`), to the
+        classic group of its id or to none."""
         group_id, member_id = req.group_id, req.member_id
         req.respond = respond
-        if self._loading and self._is_loading(group_id):
-            self._reply(respond, join_error(member_id, _E.COORDINATOR_LOAD_IN_PROGRESS))
-            return
         now = self._clock()
-        group = self._groups.get(group_id)
-        if group is None and group_id in self._consumer_groups:
-            consumer = self._consumer_groups[group_id]
-            if consumer.members:
-                self._classic_in_consumer_group(respond, consumer, "join", req, now)
-                return
-            group = self._replace_consumer_group(consumer, now)
         if group is None:
             if member_id:
                 self._reply(respond, join_error(member_id, _E.UNKNOWN_MEMBER_ID))
                 return
-            group = self._create_group(group_id, now, "join_group")
+            group = self.create_group(group_id, now, "join_group")
         if not self._accept_joining_member(group, member_id):
             removed = group.remove(member_id)
             if removed is not None:
@@ -611,21 +177,6 @@ class GroupCoordinator:
             self._join_new_member(group, req, now)
         else:
             self._join_existing_member(group, req, now)
-
-    def _classic_in_consumer_group(self, respond, group: ConsumerGroup, kind: str, req, now: int) -> None:
-        """A JoinGroup or SyncGroup of a classic member to a consumer group (:mod:`.consumer_classic`);
-        the group's records written."""
-        classic = self.consumer.classic
-        try:
-            if kind == "join":
-                response = classic.join(group, req, now)
-            else:
-                response = classic.sync(group, req)
-        except ApiError as e:          # (the heartbeat steps' HeartbeatError too: an assignor's failure)
-            response = join_error(e.member_id, e.code) if kind == "join" else sync_error(e.code)
-        finally:
-            self.write_consumer_group_id(group.group_id)
-        self._reply(respond, response)
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         state = group.state
@@ -645,7 +196,7 @@ class GroupCoordinator:
             self._reply(req.respond, join_error("", _E.INCONSISTENT_GROUP_PROTOCOL))
             return
         instance_id = req.group_instance_id
-        new_id = self._new_member_id(instance_id if instance_id is not None else req.client_id)
+        new_id = self.ctx.new_member_id(instance_id if instance_id is not None else req.client_id)
         if instance_id is not None:
             existing = group.static_members.get(instance_id)
             if existing is not None:
@@ -846,9 +397,9 @@ class GroupCoordinator:
             return
         self._complete_join(group, now)
 
-    @_entry
+    @entry
     def _on_initial_rebalance_timer(self, group_id: str, delay_ms: int, remaining_ms: int) -> None:
-        group = self._groups.get(group_id)
+        group = self.group(group_id)
         if group is None:
             return
         now = self._clock()
@@ -861,9 +412,9 @@ class GroupCoordinator:
         else:
             self._complete_join(group, now)
 
-    @_entry
+    @entry
     def _on_join_timer(self, group_id: str) -> None:
-        group = self._groups.get(group_id)
+        group = self.group(group_id)
         if group is not None:
             self._complete_join(group, self._clock())
 
@@ -943,9 +494,9 @@ class GroupCoordinator:
         group.pending_sync_members.clear()
         self.timers.cancel(("sync", group.group_id))
 
-    @_entry
+    @entry
     def _on_sync_timer(self, group_id: str, generation_id: int) -> None:
-        group = self._groups.get(group_id)
+        group = self.group(group_id)
         if group is None or generation_id != group.generation_id:
             return
         if group.state not in (COMPLETING_REBALANCE, STABLE) or not group.pending_sync_members:
@@ -961,23 +512,14 @@ class GroupCoordinator:
         self._leader_changed(group, leader_before, now, "leader_removed")
         self._prepare_rebalance(group, now, "sync_timeout")
 
-    def defer(self, fn: Callable[[], None]) -> None:
-        """Run fn once the operation in progress (e.g. the one emitting an event) has finished,
-        behind its queued responses, so that nothing re-enters the core mid-operation; at once
-        when the core is idle."""
-        if self._depth:
-            self._outbox.append((lambda _response: fn(), None))
-        else:
-            fn()
-
     def expire_member(self, group_id: str, member_id: str) -> None:
         """End a member's session now, exactly as its session timer would (``member.expired``)."""
         self._on_heartbeat_timer(group_id, member_id)
         self.timers.cancel(("hb", group_id, member_id))
 
-    @_entry
+    @entry
     def _on_heartbeat_timer(self, group_id: str, member_id: str) -> None:
-        group = self._groups.get(group_id)
+        group = self.group(group_id)
         if group is None or group.state == DEAD:
             return
         now = self._clock()
@@ -1008,19 +550,12 @@ class GroupCoordinator:
             self._complete_join(group, now)
 
     # ==================================================================== SyncGroup
-    @_entry
-    def sync_group(self, respond: Callable[[dict], None], req: SyncGroupRequest) -> None:
-        """SyncGroup of a request the API layer validated (:meth:`SyncGroupRequest.error`)."""
-        group_id, generation_id, member_id = req.group_id, req.generation_id, req.member_id
+    def sync_group(self, respond: Callable[[dict], None], req: SyncGroupRequest, group: ClassicGroup | None) -> None:
+        """SyncGroup of a request the API layer validated (:meth:`SyncGroupRequest.error`), to the
+        classic group of its id or to none."""
+        generation_id, member_id = req.generation_id, req.member_id
         group_instance_id, protocol_type, protocol_name = req.group_instance_id, req.protocol_type, req.protocol_name
         assignments = req.assignments
-        if self._loading and self._is_loading(group_id):
-            self._reply(respond, sync_error(_E.COORDINATOR_LOAD_IN_PROGRESS))
-            return
-        group = self._groups.get(group_id)
-        if group is None and group_id in self._consumer_groups:
-            self._classic_in_consumer_group(respond, self._consumer_groups[group_id], "sync", req, self._clock())
-            return
         if group is None or group.state == EMPTY:
             self._reply(respond, sync_error(_E.UNKNOWN_MEMBER_ID))
             return
@@ -1102,25 +637,12 @@ class GroupCoordinator:
             self.timers.cancel(("sync", group.group_id))
 
     # ==================================================================== Heartbeat
-    def heartbeat(self, respond: Callable[[dict], None], req: HeartbeatRequest) -> None:
-        """Heartbeat of a request the API layer validated (:meth:`HeartbeatRequest.error`)
-        (hot path: no events, no queued responses)."""
-        respond({"throttle_time_ms": 0, "error_code": self.heartbeat_error(req)})
-
-    def heartbeat_error(self, req: HeartbeatRequest) -> int:
-        """A validated heartbeat, answered at once: its error code (what :meth:`heartbeat` responds)."""
-        group_id = req.group_id
-        if self._loading and self._is_loading(group_id):
-            return _NONE   # Kafka: a heartbeat to a loading coordinator succeeds
-        group = self._groups.get(group_id)
+    def heartbeat_error(self, req: HeartbeatRequest, group: ClassicGroup | None) -> int:
+        """A validated heartbeat to the classic group of its id or to none, answered at once: its
+        error code (hot path: no events, no queued responses)."""
         if group is None:
-            consumer = self._consumer_groups.get(group_id)
-            if consumer is None:
-                return int(_E.UNKNOWN_MEMBER_ID)
-            try:
-                return self.consumer.classic.heartbeat(consumer, req)
-            except ApiError as e:
-                return e.code
+            return int(_E.UNKNOWN_MEMBER_ID)
+        group_id = req.group_id
         state = group.state
         if state == DEAD:
             return int(_E.COORDINATOR_NOT_AVAILABLE)
@@ -1151,40 +673,9 @@ class GroupCoordinator:
         self.timers.schedule(key, now + member.session_timeout_ms, member.timer_callback)
 
     # ==================================================================== LeaveGroup
-    @_entry
-    def leave_group(self, respond: Callable[[dict], None], req: LeaveGroupRequest) -> None:
-        """LeaveGroup of a request the API layer validated (:meth:`LeaveGroupRequest.error`).
-        Response in the v3+ shape."""
-        self._reply(respond, self._leave(req.group_id, req.members, "member"))
-
-    @_entry
-    def remove_member(self, group_id: str, member_id: str = "", group_instance_id: str | None = None,
-                      reason: str | None = None) -> int:
-        """Admin removal of one member (by member id, or by instance id with member id "").
-
-        Same path as a LeaveGroup; returns the member's error code (the top-level one when
-        the whole request fails)."""
-        req = LeaveGroupRequest(group_id, [(member_id, group_instance_id, reason)])
-        error = req.error()
-        if error is not None:
-            return int(error)
-        resp = self._leave(req.group_id, req.members, "admin")
-        if resp["error_code"]:
-            return resp["error_code"]
-        return resp["members"][0]["error_code"]
-
-    def _leave(self, group_id: str, idents: list, initiator: str) -> dict:
+    def leave(self, group: ClassicGroup | None, group_id: str, idents: list, initiator: str) -> dict:
         """The members of a validated LeaveGroup (``idents``: [(member_id, group_instance_id, reason)])
-        leave the group."""
-        if self._loading and self._is_loading(group_id):
-            return {"throttle_time_ms": 0, "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "members": []}
-        group = self._groups.get(group_id)
-        if group is None and group_id in self._consumer_groups:
-            consumer = self._consumer_groups[group_id]
-            response = self.consumer.classic.leave(consumer, idents, self._clock())
-            if self._consumer_groups.get(group_id) is consumer:
-                self.write_consumer_group(consumer)
-            return response
+        leave the classic group of that id (or none); ``initiator``: "member" or "admin"."""
         if group is None:
             return {"throttle_time_ms": 0, "error_code": _NONE, "members": [
                 {"member_id": mid, "group_instance_id": iid, "error_code": int(_E.UNKNOWN_MEMBER_ID)}
@@ -1254,15 +745,15 @@ class GroupCoordinator:
             entry["group_id"] = ""
             entry["error_code"] = int(_E.INVALID_GROUP_ID)
             return entry
-        if self._loading and self._is_loading(group_id):
+        if self.ctx.is_loading(group_id):
             entry["error_code"] = int(_E.COORDINATOR_LOAD_IN_PROGRESS)
             return entry
-        group = self._groups.get(group_id)
+        group = self.group(group_id)
         if group is None or group.state == DEAD:
             entry["group_state"] = DEAD
             if group_id_not_found:
                 entry["error_code"] = int(_E.GROUP_ID_NOT_FOUND)
-                entry["error_message"] = (f"Group {group_id} is not a classic group." if group_id in self._consumer_groups
+                entry["error_message"] = (f"Group {group_id} is not a classic group." if group_id in self._groups
                                           else f"Group {group_id} not found.")
             return entry
         entry["group_state"] = group.state
@@ -1278,104 +769,13 @@ class GroupCoordinator:
             for m in group.members.values()]
         return entry
 
-    # ==================================================================== ListGroups
-    def list_groups(self, respond: Callable[[dict], None], *, states_filter: Iterable[str] | None = None,
-                    types_filter: Iterable[str] | None = None,
-                    group_filter: Callable[[str], bool] | None = None) -> None:
-        """ListGroups. Filters are case-insensitive (states are also trimmed, as Kafka does);
-        an empty filter does not filter; an unknown type matches nothing.
-        ``group_filter``: keep only these group ids (e.g. those this node coordinates)."""
-        states = {s.lower().strip() for s in states_filter} if states_filter else None
-        types = {t.lower() for t in types_filter} if types_filter else None
-        if self._loading:
-            respond({"throttle_time_ms": 0, "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "groups": []})
-            return
-        out = []
-        if types is None or "classic" in types:
-            for group in self._groups.values():
-                if states is not None and group.state.lower() not in states:
-                    continue
-                if group_filter is not None and not group_filter(group.group_id):
-                    continue
-                out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
-                            "group_state": group.state, "group_type": "classic"})
-        if types is None or "consumer" in types:
-            for group in self._consumer_groups.values():
-                if states is not None and group.state.lower() not in states:
-                    continue
-                if group_filter is not None and not group_filter(group.group_id):
-                    continue
-                out.append({"group_id": group.group_id, "protocol_type": "consumer",
-                            "group_state": group.state, "group_type": "consumer"})
-        respond({"throttle_time_ms": 0, "error_code": _NONE, "groups": out})
-
-    # ==================================================================== DeleteGroups
-    def delete_groups(self, respond: Callable[[dict], None], *, group_ids: Iterable[str | None]) -> None:
-        """DeleteGroups: each Empty group is deleted with its offsets."""
-        results = []
-        for group_id in group_ids:
-            if group_id is None:
-                results.append({"group_id": None, "error_code": int(_E.INVALID_GROUP_ID)})
-                continue
-            group = self._groups.get(group_id)
-            consumer = self._consumer_groups.get(group_id)
-            if self._loading and self._is_loading(group_id):
-                code = int(_E.COORDINATOR_LOAD_IN_PROGRESS)
-            elif consumer is not None:
-                if consumer.members:
-                    code = int(_E.NON_EMPTY_GROUP)
-                else:
-                    self._delete_consumer_group(consumer, self._clock(), "delete_groups")
-                    code = _NONE
-            elif group is None or group.state == DEAD:
-                code = int(_E.GROUP_ID_NOT_FOUND)
-            elif group.state != EMPTY:
-                code = int(_E.NON_EMPTY_GROUP)
-            else:
-                self._delete_group(group, self._clock(), "delete_groups")
-                code = _NONE
-            results.append({"group_id": group_id, "error_code": code})
-        respond({"throttle_time_ms": 0, "results": results})
-
-    def _delete_group(self, group: ClassicGroup, now: int, reason: str) -> None:
-        offsets = group.offset_count()
-        if self._persist:
-            records = [(_st.OffsetCommitKey(group.group_id, t, p), None) for t, p, _ in group.iter_offsets()]
-            records.append((_st.GroupMetadataKey(group.group_id), None))
-            self._append(group.group_id, records)
-        group.offsets.clear()
+    def delete(self, group: ClassicGroup, now: int, reason: str) -> list:
+        """The group is deleted (DeleteGroups, or retention found it Empty without offsets): its
+        timers stop, it goes Dead; returns its tombstone (the runtime drops it from the registry)."""
         self.timers.cancel(("join", group.group_id))
         self.timers.cancel(("sync", group.group_id))
         for member_id in group.pending_join_members:
             self._cancel_heartbeat(group.group_id, member_id)
         group.pending_join_members.clear()
         self._transition(group, DEAD, now, reason)
-        del self._groups[group.group_id]
-        self._event(group, "group.deleted", now, {"reason": reason, "offsets": offsets})
-
-    def _delete_consumer_group(self, group: ConsumerGroup, now: int, reason: str) -> None:
-        offsets = group.offset_count()
-        if self._persist:
-            records = [(_st.OffsetCommitKey(group.group_id, t, p), None)
-                       for t, parts in group.offsets.items() for p in parts]
-            self._append(group.group_id, records)
-        self._tombstone_consumer_group(group)
-        group.offsets.clear()
-        del self._consumer_groups[group.group_id]
-        group.state = DEAD
-        self.event_consumer(group, "group.deleted", now, {"reason": reason, "offsets": offsets})
-
-    # ==================================================================== offsets (offsets.py)
-    def _offset_tombstones(self, group_id: str, pairs) -> None:
-        self.offsets._offset_tombstones(group_id, pairs)
-
-    def _schedule_offset_expiration(self) -> None:
-        self.timers.schedule(("offsets-expiry",), self._clock() + self.offsets.offsets_retention_check_interval_ms,
-                             self._on_offset_expiration_timer)
-
-    @_entry
-    def _on_offset_expiration_timer(self) -> None:
-        try:
-            self.offsets.cleanup_group_metadata()
-        finally:
-            self._schedule_offset_expiration()
+        return [group_tombstone(group.group_id)]

@@ -41,10 +41,13 @@ from typing import Callable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 
-from .assignors import ASSIGNORS, GroupSpec, MemberSpec, PartitionAssignorError
-from .consumer_classic import ApiError, ClassicMembers, new_member_id
-from .consumer_records import metadata_hash
-from .consumer import (
+from ..assignors import ASSIGNORS, GroupSpec, MemberSpec, PartitionAssignorError
+from ..context import GroupContext, entry
+from .classic_members import ApiError, ClassicMembers, new_member_id
+from ..classic.requests import join_error, sync_error
+from .records import Written, changes, deletion, metadata_hash
+from .group import (
+    DEAD,
     JOIN_EPOCH,
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -57,7 +60,7 @@ from .consumer import (
     reconcile,
     uuid_order,
 )
-from .topic_regex import invalid_regex_message, resolve
+from ..topic_regex import invalid_regex_message, resolve
 
 _E = ErrorCode
 
@@ -144,17 +147,23 @@ def assignor_names(value: str) -> list[str]:
 
 
 class ConsumerGroupManager:
-    """The consumer groups' side of the group manager ``gc`` (a
-    :class:`~.manager.GroupCoordinator`): its groups live in ``gc``'s map of groups.
+    """The consumer groups of a coordinator (``ctx``: :class:`~..context.GroupContext`, whose registry
+    holds them beside the groups of other types).
 
     ``image``: the metadata image (the cluster's topics: ``topics`` by name, each with
     ``topic_id`` and ``partition_count``), set by the service; :meth:`topics_changed` tells of its
     changes. ``metadata_version`` counts them (Kafka: the image's offset), ``new_topics_version`` is
     the version at which a topic was last created (Kafka's ``lastMetadataImageWithNewTopics``)."""
 
-    def __init__(self, gc):
-        cfg = gc.config
-        self.gc = gc
+    type = "consumer"
+
+    def __init__(self, ctx: GroupContext):
+        cfg = ctx.config
+        self.ctx = ctx
+        self.timers = ctx.timers
+        self._groups = ctx.groups
+        #: group.max.size: a consumer group of classic members becomes a classic group only within it
+        self.classic_max_size = int(cfg["group.max.size"])
         self.heartbeat_interval_ms = int(cfg["group.consumer.heartbeat.interval.ms"])
         self.session_timeout_ms = int(cfg["group.consumer.session.timeout.ms"])
         self._bounds = {
@@ -222,7 +231,7 @@ class ConsumerGroupManager:
             elif known.get(name) != topic.topic_id:
                 known[name] = topic.topic_id
                 self.new_topics_version = self.metadata_version
-        for group in self.gc.consumer_groups():
+        for group in self.groups():
             if changed & group.subscribed_topic_names():
                 group.metadata_refresh = True
 
@@ -241,6 +250,98 @@ class ConsumerGroupManager:
                                            member.classic.session_timeout_ms if member.classic is not None else None)
             if member.classic is None and member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_rebalance_timeout(group.group_id, member, now)
+
+    # ---- the groups ---------------------------------------------------------------------
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        group = self._groups.get(group_id)
+        return group if group is not None and group.type == "consumer" else None
+
+    def groups(self) -> list[ConsumerGroup]:
+        return [g for g in self._groups.values() if g.type == "consumer"]
+
+    def create_group(self, group_id: str, now: int, cause: str) -> ConsumerGroup:
+        """A new, empty consumer group in the registry."""
+        group = ConsumerGroup(group_id, now)
+        self._groups[group_id] = group
+        self.ctx.event(group, "group.created", now, {"protocol_type": "consumer", "cause": cause})
+        return group
+
+    def write_group(self, group: ConsumerGroup) -> None:
+        """Append the records of what changed in the group since its last write."""
+        if not self.ctx.persist:
+            group.changed.clear()
+            return
+        if group.log_state is None:
+            group.log_state = Written()
+        self.ctx.append(group.group_id, changes(group, group.log_state))
+
+    def write_group_id(self, group_id: str) -> None:
+        """:meth:`write_group` of the consumer group of that id, when there (still) is one."""
+        group = self.group(group_id)
+        if group is not None:
+            self.write_group(group)
+
+    def creation_records(self, group: ConsumerGroup) -> list:
+        """Every record of a group made whole (a conversion)."""
+        if not self.ctx.persist:
+            group.changed.clear()
+            return []
+        group.log_state = Written()
+        return changes(group, group.log_state)
+
+    def _tombstones(self, group: ConsumerGroup) -> list:
+        if self.ctx.persist and group.log_state is not None:
+            return deletion(group, group.log_state)
+        return []
+
+    def retire(self, group: ConsumerGroup) -> list:
+        """The group gives way to a group of another type: its tombstones."""
+        return self._tombstones(group)
+
+    def delete(self, group: ConsumerGroup, now: int, reason: str) -> list:
+        """The empty group is deleted: it goes Dead; its tombstones."""
+        records = self._tombstones(group)
+        group.state = DEAD
+        return records
+
+    @entry
+    def timer(self, fn: Callable, group_id: str, *args) -> None:
+        """A timer of a consumer group fired: ``fn(group_id, *args)``, then what it changed in the
+        group is written (nothing when the group is gone or became a classic group, whose
+        conversion wrote its records)."""
+        fn(group_id, *args)
+        self.write_group_id(group_id)
+
+    # ---- the classic protocol's requests (classic members) -----------------------------
+    def join_group(self, respond, req, group: ConsumerGroup) -> None:
+        """A JoinGroup of a classic member to the (non-empty) consumer group."""
+        try:
+            response = self.classic.join(group, req, self.ctx.clock())
+        except ApiError as e:          # (the heartbeat steps' HeartbeatError too: an assignor's failure)
+            response = join_error(e.member_id, e.code)
+        finally:
+            self.write_group_id(group.group_id)
+        self.ctx.reply(respond, response)
+
+    def sync_group(self, respond, req, group: ConsumerGroup) -> None:
+        try:
+            response = self.classic.sync(group, req)
+        except ApiError as e:
+            response = sync_error(e.code)
+        finally:
+            self.write_group_id(group.group_id)
+        self.ctx.reply(respond, response)
+
+    def heartbeat_error(self, req, group: ConsumerGroup) -> int:
+        try:
+            return self.classic.heartbeat(group, req)
+        except ApiError as e:
+            return e.code
+
+    def leave(self, group: ConsumerGroup, group_id: str, idents: list, initiator: str) -> dict:
+        response = self.classic.leave(group, idents, self.ctx.clock())
+        self.write_group_id(group_id)
+        return response
 
     # ---- ConsumerGroupHeartbeat -------------------------------------------------------
     # ---- group configs -------------------------------------------------------------------
@@ -283,8 +384,7 @@ class ConsumerGroupManager:
     def heartbeat(self, req: ConsumerGroupHeartbeatRequest) -> dict:
         """A heartbeat the API layer validated (:meth:`ConsumerGroupHeartbeatRequest.error`):
         its response."""
-        gc = self.gc
-        if gc.is_loading(req.group_id):
+        if self.ctx.is_loading(req.group_id):
             return heartbeat_error(_E.COORDINATOR_LOAD_IN_PROGRESS)
         try:
             if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -293,35 +393,34 @@ class ConsumerGroupManager:
         except ApiError as e:
             return heartbeat_error(e.code, e.message)
         finally:
-            gc.write_consumer_group_id(req.group_id)
+            self.write_group_id(req.group_id)
 
     def _group(self, group_id: str, create: bool, now: int, missing: str = "Consumer group",
                before_create=None) -> ConsumerGroup:
         """``getOrMaybeCreateConsumerGroup`` (``missing``: how its message names an unknown group;
         the leave path's ``consumerGroup`` says "Group"); ``before_create()`` may still refuse the
         heartbeat before a group is made (Kafka: a failed heartbeat's new group is not kept)."""
-        gc = self.gc
-        consumer = gc.consumer_group(group_id)
+        consumer = self.group(group_id)
         if consumer is not None:
             return consumer
-        group = gc.group(group_id)
+        group = self.ctx.group(group_id, "classic")
         if group is None or group.state == "Dead":
             if not create:
                 raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"{missing} {group_id} not found.")
             if before_create is not None:
                 before_create()
-            return gc.add_consumer_group(group_id, now)
+            return self.create_group(group_id, now, "consumer_group_heartbeat")
         if create and group.state == "Empty":
             # an empty classic group is replaced (Kafka's getOrMaybeCreateConsumerGroup)
             if before_create is not None:
                 before_create()
-            return gc.add_consumer_group(group_id, now, replaces=group)
+            return self.ctx.give_way(group, "consumer", "consumer_group_heartbeat")
         if create:
             return self.classic.convert(group, now)       # installed once the heartbeat passed its checks
         raise HeartbeatError(_E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
     def _heartbeat(self, req: ConsumerGroupHeartbeatRequest) -> dict:
-        now = self.gc.clock()
+        now = self.ctx.clock()
         epoch = req.member_epoch
         joining = epoch == JOIN_EPOCH
         regex = req.subscribed_topic_regex
@@ -368,7 +467,7 @@ class ConsumerGroupManager:
         regex_bump, regex_job = False, None
         if regex_changed or group.subscribed_regexes:
             regex_bump, regex_job = self._update_regexes(group, old_regex, updated.subscribed_topic_regex, now)
-        if self.gc.consumer_group(group.group_id) is not group:
+        if self.group(group.group_id) is not group:
             self.classic.install_upgrade(group, now)          # the classic group it converts gives way
         self._maybe_bump(group, member, updated, replaced, names_changed or regex_bump, now)
         self._take_place(group, updated, replaced, now)
@@ -412,7 +511,7 @@ class ConsumerGroupManager:
     def _bump(self, group: ConsumerGroup, member_id: str | None, reason: str, now: int) -> None:
         """The group epoch goes up (Kafka's "Bumped group epoch"): a new target assignment is due."""
         group.group_epoch += 1
-        self.gc.event_consumer(group, "consumer.group_epoch_bumped", now, {"member": member_id, "reason": reason})
+        self.ctx.event(group, "consumer.group_epoch_bumped", now, {"member": member_id, "reason": reason})
 
     def _take_place(self, group: ConsumerGroup, updated: ConsumerGroupMember, replaced: str | None, now: int) -> None:
         """Put the member in the group; a static member it replaces goes, and it inherits that one's
@@ -425,13 +524,13 @@ class ConsumerGroupManager:
             group.remove_member(replaced)
             self._cancel_timers(group.group_id, replaced)
             group.target[member_id] = inherited
-            self.gc.event_consumer(group, "consumer.member_replaced", now, {
+            self.ctx.event(group, "consumer.member_replaced", now, {
                 "member": member_id, "old_member": replaced, "instance_id": old.instance_id})
         is_new = member_id not in group.members
         group.update_member(updated)
         self._drop_unused_regex(group, previous.subscribed_topic_regex if previous is not None else None)
         if is_new:
-            self.gc.event_consumer(group, "consumer.member_joined", now, {
+            self.ctx.event(group, "consumer.member_joined", now, {
                 "member": member_id, "instance_id": updated.instance_id, "client_id": updated.client_id,
                 "client_host": updated.client_host, "subscribed_topics": list(updated.subscribed_topic_names),
                 "server_assignor": updated.server_assignor})
@@ -455,7 +554,7 @@ class ConsumerGroupManager:
                 if updated.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, updated, now)
                 else:
-                    self.gc.timers.cancel(("cg-rebalance", group.group_id, updated.member_id))
+                    self.timers.cancel(("cg-rebalance", group.group_id, updated.member_id))
         return updated
 
     # ---- regular expressions -----------------------------------------------------------
@@ -593,7 +692,7 @@ class ConsumerGroupManager:
     def _leave(self, req: ConsumerGroupHeartbeatRequest) -> dict:
         """``consumerGroupLeave``: epoch -1 removes the member; -2 (a static member) keeps its
         partitions reserved until its session ends."""
-        now = self.gc.clock()
+        now = self.ctx.clock()
         group = self._group(req.group_id, False, now, missing="Group")
         if req.instance_id is None:
             member = group.members.get(req.member_id)
@@ -611,8 +710,8 @@ class ConsumerGroupManager:
             # the member stays, at epoch -2: its partitions stay reserved, its session runs on
             left = replace(member, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation={})
             group.update_member(left)
-            self.gc.timers.cancel(("cg-rebalance", group.group_id, member.member_id))
-            self.gc.event_consumer(group, "consumer.member_left", now, {
+            self.timers.cancel(("cg-rebalance", group.group_id, member.member_id))
+            self.ctx.event(group, "consumer.member_left", now, {
                 "member": member.member_id, "instance_id": member.instance_id, "static": True})
             self._update_state(group, now)
         else:
@@ -630,7 +729,7 @@ class ConsumerGroupManager:
         (``fields(member)``: each one's event)."""
         if self.classic.can_downgrade(group, members):
             for m in members:
-                self.gc.event_consumer(group, event, now, fields(m))
+                self.ctx.event(group, event, now, fields(m))
             self.classic.to_classic(group, {m.member_id for m in members}, now, True)
             return
         for m in members:
@@ -644,7 +743,7 @@ class ConsumerGroupManager:
         if not group.members:
             group.assignment_epoch = group.group_epoch     # nothing to assign (KAFKA-20442)
         for m in members:
-            self.gc.event_consumer(group, event, now, fields(m))
+            self.ctx.event(group, event, now, fields(m))
         self._update_state(group, now)
 
     @staticmethod
@@ -654,43 +753,44 @@ class ConsumerGroupManager:
             group.resolved_regexes.pop(regex, None)
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        timers = self.gc.timers
+        timers = self.timers
         for kind in ("cg-session", "cg-rebalance", "cg-join", "cg-sync"):
             timers.cancel((kind, group_id, member_id))
 
     def _schedule_session_timeout(self, group_id: str, member_id: str, now: int, timeout_ms: int | None = None) -> None:
         """The member's session timer: group.consumer.session.timeout.ms, or a classic member's own."""
         timeout = self._session_timeout(group_id) if timeout_ms is None else timeout_ms
-        self.gc.timers.schedule(("cg-session", group_id, member_id), now + timeout,
-                                partial(self.gc.consumer_timer, self._on_session_timeout, group_id, member_id))
+        self.timers.schedule(("cg-session", group_id, member_id), now + timeout,
+                                partial(self.timer, self._on_session_timeout, group_id, member_id))
 
     def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember, now: int) -> None:
-        self.gc.timers.schedule(("cg-rebalance", group_id, member.member_id), now + member.rebalance_timeout_ms,
-                                partial(self.gc.consumer_timer, self._on_rebalance_timeout, group_id,
+        self.timers.schedule(("cg-rebalance", group_id, member.member_id), now + member.rebalance_timeout_ms,
+                                partial(self.timer, self._on_rebalance_timeout, group_id,
                                         member.member_id, member.member_epoch))
 
     def expire_member(self, group_id: str, member_id: str) -> None:
-        """The member's session ends now (the admin API's and the faults' ``expire_member``)."""
-        self._on_session_timeout(group_id, member_id)
+        """The member's session ends now, exactly as its session timer would (the admin API's and
+        the faults' ``expire_member``)."""
+        self.timer(self._on_session_timeout, group_id, member_id)
 
     def _on_session_timeout(self, group_id: str, member_id: str) -> None:
-        group = self.gc.consumer_group(group_id)
+        group = self.group(group_id)
         if group is None or member_id not in group.members:
             return
         member = group.members[member_id]
         timeout = member.classic.session_timeout_ms if member.classic is not None else self._session_timeout(group_id)
-        self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
+        self._remove(group, member, self.ctx.clock(), "consumer.member_fenced",
                      {"member": member_id, "instance_id": member.instance_id, "reason": "session_timeout",
                       "timeout_ms": timeout})
 
     def _on_rebalance_timeout(self, group_id: str, member_id: str, epoch: int) -> None:
-        group = self.gc.consumer_group(group_id)
+        group = self.group(group_id)
         if group is None or member_id not in group.members:
             return
         member = group.members[member_id]
         if member.member_epoch != epoch or member.state is not MemberState.UNREVOKED_PARTITIONS:
             return
-        self._remove(group, member, self.gc.clock(), "consumer.member_fenced",
+        self._remove(group, member, self.ctx.clock(), "consumer.member_fenced",
                      {"member": member_id, "instance_id": member.instance_id, "reason": "rebalance_timeout",
                       "timeout_ms": member.rebalance_timeout_ms})
 
@@ -698,19 +798,18 @@ class ConsumerGroupManager:
         state = group.compute_state()
         if state != group.state:
             previous, group.state = group.state, state
-            self.gc.event_consumer(group, "group.state_change", now, {
+            self.ctx.event(group, "group.state_change", now, {
                 "state_from": previous, "state_to": state, "duration_ms": now - group.state_timestamp,
                 "reason": None})
             group.state_timestamp = now
 
     # ---- ConsumerGroupDescribe -------------------------------------------------------
     def describe(self, group_id: str, include_authorized_operations: bool = False) -> dict:
-        gc = self.gc
-        group = gc.consumer_group(group_id)
-        if gc.is_loading(group_id):
+        group = self.group(group_id)
+        if self.ctx.is_loading(group_id):
             return {"error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "group_id": group_id}
         if group is None:
-            message = (f"Group {group_id} is not a consumer group." if gc.group(group_id) is not None
+            message = (f"Group {group_id} is not a consumer group." if group_id in self._groups
                        else f"Group {group_id} not found.")
             return {"error_code": int(_E.GROUP_ID_NOT_FOUND), "error_message": message, "group_id": group_id}
         names = {info.topic_id: name for name, info in group.subscription_metadata.items()}

@@ -1,0 +1,126 @@
+"""What a group type's manager gets from the runtime (:mod:`.runtime`): a narrow context, not the
+whole coordinator.
+
+:class:`GroupContext` holds the registry of groups (one map, every type), time (``clock``, the
+keyed ``timers``), events, the response queue, and the log (``append``; ``replay`` for the
+records a type replays live). Calls that enter the core from outside (requests, timers) are marked
+with :func:`entry`: responses queued while the core updates its state go out when the outermost
+call returns, so a ``respond`` callback may call back into the core.
+"""
+from __future__ import annotations
+
+from collections import deque
+from functools import wraps
+from typing import Callable, Protocol
+
+from ..cluster import partition_for
+from ..events import SCHEMA_VERSION
+from .. import storage as _st
+
+
+class Group(Protocol):
+    """What the runtime, the offset manager, ListGroups, DeleteGroups, the admin API and the metrics
+    ask of a group of any type."""
+    group_id: str
+    type: str                   # "classic", "consumer" (ListGroups' GroupType)
+    protocol_type: str | None   # ListGroups' ProtocolType
+    state: str                  # Kafka's state name of the type
+    members: dict
+
+    @property
+    def generation_id(self) -> int: ...                 # the generation, or the group epoch
+
+    def is_empty(self) -> bool: ...                     # no members (DeleteGroups, retention)
+
+    def is_subscribed_to_topic(self, topic: str) -> bool: ...
+
+    def offset_expiration_base(self) -> int | None | bool: ...     # see OffsetManager
+
+
+def entry(fn):
+    """Mark a method entering the core (a request or a timer callback) of an object with a ``ctx``:
+    queued responses go out when the outermost such call returns."""
+    @wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        ctx = self.ctx
+        ctx.depth += 1
+        try:
+            return fn(self, *args, **kwargs)
+        finally:
+            ctx.depth -= 1
+            if not ctx.depth and ctx.outbox:
+                ctx.flush()
+    return wrapper
+
+
+class GroupContext:
+    """The runtime's services to the group types and the offset manager (see the module)."""
+
+    def __init__(self, config, timers, clock: Callable[[], int], emit: Callable[[dict], None],
+                 store, new_member_id: Callable[[str], str]) -> None:
+        self.config = config
+        self.timers = timers
+        self.clock = clock
+        self.emit = emit
+        self.store = store
+        self.persist = not isinstance(store, _st.MemoryStore)
+        self.new_member_id = new_member_id
+        self.num_partitions = int(config["offsets.topic.num.partitions"])
+        #: every group of this coordinator, by id (a group id names one group, of one type)
+        self.groups: dict[str, Group] = {}
+        self.loading: set[int] = set()
+        self.outbox: deque = deque()
+        self.depth = 0
+        #: record type -> replay(key, value), filled by the runtime from the group types
+        self.replayers: dict[type, Callable] = {}
+        # the online migration between group types: the runtime's (set by it)
+        self.upgrade: Callable | None = None
+        self.downgrade: Callable | None = None
+        self.give_way: Callable | None = None
+
+    # ---- groups --------------------------------------------------------------------
+    def group(self, group_id: str, type_name: str):
+        """The group of that id if it is of that type, else None."""
+        group = self.groups.get(group_id)
+        return group if group is not None and group.type == type_name else None
+
+    def partition_of(self, group_id: str) -> int:
+        """The offsets-topic partition whose log holds the group."""
+        return partition_for(group_id, self.num_partitions)
+
+    def is_loading(self, group_id: str) -> bool:
+        return bool(self.loading) and self.partition_of(group_id) in self.loading
+
+    # ---- the log -------------------------------------------------------------------
+    def append(self, group_id: str, records: list) -> None:
+        """Append records to the group's log (acknowledged once written to the operating system)."""
+        if records:
+            self.store.append(self.partition_of(group_id), records)
+
+    def replay(self, key, value) -> None:
+        """Apply one record to the state: the same replay live and at load."""
+        self.replayers[type(key)](key, value)
+
+    # ---- responses and events ------------------------------------------------------
+    def reply(self, respond: Callable[[dict], None], response: dict) -> None:
+        self.outbox.append((respond, response))
+
+    def flush(self) -> None:
+        outbox = self.outbox
+        failure = None
+        while outbox:
+            respond, response = outbox.popleft()
+            try:
+                respond(response)
+            except BaseException as e:  # keep delivering the others
+                if failure is None:
+                    failure = e
+        if failure is not None:
+            raise failure
+
+    def event(self, group, kind: str, now: int, fields: dict) -> None:
+        event = {"v": SCHEMA_VERSION, "event": kind, "ts_ms": now, "group": group.group_id,
+                 "generation": group.generation_id, "state": group.state, "members": len(group.members)}
+        event.update(fields)
+        emit = self.emit             # (through a local: 3.11 specializes the call)
+        emit(event)

@@ -55,7 +55,9 @@ def test_api_keys():
 
 
 def test_one_handler_per_message():
-    assert set(HANDLERS) == set(APIS)
+    assert list(HANDLERS) == sorted(HANDLERS) and set(HANDLERS) == set(APIS)
     for key, module in HANDLERS.items():
         assert type(key) is int and module.API_KEY == key
+        # a release misspelt in VERSIONS or ADVERTISED would be ignored
+        assert set(getattr(module, "VERSIONS", {})) | set(getattr(module, "ADVERTISED", {})) <= set(KAFKA_RELEASES)
         assert module.__name__ == f"groupcoord.coordinator.handlers.{snake(APIS[key].name)}"

@@ -1,36 +1,26 @@
-"""Kafka's API keys (its ``ApiKeys`` enum), the ones groupcoord speaks: the one place a key's
-number is written. ``ApiKey.JOIN_GROUP.title`` is the name its messages carry ("JoinGroup")."""
+"""Kafka's API keys (its ``ApiKeys`` enum), the ones groupcoord speaks, named from the message
+modules: each module of :mod:`~groupcoord.protocol.messages` declares its API's key and name
+(``api(11, "JoinGroup", ...)``, the one place a key's number is written), and ``ApiKey`` has a member
+per API, in key order, named after it: JoinGroup -> ``ApiKey.JOIN_GROUP``.
+``ApiKey.JOIN_GROUP.title`` is the name its messages carry ("JoinGroup")."""
 from __future__ import annotations
 
 import enum
 
+from .messages import APIS
+from .schema import snake
 
-class ApiKey(enum.IntEnum):
-    PRODUCE = 0
-    FETCH = 1
-    LIST_OFFSETS = 2
-    METADATA = 3
-    OFFSET_COMMIT = 8
-    OFFSET_FETCH = 9
-    FIND_COORDINATOR = 10
-    JOIN_GROUP = 11
-    HEARTBEAT = 12
-    LEAVE_GROUP = 13
-    SYNC_GROUP = 14
-    DESCRIBE_GROUPS = 15
-    LIST_GROUPS = 16
-    SASL_HANDSHAKE = 17
-    API_VERSIONS = 18
-    CREATE_TOPICS = 19
-    DELETE_TOPICS = 20
-    INIT_PRODUCER_ID = 22
-    SASL_AUTHENTICATE = 36
-    DELETE_GROUPS = 42
-    OFFSET_DELETE = 47
-    CONSUMER_GROUP_HEARTBEAT = 68
-    CONSUMER_GROUP_DESCRIBE = 69
+
+class _ApiKeys(enum.IntEnum):
+    """What ``ApiKey`` is, its members aside."""
 
     @property
     def title(self) -> str:
         """The API's name as Kafka's message schemas spell it: JOIN_GROUP -> "JoinGroup"."""
-        return "".join(word.capitalize() for word in self.name.split("_"))
+        return APIS[self].name
+
+
+ApiKey = _ApiKeys("ApiKey", [(snake(api.name).upper(), key) for key, api in APIS.items()], module=__name__)
+ApiKey.__doc__ = "The API keys groupcoord speaks, one member per message module (an IntEnum)."
+
+__all__ = ["ApiKey"]

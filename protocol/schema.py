@@ -25,7 +25,6 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from .api_keys import ApiKey
 from .errors import DecodeError, UnsupportedVersionError
 from .types import (
     BOOL, FLOAT64, INT8, INT16, INT32, INT64, UINT16, UINT32, Array, Bytes, KField, KStruct, KType, NullableStruct, String, Uuid,
@@ -260,9 +259,13 @@ class Api:
         return self.request.versions
 
 
-def api(key: ApiKey, *, valid: str, flexible: str | None,
+def api(key: int, name: str, *, valid: str, flexible: str | None,
         request: Iterable[F], response: Iterable[F]) -> Api:
-    name, key = key.title, int(key)     # plain ints at run time: an IntEnum key is slower in every dict
+    """An API as a message module declares it: its key, its name as Kafka's message schemas spell
+    it ("JoinGroup", its messages being JoinGroupRequest and JoinGroupResponse) and its fields.
+    :mod:`~groupcoord.protocol.messages` finds it, :class:`~groupcoord.protocol.api_keys.ApiKey`
+    names it (``ApiKey.JOIN_GROUP``)."""
+    key = int(key)      # plain ints at run time: an IntEnum key is slower in every dict
     return Api(key, name,
                MessageSpec(f"{name}Request", request, valid, flexible, key),
                MessageSpec(f"{name}Response", response, valid, flexible, key))

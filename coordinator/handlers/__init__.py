@@ -1,37 +1,46 @@
-"""One handler module per API, as franz-go's kfake does.
+"""One handler module per API, as franz-go's kfake does, found here rather than listed.
 
-Everything one API needs is in its module: ``API_KEY`` (an :class:`~groupcoord.protocol.api_keys.ApiKey`),
-``handle(ctx, version, body, respond)``, ``error_response(version, body, code)`` (the response of
-a request failed as a whole, as Kafka's ``AbstractRequest.getErrorResponse`` builds it: faults and
-security answer with it), and for the group APIs ``groups(version, body)`` (the group ids the
-request names) and, where one request names several groups, ``GROUP_BATCH``
-(:class:`.common.GroupBatch`). ``HANDLERS`` maps API keys to the modules; ApiVersions advertises
-exactly these APIs.
+Everything one API needs is in its module: ``API_KEY`` (an :class:`~groupcoord.protocol.api_keys.ApiKey`;
+its messages are ``APIS[API_KEY]``, the module of :mod:`groupcoord.protocol.messages` that declares
+that key), ``handle(ctx, version, body, respond)``, ``error_response(version, body, code)`` (the
+response of a request failed as a whole, as Kafka's ``AbstractRequest.getErrorResponse`` builds it:
+faults and security answer with it), and for the group APIs ``groups(version, body)`` (the group
+ids the request names) and, where one request names several groups, ``GROUP_BATCH``
+(:class:`.common.GroupBatch`). ``HANDLERS`` maps API keys to the modules of this package that
+declare ``API_KEY``, in key order (``common.py``, what several of them share, declares none);
+ApiVersions advertises exactly these APIs. A new API is a message module and a handler module,
+no list to edit.
 
 The versions served depend on the Kafka release emulated (``groupcoord.kafka.version``): a
-module whose range differs from what we declare has ``VERSIONS = {release: (lo, hi)}``, and
-``ADVERTISED`` where Kafka advertises other versions than it serves (Produce).
+module whose range differs from what its message declares has ``VERSIONS = {release: (lo, hi)}``,
+and ``ADVERTISED`` where Kafka advertises other versions than it serves (Produce).
 """
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 from groupcoord.protocol.messages import APIS
 
 from ..config import SETTINGS
 
-_MODULES = (
-    "produce", "fetch", "list_offsets", "metadata", "offset_commit", "offset_fetch",
-    "find_coordinator", "join_group", "heartbeat", "leave_group", "sync_group",
-    "describe_groups", "list_groups", "api_versions", "create_topics", "delete_topics",
-    "init_producer_id", "delete_groups", "offset_delete", "sasl_handshake", "sasl_authenticate",
-    "consumer_group_heartbeat", "consumer_group_describe",
-)     # common.py: what several of them share
 
-HANDLERS = {}
-for _name in _MODULES:
-    _module = importlib.import_module(f"{__name__}.{_name}")
-    HANDLERS[int(_module.API_KEY)] = _module      # plain int keys: what requests carry
+def _found() -> dict:
+    handlers = {}
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if not hasattr(module, "API_KEY"):
+            continue            # common.py: what several of them share
+        key = int(module.API_KEY)       # plain int keys: what requests carry
+        if key not in APIS:
+            raise ImportError(f"{module.__name__}: no message declares API key {key}")
+        if key in handlers:
+            raise ImportError(f"API key {key} handled twice: {handlers[key].__name__} and {module.__name__}")
+        handlers[key] = module
+    return dict(sorted(handlers.items()))
+
+
+HANDLERS = _found()
 
 # the Kafka releases a broker can be emulated as (the first is the default)
 KAFKA_RELEASES = SETTINGS["groupcoord.kafka.version"].choices
@@ -40,13 +49,13 @@ KAFKA_RELEASES = SETTINGS["groupcoord.kafka.version"].choices
 def served_versions(release: str) -> dict[int, tuple[int, int]]:
     """Per API key, the versions a broker of that Kafka release answers; any other version of
     a request closes the connection (ApiVersions excepted), as Kafka's SocketServer does."""
-    return {key: _served(module, release) for key, module in sorted(HANDLERS.items())}
+    return {key: _served(module, release) for key, module in HANDLERS.items()}
 
 
 def advertised_versions(release: str) -> dict[int, tuple[int, int]]:
     """Per API key, the versions ApiVersions lists for that release."""
     return {key: getattr(module, "ADVERTISED", {}).get(release) or _served(module, release)
-            for key, module in sorted(HANDLERS.items())}
+            for key, module in HANDLERS.items()}
 
 
 def _served(module, release: str) -> tuple[int, int]:

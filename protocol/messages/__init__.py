@@ -1,27 +1,34 @@
-"""Every API message we speak, declared once (one module per API).
+"""Every API message we speak, declared once: one module per API, found here rather than listed.
 
-``APIS`` maps API keys to :class:`~groupcoord.protocol.schema.Api`; ``BY_NAME`` maps
-names ("JoinGroup") to the same objects.
+Each module of this package that declares ``API`` (:func:`~groupcoord.protocol.schema.api`: the
+key, the name and the fields) is an API; a new API is a new module, nothing else to edit (its
+handler is a module of :mod:`groupcoord.coordinator.handlers`). ``APIS`` maps API keys to
+:class:`~groupcoord.protocol.schema.Api`, in key order; ``BY_NAME`` maps names ("JoinGroup") to the
+same objects; :class:`~groupcoord.protocol.api_keys.ApiKey` names the keys.
 """
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from ..schema import Api
-from . import (
-    api_versions, consumer_group_describe, consumer_group_heartbeat, create_topics, delete_groups,
-    delete_topics, describe_groups, fetch,
-    find_coordinator, heartbeat, init_producer_id, join_group, leave_group, list_groups,
-    list_offsets, metadata, offset_commit, offset_delete, offset_fetch, produce,
-    sasl_authenticate, sasl_handshake, sync_group,
-)
 
-_MODULES = (
-    produce, fetch, list_offsets, metadata, offset_commit, offset_fetch, find_coordinator,
-    join_group, heartbeat, leave_group, sync_group, describe_groups, list_groups,
-    sasl_handshake, api_versions, create_topics, delete_topics, init_producer_id,
-    sasl_authenticate, delete_groups, offset_delete, consumer_group_heartbeat, consumer_group_describe,
-)
 
-APIS: dict[int, Api] = {m.API.key: m.API for m in _MODULES}
+def _found() -> dict[int, Api]:
+    apis: dict[int, Api] = {}
+    for info in pkgutil.iter_modules(__path__):
+        api = getattr(importlib.import_module(f"{__name__}.{info.name}"), "API", None)
+        if api is None:
+            continue            # a module that declares no API (none today)
+        if api.key in apis:
+            raise ImportError(f"API key {api.key} declared twice: {apis[api.key].name} and {api.name}")
+        apis[api.key] = api
+    return dict(sorted(apis.items()))
+
+
+APIS: dict[int, Api] = _found()
 BY_NAME: dict[str, Api] = {a.name: a for a in APIS.values()}
+if len(BY_NAME) != len(APIS):
+    raise ImportError("two APIs of the same name")
 
 __all__ = ["APIS", "BY_NAME"]

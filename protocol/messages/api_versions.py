@@ -1,9 +1,8 @@
 """ApiVersions (key 18). The response header is always v0, even for flexible versions."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.API_VERSIONS, valid="0-4", flexible="3+",
+    18, "ApiVersions", valid="0-4", flexible="3+",
     request=[
         F("ClientSoftwareName", "string", "3+"),
         F("ClientSoftwareVersion", "string", "3+"),

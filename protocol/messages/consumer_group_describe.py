@@ -3,7 +3,6 @@
 v1 adds each member's MemberType (KIP-1099: -1 unknown, 0 classic, 1 consumer); the request is
 the same in both versions. Flexible from v0.
 """
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 
@@ -18,7 +17,7 @@ def _assignment():
 
 
 API = api(
-    ApiKey.CONSUMER_GROUP_DESCRIBE, valid="0-1", flexible="0+",
+    69, "ConsumerGroupDescribe", valid="0-1", flexible="0+",
     request=[
         F("GroupIds", "[]string"),
         F("IncludeAuthorizedOperations", "bool"),

@@ -3,11 +3,10 @@
 v1 adds SubscribedTopicRegex, and its member ids are made by the client (KIP-1082). Flexible
 from v0. The response's Assignment is a nullable struct: null unless the assignment is sent.
 """
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.CONSUMER_GROUP_HEARTBEAT, valid="0-1", flexible="0+",
+    68, "ConsumerGroupHeartbeat", valid="0-1", flexible="0+",
     request=[
         F("GroupId", "string"),
         F("MemberId", "string"),

@@ -1,9 +1,8 @@
 """CreateTopics (key 19)."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.CREATE_TOPICS, valid="0-7", flexible="5+",
+    19, "CreateTopics", valid="0-7", flexible="5+",
     request=[
         F("Topics", A(S(
             F("Name", "string"),

@@ -1,9 +1,8 @@
 """DeleteGroups (key 42). ThrottleTimeMs comes first in every version."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.DELETE_GROUPS, valid="0-2", flexible="2+",
+    42, "DeleteGroups", valid="0-2", flexible="2+",
     request=[
         F("GroupsNames", "[]string"),
     ],

@@ -1,9 +1,8 @@
 """DeleteTopics (key 20)."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.DELETE_TOPICS, valid="0-6", flexible="4+",
+    20, "DeleteTopics", valid="0-6", flexible="4+",
     request=[
         F("Topics", A(S(
             F("Name", "string", nullable="6+", default=None),

@@ -1,9 +1,8 @@
 """DescribeGroups (key 15)."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.DESCRIBE_GROUPS, valid="0-6", flexible="5+",
+    15, "DescribeGroups", valid="0-6", flexible="5+",
     request=[
         F("Groups", "[]string"),
         F("IncludeAuthorizedOperations", "bool", "3+"),

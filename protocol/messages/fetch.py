@@ -1,9 +1,8 @@
 """Fetch (key 1). We speak 0-12: v13+ identify topics by id only."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.FETCH, valid="0-12", flexible="12+",
+    1, "Fetch", valid="0-12", flexible="12+",
     request=[
         F("ClusterId", "string", "12+", nullable="12+", tag=0, default=None),
         F("ReplicaId", "int32", "0-14", default=-1),

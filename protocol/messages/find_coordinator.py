@@ -1,9 +1,8 @@
 """FindCoordinator (key 10). Batched (CoordinatorKeys / Coordinators) from v4."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.FIND_COORDINATOR, valid="0-6", flexible="3+",
+    10, "FindCoordinator", valid="0-6", flexible="3+",
     request=[
         F("Key", "string", "0-3"),
         F("KeyType", "int8", "1+", default=0),

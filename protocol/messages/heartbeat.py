@@ -1,9 +1,8 @@
 """Heartbeat (key 12)."""
-from ..api_keys import ApiKey
 from ..schema import F, api
 
 API = api(
-    ApiKey.HEARTBEAT, valid="0-4", flexible="4+",
+    12, "Heartbeat", valid="0-4", flexible="4+",
     request=[
         F("GroupId", "string"),
         F("GenerationId", "int32"),

@@ -1,9 +1,8 @@
 """InitProducerId (key 22)."""
-from ..api_keys import ApiKey
 from ..schema import F, api
 
 API = api(
-    ApiKey.INIT_PRODUCER_ID, valid="0-4", flexible="2+",
+    22, "InitProducerId", valid="0-4", flexible="2+",
     request=[
         F("TransactionalId", "string", nullable="0+"),
         F("TransactionTimeoutMs", "int32"),

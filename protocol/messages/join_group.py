@@ -1,9 +1,8 @@
 """JoinGroup (key 11)."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.JOIN_GROUP, valid="0-9", flexible="6+",
+    11, "JoinGroup", valid="0-9", flexible="6+",
     request=[
         F("GroupId", "string"),
         F("SessionTimeoutMs", "int32"),

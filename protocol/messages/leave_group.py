@@ -1,9 +1,8 @@
 """LeaveGroup (key 13). A single MemberId up to v2, batched Members from v3 (KIP-345)."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.LEAVE_GROUP, valid="0-5", flexible="4+",
+    13, "LeaveGroup", valid="0-5", flexible="4+",
     request=[
         F("GroupId", "string"),
         F("MemberId", "string", "0-2"),

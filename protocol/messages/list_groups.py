@@ -1,9 +1,8 @@
 """ListGroups (key 16)."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.LIST_GROUPS, valid="0-5", flexible="3+",
+    16, "ListGroups", valid="0-5", flexible="3+",
     request=[
         F("StatesFilter", "[]string", "4+"),
         F("TypesFilter", "[]string", "5+"),

@@ -1,9 +1,8 @@
 """ListOffsets (key 2). v0 (old-style offsets) was removed in Kafka 4.0; we still speak it."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.LIST_OFFSETS, valid="0-7", flexible="6+",
+    2, "ListOffsets", valid="0-7", flexible="6+",
     request=[
         F("ReplicaId", "int32"),
         F("IsolationLevel", "int8", "2+"),

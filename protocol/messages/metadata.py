@@ -1,9 +1,8 @@
 """Metadata (key 3)."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.METADATA, valid="0-13", flexible="9+",
+    3, "Metadata", valid="0-13", flexible="9+",
     request=[
         F("Topics", A(S(
             F("TopicId", "uuid", "10+"),

@@ -1,9 +1,8 @@
 """OffsetCommit (key 8). v0-1 were removed in Kafka 4.0; we still speak them."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.OFFSET_COMMIT, valid="0-9", flexible="8+",
+    8, "OffsetCommit", valid="0-9", flexible="8+",
     request=[
         F("GroupId", "string"),
         F("GenerationIdOrMemberEpoch", "int32", "1+", default=-1),

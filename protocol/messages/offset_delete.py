@@ -1,9 +1,8 @@
 """OffsetDelete (key 47). Its response puts ErrorCode before ThrottleTimeMs."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.OFFSET_DELETE, valid="0", flexible=None,
+    47, "OffsetDelete", valid="0", flexible=None,
     request=[
         F("GroupId", "string"),
         F("Topics", A(S(

@@ -1,9 +1,8 @@
 """OffsetFetch (key 9). One group up to v7, a batch of groups from v8."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.OFFSET_FETCH, valid="0-9", flexible="6+",
+    9, "OffsetFetch", valid="0-9", flexible="6+",
     request=[
         F("GroupId", "string", "0-7"),
         F("Topics", A(S(

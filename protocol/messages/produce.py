@@ -1,9 +1,8 @@
 """Produce (key 0). We speak 0-9 (v13+ identify topics by id)."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.PRODUCE, valid="0-9", flexible="9+",
+    0, "Produce", valid="0-9", flexible="9+",
     request=[
         F("TransactionalId", "string", "3+", nullable="3+", default=None),
         F("Acks", "int16"),

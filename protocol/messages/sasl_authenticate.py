@@ -1,9 +1,8 @@
 """SaslAuthenticate (key 36)."""
-from ..api_keys import ApiKey
 from ..schema import F, api
 
 API = api(
-    ApiKey.SASL_AUTHENTICATE, valid="0-2", flexible="2+",
+    36, "SaslAuthenticate", valid="0-2", flexible="2+",
     request=[
         F("AuthBytes", "bytes"),
     ],

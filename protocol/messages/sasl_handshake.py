@@ -1,9 +1,8 @@
 """SaslHandshake (key 17)."""
-from ..api_keys import ApiKey
 from ..schema import F, api
 
 API = api(
-    ApiKey.SASL_HANDSHAKE, valid="0-1", flexible=None,
+    17, "SaslHandshake", valid="0-1", flexible=None,
     request=[
         F("Mechanism", "string"),
     ],

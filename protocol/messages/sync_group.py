@@ -1,9 +1,8 @@
 """SyncGroup (key 14)."""
-from ..api_keys import ApiKey
 from ..schema import A, F, S, api
 
 API = api(
-    ApiKey.SYNC_GROUP, valid="0-5", flexible="4+",
+    14, "SyncGroup", valid="0-5", flexible="4+",
     request=[
         F("GroupId", "string"),
         F("GenerationId", "int32"),

@@ -1,0 +1,63 @@
+"""The API registries: the messages (``APIS``, ``BY_NAME``), the keys (``ApiKey``) and the handlers
+(``HANDLERS``), and what ApiVersions lists and a broker serves per Kafka release, pinned whole."""
+from __future__ import annotations
+
+from groupcoord.coordinator.handlers import HANDLERS, KAFKA_RELEASES, advertised_versions, served_versions
+from groupcoord.protocol.api_keys import ApiKey
+from groupcoord.protocol.messages import APIS, BY_NAME
+from groupcoord.protocol.schema import snake
+
+NAMES = {
+    0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
+    10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
+    15: "DescribeGroups", 16: "ListGroups", 17: "SaslHandshake", 18: "ApiVersions", 19: "CreateTopics",
+    20: "DeleteTopics", 22: "InitProducerId", 36: "SaslAuthenticate", 42: "DeleteGroups", 47: "OffsetDelete",
+    68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
+}
+
+# the versions Kafka 3.9 serves and lists; 4.1 differs where KIP-896 removed versions and where
+# versions came with 4.0
+SERVED_3_9 = {
+    0: (0, 9), 1: (0, 12), 2: (0, 7), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (0, 7), 20: (0, 6), 22: (0, 4),
+    36: (0, 2), 42: (0, 2), 47: (0, 0), 68: (0, 0), 69: (0, 0),
+}
+SERVED_4_1 = {**SERVED_3_9, 0: (3, 9), 1: (4, 12), 2: (1, 7), 3: (0, 13), 8: (2, 9), 9: (1, 9), 15: (0, 6),
+              19: (2, 7), 20: (1, 6), 68: (0, 1), 69: (0, 1)}
+SERVED = {"4.1": SERVED_4_1, "3.9": SERVED_3_9}
+ADVERTISED = {"4.1": {**SERVED_4_1, 0: (0, 9)}, "3.9": SERVED_3_9}    # Produce: KAFKA-18659
+
+
+def test_the_releases():
+    assert list(KAFKA_RELEASES) == ["4.1", "3.9"]
+
+
+def test_served_and_advertised_versions_per_release():
+    for release in KAFKA_RELEASES:
+        assert served_versions(release) == SERVED[release]
+        assert advertised_versions(release) == ADVERTISED[release]
+        assert list(advertised_versions(release)) == sorted(NAMES)
+
+
+def test_messages_by_key_and_by_name():
+    assert list(APIS) == sorted(NAMES)
+    assert {key: api.name for key, api in APIS.items()} == NAMES
+    assert all(api.key == key and api.request.api_key == api.response.api_key == key for key, api in APIS.items())
+    assert all((api.request.name, api.response.name) == (f"{api.name}Request", f"{api.name}Response")
+               for api in APIS.values())
+    assert BY_NAME == {api.name: api for api in APIS.values()}
+
+
+def test_api_keys():
+    assert [(int(k), k.title) for k in ApiKey] == sorted(NAMES.items())
+    assert ApiKey.JOIN_GROUP == 11 and ApiKey.JOIN_GROUP.title == "JoinGroup" and ApiKey(18) is ApiKey.API_VERSIONS
+    assert ApiKey.INIT_PRODUCER_ID.title == "InitProducerId" and ApiKey["CONSUMER_GROUP_HEARTBEAT"] == 68
+
+
+def test_one_handler_per_message():
+    assert list(HANDLERS) == sorted(HANDLERS) and set(HANDLERS) == set(APIS)
+    for key, module in HANDLERS.items():
+        assert type(key) is int and module.API_KEY == key
+        # a release misspelt in VERSIONS or ADVERTISED would be ignored
+        assert set(getattr(module, "VERSIONS", {})) | set(getattr(module, "ADVERTISED", {})) <= set(KAFKA_RELEASES)
+        assert module.__name__ == f"groupcoord.coordinator.handlers.{snake(APIS[key].name)}"

@@ -44,7 +44,8 @@ from .classic.requests import (
 )
 from .consumer import records as consumer_records
 from .consumer.group import ConsumerGroup
-from .consumer.manager import ConsumerGroupHeartbeatRequest, ConsumerGroupManager
+from .consumer.manager import ConsumerGroupManager
+from .consumer.requests import ConsumerGroupHeartbeatRequest
 from .context import GroupContext, entry
 from .offsets import OffsetManager
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-from ..group.consumer.manager import ConsumerGroupHeartbeatRequest, heartbeat_error
+from ..group.consumer.requests import ConsumerGroupHeartbeatRequest, heartbeat_error
 from ..security import DESCRIBE, GROUP, READ, TOPIC, authorize, authorizer_of
 from .common import one_group
 

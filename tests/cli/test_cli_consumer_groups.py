@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from test_cli_groups_topics import run
 
-from groupcoord.coordinator.group.consumer.manager import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.group.consumer.requests import ConsumerGroupHeartbeatRequest
 from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 
 GROUP = "kip848"

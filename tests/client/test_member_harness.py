@@ -416,7 +416,7 @@ def _error_body(api_key: int, body: dict, error: int) -> dict:
                 "groups": [{"group_id": g["group_id"], "topics": [], "error_code": error}
                            for g in body.get("groups") or []]}
     if api_key == 68:
-        from groupcoord.coordinator.group.consumer.manager import heartbeat_error
+        from groupcoord.coordinator.group.consumer.requests import heartbeat_error
         return heartbeat_error(error)
     if api_key == 10:
         return {"throttle_time_ms": 0, "error_code": error, "error_message": None, "node_id": -1, "host": "",

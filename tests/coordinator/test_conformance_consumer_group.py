@@ -11,7 +11,7 @@ from group_harness import Call, Harness
 
 from groupcoord.coordinator.cluster import Cluster, Node
 from groupcoord.coordinator.group.consumer.group import ResolvedRegularExpression
-from groupcoord.coordinator.group.consumer.manager import ConsumerGroupHeartbeatRequest
+from groupcoord.coordinator.group.consumer.requests import ConsumerGroupHeartbeatRequest
 from groupcoord.protocol.errors import ErrorCode as E
 
 GROUP = "cg"

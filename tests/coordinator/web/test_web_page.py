@@ -277,7 +277,7 @@ CG = "kip848"
 def cg_heartbeat(gc, member: str, epoch: int, owned: list[int] | None = None) -> dict:
     """One ConsumerGroupHeartbeat handed to the service on its loop; joining subscribes to the topic,
     ``owned``: the partitions the member says it owns (None: as before)."""
-    from groupcoord.coordinator.group.consumer.manager import ConsumerGroupHeartbeatRequest
+    from groupcoord.coordinator.group.consumer.requests import ConsumerGroupHeartbeatRequest
 
     joining = epoch == 0
     topic_id = gc.service.cluster.topics[TOPIC].topic_id

@@ -87,6 +87,8 @@ The member in parts, each a module with its own step(now) and deadline, the faç
 ``metadata``            partition leaders and replicas, brokers; periodic and asked refreshes
 ``discovery``           FindCoordinator, rediscovery
 ``membership``          JoinGroup, the leader's assignment, SyncGroup, LeaveGroup, the listener
+``completion``          taking a new assignment, with either protocol: the commit,
+                        onPartitionsRevoked, the assignment and onPartitionsAssigned
 ``heartbeat``           heartbeats, the session and poll timers
 ``commits``             OffsetCommit (sync, async, auto, before revocation, on close), OffsetFetch
 ``consumer_protocol``   with group.protocol=consumer (KIP-848), in place of ``membership`` and

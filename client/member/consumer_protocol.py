@@ -50,9 +50,9 @@ from dataclasses import dataclass
 from groupcoord.protocol.errors import ErrorCode
 
 from ..assignors.base import TopicPartition as TP
-from .actions import FatalConsumerError, MemberState, PartitionsAssigned, PartitionsLost, PartitionsRevoked
+from .actions import FatalConsumerError, MemberState, PartitionsLost
+from .completion import Completing, Completion
 from .connections import CONSUMER_GROUP_HEARTBEAT, COORDINATOR, Request
-from .membership import CompletionStage as Stage
 from .membership import Generation
 
 log = logging.getLogger("groupcoord.client")
@@ -96,22 +96,14 @@ _FACADE_STATE = {
 }
 
 
-@dataclass
-class Reconciliation:
+@dataclass(kw_only=True)
+class Reconciliation(Completion):
     """AbstractMembershipManager.maybeReconcile in progress: commit, revoke, assign."""
     local_epoch: int                        # the target's local epoch being reconciled
     ids: dict                               # topic id -> frozenset of partitions
-    assigned: frozenset
-    added: frozenset
-    revoked: frozenset
-    deadline: int
-    stage: Stage = Stage.COMMIT
-    commit_started: bool = False
-    commit: int | None = None
-    token: int | None = None
 
 
-class ConsumerMembership:
+class ConsumerMembership(Completing):
     """The member in a consumer group (ConsumerMembershipManager). ``cstate``: Kafka's state;
     ``state``: the façade's view of it; ``generation``: (member epoch, member id)."""
 
@@ -201,13 +193,6 @@ class ConsumerMembership:
     def lose_partitions(self) -> None:
         self.fenced(self.member._now, "the membership was lost")
 
-    def callback(self, cls, partitions) -> int:
-        net = self.member.net
-        token = next(net.ids)
-        self.callbacks_pending.add(token)
-        net.actions.append(cls(token, frozenset(partitions)))
-        return token
-
     def on_metadata(self, now: int) -> None:
         """A target naming topic ids unknown until now may be reconciled."""
         if self.target is not None and self.completion is None:
@@ -233,7 +218,7 @@ class ConsumerMembership:
     def step(self, now: int) -> None:
         member = self.member
         if self.completion is not None:
-            self.step_reconciliation(now)
+            self.step_completion(now)
         cs = self.cstate
         if cs is CState.FENCED:
             if self.fence_token in self.callbacks_pending:
@@ -337,51 +322,25 @@ class ConsumerMembership:
         self._to(CState.RECONCILING)
         log.info("%s: reconciling epoch %s: assigned %s (added %s, revoked %s)", member.who(), self.epoch,
                  sorted(assigned), sorted(added), sorted(revoked))
-        member.pending_revocation |= revoked         # markPendingRevocationToPauseFetching
-        self.completion = Reconciliation(self.target_local_epoch, resolved, assigned, added, revoked,
-                                         now + self.rebalance_timeout_ms)
-        self.step_reconciliation(now)
+        # markPendingRevocationToPauseFetching, before the commit (the classic protocol's pauses at
+        # the revocation, where the shared stage marks them again)
+        member.pending_revocation |= revoked
+        self.completion = Reconciliation(assigned, added, revoked, now + self.rebalance_timeout_ms,
+                                         local_epoch=self.target_local_epoch, ids=resolved)
+        self.step_completion(now)
 
-    def step_reconciliation(self, now: int) -> None:
-        """Commit (auto-commit on: every consumed offset, retried until the rebalance timeout;
-        a failure does not stop the reconciliation), onPartitionsRevoked with what goes, the
-        new assignment and onPartitionsAssigned with what was added (even if nothing was, as
-        Kafka does), then acknowledge it with a heartbeat at once."""
-        member = self.member
-        c = self.completion
-        if c.stage is Stage.COMMIT:
-            commits = member.commits
-            if not c.commit_started:
-                c.commit_started = True
-                offsets = member.all_consumed()
-                if commits.auto_commit and offsets:
-                    c.commit = commits.start(offsets, "rebalance", now, retry=True,
-                                             timeout_ms=self.rebalance_timeout_ms)
-            if c.commit is not None:
-                op = commits.op(c.commit)
-                if op is not None and not op.done and now < c.deadline:
-                    return
-            c.stage = Stage.REVOKE
-        if c.stage is Stage.REVOKE:
-            if c.token is None and c.revoked:
-                c.token = self.callback(PartitionsRevoked, c.revoked)
-            if c.token in self.callbacks_pending:
-                return
-            member.set_assignment(member.assignment - c.revoked)
-            c.stage, c.token = Stage.ASSIGN, None
-        if c.stage is Stage.ASSIGN:
-            if c.token is None:
-                member.set_assignment(c.assigned)
-                member.offsets.need_committed |= set(c.added) - set(member.positions)
-                c.token = self.callback(PartitionsAssigned, c.added)
-            if c.token in self.callbacks_pending:
-                return
-            self.completion = None
-            self.current_ids = c.ids
-            self.current_local_epoch = c.local_epoch
-            self.rebalances += 1
-            self._to(CState.ACKNOWLEDGING)
-            self._heartbeat_now(now)
+    def completion_offsets(self, c: Reconciliation) -> dict:
+        """Every consumed offset (Kafka's auto-commit before a reconciliation's revocation, even
+        when nothing is revoked)."""
+        return self.member.all_consumed()
+
+    def completed(self, c: Reconciliation, now: int) -> None:
+        """The target reconciled becomes the current assignment, acknowledged by a heartbeat at once."""
+        self.current_ids = c.ids
+        self.current_local_epoch = c.local_epoch
+        self.rebalances += 1
+        self._to(CState.ACKNOWLEDGING)
+        self._heartbeat_now(now)
 
     def on_heartbeat_sent(self) -> None:
         """ConsumerMembershipManager.onHeartbeatRequestGenerated: acknowledging ends with the

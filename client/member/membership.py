@@ -3,7 +3,6 @@ rebalance's steps (onJoinPrepare, JoinGroup, the leader's assignment, SyncGroup,
 LeaveGroup, and the rebalance listener's callbacks."""
 from __future__ import annotations
 
-import enum
 import logging
 from dataclasses import dataclass
 
@@ -31,10 +30,10 @@ from .actions import (
     IllegalStateError,
     MemberState,
     OffsetAndMetadata,
-    PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
 )
+from .completion import Completing, Completion
 from .connections import COORDINATOR, JOIN_GROUP, LEAVE_GROUP, SYNC_GROUP, Request
 
 log = logging.getLogger("groupcoord.client")
@@ -77,26 +76,13 @@ class LeaderTask:
     versions: dict                          # member id -> its subscription's version
 
 
-class CompletionStage(enum.Enum):
-    COMMIT = "commit"                       # commit the partitions about to be revoked
-    REVOKE = "revoke"                       # the listener's onPartitionsRevoked
-    ASSIGN = "assign"                       # take the assignment, onPartitionsAssigned
-
-
-@dataclass
-class Completion:
+@dataclass(kw_only=True)
+class JoinCompletion(Completion):
     """onJoinComplete in progress, after a successful SyncGroup."""
-    assigned: frozenset
-    added: frozenset
-    revoked: frozenset
     user_data: bytes | None
-    deadline: int
-    stage: CompletionStage = CompletionStage.COMMIT
-    commit: int | None = None
-    token: int | None = None
 
 
-class Membership:
+class Membership(Completing):
     """The member's place in the group: ``state``, ``generation``, leadership, and what of a
     rebalance is under way (``prepare``, ``leader_task``, ``completion``)."""
 
@@ -116,7 +102,7 @@ class Membership:
         self.prepare: Prepare | None = None
         self.join_retry_at = 0
         self.leader_task: LeaderTask | None = None
-        self.completion: Completion | None = None
+        self.completion: JoinCompletion | None = None
         self.joined_subscription: frozenset[str] | None = None
         self.group_topics: frozenset[str] = frozenset()
         self.assignment_snapshot: dict[str, int] | None = None
@@ -152,14 +138,6 @@ class Membership:
             self.callback(PartitionsLost, lost)
         self.needs_prepare = True
         self.rejoin_needed = True
-
-    def callback(self, cls, partitions) -> int:
-        """Hand the rebalance listener a callback; the rebalance waits for its token."""
-        net = self.member.net
-        token = next(net.ids)
-        self.callbacks_pending.add(token)
-        net.actions.append(cls(token, frozenset(partitions)))
-        return token
 
     def on_metadata(self, now: int) -> None:
         """The leader rejoins when the partition counts it assigned with have changed."""
@@ -499,51 +477,29 @@ class Membership:
             added, revoked = assigned - owned, owned - assigned
         else:
             added, revoked = assigned, frozenset()
-        self.completion = Completion(assigned, added, revoked, user_data, now + self.rebalance_timeout_ms)
+        self.completion = JoinCompletion(assigned, added, revoked, now + self.rebalance_timeout_ms, user_data=user_data)
         self.step_completion(now)
 
-    def step_completion(self, now: int) -> None:
+    def completion_offsets(self, c: JoinCompletion) -> dict:
+        """The positions of the partitions revoked (none: no commit)."""
+        positions = self.member.positions
+        return {tp: OffsetAndMetadata(positions[tp]) for tp in sorted(c.revoked) if tp in positions}
+
+    def assigning(self, c: JoinCompletion, now: int) -> None:
+        """The protocol's assignor hears of the assignment, the auto-commit timer restarts."""
         member = self.member
-        c = self.completion
-        if c.stage is CompletionStage.COMMIT:
-            commits = member.commits
-            if c.commit is None and c.revoked and commits.auto_commit:
-                positions = member.positions
-                offsets = {tp: OffsetAndMetadata(positions[tp]) for tp in sorted(c.revoked) if tp in positions}
-                if offsets:
-                    c.commit = commits.start(offsets, "rebalance", now, retry=True,
-                                             timeout_ms=self.rebalance_timeout_ms)
-            if c.commit is not None:
-                op = commits.op(c.commit)
-                if op is not None and not op.done and now < c.deadline:
-                    return
-            c.stage = CompletionStage.REVOKE
-        if c.stage is CompletionStage.REVOKE:
-            if c.token is None and c.revoked:
-                member.pending_revocation |= c.revoked
-                c.token = self.callback(PartitionsRevoked, c.revoked)
-            if c.token in self.callbacks_pending:
-                return
-            member.set_assignment(member.assignment - c.revoked)
-            c.stage, c.token = CompletionStage.ASSIGN, None
-        if c.stage is CompletionStage.ASSIGN:
-            if c.token is None:
-                for a in member.assignors:
-                    if a.name == self.generation.protocol_name:
-                        a.on_assignment(Assignment(sorted(c.assigned), c.user_data), member.group_metadata())
-                member.set_assignment(c.assigned)
-                member.offsets.need_committed |= set(c.added) - set(member.positions)
-                member.commits.next_auto_commit = now + member.commits.auto_commit_interval_ms
-                c.token = self.callback(PartitionsAssigned, c.added)
-                log.info("%s: generation %s assignment %s (added %s, revoked %s)", member.who(),
-                         self.generation.generation_id, sorted(c.assigned), sorted(c.added),
-                         sorted(c.revoked))
-            if c.token in self.callbacks_pending:
-                return
-            self.completion = None
-            self.needs_prepare = True
-            if c.revoked:
-                self.request_rejoin("need to revoke partitions and re-join")
+        for a in member.assignors:
+            if a.name == self.generation.protocol_name:
+                a.on_assignment(Assignment(sorted(c.assigned), c.user_data), member.group_metadata())
+        member.commits.next_auto_commit = now + member.commits.auto_commit_interval_ms
+        log.info("%s: generation %s assignment %s (added %s, revoked %s)", member.who(),
+                 self.generation.generation_id, sorted(c.assigned), sorted(c.added), sorted(c.revoked))
+
+    def completed(self, c: JoinCompletion, now: int) -> None:
+        """The next rebalance prepares again; a cooperative one that revoked rejoins at once."""
+        self.needs_prepare = True
+        if c.revoked:
+            self.request_rejoin("need to revoke partitions and re-join")
 
     # ---- leaving --------------------------------------------------------------------------
     def maybe_leave(self, now: int, reason: str) -> None:

@@ -386,11 +386,21 @@ def default_emit(event: dict) -> None:
 
 def check_event(event: dict) -> None:
     """Raise ``ValueError`` unless ``event`` has exactly the documented fields."""
+    check_fields(event, BASE_FIELDS, EVENT_FIELDS)
+
+
+def check_fields(event: dict, base_fields: tuple[str, ...], event_fields: dict[str, tuple[str, ...]],
+                 what: str = "event") -> str:
+    """Raise ``ValueError`` unless ``event``'s type is one of ``event_fields`` and it has exactly
+    ``base_fields`` and that type's own fields; return its type. Any events' schema (the
+    coordinator's here, the fleet members' of :mod:`groupcoord.sim.events`); ``what`` names
+    them in the error."""
     kind = event.get("event")
-    own = EVENT_FIELDS.get(kind)
+    own = event_fields.get(kind)
     if own is None:
-        raise ValueError(f"unknown event type {kind!r}")
-    expected = set(BASE_FIELDS) | set(own)
+        raise ValueError(f"unknown {what} type {kind!r}")
+    expected = set(base_fields) | set(own)
     got = set(event)
     if got != expected:
         raise ValueError(f"{kind}: missing {sorted(expected - got)}, unexpected {sorted(got - expected)}")
+    return kind

@@ -40,6 +40,7 @@ Partition lists are sorted by topic, then partition.
 """
 from __future__ import annotations
 
+from groupcoord.coordinator.events import check_fields
 from groupcoord.protocol.errors import ErrorCode
 
 SCHEMA_VERSION = 1
@@ -64,14 +65,7 @@ MEMBER_STATES = ("UNSUBSCRIBED", "JOINING", "RECONCILING", "ACKNOWLEDGING", "STA
 def check_event(event: dict) -> None:
     """Raise ``ValueError`` unless ``event`` is a member event with exactly the documented fields
     and sane values."""
-    kind = event.get("event")
-    own = EVENT_FIELDS.get(kind)
-    if own is None:
-        raise ValueError(f"unknown member event type {kind!r}")
-    expected = set(BASE_FIELDS) | set(own)
-    got = set(event)
-    if got != expected:
-        raise ValueError(f"{kind}: missing {sorted(expected - got)}, unexpected {sorted(got - expected)}")
+    kind = check_fields(event, BASE_FIELDS, EVENT_FIELDS, "member event")
     if event["v"] != SCHEMA_VERSION:
         raise ValueError(f"{kind}: schema version {event['v']!r}")
     if not isinstance(event["ts_ms"], int) or not isinstance(event["generation"], int):

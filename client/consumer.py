@@ -36,6 +36,7 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 
+from groupcoord.aio import wait_event
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import KafkaError
 
@@ -71,23 +72,6 @@ def monotonic_ms() -> int:
 
 class ConsumerClosedError(RuntimeError):
     pass
-
-
-async def _wait(event: asyncio.Event, timeout: float | None) -> bool:
-    """Wait for event up to timeout seconds (None: for ever); whether it was set.
-
-    Not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that arrives just as
-    the event is set, which would keep a cancelled pump running for ever.
-    """
-    if event.is_set():
-        return True
-    waiter = asyncio.ensure_future(event.wait())
-    try:
-        done, _ = await asyncio.wait({waiter}, timeout=timeout)
-        return waiter in done
-    finally:
-        if not waiter.done():
-            waiter.cancel()
 
 
 class GroupConsumer:
@@ -164,7 +148,7 @@ class GroupConsumer:
         self.member.close(self._clock(), timeout_ms)
         self._wake()
         wait = (timeout if timeout is not None else self.config["default.api.timeout.ms"] / 1000) + 1
-        if not await _wait(self._closed_event, wait):
+        if not await wait_event(self._closed_event, wait):
             log.warning("close did not complete within %.1fs", wait)
         await self._shutdown()
 
@@ -207,7 +191,7 @@ class GroupConsumer:
             if remaining <= 0:
                 return []
             self._records_ready.clear()
-            if not await _wait(self._records_ready, remaining):
+            if not await wait_event(self._records_ready, remaining):
                 self._raise_errors()
                 return []
 
@@ -323,7 +307,7 @@ class GroupConsumer:
                     continue
                 deadline = self.member.next_deadline()
                 timeout = None if deadline is None else max(0.0, (deadline - self._clock()) / 1000)
-                await _wait(self._wakeup, timeout)
+                await wait_event(self._wakeup, timeout)
         except asyncio.CancelledError:
             raise
         except Exception as e:               # a bug: surface it instead of hanging

@@ -31,6 +31,8 @@ from collections import deque
 import structlog
 from aiohttp import WSMsgType, web
 
+from groupcoord.aio import wait_event
+
 from .app import foreign_origin
 from .errors import ApiError
 
@@ -144,13 +146,7 @@ class _Client:
         if self.pending or self.closed:
             return True
         self.wakeup.clear()
-        waiter = asyncio.ensure_future(self.wakeup.wait())
-        try:
-            done, _ = await asyncio.wait({waiter}, timeout=timeout)
-            return waiter in done
-        finally:
-            if not waiter.done():
-                waiter.cancel()
+        return await wait_event(self.wakeup, timeout)
 
 
 class EventHub:

@@ -171,7 +171,7 @@ def _check_first_event(path: Path) -> int | None:
 def _check_event_line(path, first: str) -> int:
     try:
         event = json.loads(first)
-        problem = _problem(event)
+        problem = event_problem(event)
     except json.JSONDecodeError as e:
         problem = f"not valid JSON ({e.msg})"
     if problem:
@@ -322,7 +322,8 @@ def _schemas():
     }
 
 
-def _struct(fields):
+def struct_type(fields):
+    """The Spark StructType of a table's ``(name, type)`` fields (:func:`_schemas`), all nullable."""
     from pyspark.sql import types as T
     return T.StructType([T.StructField(n, t, True) for n, t in fields])
 
@@ -354,13 +355,15 @@ def _events(path: str, values):
             ev = json.loads(line)
         except json.JSONDecodeError as e:
             raise ValueError(f"{_MARK} {where}: not valid JSON ({e.msg})") from None
-        problem = _problem(ev)
+        problem = event_problem(ev)
         if problem:
             raise ValueError(f"{_MARK} {where}: {problem}")
         yield ev
 
 
-def _problem(ev) -> str | None:
+def event_problem(ev) -> str | None:
+    """What keeps a parsed line from being an event this analyser reads (schema v1: an object
+    with a type, an integer ts_ms, a group, and the fields the model reads well-formed), or None."""
     if not isinstance(ev, dict):
         return "expected a JSON object"
     kind = ev.get("event")
@@ -451,13 +454,13 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         Path(out).mkdir(parents=True, exist_ok=True)
     computed = None
     if engine == "dataframe":
-        from .pipeline import Fallback, _FALLBACK
+        from .pipeline import Fallback, FALLBACK_MARK
         try:
             computed = _compute_dataframe(spark, sources, out)
         except Fallback:
             computed = None
         except Exception as e:     # raised in a Python worker: the RDD job names the line
-            if _FALLBACK not in str(e):
+            if FALLBACK_MARK not in str(e):
                 raise
     used = engine
     if computed is None:
@@ -502,7 +505,7 @@ def _compute_dataframe(spark, sources, out: str):
             frames[name] = pipeline.table(rows, name, schemas[name])
             tables[name] = _write(frames[name], storage.join(out, name))
         logs_df = spark.createDataFrame([(s.log, s.cell, s.scenario_name, s.seed, s.events_path) for s in sources],
-                                        _struct(schemas["logs"]))
+                                        struct_type(schemas["logs"]))
         tables["summary"], summary = _write_summary(frames, logs_df, out)
         small = []
         for tag, payload in rows.where(F.col("tag").isin(*_REPORT_COLUMNS)).collect():
@@ -538,10 +541,10 @@ def _compute_rdd(spark, sources, out: str):
             names = [n for n, _ in fields[4:]]
             part = rows.filter(lambda r, name=name: r[0] == name).map(
                 lambda r, names=names: tuple(r[1]) + tuple(r[2].get(n) for n in names))
-            frames[name] = spark.createDataFrame(part, _struct(fields))
+            frames[name] = spark.createDataFrame(part, struct_type(fields))
             tables[name] = _write(frames[name], storage.join(out, name))
         logs_df = spark.createDataFrame([(s.log, s.cell, s.scenario_name, s.seed, s.events_path) for s in sources],
-                                        _struct(schemas["logs"]))
+                                        struct_type(schemas["logs"]))
         tables["summary"], summary = _write_summary(frames, logs_df, out)
         small = rows.filter(lambda r: r[0] in ("invariants", "violations", "timeline", "rebalances")).map(
             _for_report).collect()

@@ -30,7 +30,8 @@ from .model import (INVARIANTS, MAX_COUNTEREXAMPLES, RUN, RUN_LAST_TS, RunOutOfO
 
 COMMITS = ("client.committed", "offset.committed")
 RESETS = ("group.deleted", "offsets.expired", "offsets.deleted")
-_FALLBACK = "groupcoord-analytics-fallback:"
+#: starts the message of every Fallback, by which job.analyze knows one raised in a Python worker
+FALLBACK_MARK = "groupcoord-analytics-fallback:"
 
 
 class Fallback(Exception):
@@ -184,11 +185,11 @@ def _group_rows(key, pdf, metas):
     """The model over one group's rows (a pandas frame): every table's rows as (tag, JSON)."""
     import pandas as pd
 
-    from .job import _problem
+    from .job import event_problem
     log, group = key
     meta = metas[log]
     if group is None:
-        raise Fallback(f"{_FALLBACK} an event without a group")
+        raise Fallback(f"{FALLBACK_MARK} an event without a group")
     pdf = pdf.sort_values(["ts", "pos"], kind="stable")
     events, kept_checked, kept_failed, kept_examples = [], 0, 0, []
     lines, runs = [], []          # ((ts, pos), event)
@@ -198,9 +199,9 @@ def _group_rows(key, pdf, metas):
             try:
                 ev = json.loads(r.value)
             except (json.JSONDecodeError, TypeError):
-                raise Fallback(f"{_FALLBACK} not JSON") from None
-            if _problem(ev) or ev["event"] in COMMITS:
-                raise Fallback(f"{_FALLBACK} a line to check")
+                raise Fallback(f"{FALLBACK_MARK} not JSON") from None
+            if event_problem(ev) or ev["event"] in COMMITS:
+                raise Fallback(f"{FALLBACK_MARK} a line to check")
             lines.append(((int(r.ts), int(r.pos)), ev))
             events.append(ev)
         elif kind == "kept":
@@ -220,11 +221,11 @@ def _group_rows(key, pdf, metas):
     _check_runs(lines, runs)
     resets = [at for at, ev in lines if ev["event"] in RESETS]
     if resets and kept_failed:
-        raise Fallback(f"{_FALLBACK} offsets reset in a group whose commits went backwards")
+        raise Fallback(f"{FALLBACK_MARK} offsets reset in a group whose commits went backwards")
     try:
         result = analyze_group(group, events, group_partitions(meta["scenario_doc"], group), meta["start_ms"])
     except RunOutOfOrder:
-        raise Fallback(f"{_FALLBACK} a run of commits to take commit by commit") from None
+        raise Fallback(f"{FALLBACK_MARK} a run of commits to take commit by commit") from None
     inv = result["invariants"]
     inv["checked"]["commits_kept"] += kept_checked
     inv["failed"]["commits_kept"] += kept_failed
@@ -263,7 +264,7 @@ def _check_runs(lines, runs) -> None:
     for first, last, run in sorted(runs, key=lambda r: r[0]):
         client = run.get("client")
         if ends.get(client, first) > first:        # runs of one stream that interleave (A B A)
-            raise Fallback(f"{_FALLBACK} runs of commits of one stream that interleave")
+            raise Fallback(f"{FALLBACK_MARK} runs of commits of one stream that interleave")
         ends[client] = last
         for _, ev in lines[bisect.bisect_left(keys, first):bisect.bisect_right(keys, last)]:
             kind = ev["event"]
@@ -277,7 +278,7 @@ def _check_runs(lines, runs) -> None:
             else:
                 clash = not kind.startswith("client.") and ev.get("generation") not in (None, run["generation"])
             if clash:
-                raise Fallback(f"{_FALLBACK} an event among a run of commits that sees their order")
+                raise Fallback(f"{FALLBACK_MARK} an event among a run of commits that sees their order")
 
 
 def _int(v):
@@ -298,8 +299,8 @@ def table(rows, name, fields):
     """One table from the tagged rows, with the RDD job's schema and column order."""
     from pyspark.sql import functions as F
 
-    from .job import _struct
-    return (rows.where(F.col("tag") == name).select(F.from_json("payload", _struct(fields)).alias("r"))
+    from .job import struct_type
+    return (rows.where(F.col("tag") == name).select(F.from_json("payload", struct_type(fields)).alias("r"))
             .select(*[F.col("r")[n].alias(n) for n, _ in fields]))
 
 

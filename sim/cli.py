@@ -109,7 +109,9 @@ def _load(args):
     return None
 
 
-def _logging(level: str) -> None:
+def configure_logging(level: str) -> None:
+    """Console logs at ``level`` (``--log-level``), the members' and the coordinator's at WARNING
+    or above: for simulate, fleet and fleet's member processes (sim/processes.py)."""
     import logging
 
     from groupcoord.coordinator.logs import configure
@@ -119,7 +121,7 @@ def _logging(level: str) -> None:
 
 def _simulate(args) -> int:
     from .model import write_outputs
-    _logging(args.log_level)
+    configure_logging(args.log_level)
     from .simulate import simulate
     sc = _load(args)
     if sc is None:
@@ -182,7 +184,7 @@ def _fleet(args) -> int:
     except ValueError as e:
         print(f"groupcoord: {e}", file=sys.stderr)
         return 2
-    _logging(args.log_level)
+    configure_logging(args.log_level)
     sc = _load(args)
     if sc is None:
         return 2

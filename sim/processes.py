@@ -284,8 +284,8 @@ def _child(conn, sc: Scenario, seed: int, shard: tuple[int, int], bootstrap: str
            log_level: str) -> None:
     """A child process: its members until the parent says stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # the parent stops the run on ^C
-    from .cli import _logging
-    _logging(log_level)
+    from .cli import configure_logging
+    configure_logging(log_level)
     raise_fd_limit()
     runner = ChildRunner(conn, sc, seed, bootstrap=bootstrap, share_connections=share_connections, shard=shard)
     try:

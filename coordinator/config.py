@@ -93,6 +93,27 @@ class ConfigError(ValueError):
     pass
 
 
+#: the names group.consumer.assignors may give, in Kafka's default order: those of the consumer
+#: group's server-side assignors (group/assignors' ASSIGNORS, which a test keeps the same)
+SERVER_ASSIGNOR_NAMES: tuple[str, ...] = ("uniform", "range")
+
+#: Kafka's class names of those assignors, which group.consumer.assignors may give instead
+ASSIGNOR_CLASS_NAMES: dict[str, str] = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+def assignor_names(value: str) -> list[str]:
+    """group.consumer.assignors: short names or Kafka's class names, comma-separated."""
+    out = []
+    for item in str(value).split(","):
+        name = ASSIGNOR_CLASS_NAMES.get(item.strip(), item.strip())
+        if name:
+            out.append(name)
+    return out
+
+
 def _convert(key: str, value: Any) -> Any:
     setting = SETTINGS.get(key)
     if setting is None:
@@ -144,13 +165,11 @@ def _check(values: dict[str, Any]) -> None:
         if not 0 < lo <= values[key] <= hi:
             raise ConfigError(f"{key} must lie within group.consumer.min.{what}.ms and "
                               f"group.consumer.max.{what}.ms ({lo}..{hi}), got {values[key]}")
-    from .group.assignors import ASSIGNORS
-    from .group.consumer.manager import assignor_names
     names = assignor_names(values["group.consumer.assignors"])
-    unknown = [n for n in names if n not in ASSIGNORS]
+    unknown = [n for n in names if n not in SERVER_ASSIGNOR_NAMES]
     if unknown or not names:
         raise ConfigError(f"group.consumer.assignors: unknown assignor(s) {unknown or '(none given)'}; "
-                          f"known: {', '.join(ASSIGNORS)}")
+                          f"known: {', '.join(SERVER_ASSIGNOR_NAMES)}")
     if values["group.consumer.regex.refresh.interval.ms"] < 10000:
         raise ConfigError("group.consumer.regex.refresh.interval.ms must be at least 10000, got "
                           f"{values['group.consumer.regex.refresh.interval.ms']}")

@@ -45,6 +45,7 @@ from .member import (
     METADATA,
     OFFSET_COMMIT,
     OFFSET_FETCH,
+    answered_offset,
 )
 
 DESCRIBE_GROUPS, LIST_GROUPS, CREATE_TOPICS, DELETE_TOPICS, DELETE_GROUPS, OFFSET_DELETE = (
@@ -390,11 +391,7 @@ class AdminClient:
                         tp = TP(t["name"], p["partition_index"])
                         code = _code(p["error_code"])
                         if code == _E.NONE:
-                            offset = p.get("offset", -1)
-                            if offset is None or offset < 0:
-                                olds = p.get("old_style_offsets") or []
-                                offset = olds[0] if olds else -1
-                            found[tp] = offset
+                            found[tp] = answered_offset(p)
                         elif code in _LEADER_MOVED:
                             moved = True
                         else:

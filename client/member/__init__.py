@@ -149,7 +149,7 @@ from .connections import (
 )
 from .core import Member, choose_rebalance_protocol
 from .membership import PROTOCOL_TYPE
-from .positions import EARLIEST, LATEST
+from .positions import EARLIEST, LATEST, answered_offset
 
 __all__ = [
     "API_VERSIONS", "BOOTSTRAP", "BROKER", "CLIENT_VERSIONS", "CONSUMER_GROUP_HEARTBEAT", "COORDINATOR", "EARLIEST", "FETCH",
@@ -159,5 +159,5 @@ __all__ = [
     "ErrorRaised", "FatalConsumerError", "IllegalStateError", "Member", "MemberState", "UnsupportedOperationError",
     "NoOffsetForPartitionError", "OffsetAndMetadata", "OffsetsFetched", "PartitionsAssigned", "PartitionsLost",
     "PartitionsRevoked", "RebalanceCallback", "RebalanceInProgressError", "RetriableCommitFailedError",
-    "SendRequest", "TP", "choose_rebalance_protocol", "pick_version",
+    "SendRequest", "TP", "answered_offset", "choose_rebalance_protocol", "pick_version",
 ]

@@ -13,6 +13,16 @@ EARLIEST, LATEST = -2, -1                   # ListOffsets timestamps
 _error = ErrorCode.lookup
 
 
+def answered_offset(p: dict) -> int:
+    """The offset of a partition in a ListOffsets answer: ``offset`` (v1+), else the first of v0's
+    ``old_style_offsets``; -1 for none."""
+    offset = p.get("offset", -1)
+    if offset is None or offset < 0:
+        olds = p.get("old_style_offsets") or []
+        offset = olds[0] if olds else -1
+    return offset
+
+
 class Positions:
     """``need_committed``: assigned partitions waiting for their committed offset;
     ``need_reset``: those to reset with auto.offset.reset. The positions themselves are the
@@ -87,10 +97,7 @@ class Positions:
                     continue
                 code = _error(p["error_code"])
                 if code == ErrorCode.NONE:
-                    offset = p.get("offset", -1)
-                    if offset is None or offset < 0:
-                        olds = p.get("old_style_offsets") or []
-                        offset = olds[0] if olds else -1
+                    offset = answered_offset(p)
                     if offset >= 0:
                         member.positions[tp] = offset
                         self.need_reset.discard(tp)

@@ -229,6 +229,15 @@ def _compare_section(analysis, cell_params: dict, compare: str, out: Path) -> st
     return "\n".join(parts)
 
 
+def _save(fig, path: Path) -> bool:
+    """Lay a plot out, write it as a PNG and free it; True (a plot was written)."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
 def _plot_compare(situations, values, table, path: Path, common=()) -> bool:
     """One panel per metric (2 by 2): for each situation (a row), one bar per compared value (a
     shared legend); a log scale where the values span more than 30 times."""
@@ -254,10 +263,7 @@ def _plot_compare(situations, values, table, path: Path, common=()) -> bool:
         ax.tick_params(axis="x", labelsize=8)
         ax.grid(axis="x", alpha=0.3)
     axes[0, 0].legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def _plot_cells(rows, path: Path) -> bool:
@@ -271,10 +277,7 @@ def _plot_cells(rows, path: Path) -> bool:
         ax.bar(range(len(rows)), [r.get(key) or 0 for r in rows], color="#4a7")
         ax.set_xticks(range(len(rows)), labels, rotation=60, fontsize=7)
         ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def _plot_durations(analysis, path: Path) -> bool:
@@ -298,10 +301,7 @@ def _plot_durations(analysis, path: Path) -> bool:
         ax.boxplot([by_log[log] for log in logs], showfliers=True)
         ax.set_xticks(range(1, len(logs) + 1), logs, rotation=45, ha="right", fontsize=8)
         ax.set_ylabel("rebalance duration (ms)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def _plot_movement(analysis, path: Path) -> bool:
@@ -318,10 +318,7 @@ def _plot_movement(analysis, path: Path) -> bool:
     ax.set_xlabel("minimum necessary moves")
     ax.set_ylabel("partitions moved")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def _timeline_section(analysis, out: Path) -> str:

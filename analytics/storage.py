@@ -212,7 +212,7 @@ def check_written(spark, table_location) -> None:
 # ---------------------------------------------------------------- shipping the code
 #: the parts of the groupcoord package shipped (the sweep's simulations need all but cli); found by
 #: name, not imported (analytics imports none of them)
-SHIPPED_PARTS = ("analytics", "sim", "client", "coordinator", "protocol", "aio")
+SHIPPED_PARTS = ("analytics", "sim", "client", "coordinator", "protocol")
 
 
 def package_zip(dest_dir) -> str:

@@ -36,7 +36,7 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 
-from groupcoord.aio import wait_event
+from groupcoord.protocol.aio import wait_event
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import KafkaError
 

@@ -1,7 +1,7 @@
 """Structured events of the classic group coordinator (schema version 1).
 
 Every state transition and membership change of a classic group is reported
-through ``emit(event: dict)`` (see :class:`~groupcoord.coordinator.group.manager.GroupCoordinator`).
+through ``emit(event: dict)`` (see :class:`~groupcoord.coordinator.group.runtime.GroupCoordinator`).
 The events feed an analytics pipeline, so the schema is stable: every event of a
 given type carries exactly the fields listed here (values may be ``None`` where
 documented), and new fields are only ever added together with a bump of

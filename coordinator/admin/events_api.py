@@ -31,7 +31,7 @@ from collections import deque
 import structlog
 from aiohttp import WSMsgType, web
 
-from groupcoord.aio import wait_event
+from groupcoord.protocol.aio import wait_event
 
 from .app import foreign_origin
 from .errors import ApiError

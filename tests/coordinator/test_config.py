@@ -8,18 +8,11 @@ import pytest
 from groupcoord.coordinator import config
 from groupcoord.coordinator.config import BrokerConfig, ConfigError
 from groupcoord.coordinator.group.assignors import ASSIGNORS
-from groupcoord.coordinator.group.consumer import manager as consumer_manager
 
 
 def test_the_config_knows_the_server_assignors_by_their_names():
     assert config.SERVER_ASSIGNOR_NAMES == tuple(ASSIGNORS)
     assert set(config.ASSIGNOR_CLASS_NAMES.values()) == set(ASSIGNORS)
-
-
-@pytest.mark.parametrize("value", ["uniform,range", " range , uniform ", "uniform,,range",
-                                   "org.apache.kafka.coordinator.group.assignor.RangeAssignor,uniform", "nope"])
-def test_the_group_manager_reads_the_assignors_as_the_config_does(value):
-    assert consumer_manager.assignor_names(value) == config.assignor_names(value)
 
 
 def test_assignors_by_short_or_class_name():

@@ -1,6 +1,7 @@
-"""asyncio helpers shared by the parts that drive the sans-I/O cores over asyncio: the client's
-GroupConsumer and the coordinator's admin app (which may not import each other, and whose common
-ground, :mod:`groupcoord.protocol`, is a codec without asyncio)."""
+"""The asyncio helper shared by the parts that drive the sans-I/O cores over asyncio: the client's
+GroupConsumer and the coordinator's admin app, which may not import each other; their common ground
+is :mod:`groupcoord.protocol`, and this is its one module that uses asyncio (the import contracts
+name it)."""
 from __future__ import annotations
 
 import asyncio

@@ -4,7 +4,7 @@ and one for the cluster's topics.
 As Kafka's group coordinator, every change to committed offsets and group metadata is a
 record appended to the log of the group's ``__consumer_offsets`` partition
 (``abs(javaHash(group_id)) % offsets.topic.num.partitions``); at start the logs are replayed
-to rebuild groups and offsets. The core (:mod:`.group.manager`) only sees the
+to rebuild groups and offsets. The core (:mod:`.group.runtime`) only sees the
 :class:`Store` interface (``append(partition, records)``); :class:`MemoryStore` (the default)
 drops everything, :class:`LogStore` writes files. The cluster (:mod:`.cluster`) writes its topic
 changes and end offsets to a :class:`LogStore`'s ``put_topic``, ``delete_topic`` and
@@ -78,7 +78,7 @@ import struct
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol
+from typing import Iterable, NamedTuple, Protocol
 
 import crc32c as _crc32c
 import structlog
@@ -96,15 +96,15 @@ MAX_FRAME = 64 * 1024 * 1024
 
 
 # ============================================================================ records
-@dataclass(frozen=True, slots=True)
-class OffsetCommitKey:
+# (the offset commit's key and value are named tuples: every commit makes one of each per partition,
+# and a tuple is built at a fraction of a frozen dataclass's cost)
+class OffsetCommitKey(NamedTuple):
     group: str
     topic: str
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetCommitValue:
+class OffsetCommitValue(NamedTuple):
     offset: int
     leader_epoch: int = -1
     metadata: str = ""

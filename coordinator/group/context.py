@@ -93,8 +93,9 @@ class GroupContext:
 
     # ---- the log -------------------------------------------------------------------
     def append(self, group_id: str, records: list) -> None:
-        """Append records to the group's log (acknowledged once written to the operating system)."""
-        if records:
+        """Append records to the group's log (acknowledged once written to the operating system);
+        nothing when no store keeps them."""
+        if records and self.persist:
             self.store.append(self.partition_of(group_id), records)
 
     def replay(self, key, value) -> None:

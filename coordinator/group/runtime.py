@@ -27,11 +27,9 @@ from __future__ import annotations
 import uuid
 from typing import Callable, Iterable, Iterator
 
-import structlog
 
 from groupcoord.protocol.errors import ErrorCode
 
-from .. import records as _rec
 from .. import storage as _st
 from ..config import BrokerConfig
 from ..events import default_emit
@@ -42,14 +40,12 @@ from .classic.manager import AUTHORIZED_OPERATIONS_OMITTED, ClassicGroupManager
 from .classic.requests import (
     HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest, join_error, sync_error,
 )
-from .consumer import records as consumer_records
 from .consumer.group import ConsumerGroup
 from .consumer.manager import ConsumerGroupManager
 from .consumer.requests import ConsumerGroupHeartbeatRequest
 from .context import GroupContext, entry
 from .offsets import OffsetManager
 
-_log = structlog.get_logger("groupcoord.group")
 
 #: AuthorizedOperations of a group when no authorizer is configured: READ, DELETE, DESCRIBE,
 #: DESCRIBE_CONFIGS and ALTER_CONFIGS (AclEntry.supportedOperations(GROUP)).
@@ -137,49 +133,35 @@ class GroupCoordinator:
     @entry
     def complete_loading(self, partition: int, records) -> int:
         """Rebuild groups and offsets from a partition's records (Kafka's ``loadGroupsAndOffsets``:
-        each record replayed in order, as live) and open the partition; returns how many groups
-        were loaded. Stable groups come back with their members, whose session timers start now."""
+        each record replayed in order, by the same replay as live) and open the partition; returns
+        how many groups were loaded. Then each group's type finishes its load (Kafka's
+        ``onLoaded``): Stable groups come back with their members, whose session timers start now;
+        offsets without a group bring a simple classic group."""
         ctx = self.ctx
         try:
             now = self._clock()
-            consumer_values: dict[str, dict] = {}
+            problems: dict[str, list] = {}          # consumer groups: records that could not apply
             for key, value in records:
                 if isinstance(key, _st.ConsumerGroupKey):
-                    values = consumer_values.setdefault(key.group, {})
-                    if value is None:
-                        values.pop((key.kind, key.name), None)
-                    else:
-                        values[(key.kind, key.name)] = value
+                    self.consumer.replay(key, value, problems.setdefault(key.group, []))
                 else:
                     ctx.replay(key, value)
-            loaded = {gid for gid, g in self._groups.items() if g.type == "classic" and self.partition_of(gid) == partition}
-            for group_id in loaded:
-                self.classic.loaded(self._groups[group_id], now)
-            for group_id, values in consumer_values.items():
-                if self._restore_consumer_group(group_id, values, now):
-                    loaded.add(group_id)
+            loaded = [g for gid, g in self._groups.items() if self.partition_of(gid) == partition]
+            for group in loaded:
+                if group.type == "classic":
+                    self.classic.loaded(group, now)
+                elif group.metadata_hash is None:
+                    del self._groups[group.group_id]       # no epoch record: a group deleted part way
+                else:
+                    self.consumer.loaded(group, now, problems.get(group.group_id, []))
+            count = sum(1 for gid in self._groups if self.partition_of(gid) == partition)
             for group_id in self.offsets.group_ids():
                 if group_id not in self._groups and self.partition_of(group_id) == partition:
                     self._simple_group(group_id, now, None)
-                    loaded.add(group_id)
-            return len(loaded)
+                    count += 1
+            return count
         finally:
             ctx.loading.discard(partition)
-
-    def _restore_consumer_group(self, group_id: str, values: dict, now: int) -> bool:
-        """Rebuild a consumer group from its records (Kafka's replay of them): its members' session
-        timers start now, and those still revoking partitions get their rebalance timer. False when
-        the records hold no group (no epoch record: a group deleted part way)."""
-        if (_rec.CONSUMER_GROUP_METADATA, None) not in values:
-            return False
-        group, written, warnings = consumer_records.restore(group_id, values, now)
-        for warning in warnings:
-            _log.warning("consumer group record not applied", group=group_id, problem=warning)
-        group.log_state = written
-        self._groups[group_id] = group        # live records of both types: a damaged log; this one wins
-        self.consumer.restored(group, now)
-        self.consumer.write_group(group)         # an epoch bumped at load (a topic changed meanwhile)
-        return True
 
     # ==================================================================== lookup / admin
     def groups(self) -> Iterator:

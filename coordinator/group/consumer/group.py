@@ -3,7 +3,7 @@
 
 A plain-data model of Kafka 4.x's ``ConsumerGroup`` / ``ConsumerGroupMember`` (package
 ``modern.consumer`` of the group-coordinator module) and of its ``CurrentAssignmentBuilder``,
-without timers or I/O; :mod:`.consumer_manager` drives it.
+without timers or I/O; :mod:`.manager` drives it.
 
 Assignments map topic ids (``uuid.UUID``) to ``{partition: assignment epoch}`` as Kafka's
 trunk does (KIP-1251 keeps the epoch at which each partition was assigned); a target
@@ -258,9 +258,8 @@ class ConsumerGroup:
         self.resolved_regexes: dict[str, ResolvedRegularExpression] = {}
         self.state = EMPTY
         self.state_timestamp = now
-        self.deleted = False
-        self.changed: set[str] = set()      # members put or removed since the group's records were written
-        self.log_state = None               # what the log holds for the group (consumer_records.Written)
+        #: the metadata hash of the last group epoch record (None: no epoch record yet)
+        self.metadata_hash: int | None = None
 
     # ---- the type's questions (shared with ClassicGroup) ------------------------------
     type = "consumer"
@@ -370,7 +369,6 @@ class ConsumerGroup:
             self._remove_epochs(old.assigned, old.member_epoch)
             self._remove_epochs(old.pending_revocation, old.member_epoch)
         self.members[new.member_id] = new
-        self.changed.add(new.member_id)
         if new.subscribed_topic_regex != (old.subscribed_topic_regex if old is not None else None):
             self._count_regex(old.subscribed_topic_regex if old is not None else None, -1)
             self._count_regex(new.subscribed_topic_regex, 1)
@@ -383,7 +381,6 @@ class ConsumerGroup:
         old = self.members.pop(member_id, None)
         if old is None:
             return None
-        self.changed.add(member_id)
         self._remove_epochs(old.assigned, old.member_epoch)
         self._remove_epochs(old.pending_revocation, old.member_epoch)
         self._count_regex(old.subscribed_topic_regex, -1)

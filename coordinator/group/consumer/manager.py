@@ -41,11 +41,16 @@ from typing import Callable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode
 
+import structlog
+
+from ...config import assignor_names
+from ...storage import ConsumerGroupKey
 from ..assignors import ASSIGNORS, GroupSpec, MemberSpec, PartitionAssignorError
 from ..context import GroupContext, entry
 from .classic_members import ApiError, ClassicMembers, new_member_id
 from ..classic.requests import join_error, sync_error
-from .records import Written, changes, deletion, metadata_hash
+from . import records
+from .records import metadata_hash
 from .requests import ConsumerGroupHeartbeatRequest, heartbeat_error
 from .group import (
     DEAD,
@@ -64,29 +69,13 @@ from .group import (
 from ..topic_regex import invalid_regex_message, resolve
 
 _E = ErrorCode
+_log = structlog.get_logger("groupcoord.group")
 
 #: Kafka's ``REGEX_BATCH_REFRESH_MIN_INTERVAL_MS``: a group's regexes are resolved at most once per 10 s.
 REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 
-#: Kafka's assignor class names, accepted in group.consumer.assignors for their short names.
-_ASSIGNOR_CLASSES = {
-    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
-    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
-}
-
-
 class HeartbeatError(ApiError):
     """A heartbeat refused with ``code`` (and Kafka's message)."""
-
-
-def assignor_names(value: str) -> list[str]:
-    """group.consumer.assignors: short names or Kafka's class names, comma-separated."""
-    out = []
-    for item in str(value).split(","):
-        name = _ASSIGNOR_CLASSES.get(item.strip(), item.strip())
-        if name:
-            out.append(name)
-    return out
 
 
 class ConsumerGroupManager:
@@ -124,6 +113,10 @@ class ConsumerGroupManager:
                              f"{', '.join(ASSIGNORS)}")
         self.default_assignor = self.assignors[0]
         self.regex_refresh_interval_ms = int(cfg["group.consumer.regex.refresh.interval.ms"])
+        #: the records of the operation under way: each replayed as it is made (so the operation's next
+        #: steps see it), all appended when the operation ends
+        self._pending: list = []
+        ctx.replayers[ConsumerGroupKey] = self.replay
         self.metadata_version = 0
         self.new_topics_version = 0
         self.image = None
@@ -178,14 +171,29 @@ class ConsumerGroupManager:
             if changed & group.subscribed_topic_names():
                 group.metadata_refresh = True
 
-    def restored(self, group: ConsumerGroup, now: int) -> None:
-        """A group rebuilt from its records: its subscription metadata from the metadata image of
-        now (when it hashes otherwise than the group's epoch record says, a topic changed while
-        the coordinator was away: the epoch is bumped, as Kafka's metadata hash does), its state, and its members' timers (Kafka's replay arms
-        the session timer of every member and the rebalance timer of those revoking)."""
+    def loaded(self, group: ConsumerGroup, now: int, problems: list) -> None:
+        """A group its records rebuilt at load (Kafka's replay, then ``onLoaded``): its members in
+        member id order; its subscription metadata from the metadata image of now (when it hashes
+        otherwise than the group's epoch record says, a topic changed while the coordinator was
+        away: the epoch is bumped, as Kafka's metadata hash does); its regexes due for a resolution
+        at the first heartbeat (version -1, as after Kafka's load); its state; its members' timers
+        (Kafka's replay arms the session timer of every member and the rebalance timer of those
+        revoking). What the log held that no longer fits is written again: a member loaded without
+        the partitions another owned (``problems``), a target without its member, a regex no member
+        has."""
+        group.members = dict(sorted(group.members.items()))
+        for member_id, problem in problems:
+            _log.warning("consumer group record not applied", group=group.group_id, problem=problem)
+            member = group.members.get(member_id)
+            if member is not None:
+                self._emit(*records.member_records(group.group_id, None, member)[-1])
+        for member_id in [m for m in group.target if m not in group.members]:
+            self._emit(*records.member_tombstones(group.group_id, member_id)[1])
+        for regex in [r for r in group.resolved_regexes if r not in group.subscribed_regexes]:
+            self._emit(*records.regex_record(group.group_id, regex, None))
+        group.resolved_regexes = {r: replace(v, version=-1) for r, v in group.resolved_regexes.items()}
         group.subscription_metadata = self._subscription_metadata(group.subscribed_topic_names())
-        if group.log_state is not None and group.members and \
-                metadata_hash(group.subscription_metadata) != group.log_state.metadata_hash:
+        if group.members and metadata_hash(group.subscription_metadata) != group.metadata_hash:
             self._bump(group, None, "metadata_changed", now)     # a subscribed topic changed meanwhile
         group.state = group.compute_state()
         for member in group.members.values():
@@ -193,6 +201,7 @@ class ConsumerGroupManager:
                                            member.classic.session_timeout_ms if member.classic is not None else None)
             if member.classic is None and member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_rebalance_timeout(group.group_id, member, now)
+        self._flush()
 
     # ---- the groups ---------------------------------------------------------------------
     def group(self, group_id: str) -> ConsumerGroup | None:
@@ -209,51 +218,56 @@ class ConsumerGroupManager:
         self.ctx.event(group, "group.created", now, {"protocol_type": "consumer", "cause": cause})
         return group
 
-    def write_group(self, group: ConsumerGroup) -> None:
-        """Append the records of what changed in the group since its last write."""
-        if not self.ctx.persist:
-            group.changed.clear()
-            return
-        if group.log_state is None:
-            group.log_state = Written()
-        self.ctx.append(group.group_id, changes(group, group.log_state))
+    # ---- records ------------------------------------------------------------------------
+    def replay(self, key, value, problems: list | None = None) -> None:
+        """Apply one of a consumer group's records (:func:`.records.replay`), live and at load."""
+        records.replay(self._groups, key, value, self.ctx.clock(), problems)
 
-    def write_group_id(self, group_id: str) -> None:
-        """:meth:`write_group` of the consumer group of that id, when there (still) is one."""
-        group = self.group(group_id)
-        if group is not None:
-            self.write_group(group)
+    def _emit(self, key, value) -> None:
+        """One record of the operation under way: replayed now, appended when the operation ends."""
+        self._pending.append((key, value))
+        records.replay(self._groups, key, value, self.ctx.clock())
+
+    def _flush(self) -> None:
+        """The operation ended: append its records (all of one group)."""
+        pending, self._pending = self._pending, []
+        if pending:
+            self.ctx.append(pending[0][0].group, pending)
+
+    def _put_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """The member takes its place in the group (a new member, or a new state of one)."""
+        for key, value in records.member_records(group.group_id, group.members.get(member.member_id), member):
+            self._emit(key, value)
+
+    def _remove_member(self, group: ConsumerGroup, member_id: str) -> None:
+        for key, value in records.member_tombstones(group.group_id, member_id):
+            self._emit(key, value)
 
     def creation_records(self, group: ConsumerGroup) -> list:
-        """Every record of a group made whole (a conversion)."""
-        if not self.ctx.persist:
-            group.changed.clear()
-            return []
-        group.log_state = Written()
-        return changes(group, group.log_state)
-
-    def _tombstones(self, group: ConsumerGroup) -> list:
-        if self.ctx.persist and group.log_state is not None:
-            return deletion(group, group.log_state)
-        return []
+        """Every record of a group a conversion made whole (not replayed: the group is the one
+        ``convert`` built, put in the registry as it is, as Kafka's conversions do)."""
+        return records.creation_records(group)
 
     def retire(self, group: ConsumerGroup) -> list:
-        """The group gives way to a group of another type: its tombstones."""
-        return self._tombstones(group)
+        """The group gives way to a group of another type: the records its operation made so far,
+        then the tombstones of all its records."""
+        pending, self._pending = self._pending, []
+        return pending + records.tombstones(group)
 
     def delete(self, group: ConsumerGroup, now: int, reason: str) -> list:
         """The empty group is deleted: it goes Dead; its tombstones."""
-        records = self._tombstones(group)
         group.state = DEAD
-        return records
+        return records.tombstones(group)
 
     @entry
     def timer(self, fn: Callable, group_id: str, *args) -> None:
         """A timer of a consumer group fired: ``fn(group_id, *args)``, then what it changed in the
         group is written (nothing when the group is gone or became a classic group, whose
         conversion wrote its records)."""
-        fn(group_id, *args)
-        self.write_group_id(group_id)
+        try:
+            fn(group_id, *args)
+        finally:
+            self._flush()
 
     # ---- the classic protocol's requests (classic members) -----------------------------
     def join_group(self, respond, req, group: ConsumerGroup) -> None:
@@ -263,7 +277,7 @@ class ConsumerGroupManager:
         except ApiError as e:          # (the heartbeat steps' HeartbeatError too: an assignor's failure)
             response = join_error(e.member_id, e.code)
         finally:
-            self.write_group_id(group.group_id)
+            self._flush()
         self.ctx.reply(respond, response)
 
     def sync_group(self, respond, req, group: ConsumerGroup) -> None:
@@ -272,7 +286,7 @@ class ConsumerGroupManager:
         except ApiError as e:
             response = sync_error(e.code)
         finally:
-            self.write_group_id(group.group_id)
+            self._flush()
         self.ctx.reply(respond, response)
 
     def heartbeat_error(self, req, group: ConsumerGroup) -> int:
@@ -282,9 +296,10 @@ class ConsumerGroupManager:
             return e.code
 
     def leave(self, group: ConsumerGroup, group_id: str, idents: list, initiator: str) -> dict:
-        response = self.classic.leave(group, idents, self.ctx.clock())
-        self.write_group_id(group_id)
-        return response
+        try:
+            return self.classic.leave(group, idents, self.ctx.clock())
+        finally:
+            self._flush()
 
     # ---- ConsumerGroupHeartbeat -------------------------------------------------------
     # ---- group configs -------------------------------------------------------------------
@@ -336,7 +351,7 @@ class ConsumerGroupManager:
         except ApiError as e:
             return heartbeat_error(e.code, e.message)
         finally:
-            self.write_group_id(req.group_id)
+            self._flush()
 
     def _group(self, group_id: str, create: bool, now: int, missing: str = "Consumer group",
                before_create=None) -> ConsumerGroup:
@@ -453,7 +468,8 @@ class ConsumerGroupManager:
 
     def _bump(self, group: ConsumerGroup, member_id: str | None, reason: str, now: int) -> None:
         """The group epoch goes up (Kafka's "Bumped group epoch"): a new target assignment is due."""
-        group.group_epoch += 1
+        self._emit(*records.epoch_record(group.group_id, group.group_epoch + 1,
+                                         metadata_hash(group.subscription_metadata)))
         self.ctx.event(group, "consumer.group_epoch_bumped", now, {"member": member_id, "reason": reason})
 
     def _take_place(self, group: ConsumerGroup, updated: ConsumerGroupMember, replaced: str | None, now: int) -> None:
@@ -464,13 +480,13 @@ class ConsumerGroupManager:
         if replaced is not None:
             old = group.members[replaced]
             inherited = group.target.get(replaced, {})
-            group.remove_member(replaced)
+            self._remove_member(group, replaced)
             self._cancel_timers(group.group_id, replaced)
-            group.target[member_id] = inherited
+            self._emit(*records.target_record(group.group_id, member_id, inherited))
             self.ctx.event(group, "consumer.member_replaced", now, {
                 "member": member_id, "old_member": replaced, "instance_id": old.instance_id})
         is_new = member_id not in group.members
-        group.update_member(updated)
+        self._put_member(group, updated)
         self._drop_unused_regex(group, previous.subscribed_topic_regex if previous is not None else None)
         if is_new:
             self.ctx.event(group, "consumer.member_joined", now, {
@@ -492,7 +508,7 @@ class ConsumerGroupManager:
         except FencedMemberEpoch as e:
             raise HeartbeatError(_E.FENCED_MEMBER_EPOCH, str(e)) from None
         if updated is not before:
-            group.update_member(updated)
+            self._put_member(group, updated)
             if updated.classic is None:
                 if updated.state is MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, updated, now)
@@ -555,7 +571,8 @@ class ConsumerGroupManager:
             old = group.resolved_regexes.get(regex)
             if topics != (old.topics if old is not None else frozenset()):
                 bump = True
-            group.resolved_regexes[regex] = ResolvedRegularExpression(topics, self.metadata_version, now)
+            self._emit(*records.regex_record(group.group_id, regex,
+                                             ResolvedRegularExpression(topics, self.metadata_version, now)))
         metadata = self._subscription_metadata(group.subscribed_topic_names())
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
@@ -628,8 +645,11 @@ class ConsumerGroupManager:
             kind = "" if isinstance(e, PartitionAssignorError) else f"{type(e).__name__}: "
             raise HeartbeatError(_E.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
                                  f"epoch {group.group_epoch}: {kind}{e}") from None
-        group.target = {m: {t: frozenset(ps) for t, ps in a.items() if ps} for m, a in result.items()}
-        group.assignment_epoch = group.group_epoch
+        for member_id, assignment in result.items():
+            target = {t: frozenset(ps) for t, ps in assignment.items() if ps}
+            if group.target.get(member_id) != target:
+                self._emit(*records.target_record(group.group_id, member_id, target))
+        self._emit(*records.target_epoch_record(group.group_id, group.group_epoch))
 
     # ---- leaving and fencing -----------------------------------------------------------
     def _leave(self, req: ConsumerGroupHeartbeatRequest) -> dict:
@@ -652,7 +672,7 @@ class ConsumerGroupManager:
         if req.member_epoch == STATIC_LEAVE_EPOCH:
             # the member stays, at epoch -2: its partitions stay reserved, its session runs on
             left = replace(member, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation={})
-            group.update_member(left)
+            self._put_member(group, left)
             self.timers.cancel(("cg-rebalance", group.group_id, member.member_id))
             self.ctx.event(group, "consumer.member_left", now, {
                 "member": member.member_id, "instance_id": member.instance_id, "static": True})
@@ -676,7 +696,7 @@ class ConsumerGroupManager:
             self.classic.to_classic(group, {m.member_id for m in members}, now, True)
             return
         for m in members:
-            group.remove_member(m.member_id)
+            self._remove_member(group, m.member_id)
             self._cancel_timers(group.group_id, m.member_id)
             self._drop_unused_regex(group, m.subscribed_topic_regex)
         names = group.subscribed_topic_names()
@@ -684,16 +704,16 @@ class ConsumerGroupManager:
         self._bump(group, members[0].member_id if len(members) == 1 else None,
                    "member_left" if event == "consumer.member_left" else "member_fenced", now)
         if not group.members:
-            group.assignment_epoch = group.group_epoch     # nothing to assign (KAFKA-20442)
+            # nothing to assign (KAFKA-20442)
+            self._emit(*records.target_epoch_record(group.group_id, group.group_epoch))
         for m in members:
             self.ctx.event(group, event, now, fields(m))
         self._update_state(group, now)
 
-    @staticmethod
-    def _drop_unused_regex(group: ConsumerGroup, regex: str | None) -> None:
+    def _drop_unused_regex(self, group: ConsumerGroup, regex: str | None) -> None:
         """A regex no member has any more loses its resolution (Kafka writes its tombstone)."""
-        if regex and regex not in group.subscribed_regexes:
-            group.resolved_regexes.pop(regex, None)
+        if regex and regex not in group.subscribed_regexes and regex in group.resolved_regexes:
+            self._emit(*records.regex_record(group.group_id, regex, None))
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         timers = self.timers

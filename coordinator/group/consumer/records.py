@@ -1,42 +1,33 @@
-"""A consumer group's records (Kafka 4.x's ``GroupCoordinatorRecordHelpers`` for consumer
-groups): what a change of the group writes to its offsets partition's log, and the group that
-replaying them rebuilds.
+"""A consumer group's records (Kafka 4.x's ``GroupCoordinatorRecordHelpers`` for consumer groups,
+and ``GroupMetadataManager.replay`` of them): what each step of an operation writes, and the replay
+that is the only way the group's state changes, live and at load.
 
-The records are those of :mod:`..records` (kinds 3, 5 to 8, 16). Instead of each step of the
-heartbeat naming its records, :func:`changes` compares the group with what was last written
-for it: the group epoch, the target assignment's epoch, and the members the group marked as
-changed (:attr:`~.consumer.ConsumerGroup.changed`), or every member's target after a new
-target assignment. A heartbeat therefore writes what Kafka's writes, in its order: member
-metadata (5), group epoch (3), targets (7), target epoch (6), current assignments (8); a member
-that left has its 8, 7 and 5 tombstoned.
+The records are those of :mod:`...records`: the group epoch with the subscribed topics' metadata
+hash (3), one member's metadata (5), the target assignment's epoch (6), one member's target (7), one
+member's current assignment (8), one resolved regular expression (16). A member that goes has its
+8, 7 and 5 tombstoned, in that order (its partitions are released before it is removed).
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 from groupcoord.coordinator import records as _rec
 from groupcoord.coordinator.storage import ConsumerGroupKey
 
 from .group import (ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError,
-                       ResolvedRegularExpression, uuid_order)
+                    ResolvedRegularExpression, uuid_order)
 
 _STATE_CODE = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1,
                MemberState.UNRELEASED_PARTITIONS: 2, MemberState.UNKNOWN: 127}
 _STATE_OF = {code: state for state, code in _STATE_CODE.items()}
 
-
-@dataclass(slots=True)
-class Written:
-    """What the log holds for a group: its epochs, and per member the member and target
-    objects last written (members are replaced, never changed in place)."""
-    group_epoch: int = -1
-    metadata_hash: int = 0
-    assignment_epoch: int = -1
-    members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
-    targets: dict[str, dict] = field(default_factory=dict)
-    target_map: dict | None = None      # the group's ``target`` dict when last compared whole
-    regexes: dict[str, object] = field(default_factory=dict)
+EPOCH = _rec.CONSUMER_GROUP_METADATA
+MEMBER = _rec.CONSUMER_GROUP_MEMBER_METADATA
+TARGET_EPOCH = _rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA
+TARGET = _rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER
+CURRENT = _rec.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT
+REGEX = _rec.CONSUMER_GROUP_REGULAR_EXPRESSION
 
 
 def metadata_hash(subscription_metadata: dict) -> int:
@@ -51,12 +42,15 @@ def metadata_hash(subscription_metadata: dict) -> int:
     return int.from_bytes(h.digest(), "big", signed=True)
 
 
-def _metadata(m: ConsumerGroupMember) -> tuple:
+# ============================================================================ the records
+def member_metadata(m: ConsumerGroupMember) -> tuple:
+    """What record 5 holds of a member (compared to know whether to write it)."""
     return (m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
             m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic)
 
 
-def _current(m: ConsumerGroupMember) -> tuple:
+def member_current(m: ConsumerGroupMember) -> tuple:
+    """What record 8 holds of a member."""
     return m.member_epoch, m.previous_member_epoch, m.state, m.assigned, m.pending_revocation
 
 
@@ -88,91 +82,68 @@ def target_value(target: dict) -> dict:
                                  for t, ps in sorted(target.items(), key=lambda kv: uuid_order(kv[0]))]}
 
 
-def _key(kind: int, group: ConsumerGroup, name: str | None = None) -> ConsumerGroupKey:
-    return ConsumerGroupKey(kind, group.group_id, name)
+def epoch_record(group_id: str, epoch: int, digest: int) -> tuple:
+    return ConsumerGroupKey(EPOCH, group_id), {"epoch": epoch, "metadata_hash": digest}
 
 
-def changes(group: ConsumerGroup, written: Written) -> list[tuple]:
-    """The records that bring the log from ``written`` to the group as it is now; updates
-    ``written``. Clears the group's ``changed`` set."""
-    metadata, targets, current, tombstones = [], [], [], []
-    changed = group.changed
-    if group.target is not written.target_map:
-        changed = set(changed) | set(group.target) | set(written.targets)
-        written.target_map = group.target
-    for member_id in sorted(changed):
-        member = group.members.get(member_id)
-        old = written.members.get(member_id)
-        if member is None:
-            if old is not None or member_id in written.targets:
-                tombstones.append((_key(_rec.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, group, member_id), None))
-                tombstones.append((_key(_rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, group, member_id), None))
-                tombstones.append((_key(_rec.CONSUMER_GROUP_MEMBER_METADATA, group, member_id), None))
-                written.members.pop(member_id, None)
-                written.targets.pop(member_id, None)
-            continue
-        if member is not old:
-            if old is None or _metadata(member) != _metadata(old):
-                metadata.append((_key(_rec.CONSUMER_GROUP_MEMBER_METADATA, group, member_id),
-                                 member_metadata_value(member)))
-            if old is None or _current(member) != _current(old):
-                current.append((_key(_rec.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, group, member_id),
-                                 current_assignment_value(member)))
-            written.members[member_id] = member
-        target = group.target.get(member_id)
-        if target is not None and target != written.targets.get(member_id):
-            targets.append((_key(_rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, group, member_id),
-                            target_value(target)))
-            written.targets[member_id] = target
-    group.changed.clear()
-    out = tombstones + metadata
-    if group.group_epoch != written.group_epoch:
-        digest = metadata_hash(group.subscription_metadata)
-        out.append((_key(_rec.CONSUMER_GROUP_METADATA, group), {"epoch": group.group_epoch, "metadata_hash": digest}))
-        written.group_epoch, written.metadata_hash = group.group_epoch, digest
-    out += targets
-    if group.assignment_epoch != written.assignment_epoch:
-        out.append((_key(_rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, group),
-                    {"assignment_epoch": group.assignment_epoch, "assignment_timestamp": 0}))
-        written.assignment_epoch = group.assignment_epoch
-    out += current
-    out += _regex_changes(group, written)
-    return out
+def target_epoch_record(group_id: str, epoch: int) -> tuple:
+    return ConsumerGroupKey(TARGET_EPOCH, group_id), {"assignment_epoch": epoch, "assignment_timestamp": 0}
 
 
-def _regex_changes(group: ConsumerGroup, written: Written) -> list[tuple]:
-    resolved = group.resolved_regexes
+def target_record(group_id: str, member_id: str, target: dict) -> tuple:
+    return ConsumerGroupKey(TARGET, group_id, member_id), target_value(target)
+
+
+def regex_record(group_id: str, regex: str, resolved: ResolvedRegularExpression | None) -> tuple:
+    value = None if resolved is None else {"topics": sorted(resolved.topics), "version": resolved.version,
+                                           "timestamp": resolved.timestamp_ms}
+    return ConsumerGroupKey(REGEX, group_id, regex), value
+
+
+def member_records(group_id: str, old: ConsumerGroupMember | None, new: ConsumerGroupMember) -> list[tuple]:
+    """The records that put ``new`` in place of ``old`` (None: a new member): its metadata (5) and
+    its current assignment (8), each only when it changed (``hasMemberSubscriptionChanged``, and
+    the reconciliation's ``newConsumerGroupCurrentAssignmentRecord``)."""
     out = []
-    for regex in sorted(set(written.regexes) - set(resolved)):
-        out.append((_key(_rec.CONSUMER_GROUP_REGULAR_EXPRESSION, group, regex), None))
-        del written.regexes[regex]
-    for regex, r in sorted(resolved.items()):
-        if written.regexes.get(regex) is not r:
-            out.append((_key(_rec.CONSUMER_GROUP_REGULAR_EXPRESSION, group, regex),
-                        {"topics": sorted(r.topics), "version": r.version, "timestamp": r.timestamp_ms}))
-            written.regexes[regex] = r
+    if old is None or member_metadata(old) != member_metadata(new):
+        out.append((ConsumerGroupKey(MEMBER, group_id, new.member_id), member_metadata_value(new)))
+    if old is None or member_current(old) != member_current(new):
+        out.append((ConsumerGroupKey(CURRENT, group_id, new.member_id), current_assignment_value(new)))
     return out
 
 
-def deletion(group: ConsumerGroup, written: Written) -> list[tuple]:
-    """The tombstones of every record the log holds for the group (``createGroupTombstoneRecords``)."""
+def member_tombstones(group_id: str, member_id: str) -> list[tuple]:
+    """A member goes: its current assignment, target and metadata, tombstoned in that order."""
+    return [(ConsumerGroupKey(CURRENT, group_id, member_id), None),
+            (ConsumerGroupKey(TARGET, group_id, member_id), None),
+            (ConsumerGroupKey(MEMBER, group_id, member_id), None)]
+
+
+def creation_records(group: ConsumerGroup) -> list[tuple]:
+    """Every record of a group made whole (``createConsumerGroupRecords``: a conversion)."""
+    gid = group.group_id
+    out = [(ConsumerGroupKey(MEMBER, gid, m.member_id), member_metadata_value(m)) for m in group.members.values()]
+    out.append(epoch_record(gid, group.group_epoch, metadata_hash(group.subscription_metadata)))
+    out += [target_record(gid, mid, t) for mid, t in group.target.items()]
+    out.append(target_epoch_record(gid, group.assignment_epoch))
+    out += [(ConsumerGroupKey(CURRENT, gid, m.member_id), current_assignment_value(m)) for m in group.members.values()]
+    out += [regex_record(gid, r, v) for r, v in sorted(group.resolved_regexes.items())]
+    return out
+
+
+def tombstones(group: ConsumerGroup) -> list[tuple]:
+    """The tombstones of every record of the group (``createGroupTombstoneRecords``)."""
+    gid = group.group_id
     out = []
-    for member_id in sorted(set(written.members) | set(written.targets)):
-        out.append((_key(_rec.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, group, member_id), None))
-        out.append((_key(_rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, group, member_id), None))
-        out.append((_key(_rec.CONSUMER_GROUP_MEMBER_METADATA, group, member_id), None))
-    for regex in sorted(written.regexes):
-        out.append((_key(_rec.CONSUMER_GROUP_REGULAR_EXPRESSION, group, regex), None))
-    out.append((_key(_rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, group), None))
-    out.append((_key(_rec.CONSUMER_GROUP_METADATA, group), None))
-    written.members.clear()
-    written.targets.clear()
-    written.regexes.clear()
-    written.group_epoch = written.assignment_epoch = -1
-    group.changed.clear()
+    for member_id in sorted(set(group.members) | set(group.target)):
+        out += member_tombstones(gid, member_id)
+    out += [regex_record(gid, regex, None) for regex in sorted(group.resolved_regexes)]
+    out.append((ConsumerGroupKey(TARGET_EPOCH, gid), None))
+    out.append((ConsumerGroupKey(EPOCH, gid), None))
     return out
 
 
+# ============================================================================ replay
 def _classic(value: dict | None) -> ClassicMemberMetadata | None:
     if value is None:
         return None
@@ -198,65 +169,71 @@ def _epoched_parts(entries, default_epoch: int) -> dict:
     return out
 
 
-def restore(group_id: str, values: dict, now: int) -> tuple[ConsumerGroup, Written, list[str]]:
-    """The group that its live records (``(kind, name) -> value``, as :class:`~..storage.ReplayState`
-    keeps them) describe, what the log holds for it, and warnings about records that could not be
-    applied (a partition owned twice). Subscription metadata is left to the caller (the metadata
-    image of now)."""
-    group = ConsumerGroup(group_id, now)
-    written = Written()
-    warnings = []
-    rewrite = []
-    meta = values.get((_rec.CONSUMER_GROUP_METADATA, None))
-    group.group_epoch = meta["epoch"] if meta is not None else 0
-    written.metadata_hash = meta["metadata_hash"] if meta is not None else 0
-    target_meta = values.get((_rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, None))
-    group.assignment_epoch = target_meta["assignment_epoch"] if target_meta is not None else 0
-    member_ids = sorted({name for (kind, name) in values
-                         if kind in (_rec.CONSUMER_GROUP_MEMBER_METADATA, _rec.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT)})
-    for member_id in member_ids:
-        md = values.get((_rec.CONSUMER_GROUP_MEMBER_METADATA, member_id)) or {}
-        cur = values.get((_rec.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, member_id))
-        member = ConsumerGroupMember(
-            member_id, instance_id=md.get("instance_id"), rack_id=md.get("rack_id"),
-            client_id=md.get("client_id", ""), client_host=md.get("client_host", ""),
-            rebalance_timeout_ms=md.get("rebalance_timeout_ms", -1),
-            subscribed_topic_names=tuple(sorted(set(md.get("subscribed_topic_names", ())))),
-            subscribed_topic_regex=md.get("subscribed_topic_regex"), server_assignor=md.get("server_assignor"),
-            joined_ms=now, classic=_classic(md.get("classic_member_metadata")))
-        if cur is not None:
-            epoch = cur["member_epoch"]
-            member.member_epoch = epoch
-            member.previous_member_epoch = cur["previous_member_epoch"]
-            member.state = _STATE_OF.get(cur["state"], MemberState.UNKNOWN)
-            member.assigned = _epoched_parts(cur["assigned_partitions"], epoch)
-            member.pending_revocation = _epoched_parts(cur["partitions_pending_revocation"], epoch)
+def replay(groups: dict, key: ConsumerGroupKey, value: dict | None, now: int, problems: list | None = None) -> None:
+    """Apply one record to the consumer group of its key in ``groups`` (the registry), as Kafka's
+    ``GroupMetadataManager.replay`` of these records; any record but a tombstone brings the group
+    (``getOrMaybeCreatePersistedConsumerGroup``). ``problems``: at load, where a current assignment
+    that gives a partition owned by another member (a log written by something else) is reported,
+    the member kept without partitions in the UNKNOWN state; live, that raises OwnershipError."""
+    group = groups.get(key.group)
+    if group is not None and group.type != "consumer":
+        group = None
+    kind = key.kind
+    if group is None:
+        if value is None:
+            return
+        group = groups[key.group] = ConsumerGroup(key.group, now)
+    if kind == EPOCH:
+        if value is None:
+            del groups[key.group]
+        else:
+            group.group_epoch = value["epoch"]
+            group.metadata_hash = value["metadata_hash"]
+    elif kind == MEMBER:
+        member_id = key.name
+        if value is None:
+            group.remove_member(member_id)
+            return
+        old = group.members.get(member_id) or ConsumerGroupMember(member_id, joined_ms=now)
+        group.update_member(replace(
+            old, instance_id=value["instance_id"], rack_id=value["rack_id"], client_id=value["client_id"],
+            client_host=value["client_host"],
+            subscribed_topic_names=tuple(sorted(set(value["subscribed_topic_names"]))),
+            subscribed_topic_regex=value["subscribed_topic_regex"],
+            rebalance_timeout_ms=value["rebalance_timeout_ms"], server_assignor=value["server_assignor"],
+            classic=_classic(value["classic_member_metadata"])))
+    elif kind == CURRENT:
+        old = group.members.get(key.name)
+        if value is None:
+            if old is not None:       # the partitions are released (Kafka: epoch -1, nothing owned)
+                group.update_member(replace(old, member_epoch=-1, previous_member_epoch=-1, assigned={},
+                                            pending_revocation={}))
+            return
+        if old is None:
+            old = ConsumerGroupMember(key.name, joined_ms=now)
+        epoch = value["member_epoch"]
+        new = replace(old, member_epoch=epoch, previous_member_epoch=value["previous_member_epoch"],
+                      state=_STATE_OF.get(value["state"], MemberState.UNKNOWN),
+                      assigned=_epoched_parts(value["assigned_partitions"], epoch),
+                      pending_revocation=_epoched_parts(value["partitions_pending_revocation"], epoch))
         try:
-            group.update_member(member)
-            written.members[member_id] = member
-        except OwnershipError as e:          # a log written by something else
-            warnings.append(f"member {member_id}: {e}; loaded without partitions")
-            member.assigned, member.pending_revocation = {}, {}
-            member.state = MemberState.UNKNOWN if cur is not None else MemberState.STABLE
-            group.update_member(member)
-            rewrite.append(member_id)
-        target = values.get((_rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, member_id))
-        if target is not None:
-            group.target[member_id] = _targets(target["topic_partitions"])
-            written.targets[member_id] = group.target[member_id]
-    written.target_map = group.target
-    written.group_epoch, written.assignment_epoch = group.group_epoch, group.assignment_epoch
-    for (kind, name), v in values.items():
-        if kind == _rec.CONSUMER_GROUP_REGULAR_EXPRESSION:
-            # version -1: resolved again at the first heartbeat, as after Kafka's load; one no member
-            # has is only in the log (tombstoned at the group's next write)
-            resolved = ResolvedRegularExpression(frozenset(v["topics"]), -1, v["timestamp"])
-            if name in group.subscribed_regexes:
-                group.resolved_regexes[name] = resolved
-            written.regexes[name] = resolved
-        elif kind == _rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER and name not in group.members:
-            written.targets[name] = _targets(v["topic_partitions"])     # a target without its member
-            rewrite.append(name)
-    group.changed.clear()
-    group.changed.update(rewrite)          # their records are written again at the group's next change
-    return group, written, warnings
+            group.update_member(new)
+        except OwnershipError as e:
+            if problems is None:
+                raise
+            problems.append((key.name, f"member {key.name}: {e}; loaded without partitions"))
+            group.update_member(replace(new, assigned={}, pending_revocation={}, state=MemberState.UNKNOWN))
+    elif kind == TARGET:
+        if value is None:
+            group.target.pop(key.name, None)
+        else:
+            group.target[key.name] = _targets(value["topic_partitions"])
+    elif kind == TARGET_EPOCH:
+        if value is not None:
+            group.assignment_epoch = value["assignment_epoch"]
+    elif kind == REGEX:
+        if value is None:
+            group.resolved_regexes.pop(key.name, None)
+        else:
+            group.resolved_regexes[key.name] = ResolvedRegularExpression(
+                frozenset(value["topics"]), value["version"], value["timestamp"])

@@ -77,6 +77,7 @@ class GroupContext:
         self.upgrade: Callable | None = None
         self.downgrade: Callable | None = None
         self.give_way: Callable | None = None
+        self.other_heartbeat: Callable | None = None     # a Heartbeat to a group not classic
 
     # ---- groups --------------------------------------------------------------------
     def group(self, group_id: str, type_name: str):

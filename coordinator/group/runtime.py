@@ -98,7 +98,7 @@ class GroupCoordinator:
         self.consumer_protocol_enabled = "consumer" in protocols
         self.consumer = ConsumerGroupManager(ctx)
         self._types = {"classic": self.classic, "consumer": self.consumer}
-        self.offsets = OffsetManager(ctx, self._simple_group, self._member_committed, self.delete_group)
+        self.offsets = OffsetManager(ctx, self._simple_group, self.classic.member_committed, self.delete_group)
         self.offsets.emit_commits = emit_offset_commits
         ctx.replayers[_st.OffsetCommitKey] = self.offsets.replay
         ctx.replayers[_st.GroupMetadataKey] = lambda key, value: classic_records.replay(
@@ -106,6 +106,7 @@ class GroupCoordinator:
         ctx.upgrade = self.upgrade_group
         ctx.downgrade = self.downgrade_group
         ctx.give_way = self._give_way
+        ctx.other_heartbeat = self._other_heartbeat
         # the classic protocol's settings the handlers check
         self.min_session_timeout_ms = self.classic.min_session_timeout_ms
         self.max_session_timeout_ms = self.classic.max_session_timeout_ms
@@ -116,6 +117,8 @@ class GroupCoordinator:
         self.offset_delete = self.offsets.offset_delete
         self.delete_topic_offsets = self.offsets.delete_topic_offsets
         self.cleanup_group_metadata = self.offsets.cleanup_group_metadata
+        # (the hot path: Heartbeat goes to the classic manager without a hop here)
+        self.heartbeat_error = self.classic.heartbeat_error
         self.offsets.schedule_expiration()
 
     # ==================================================================== durability
@@ -235,14 +238,8 @@ class GroupCoordinator:
         (hot path: no events, no queued responses)."""
         respond({"throttle_time_ms": 0, "error_code": self.heartbeat_error(req)})
 
-    def heartbeat_error(self, req: HeartbeatRequest) -> int:
-        """A validated heartbeat, answered at once: its error code (what :meth:`heartbeat` responds)."""
-        group_id = req.group_id
-        if self.ctx.loading and self.ctx.is_loading(group_id):
-            return _NONE   # Kafka: a heartbeat to a loading coordinator succeeds
-        group = self._groups.get(group_id)
-        if group is None or group.type == "classic":
-            return self.classic.heartbeat_error(req, group)
+    def _other_heartbeat(self, req: HeartbeatRequest, group) -> int:
+        """A Heartbeat to a group of a type other than classic (the classic manager's hand-back)."""
         return self._types[group.type].heartbeat_error(req, group)
 
     @entry
@@ -366,11 +363,6 @@ class GroupCoordinator:
             group = self._groups[group_id] = ClassicGroup(group_id, now)
             return group
         return self.classic.create_group(group_id, now, cause)
-
-    def _member_committed(self, group, member_id: str, now: int) -> None:
-        """A commit of a member of a classic group counts as its heartbeat (Stable or PreparingRebalance)."""
-        if group.type == "classic" and group.state in ("Stable", "PreparingRebalance"):
-            self.classic.member_committed(group, member_id, now)
 
     # ==================================================================== online migration
     def _give_way(self, group, to_type: str, cause: str):

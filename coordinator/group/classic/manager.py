@@ -53,6 +53,7 @@ class ClassicGroupManager:
         self.ctx = ctx
         self.timers = ctx.timers
         self._groups = ctx.groups
+        self._loading = ctx.loading         # (the set itself: the hot path reads it without a hop)
         self._clock = ctx.clock
         self._reply = ctx.reply
         self._event = ctx.event
@@ -124,8 +125,10 @@ class ClassicGroupManager:
             self._prepare_rebalance(group, now, "downgrade")
 
     def member_committed(self, group: ClassicGroup, member_id: str, now: int) -> None:
-        """A member's offset commit counts as its heartbeat."""
-        self._rearm_session(group.group_id, group.members[member_id], now)
+        """A member's offset commit counts as its heartbeat (Stable or PreparingRebalance)."""
+        state = group.state
+        if state == STABLE or state == PREPARING_REBALANCE:
+            self._rearm_session(group.group_id, group.members[member_id], now)
 
     def _transition(self, group: ClassicGroup, target: str, now: int, reason: str | None) -> str:
         since = group.current_state_timestamp
@@ -637,12 +640,18 @@ class ClassicGroupManager:
             self.timers.cancel(("sync", group.group_id))
 
     # ==================================================================== Heartbeat
-    def heartbeat_error(self, req: HeartbeatRequest, group: ClassicGroup | None) -> int:
-        """A validated heartbeat to the classic group of its id or to none, answered at once: its
-        error code (hot path: no events, no queued responses)."""
+    def heartbeat_error(self, req: HeartbeatRequest) -> int:
+        """A validated heartbeat, answered at once: its error code (hot path: no events, no queued
+        responses). The Heartbeat API is the classic protocol's: this looks the group up itself and
+        hands one of another type to the runtime (``ctx.other_heartbeat``)."""
+        group_id = req.group_id
+        if self._loading and self.ctx.is_loading(group_id):
+            return _NONE   # Kafka: a heartbeat to a loading coordinator succeeds
+        group = self._groups.get(group_id)
         if group is None:
             return int(_E.UNKNOWN_MEMBER_ID)
-        group_id = req.group_id
+        if type(group) is not ClassicGroup:
+            return self.ctx.other_heartbeat(req, group)
         state = group.state
         if state == DEAD:
             return int(_E.COORDINATOR_NOT_AVAILABLE)

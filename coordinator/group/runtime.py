@@ -58,6 +58,10 @@ __all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "GROUP_AUTHORIZED_OPERATIONS", "Grou
            "JoinGroupRequest", "LeaveGroupRequest", "SyncGroupRequest", "join_error", "sync_error"]
 
 
+#: The group types: a type is a package with a manager (its ``type`` the name ListGroups gives it).
+GROUP_TYPES = (ClassicGroupManager, ConsumerGroupManager)
+
+
 def default_member_id_factory(prefix: str) -> str:
     """``<client_id>-<uuid4>`` / ``<group_instance_id>-<uuid4>``."""
     return f"{prefix}-{uuid.uuid4()}"
@@ -93,16 +97,15 @@ class GroupCoordinator:
                                       member_id_factory or default_member_id_factory)
         self._groups = ctx.groups
         self.num_offsets_partitions = ctx.num_partitions
-        self.classic = ClassicGroupManager(ctx)
         protocols = {p.strip() for p in str(config["group.coordinator.rebalance.protocols"]).split(",")}
         self.consumer_protocol_enabled = "consumer" in protocols
-        self.consumer = ConsumerGroupManager(ctx)
-        self._types = {"classic": self.classic, "consumer": self.consumer}
+        # the group types, by name (each registers the replay of its records with the context)
+        self._types = {manager.type: manager for manager in (t(ctx) for t in GROUP_TYPES)}
+        self.classic: ClassicGroupManager = self._types["classic"]
+        self.consumer: ConsumerGroupManager = self._types["consumer"]
         self.offsets = OffsetManager(ctx, self._simple_group, self.classic.member_committed, self.delete_group)
         self.offsets.emit_commits = emit_offset_commits
         ctx.replayers[_st.OffsetCommitKey] = self.offsets.replay
-        ctx.replayers[_st.GroupMetadataKey] = lambda key, value: classic_records.replay(
-            self._groups, key, value, clock())
         ctx.upgrade = self.upgrade_group
         ctx.downgrade = self.downgrade_group
         ctx.give_way = self._give_way

@@ -27,7 +27,8 @@ from ..context import GroupContext, entry
 from .group import (
     COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, PREPARING_REBALANCE, STABLE, ClassicGroup, Member,
 )
-from .records import MAX_FRAME, group_record, group_record_size, group_tombstone
+from ...storage import GroupMetadataKey
+from .records import MAX_FRAME, group_record, group_record_size, group_tombstone, replay
 from .requests import (
     HeartbeatRequest, JoinGroupRequest, SyncGroupRequest, join_error, sync_error,
 )
@@ -64,6 +65,12 @@ class ClassicGroupManager:
         self.new_member_join_timeout_ms = NEW_MEMBER_JOIN_TIMEOUT_MS
         # the offsets topic's max.message.bytes; never above what the log can read back
         self.max_message_bytes = min(int(config["message.max.bytes"]), MAX_FRAME - 4)
+        ctx.replayers[GroupMetadataKey] = self.replay
+
+    def replay(self, key: GroupMetadataKey, value) -> None:
+        """The classic group's record (:func:`.records.replay`): at load (classic operations write
+        it without replaying it, as Kafka's)."""
+        replay(self._groups, key, value, self._clock())
 
     def group(self, group_id: str) -> ClassicGroup | None:
         group = self._groups.get(group_id)

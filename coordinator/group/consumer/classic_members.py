@@ -160,21 +160,21 @@ class ClassicMembers:
             (o["topic"], o["partitions"]) for o in subscription.get("owned_partitions") or ()).items()]
         regex_bump, regex_job = False, None
         if member.subscribed_topic_regex is not None:
-            regex_bump, regex_job = cm._update_regexes(group, member.subscribed_topic_regex, None, now)
-        cm._maybe_bump(group, member, updated, replaced, subscription_changed or regex_bump, now)
-        cm._take_place(group, updated, replaced, now)
+            regex_bump, regex_job = cm.update_regexes(group, member.subscribed_topic_regex, None, now)
+        cm.maybe_bump(group, member, updated, replaced, subscription_changed or regex_bump, now)
+        cm.take_place(group, updated, replaced, now)
         if downgrade:
             # the classic group takes the target assignments as they are; stale ones: it rebalances
             rebalance = group.assignment_epoch < group.group_epoch
             if not rebalance:
-                updated = cm._reconcile(group, updated, owned, subscription_changed, now)
+                updated = cm.reconcile_member(group, updated, owned, subscription_changed, now)
         else:
             if group.group_epoch > group.assignment_epoch:
-                cm._update_target(group, updated)
-            updated = cm._reconcile(group, updated, owned, subscription_changed, now)
-            cm._update_state(group, now)
+                cm.update_target(group, updated)
+            updated = cm.reconcile_member(group, updated, owned, subscription_changed, now)
+            cm.update_state(group, now)
             if regex_job is not None:
-                cm._resolve_regexes(group, regex_job, now, None)
+                cm.resolve_regexes(group, regex_job, now, None)
         cm.timers.cancel(("cg-join", group.group_id, member_id))
         response = {"throttle_time_ms": 0, "error_code": 0, "generation_id": updated.member_epoch,
                     "protocol_type": "consumer", "protocol_name": updated.classic.protocols[0][0], "leader": "",
@@ -182,7 +182,7 @@ class ClassicMembers:
         if downgrade:
             self.to_classic(group, set(), now, rebalance)
         else:
-            cm._schedule_session_timeout(group.group_id, member_id, now, req.session_timeout_ms)
+            cm.schedule_session_timeout(group.group_id, member_id, now, req.session_timeout_ms)
             cm.timers.schedule(("cg-sync", group.group_id, member_id), now + req.rebalance_timeout_ms,
                                partial(cm.timer, self._on_timeout, group.group_id, member_id, "sync_timeout",
                                        req.rebalance_timeout_ms))
@@ -222,7 +222,7 @@ class ClassicMembers:
             self._schedule_join_timeout(group, member, now)
             raise ApiError(_E.REBALANCE_IN_PROGRESS)
         self.cm.timers.cancel(("cg-sync", group.group_id, member.member_id))
-        self.cm._schedule_session_timeout(group.group_id, member.member_id, now, member.classic.session_timeout_ms)
+        self.cm.schedule_session_timeout(group.group_id, member.member_id, now, member.classic.session_timeout_ms)
         return {"throttle_time_ms": 0, "error_code": 0, "protocol_type": req.protocol_type,
                 "protocol_name": req.protocol_name,
                 "assignment": self._serialize(member.assigned, member.classic.protocols[0][1])}
@@ -234,7 +234,7 @@ class ClassicMembers:
         if member.member_epoch != req.generation_id:
             raise ApiError(_E.ILLEGAL_GENERATION)
         now = self.ctx.clock()
-        self.cm._schedule_session_timeout(group.group_id, member.member_id, now, member.classic.session_timeout_ms)
+        self.cm.schedule_session_timeout(group.group_id, member.member_id, now, member.classic.session_timeout_ms)
         if (member.member_epoch < group.assignment_epoch or member.state is MemberState.UNREVOKED_PARTITIONS
                 or (member.state is MemberState.UNRELEASED_PARTITIONS
                     and not group.waiting_on_unreleased_partition(member))):
@@ -261,7 +261,7 @@ class ClassicMembers:
                 leaving.append(member)
             results.append({"member_id": member_id, "group_instance_id": instance_id, "error_code": error})
         if leaving:
-            self.cm._fence(group, leaving, now, "consumer.member_left",
+            self.cm.fence(group, leaving, now, "consumer.member_left",
                            lambda m: {"member": m.member_id, "instance_id": m.instance_id, "static": False})
         return {"throttle_time_ms": 0, "error_code": 0, "members": results}
 
@@ -277,7 +277,7 @@ class ClassicMembers:
         if group is None or member_id not in group.members:
             return
         member = group.members[member_id]
-        self.cm._fence(group, [member], self.ctx.clock(), "consumer.member_fenced",
+        self.cm.fence(group, [member], self.ctx.clock(), "consumer.member_fenced",
                        lambda m: {"member": m.member_id, "instance_id": m.instance_id, "reason": reason,
                                   "timeout_ms": timeout_ms})
 
@@ -329,7 +329,7 @@ class ClassicMembers:
         except OwnershipError as e:
             raise ApiError(_E.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer group: "
                            f"{e}.") from None
-        group.subscription_metadata = self.cm._subscription_metadata(group.subscribed_topic_names())
+        group.subscription_metadata = self.cm.subscription_metadata(group.subscribed_topic_names())
         group.state = group.compute_state()
         return group
 
@@ -339,7 +339,7 @@ class ClassicMembers:
         the tombstone and the new group's records in one append); its members' sessions start."""
         self.ctx.upgrade(self.ctx.group(group.group_id, "classic"), group, now)
         for member in group.members.values():
-            self.cm._schedule_session_timeout(group.group_id, member.member_id, now,
+            self.cm.schedule_session_timeout(group.group_id, member.member_id, now,
                                               member.classic.session_timeout_ms)
 
     # ---- downgrade: a consumer group of classic members becomes a classic group -----------
@@ -357,7 +357,7 @@ class ClassicMembers:
         classic = ClassicGroup(group.group_id, now)
         classic.generation_id = group.group_epoch
         for m in group.members.values():
-            self.cm._cancel_timers(group.group_id, m.member_id)
+            self.cm.cancel_timers(group.group_id, m.member_id)
             if m.member_id in leaving:
                 continue
             classic.add(Member(m.member_id, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,

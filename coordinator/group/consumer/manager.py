@@ -139,7 +139,7 @@ class ConsumerGroupManager:
             return None
         return image.topics.get(name)
 
-    def _subscription_metadata(self, names: Iterable[str]) -> dict[str, TopicInfo]:
+    def subscription_metadata(self, names: Iterable[str]) -> dict[str, TopicInfo]:
         out = {}
         for name in sorted(names):
             topic = self._topic(name)
@@ -192,12 +192,12 @@ class ConsumerGroupManager:
         for regex in [r for r in group.resolved_regexes if r not in group.subscribed_regexes]:
             self._emit(*records.regex_record(group.group_id, regex, None))
         group.resolved_regexes = {r: replace(v, version=-1) for r, v in group.resolved_regexes.items()}
-        group.subscription_metadata = self._subscription_metadata(group.subscribed_topic_names())
+        group.subscription_metadata = self.subscription_metadata(group.subscribed_topic_names())
         if group.members and metadata_hash(group.subscription_metadata) != group.metadata_hash:
             self._bump(group, None, "metadata_changed", now)     # a subscribed topic changed meanwhile
         group.state = group.compute_state()
         for member in group.members.values():
-            self._schedule_session_timeout(group.group_id, member.member_id, now,
+            self.schedule_session_timeout(group.group_id, member.member_id, now,
                                            member.classic.session_timeout_ms if member.classic is not None else None)
             if member.classic is None and member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_rebalance_timeout(group.group_id, member, now)
@@ -424,16 +424,16 @@ class ConsumerGroupManager:
         subscription_changed = names_changed or regex_changed
         regex_bump, regex_job = False, None
         if regex_changed or group.subscribed_regexes:
-            regex_bump, regex_job = self._update_regexes(group, old_regex, updated.subscribed_topic_regex, now)
+            regex_bump, regex_job = self.update_regexes(group, old_regex, updated.subscribed_topic_regex, now)
         if self.group(group.group_id) is not group:
             self.classic.install_upgrade(group, now)          # the classic group it converts gives way
-        self._maybe_bump(group, member, updated, replaced, names_changed or regex_bump, now)
-        self._take_place(group, updated, replaced, now)
-        self._schedule_session_timeout(group.group_id, member_id, now)
+        self.maybe_bump(group, member, updated, replaced, names_changed or regex_bump, now)
+        self.take_place(group, updated, replaced, now)
+        self.schedule_session_timeout(group.group_id, member_id, now)
         if group.group_epoch > group.assignment_epoch:
-            self._update_target(group, updated)
-        updated = self._reconcile(group, updated, req.topic_partitions, subscription_changed, now)
-        self._update_state(group, now)
+            self.update_target(group, updated)
+        updated = self.reconcile_member(group, updated, req.topic_partitions, subscription_changed, now)
+        self.update_state(group, now)
 
         full = joining or (req.rebalance_timeout_ms != -1 and req.topic_partitions is not None
                            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
@@ -441,12 +441,12 @@ class ConsumerGroupManager:
         if full or updated.assigned != member.assigned:
             assignment = _assignment(updated.assigned)
         if regex_job is not None:
-            self._resolve_regexes(group, regex_job, now, req.describable)      # Kafka's job, done after
+            self.resolve_regexes(group, regex_job, now, req.describable)      # Kafka's job, done after
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                 "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self._heartbeat_interval(req.group_id),
                 "assignment": assignment}
 
-    def _maybe_bump(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+    def maybe_bump(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
                     replaced: str | None, subscription_changed: bool, now: int) -> None:
         """Bump the group epoch when the group is new, the member's subscription changed, or the
         subscribed topics' metadata did (``hasMemberSubscriptionChanged``, ``updateSubscriptionMetadata``)."""
@@ -456,7 +456,7 @@ class ConsumerGroupManager:
             for other in group.members.values():
                 if other.member_id != member.member_id and other.member_id != (replaced or ""):
                     names.update(group.member_topics(other))
-            metadata = self._subscription_metadata(names)
+            metadata = self.subscription_metadata(names)
             if metadata != group.subscription_metadata:
                 group.subscription_metadata = metadata
                 bump = True
@@ -472,7 +472,7 @@ class ConsumerGroupManager:
                                          metadata_hash(group.subscription_metadata)))
         self.ctx.event(group, "consumer.group_epoch_bumped", now, {"member": member_id, "reason": reason})
 
-    def _take_place(self, group: ConsumerGroup, updated: ConsumerGroupMember, replaced: str | None, now: int) -> None:
+    def take_place(self, group: ConsumerGroup, updated: ConsumerGroupMember, replaced: str | None, now: int) -> None:
         """Put the member in the group; a static member it replaces goes, and it inherits that one's
         target (``replaceMember``)."""
         member_id = updated.member_id
@@ -481,7 +481,7 @@ class ConsumerGroupManager:
             old = group.members[replaced]
             inherited = group.target.get(replaced, {})
             self._remove_member(group, replaced)
-            self._cancel_timers(group.group_id, replaced)
+            self.cancel_timers(group.group_id, replaced)
             self._emit(*records.target_record(group.group_id, member_id, inherited))
             self.ctx.event(group, "consumer.member_replaced", now, {
                 "member": member_id, "old_member": replaced, "instance_id": old.instance_id})
@@ -494,7 +494,7 @@ class ConsumerGroupManager:
                 "client_host": updated.client_host, "subscribed_topics": list(updated.subscribed_topic_names),
                 "server_assignor": updated.server_assignor})
 
-    def _reconcile(self, group: ConsumerGroup, updated: ConsumerGroupMember, owned, subscription_changed: bool,
+    def reconcile_member(self, group: ConsumerGroup, updated: ConsumerGroupMember, owned, subscription_changed: bool,
                    now: int) -> ConsumerGroupMember:
         """``maybeReconcile``: the member's next step towards its target; a member of this protocol
         revoking partitions has its rebalance timer."""
@@ -525,7 +525,7 @@ class ConsumerGroupManager:
             if message is not None:
                 raise HeartbeatError(_E.INVALID_REGULAR_EXPRESSION, message)
 
-    def _update_regexes(self, group: ConsumerGroup, old: str | None, new: str | None,
+    def update_regexes(self, group: ConsumerGroup, old: str | None, new: str | None,
                         now: int) -> tuple[bool, list[str] | None]:
         """``maybeUpdateRegularExpressions`` for a member going from regex ``old`` to ``new`` (Kafka 4.0;
         the refresh interval of 4.1, KAFKA-18961; the bump on clearing of 4.1.2/4.2, KAFKA-19891):
@@ -558,7 +558,7 @@ class ConsumerGroupManager:
                    or last is None or now > last + self.regex_refresh_interval_ms)
         return bump, (sorted(regexes) if refresh and regexes else None)
 
-    def _resolve_regexes(self, group: ConsumerGroup, regexes: list[str], now: int, describable) -> None:
+    def resolve_regexes(self, group: ConsumerGroup, regexes: list[str], now: int, describable) -> None:
         """Kafka's resolution job and ``handleRegularExpressionsResult`` (4.0): every regex against every
         topic of the image (those the principal of the heartbeat that scheduled it may DESCRIBE); a
         regex whose topics changed, or new subscription metadata, bumps the group epoch."""
@@ -573,14 +573,14 @@ class ConsumerGroupManager:
                 bump = True
             self._emit(*records.regex_record(group.group_id, regex,
                                              ResolvedRegularExpression(topics, self.metadata_version, now)))
-        metadata = self._subscription_metadata(group.subscribed_topic_names())
+        metadata = self.subscription_metadata(group.subscribed_topic_names())
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
             bump = True
         if bump:
             self._bump(group, None, "regex_resolved", now)
             group.metadata_refresh = False
-            self._update_state(group, now)
+            self.update_state(group, now)
 
     def _check_epoch(self, member: ConsumerGroupMember, epoch: int, owned) -> None:
         """``throwIfConsumerGroupMemberEpochIsInvalid``; epoch 0 (a rejoin) is always accepted
@@ -626,7 +626,7 @@ class ConsumerGroupManager:
         self._check_epoch(existing, req.member_epoch, req.topic_partitions)
         return existing, None
 
-    def _update_target(self, group: ConsumerGroup, updated: ConsumerGroupMember) -> None:
+    def update_target(self, group: ConsumerGroup, updated: ConsumerGroupMember) -> None:
         """``updateTargetAssignment``: run the preferred assignor over every member."""
         meta = group.subscription_metadata
         topics = {info.topic_id: info.partitions for info in meta.values()}
@@ -676,7 +676,7 @@ class ConsumerGroupManager:
             self.timers.cancel(("cg-rebalance", group.group_id, member.member_id))
             self.ctx.event(group, "consumer.member_left", now, {
                 "member": member.member_id, "instance_id": member.instance_id, "static": True})
-            self._update_state(group, now)
+            self.update_state(group, now)
         else:
             self._remove(group, member, now, "consumer.member_left", {
                 "member": member.member_id, "instance_id": member.instance_id, "static": False})
@@ -684,9 +684,9 @@ class ConsumerGroupManager:
                 "member_epoch": req.member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
 
     def _remove(self, group: ConsumerGroup, member: ConsumerGroupMember, now: int, event: str, fields: dict) -> None:
-        self._fence(group, [member], now, event, lambda m: fields)
+        self.fence(group, [member], now, event, lambda m: fields)
 
-    def _fence(self, group: ConsumerGroup, members: list, now: int, event: str, fields) -> None:
+    def fence(self, group: ConsumerGroup, members: list, now: int, event: str, fields) -> None:
         """``consumerGroupFenceMembers``: the members go, with one bump of the group epoch; or, when
         only members of the classic protocol would stay, the group becomes a classic group
         (``fields(member)``: each one's event)."""
@@ -697,10 +697,10 @@ class ConsumerGroupManager:
             return
         for m in members:
             self._remove_member(group, m.member_id)
-            self._cancel_timers(group.group_id, m.member_id)
+            self.cancel_timers(group.group_id, m.member_id)
             self._drop_unused_regex(group, m.subscribed_topic_regex)
         names = group.subscribed_topic_names()
-        group.subscription_metadata = self._subscription_metadata(names)
+        group.subscription_metadata = self.subscription_metadata(names)
         self._bump(group, members[0].member_id if len(members) == 1 else None,
                    "member_left" if event == "consumer.member_left" else "member_fenced", now)
         if not group.members:
@@ -708,19 +708,19 @@ class ConsumerGroupManager:
             self._emit(*records.target_epoch_record(group.group_id, group.group_epoch))
         for m in members:
             self.ctx.event(group, event, now, fields(m))
-        self._update_state(group, now)
+        self.update_state(group, now)
 
     def _drop_unused_regex(self, group: ConsumerGroup, regex: str | None) -> None:
         """A regex no member has any more loses its resolution (Kafka writes its tombstone)."""
         if regex and regex not in group.subscribed_regexes and regex in group.resolved_regexes:
             self._emit(*records.regex_record(group.group_id, regex, None))
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+    def cancel_timers(self, group_id: str, member_id: str) -> None:
         timers = self.timers
         for kind in ("cg-session", "cg-rebalance", "cg-join", "cg-sync"):
             timers.cancel((kind, group_id, member_id))
 
-    def _schedule_session_timeout(self, group_id: str, member_id: str, now: int, timeout_ms: int | None = None) -> None:
+    def schedule_session_timeout(self, group_id: str, member_id: str, now: int, timeout_ms: int | None = None) -> None:
         """The member's session timer: group.consumer.session.timeout.ms, or a classic member's own."""
         timeout = self._session_timeout(group_id) if timeout_ms is None else timeout_ms
         self.timers.schedule(("cg-session", group_id, member_id), now + timeout,
@@ -757,7 +757,7 @@ class ConsumerGroupManager:
                      {"member": member_id, "instance_id": member.instance_id, "reason": "rebalance_timeout",
                       "timeout_ms": member.rebalance_timeout_ms})
 
-    def _update_state(self, group: ConsumerGroup, now: int) -> None:
+    def update_state(self, group: ConsumerGroup, now: int) -> None:
         state = group.compute_state()
         if state != group.state:
             previous, group.state = group.state, state

@@ -640,7 +640,7 @@ class FaultEngine:
         group, m = self._find_member(group_id, member, instance_id, client_id)
         gc = self.service.group_coordinator
         if isinstance(group, ConsumerGroup):
-            gc.expire_consumer_member(group.group_id, m.member_id)
+            gc.expire_member(group.group_id, m.member_id)
             self._changed()
             return m.member_id
         respond = group.take_sync_callback(m)

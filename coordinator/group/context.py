@@ -34,7 +34,14 @@ class Group(Protocol):
 
     def is_subscribed_to_topic(self, topic: str) -> bool: ...
 
-    def offset_expiration_base(self) -> int | None | bool: ...     # see OffsetManager
+    def offset_expiration_condition(self): ...         # (offset) -> when its retention starts, or None
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
+                               v9: bool) -> int | None: ...
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None: ...
+
+    def validate_offset_delete(self) -> int | None: ...
 
 
 def entry(fn):
@@ -71,8 +78,12 @@ class GroupContext:
         self.loading: set[int] = set()
         self.outbox: deque = deque()
         self.depth = 0
-        #: record type -> replay(key, value), filled by the runtime from the group types
+        #: record type -> replay(key, value): each group type and the offset manager register theirs
         self.replayers: dict[type, Callable] = {}
+        #: while a partition loads: group id -> [(member id, problem)] of records that could not apply
+        self.load_problems: dict[str, list] | None = None
+        #: while a partition loads: a group a record of another type replaced (group id -> group)
+        self.load_displaced: dict[str, object] = {}
         # the online migration between group types: the runtime's (set by it)
         self.upgrade: Callable | None = None
         self.downgrade: Callable | None = None

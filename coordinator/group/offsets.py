@@ -246,11 +246,12 @@ class OffsetManager:
                 stored += 1
                 parts_out.append({"partition_index": index, "error_code": _NONE})
             out_topics.append({"name": name, "partitions": parts_out})
+        self.replay_all(records)
         if self.emit_commits:
             ctx.event(group, "offset.committed", now, {
                 "member": member_id, "instance_id": group_instance_id, "partitions": stored,
                 "errors": rejected, "topics": len({t["name"] for t in topics})})
-        self._write(group_id, records)
+        ctx.append(group_id, records)      # acknowledged once written
         respond({"throttle_time_ms": 0, "topics": out_topics})
 
     # ==================================================================== OffsetFetch

@@ -146,20 +146,23 @@ class GroupCoordinator:
         ctx = self.ctx
         try:
             now = self._clock()
-            problems: dict[str, list] = {}          # consumer groups: records that could not apply
+            ctx.load_problems = {}
+            replay = ctx.replay
             for key, value in records:
-                if isinstance(key, _st.ConsumerGroupKey):
-                    self.consumer.replay(key, value, problems.setdefault(key.group, []))
-                else:
-                    ctx.replay(key, value)
+                replay(key, value)
             loaded = [g for gid, g in self._groups.items() if self.partition_of(gid) == partition]
             for group in loaded:
                 if group.type == "classic":
                     self.classic.loaded(group, now)
-                elif group.metadata_hash is None:
-                    del self._groups[group.group_id]       # no epoch record: a group deleted part way
+                elif group.metadata_hash is None:     # no epoch record: a group deleted part way
+                    displaced = ctx.load_displaced.get(group.group_id)
+                    if displaced is not None:          # (as before: the other type's group stays)
+                        self._groups[group.group_id] = displaced
+                        self._types[displaced.type].loaded(displaced, now)
+                    else:
+                        del self._groups[group.group_id]
                 else:
-                    self.consumer.loaded(group, now, problems.get(group.group_id, []))
+                    self.consumer.loaded(group, now)
             count = sum(1 for gid in self._groups if self.partition_of(gid) == partition)
             for group_id in self.offsets.group_ids():
                 if group_id not in self._groups and self.partition_of(group_id) == partition:
@@ -167,6 +170,8 @@ class GroupCoordinator:
                     count += 1
             return count
         finally:
+            ctx.load_problems = None
+            ctx.load_displaced = {}
             ctx.loading.discard(partition)
 
     # ==================================================================== lookup / admin
@@ -294,11 +299,6 @@ class GroupCoordinator:
         """ConsumerGroupHeartbeat of a request the API layer validated."""
         self.ctx.reply(respond, self.consumer.heartbeat(req))
 
-    def expire_consumer_member(self, group_id: str, member_id: str) -> None:
-        """End a consumer group member's session now, exactly as its session timer would
-        (``consumer.member_fenced``, reason "session_timeout")."""
-        self.consumer.expire_member(group_id, member_id)
-
     # ==================================================================== ListGroups
     def list_groups(self, respond: Callable[[dict], None], *, states_filter: Iterable[str] | None = None,
                     types_filter: Iterable[str] | None = None,
@@ -387,6 +387,7 @@ class GroupCoordinator:
         records = [classic_records.group_tombstone(classic.group_id), *self.consumer.creation_records(group)]
         self.ctx.append(group.group_id, records)
         self.ctx.event(classic, "group.deleted", now, {"reason": "converted", "offsets": 0})
+        del self._groups[classic.group_id]
         self._groups[group.group_id] = group
         self.ctx.event(group, "group.created", now, {"protocol_type": "consumer", "cause": "upgrade"})
 

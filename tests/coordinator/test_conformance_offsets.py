@@ -324,3 +324,14 @@ def test_offset_delete_with_spec_v3_subscription_bytes(h):
     assert [(t["name"], t["partitions"][0]["error_code"]) for t in out[0]["topics"]] == [
         ("bar", 86), ("foo", 86), ("baz", 0)]
     assert h.offsets() == {("foo", 0): 1}
+
+
+def test_the_commit_event_sees_the_offsets_committed(h):
+    # what a subscriber of offset.committed reads of the group's offsets is the commit it tells of
+    seen = []
+    emit = h.gc.ctx.emit
+    h.gc.ctx.emit = lambda e: (seen.append(dict(h.gc.offsets.of("s"))) if e["event"] == "offset.committed" else None,
+                               emit(e))
+    h.commit("s", offsets={("foo", 0): 5})
+    assert [{t: {p: o.committed_offset for p, o in parts.items()} for t, parts in s.items()} for s in seen] == \
+        [{"foo": {0: 5}}]

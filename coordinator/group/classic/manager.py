@@ -97,9 +97,9 @@ class ClassicGroupManager:
         return group
 
     def stop(self, group: ClassicGroup) -> None:
-        """The group gives way (to a consumer group of its id, or is unloaded): its waiting
-        JoinGroups and SyncGroups are answered REBALANCE_IN_PROGRESS, its timers stop, it leaves
-        the map."""
+        """The group gives way to a group of another type: its waiting JoinGroups and SyncGroups
+        are answered REBALANCE_IN_PROGRESS, its timers stop (the runtime takes it out of the
+        registry)."""
         group_id = group.group_id
         for member in list(group.members.values()):
             respond = group.take_join_callback(member)

@@ -3,8 +3,9 @@ ConsumerGroupDescribe, the session and rebalance timers of their members.
 
 After Kafka 4.x's ``GroupMetadataManager`` (``consumerGroupHeartbeat``, ``consumerGroupLeave``,
 ``consumerGroupFenceMember``, ``updateTargetAssignment``, ``maybeReconcile``,
-``consumerGroupDescribe``) and ``GroupCoordinatorService`` (request validation). The group
-manager (:mod:`.manager`) owns this object and routes to it; the model is :mod:`.consumer`.
+``consumerGroupDescribe``) and ``GroupCoordinatorService`` (request validation). The runtime
+(:mod:`..runtime`) routes to it; the model is :mod:`.group`, the records :mod:`.records`. Each step of an
+operation makes its records and the group changes only by replaying them (:meth:`_emit`).
 
 Which Kafka release each behaviour follows: 4.0 for the protocol, with two later changes of
 Kafka's trunk: an existing member may rejoin with epoch 0 (KAFKA-19233, 2026), and a member's
@@ -171,7 +172,7 @@ class ConsumerGroupManager:
             if changed & group.subscribed_topic_names():
                 group.metadata_refresh = True
 
-    def loaded(self, group: ConsumerGroup, now: int, problems: list) -> None:
+    def loaded(self, group: ConsumerGroup, now: int) -> None:
         """A group its records rebuilt at load (Kafka's replay, then ``onLoaded``): its members in
         member id order; its subscription metadata from the metadata image of now (when it hashes
         otherwise than the group's epoch record says, a topic changed while the coordinator was
@@ -181,9 +182,18 @@ class ConsumerGroupManager:
         revoking). What the log held that no longer fits is written again: a member loaded without
         the partitions another owned (``problems``), a target without its member, a regex no member
         has."""
+        try:
+            self._loaded(group, now)
+        finally:
+            self._flush()
+
+    def _loaded(self, group: ConsumerGroup, now: int) -> None:
         group.members = dict(sorted(group.members.items()))
-        for member_id, problem in problems:
+        rewrite = {}
+        for member_id, problem in (self.ctx.load_problems or {}).get(group.group_id, ()):
             _log.warning("consumer group record not applied", group=group.group_id, problem=problem)
+            rewrite[member_id] = None
+        for member_id in rewrite:
             member = group.members.get(member_id)
             if member is not None:
                 self._emit(*records.member_records(group.group_id, None, member)[-1])
@@ -201,7 +211,6 @@ class ConsumerGroupManager:
                                            member.classic.session_timeout_ms if member.classic is not None else None)
             if member.classic is None and member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._schedule_rebalance_timeout(group.group_id, member, now)
-        self._flush()
 
     # ---- the groups ---------------------------------------------------------------------
     def group(self, group_id: str) -> ConsumerGroup | None:
@@ -219,14 +228,22 @@ class ConsumerGroupManager:
         return group
 
     # ---- records ------------------------------------------------------------------------
-    def replay(self, key, value, problems: list | None = None) -> None:
-        """Apply one of a consumer group's records (:func:`.records.replay`), live and at load."""
-        records.replay(self._groups, key, value, self.ctx.clock(), problems)
+    def replay(self, key, value) -> None:
+        """Apply one of a consumer group's records (:func:`.records.replay`), live and at load (where
+        what could not apply is kept in ``ctx.load_problems`` for :meth:`loaded`)."""
+        problems = self.ctx.load_problems
+        if problems is None:
+            records.replay(self._groups, key, value, self.ctx.clock())
+            return
+        other = self._groups.get(key.group)
+        if other is not None and other.type != "consumer":
+            self.ctx.load_displaced.setdefault(key.group, other)     # (a damaged log: both types live)
+        records.replay(self._groups, key, value, self.ctx.clock(), problems.setdefault(key.group, []))
 
     def _emit(self, key, value) -> None:
         """One record of the operation under way: replayed now, appended when the operation ends."""
-        self._pending.append((key, value))
         records.replay(self._groups, key, value, self.ctx.clock())
+        self._pending.append((key, value))
 
     def _flush(self) -> None:
         """The operation ended: append its records (all of one group)."""

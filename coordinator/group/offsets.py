@@ -199,7 +199,7 @@ class OffsetManager:
         group_instance_id, topics = req.group_instance_id, req.topics
         error = None
         group = None
-        if ctx.loading and ctx.is_loading(group_id):
+        if ctx.is_loading(group_id):
             error = _E.COORDINATOR_LOAD_IN_PROGRESS
         else:
             group = ctx.groups.get(group_id)

@@ -213,15 +213,12 @@ class GroupCoordinator:
             fn()
 
     # ==================================================================== the classic protocol
-    def _loading_answer(self, group_id: str) -> bool:
-        return bool(self.ctx.loading) and self.ctx.is_loading(group_id)
-
     @entry
     def join_group(self, respond: Callable[[dict], None], req: JoinGroupRequest) -> None:
         """JoinGroup of a request the API layer validated (:meth:`JoinGroupRequest.error`): to the
         classic group of its id (created when none), or as a classic member of a consumer group."""
         group_id = req.group_id
-        if self._loading_answer(group_id):
+        if self.ctx.is_loading(group_id):
             self.ctx.reply(respond, join_error(req.member_id, _E.COORDINATOR_LOAD_IN_PROGRESS))
             return
         group = self._groups.get(group_id)
@@ -235,7 +232,7 @@ class GroupCoordinator:
     @entry
     def sync_group(self, respond: Callable[[dict], None], req: SyncGroupRequest) -> None:
         """SyncGroup of a request the API layer validated (:meth:`SyncGroupRequest.error`)."""
-        if self._loading_answer(req.group_id):
+        if self.ctx.is_loading(req.group_id):
             self.ctx.reply(respond, sync_error(_E.COORDINATOR_LOAD_IN_PROGRESS))
             return
         group = self._groups.get(req.group_id)
@@ -274,7 +271,7 @@ class GroupCoordinator:
         return resp["members"][0]["error_code"]
 
     def _leave(self, group_id: str, idents: list, initiator: str) -> dict:
-        if self._loading_answer(group_id):
+        if self.ctx.is_loading(group_id):
             return {"throttle_time_ms": 0, "error_code": int(_E.COORDINATOR_LOAD_IN_PROGRESS), "members": []}
         group = self._groups.get(group_id)
         return self._types[group.type if group is not None else "classic"].leave(group, group_id, idents, initiator)

@@ -71,8 +71,6 @@ from groupcoord.protocol.messages import APIS
 
 from .context import RequestContext, Verdict
 from .events import BASE_FIELDS, EVENT_FIELDS
-from .group.consumer.group import ConsumerGroup
-from .group.runtime import join_error, sync_error
 from .handlers import HANDLERS
 
 log = structlog.get_logger("groupcoord.faults")
@@ -623,10 +621,9 @@ class FaultEngine:
         group = gc.get(group_id) if group_id else None
         if group is None:
             raise FaultError(f"no group {group_id!r}", "not_found")
-        consumer = isinstance(group, ConsumerGroup)
         for m in group.members.values():
             if ((member is not None and m.member_id == member)
-                    or (instance_id is not None and (m.instance_id if consumer else m.group_instance_id) == instance_id)
+                    or (instance_id is not None and m.instance_id == instance_id)
                     or (client_id is not None and m.client_id == client_id)):
                 return group, m
         who = member or instance_id or client_id
@@ -638,20 +635,7 @@ class FaultEngine:
         JoinGroup or SyncGroup is answered UNKNOWN_MEMBER_ID. A consumer group's member is fenced
         (``consumer.member_fenced``, reason "session_timeout"). Returns the member id."""
         group, m = self._find_member(group_id, member, instance_id, client_id)
-        gc = self.service.group_coordinator
-        if isinstance(group, ConsumerGroup):
-            gc.expire_member(group.group_id, m.member_id)
-            self._changed()
-            return m.member_id
-        respond = group.take_sync_callback(m)
-        if respond is not None:
-            respond(sync_error(ErrorCode.UNKNOWN_MEMBER_ID))
-        respond = group.take_join_callback(m)
-        if respond is not None:
-            respond(join_error("", ErrorCode.UNKNOWN_MEMBER_ID))
-        m.is_new = False
-        # the coordinator's own session-expiry path (its timer callback), then no timer is left
-        gc.expire_member(group.group_id, m.member_id)
+        self.service.group_coordinator.expire_member(group.group_id, m.member_id)
         self._changed()
         return m.member_id
 
@@ -669,7 +653,7 @@ class FaultEngine:
         """Answer a consumer group member's next ConsumerGroupHeartbeat FENCED_MEMBER_EPOCH (a
         one-shot request fault, added now); the request fault."""
         group, m = self._find_member(group_id, member, instance_id, client_id)
-        if not isinstance(group, ConsumerGroup):
+        if group.type != "consumer":
             raise FaultError(f"group {group.group_id!r} is a classic group: fence_member is for consumer groups",
                              "conflict")
         return self.add_injected({"api": "ConsumerGroupHeartbeat", "group": group.group_id, "member": m.member_id,
@@ -771,20 +755,7 @@ class FaultEngine:
         ``GroupCoordinator.onGroupUnloaded`` does; the members rejoin at the new one."""
         if not partitions:
             return []
-        cluster = self.service.cluster
-        moved = [g for g in self.service.group_coordinator.groups()
-                 if cluster.coordinator_partition(g.group_id) in partitions]
-        for group in moved:
-            if group.type != "classic":
-                continue                     # (no request of a consumer group is ever parked)
-            for m in list(group.members.values()):
-                respond = group.take_join_callback(m)
-                if respond is not None:
-                    respond(join_error(m.member_id, ErrorCode.NOT_COORDINATOR))
-                respond = group.take_sync_callback(m)
-                if respond is not None:
-                    respond(sync_error(ErrorCode.NOT_COORDINATOR))
-        return moved
+        return self.service.group_coordinator.on_unloaded(partitions)
 
     def move_group(self, group_id: str, node: int | None = None) -> dict:
         """Move a group's coordinator: its offsets-topic partition (and every other group there)."""

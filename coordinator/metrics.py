@@ -91,11 +91,9 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.exposition import generate_latest
 
-from .group.classic.group import GroupState
-from .group.consumer.group import ASSIGNING, DEAD, EMPTY, RECONCILING, STABLE
-
-#: ConsumerGroupState, every one reported (Kafka's consumer-group-count tags)
-CONSUMER_GROUP_STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
+#: the group type of Kafka's GroupMetadataManager gauges (NumGroups); every other type has group
+#: epochs (Kafka's "modern" groups), its events named "<type>.<what>"
+CLASSIC = "classic"
 
 PREFIX = "groupcoord_"
 _JOIN_GROUP, _HEARTBEAT, _SYNC_GROUP = int(ApiKey.JOIN_GROUP), int(ApiKey.HEARTBEAT), int(ApiKey.SYNC_GROUP)
@@ -193,7 +191,8 @@ class Metrics:
         self.members_left: dict[str, int] = {}
         self.members_removed: dict[str, int] = {}
         self.members_replaced = 0
-        self.consumer_rebalances: dict[str, int] = {}
+        #: group type -> reason -> group epochs bumped (the modern types': <type>.group_epoch_bumped)
+        self.epoch_bumps: dict[str, dict[str, int]] = {}
         self.offsets_committed = 0
         self.offsets_expired = 0
         self.offsets_deleted = 0
@@ -214,12 +213,17 @@ class Metrics:
             "offset.committed": self._offset_committed,
             "offsets.expired": self._offsets_expired,
             "offsets.deleted": self._offsets_deleted,
-            "consumer.group_epoch_bumped": self._consumer_rebalance,
-            "consumer.member_joined": self._member_joined,
-            "consumer.member_left": self._member_left,
-            "consumer.member_fenced": self._member_removed,
-            "consumer.member_replaced": self._member_replaced,
         }
+        for t in service.group_coordinator.group_types():
+            if t.type != CLASSIC:
+                self.epoch_bumps[t.type] = {}
+                self._on_event_by_type.update({
+                    f"{t.type}.group_epoch_bumped": self._epoch_bumped,
+                    f"{t.type}.member_joined": self._member_joined,
+                    f"{t.type}.member_left": self._member_left,
+                    f"{t.type}.member_fenced": self._member_removed,
+                    f"{t.type}.member_replaced": self._member_replaced,
+                })
 
     # ---- lifecycle ----------------------------------------------------------------------
     def attach(self) -> "Metrics":
@@ -242,10 +246,11 @@ class Metrics:
         prometheus_client's encoders can then run anywhere."""
         nodes = self.service.cluster.nodes
         gc = self.service.group_coordinator
-        groups = [(g.group_id, g.state, len(g.members), g.generation_id,
-                   gc.offsets.count(g.group_id)) for g in gc.groups() if g.type == "classic"]
-        consumer_groups = [(g.group_id, g.state, len(g.members), g.group_epoch,
-                            gc.offsets.count(g.group_id)) for g in gc.consumer_groups()]
+        # group type -> (its states, [(group id, state, members, generation or group epoch, offsets)])
+        groups = {t.type: (t.states, []) for t in gc.group_types()}
+        for g in gc.groups():
+            groups[g.type][1].append((g.group_id, g.state, len(g.members), g.generation_id,
+                                      gc.offsets.count(g.group_id)))
         apis = {key: (a.name, list(a.versions), list(a.buckets), a.seconds, dict(a.errors))
                 for key, a in self.apis.items()}
         connections = None
@@ -255,7 +260,7 @@ class Metrics:
                 connections[conn.node_id] = connections.get(conn.node_id, 0) + 1
             connections = (connections, dict(self.server.stats))
         raw = {
-            "groups": groups, "consumer_groups": consumer_groups, "apis": apis, "connections": connections,
+            "groups": groups, "apis": apis, "connections": connections,
             "nodes_up": {n: nodes[n].up for n in sorted(nodes)},
             "events": dict(self.events), "rebalances_started": dict(self.rebalances_started),
             "rebalances_completed": dict(self.rebalances_completed),
@@ -264,7 +269,7 @@ class Metrics:
             "groups_created": dict(self.groups_created), "groups_deleted": dict(self.groups_deleted),
             "members_joined": self.members_joined, "members_left": dict(self.members_left),
             "members_removed": dict(self.members_removed), "members_replaced": self.members_replaced,
-            "consumer_rebalances": dict(self.consumer_rebalances),
+            "epoch_bumps": {t: dict(bumps) for t, bumps in self.epoch_bumps.items()},
             "offsets_committed": self.offsets_committed, "offsets_expired": self.offsets_expired,
             "offsets_deleted": self.offsets_deleted,
             "extra": [family for fn in self.extra for family in fn()],
@@ -344,8 +349,8 @@ class Metrics:
     def _member_replaced(self, e: dict) -> None:
         self.members_replaced += 1
 
-    def _consumer_rebalance(self, e: dict) -> None:
-        self._inc(self.consumer_rebalances, e.get("reason") or "unknown")
+    def _epoch_bumped(self, e: dict) -> None:
+        self._inc(self.epoch_bumps[e["event"].partition(".")[0]], e.get("reason") or "unknown")
 
     def _offset_committed(self, e: dict) -> None:
         self.offsets_committed += e.get("partitions") or 0
@@ -374,49 +379,39 @@ class Snapshot:
             yield from self.process.collect()
 
     def _groups(self) -> Iterator:
-        by_state = dict.fromkeys(GroupState.ALL, 0)
         members_g = GaugeMetricFamily(PREFIX + "group_members", "Members of each group.", labels=["group"])
         generation_g = GaugeMetricFamily(PREFIX + "group_generation", "Generation id of each classic group, "
                                          "group epoch of each consumer group.",
                                          labels=["group"])
         members = offsets = 0
-        groups = self.raw["groups"]
-        for group_id, state, n, generation, n_offsets in groups:
-            by_state[state] = by_state.get(state, 0) + 1
-            members += n
-            offsets += n_offsets
-            members_g.add_metric([group_id], n)
-            generation_g.add_metric([group_id], generation)
-        consumer_by_state = dict.fromkeys(CONSUMER_GROUP_STATES, 0)
-        consumer_groups = self.raw["consumer_groups"]
-        for group_id, state, n, epoch, n_offsets in consumer_groups:
-            consumer_by_state[state] = consumer_by_state.get(state, 0) + 1
-            members += n
-            offsets += n_offsets
-            members_g.add_metric([group_id], n)
-            generation_g.add_metric([group_id], epoch)
+        by_type = {}            # group type -> state -> groups
+        for group_type, (states, groups) in self.raw["groups"].items():
+            by_state = by_type[group_type] = dict.fromkeys(states, 0)
+            for group_id, state, n, generation, n_offsets in groups:
+                by_state[state] = by_state.get(state, 0) + 1
+                members += n
+                offsets += n_offsets
+                members_g.add_metric([group_id], n)
+                generation_g.add_metric([group_id], generation)
+        classic = by_type[CLASSIC]
         yield GaugeMetricFamily(PREFIX + "num_groups", "Classic groups (Kafka: GroupMetadataManager NumGroups).",
-                                value=len(groups))
+                                value=sum(classic.values()))
         state_g = GaugeMetricFamily(PREFIX + "num_groups_by_state",
                                     "Classic groups in each state (Kafka: NumGroups<State>).", labels=["state"])
-        for state, n in by_state.items():
+        for state, n in classic.items():
             state_g.add_metric([state], n)
         yield state_g
         count_g = GaugeMetricFamily(PREFIX + "group_count", "Groups of each rebalance protocol "
                                     "(Kafka: group-count).", labels=["protocol"])
-        count_g.add_metric(["classic"], len(groups))
-        count_g.add_metric(["consumer"], len(consumer_groups))
+        for group_type, by_state in by_type.items():
+            count_g.add_metric([group_type], sum(by_state.values()))
         yield count_g
-        classic_g = GaugeMetricFamily(PREFIX + "classic_group_count", "Classic groups in each state "
-                                      "(Kafka: classic-group-count).", labels=["state"])
-        for state, n in by_state.items():
-            classic_g.add_metric([state], n)
-        yield classic_g
-        consumer_g = GaugeMetricFamily(PREFIX + "consumer_group_count", "Consumer groups in each state "
-                                       "(Kafka: consumer-group-count).", labels=["state"])
-        for state, n in consumer_by_state.items():
-            consumer_g.add_metric([state], n)
-        yield consumer_g
+        for group_type, by_state in by_type.items():
+            type_g = GaugeMetricFamily(PREFIX + f"{group_type}_group_count", f"{group_type.capitalize()} groups "
+                                       f"in each state (Kafka: {group_type}-group-count).", labels=["state"])
+            for state, n in by_state.items():
+                type_g.add_metric([state], n)
+            yield type_g
         yield GaugeMetricFamily(PREFIX + "members", "Members of all groups.", value=members)
         yield members_g
         yield generation_g
@@ -483,8 +478,9 @@ class Snapshot:
             latency.add_metric([outcome], _cumulative(raw["rebalance_buckets"][outcome], REBALANCE_BUCKETS),
                                raw["rebalance_seconds"][outcome])
         yield latency
-        yield counter("consumer_group_rebalance", "Group epochs of consumer groups, by why they were bumped "
-                      "(Kafka: consumer-group-rebalance-count).", ["reason"], raw["consumer_rebalances"])
+        for group_type, bumps in raw["epoch_bumps"].items():
+            yield counter(f"{group_type}_group_rebalance", f"Group epochs of {group_type} groups, by why they were "
+                          f"bumped (Kafka: {group_type}-group-rebalance-count).", ["reason"], bumps)
         yield counter("group_state_transitions", "Group state transitions.", ["from", "to"], raw["transitions"])
         yield counter("groups_created", "Groups created, by cause.", ["cause"], raw["groups_created"])
         yield counter("groups_deleted", "Groups deleted, by reason.", ["reason"], raw["groups_deleted"])

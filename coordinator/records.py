@@ -4,9 +4,10 @@ message codec (:mod:`groupcoord.protocol.schema`).
 
 A record's payload is its key (an int16 kind, Kafka's key version, then the key's fields), an int8
 (1: a value follows; 0: a tombstone) and the value (an int16 version, 0, then its fields). The
-offsets logs hold OffsetCommit (kind 1) and GroupMetadata (kind 2) records and the consumer groups'
-records (kinds 3, 5 to 8 and 16, Kafka's: their values flexible as Kafka's), the cluster metadata log
-Topic (kind 1) and EndOffset (kind 2) records. The classes of :mod:`.storage` are what the rest of
+offsets logs hold OffsetCommit (kind 1) and GroupMetadata (kind 2) records and the records each other
+group type registers (:meth:`Log.register`; the consumer groups' kinds 3, 5 to 8 and 16, Kafka's,
+their values flexible as Kafka's), the cluster metadata log Topic (kind 1) and EndOffset (kind 2)
+records. The classes of :mod:`.storage` are what the rest of
 the coordinator uses; these declarations fix their bytes.
 """
 from __future__ import annotations
@@ -75,113 +76,42 @@ END_OFFSET_VALUE = _record("EndOffsetValue", [
     F("EndOffset", "int64"),
 ])
 
-# The consumer groups' records (KIP-848), as Kafka 4.x declares them: keys in the classic encoding,
-# values flexible (compact strings, tagged fields). Key kinds are Kafka's apiKeys of the records.
-def _value(name: str, fields: list) -> MessageSpec:
+def group_record_value(name: str, fields: list) -> MessageSpec:
+    """The value of a record of a group type beyond the classic one, as Kafka 4 declares them:
+    flexible (compact strings, tagged fields); its key is a :func:`group_record_key`."""
     return MessageSpec(name, fields, valid="0", flexible="0+")
 
 
-_TOPIC_PARTITIONS = A(S(
-    F("TopicId", "uuid"),
-    F("Partitions", "[]int32"),
-))
-CONSUMER_GROUP_METADATA_KEY = _record("ConsumerGroupMetadataKey", [
-    F("GroupId", "string"),
-])
-CONSUMER_GROUP_METADATA_VALUE = _value("ConsumerGroupMetadataValue", [
-    F("Epoch", "int32"),
-    F("MetadataHash", "int64", tag=0, default=0),
-])
-CONSUMER_GROUP_MEMBER_METADATA_KEY = _record("ConsumerGroupMemberMetadataKey", [
-    F("GroupId", "string"),
-    F("MemberId", "string"),
-])
-CONSUMER_GROUP_MEMBER_METADATA_VALUE = _value("ConsumerGroupMemberMetadataValue", [
-    F("InstanceId", "string", nullable="0+"),
-    F("RackId", "string", nullable="0+"),
-    F("ClientId", "string"),
-    F("ClientHost", "string"),
-    F("SubscribedTopicNames", "[]string"),
-    F("SubscribedTopicRegex", "string", nullable="0+"),
-    F("RebalanceTimeoutMs", "int32", default=-1),
-    F("ServerAssignor", "string", nullable="0+"),
-    F("ClassicMemberMetadata", S(
-        F("SessionTimeoutMs", "int32"),
-        F("SupportedProtocols", A(S(
-            F("Name", "string"),
-            F("Metadata", "bytes"),
-        ))),
-    ), nullable="0+", tag=0, default=None),
-])
-CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = _record("ConsumerGroupTargetAssignmentMetadataKey", [
-    F("GroupId", "string"),
-])
-CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _value("ConsumerGroupTargetAssignmentMetadataValue", [
-    F("AssignmentEpoch", "int32"),
-    F("AssignmentTimestamp", "int64", tag=0, default=0),
-])
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = _record("ConsumerGroupTargetAssignmentMemberKey", [
-    F("GroupId", "string"),
-    F("MemberId", "string"),
-])
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _value("ConsumerGroupTargetAssignmentMemberValue", [
-    F("TopicPartitions", _TOPIC_PARTITIONS),
-])
-CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = _record("ConsumerGroupCurrentMemberAssignmentKey", [
-    F("GroupId", "string"),
-    F("MemberId", "string"),
-])
-_EPOCHED_PARTITIONS = A(S(
-    F("TopicId", "uuid"),
-    F("Partitions", "[]int32"),
-    F("AssignmentEpochs", "[]int32", nullable="0+", tag=0, default=None),    # KIP-1251 (Kafka 4.3)
-))
-CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = _value("ConsumerGroupCurrentMemberAssignmentValue", [
-    F("MemberEpoch", "int32"),
-    F("PreviousMemberEpoch", "int32"),
-    F("State", "int8"),
-    F("AssignedPartitions", _EPOCHED_PARTITIONS),
-    F("PartitionsPendingRevocation", _EPOCHED_PARTITIONS),
-])
-CONSUMER_GROUP_REGULAR_EXPRESSION_KEY = _record("ConsumerGroupRegularExpressionKey", [
-    F("GroupId", "string"),
-    F("RegularExpression", "string"),
-])
-CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = _value("ConsumerGroupRegularExpressionValue", [
-    F("Topics", "[]string"),
-    F("Version", "int64"),
-    F("Timestamp", "int64"),
-])
-
-#: the consumer groups' record kinds (Kafka's apiKey of each record)
-CONSUMER_GROUP_METADATA = 3
-CONSUMER_GROUP_MEMBER_METADATA = 5
-CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
-CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
-CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
-CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+def group_record_key(name: str, name_field: str | None = None) -> MessageSpec:
+    """The key of a record of a group type beyond the classic one: the group id, then the name of
+    what the record tells of in the group (a member id, say), if it tells of one."""
+    fields = [F("GroupId", "string")]
+    if name_field is not None:
+        fields.append(F(name_field, "string"))
+    return _record(name, fields)
 
 
 class Log(dict):
-    """The records of one kind of log: key kind -> (key, value)."""
+    """The records of one kind of log: key kind -> (key, value). A group type registers its own
+    records (:meth:`register`) when its package is imported."""
 
     def __init__(self, name: str, records: dict) -> None:
         super().__init__(records)
         self.name = name
 
+    def register(self, kind: int, key: MessageSpec, value: MessageSpec) -> int:
+        """Add the record of that kind (Kafka's apiKey of the record); returns the kind."""
+        if self.get(kind, (key, value)) != (key, value):
+            raise ValueError(f"{self.name} log: record kind {kind} is {self[kind][0].name} already")
+        self[kind] = (key, value)
+        return kind
 
+
+#: the offsets logs: offset commits and the classic groups' records here, the other group types'
+#: records registered by their packages
 OFFSETS_LOG = Log("offsets", {
     1: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
     2: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
-    CONSUMER_GROUP_METADATA: (CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_METADATA_VALUE),
-    CONSUMER_GROUP_MEMBER_METADATA: (CONSUMER_GROUP_MEMBER_METADATA_KEY, CONSUMER_GROUP_MEMBER_METADATA_VALUE),
-    CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: (CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
-                                                CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
-    CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: (CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
-                                              CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
-    CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: (CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
-                                               CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
-    CONSUMER_GROUP_REGULAR_EXPRESSION: (CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
 })
 METADATA_LOG = Log("metadata", {1: (TOPIC_KEY, TOPIC_VALUE), 2: (END_OFFSET_KEY, END_OFFSET_VALUE)})
 

@@ -67,9 +67,9 @@ class Service:
         self.group_coordinator = GroupCoordinator(self.config, self.timers, clock, emit=self.bus.publish,
                                                   member_id_factory=member_id_factory, store=store)
         self.store = self.group_coordinator.store
-        # consumer groups read the cluster's topics, and hear of their changes
-        self.group_coordinator.consumer.image = self.cluster
-        self.cluster.topic_listeners.append(self.group_coordinator.consumer.topics_changed)
+        # the group types read the cluster's topics, and hear of their changes
+        self.group_coordinator.set_metadata_image(self.cluster)
+        self.cluster.topic_listeners.append(self.group_coordinator.topics_changed)
         # the API versions of the Kafka release emulated: answered, and listed by ApiVersions
         release = self.config["groupcoord.kafka.version"]
         self.served_versions = served_versions(release)

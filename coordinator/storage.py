@@ -28,11 +28,13 @@ All integers are big-endian; ``string`` is int16 length + UTF-8 (length -1 = nul
   member_id string, group_instance_id string?, client_id string, client_host string,
   rebalance_timeout_ms int32, session_timeout_ms int32, subscription bytes, assignment bytes.
 
-* 3, 5, 6, 7, 8, 16 - a consumer group's records, as Kafka 4.x writes them (fields in
-  :mod:`.records`; the values in Kafka's flexible encoding: compact strings and arrays, tagged
-  fields): the group epoch (3), one member's metadata (5), the target assignment's epoch (6),
-  one member's target (7), one member's current assignment (8), one resolved regular
-  expression (16). Keys: the group id, plus the member id or the regular expression.
+* above 2 - the records of the other group types, as Kafka 4.x writes them, each declared and
+  registered by its group type's package (:class:`GroupRecordKey`; the values in Kafka's flexible
+  encoding: compact strings and arrays, tagged fields). A consumer group's (KIP-848,
+  ``group/consumer/records.py``): the group epoch (3), one member's metadata (5), the target
+  assignment's epoch (6), one member's target (7), one member's current assignment (8), one
+  resolved regular expression (16). Keys: the group id, plus the member id or the regular
+  expression.
 
 ``has_value`` 0 is a tombstone: an offset deleted or expired, a group deleted. A group
 metadata value with members is a Stable group; without members, an Empty one.
@@ -78,10 +80,12 @@ import struct
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple, Protocol
+from typing import ClassVar, Iterable, NamedTuple, Protocol
 
 import crc32c as _crc32c
 import structlog
+
+from groupcoord.protocol.schema import snake
 
 from . import records
 
@@ -103,6 +107,8 @@ class OffsetCommitKey(NamedTuple):
     topic: str
     partition: int
 
+    kind = 1        # (each key's record kind: what the group runtime replays it by)
+
 
 class OffsetCommitValue(NamedTuple):
     offset: int
@@ -115,6 +121,8 @@ class OffsetCommitValue(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class GroupMetadataKey:
     group: str
+
+    kind: ClassVar[int] = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,26 +172,24 @@ class EndOffsetValue:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupKey:
-    """The key of one of a consumer group's records (Kafka 4.x's ``ConsumerGroup*Key``): ``kind``
-    is the record's kind (:data:`records.CONSUMER_GROUP_METADATA` ...), ``name`` the member id
-    of a member's records, the regular expression of a resolved one, None for the group's own.
-    Its value is the record's fields as a dict (snake_case names, as the codec decodes them)."""
+class GroupRecordKey:
+    """The key of a record of a group type beyond the classic one (Kafka 4.x's ``ConsumerGroup*Key``
+    and the like): ``kind`` is the record's kind, registered by the type's package in
+    :data:`records.OFFSETS_LOG`; ``name`` what the record tells of in the group (a member id, a
+    regular expression), None for the group's own records. Its value is the record's fields as a
+    dict (snake_case names, as the codec decodes them)."""
     kind: int
     group: str
     name: str | None = None
 
 
-_CONSUMER_KEY_FIELD = {
-    records.CONSUMER_GROUP_MEMBER_METADATA: "member_id",
-    records.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: "member_id",
-    records.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: "member_id",
-    records.CONSUMER_GROUP_REGULAR_EXPRESSION: "regular_expression",
-}
-_CONSUMER_KINDS = frozenset({records.CONSUMER_GROUP_METADATA, records.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
-                             *_CONSUMER_KEY_FIELD})
+def _name_field(kind: int) -> str | None:
+    """The key field of a group record's name (its key's second field), or None."""
+    fields = records.OFFSETS_LOG[kind][0].fields
+    return snake(fields[1].name) if len(fields) > 1 else None
 
-Key = OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey
+
+Key = OffsetCommitKey | GroupMetadataKey | GroupRecordKey
 Value = OffsetCommitValue | GroupMetadataValue | dict | None
 Record = tuple  # (Key, Value | None)
 
@@ -192,27 +198,30 @@ Record = tuple  # (Key, Value | None)
 def _offsets_fields(key: Key, value: Value) -> tuple[int, dict, dict | None]:
     if isinstance(key, OffsetCommitKey):
         kind, k = OFFSET_COMMIT_KEY, {"group": key.group, "topic": key.topic, "partition": key.partition}
-        if value is not None and not isinstance(value, OffsetCommitValue):
+        # (the offset manager's OffsetAndMetadata, whose expire timestamp None is -1, is taken as is)
+        if value is not None and not (isinstance(value, tuple) and len(value) == 5):
             raise TypeError(f"not an offset commit value: {value!r}")
     elif isinstance(key, GroupMetadataKey):
         kind, k = GROUP_METADATA_KEY, {"group": key.group}
         if value is not None and not isinstance(value, GroupMetadataValue):
             raise TypeError(f"not a group metadata value: {value!r}")
-    elif isinstance(key, ConsumerGroupKey) and key.kind in _CONSUMER_KINDS:
+    elif isinstance(key, GroupRecordKey) and key.kind in records.OFFSETS_LOG and key.kind > GROUP_METADATA_KEY:
         k = {"group_id": key.group}
-        field_name = _CONSUMER_KEY_FIELD.get(key.kind)
+        field_name = _name_field(key.kind)
         if field_name is not None:
             k[field_name] = key.name
         if value is not None and not isinstance(value, dict):
-            raise TypeError(f"not a consumer group record value: {value!r}")
+            raise TypeError(f"not a group record value: {value!r}")
         return key.kind, k, value
     else:
         raise TypeError(f"not a record key: {key!r}")
     if value is None:
         return kind, k, None
     if kind == OFFSET_COMMIT_KEY:
-        return kind, k, {"offset": value.offset, "leader_epoch": value.leader_epoch, "metadata": value.metadata,
-                         "commit_timestamp": value.commit_timestamp, "expire_timestamp": value.expire_timestamp}
+        offset, leader_epoch, metadata, commit_timestamp, expire_timestamp = value
+        return kind, k, {"offset": offset, "leader_epoch": leader_epoch, "metadata": metadata,
+                         "commit_timestamp": commit_timestamp,
+                         "expire_timestamp": -1 if expire_timestamp is None else expire_timestamp}
     return kind, k, {
         "protocol_type": value.protocol_type, "generation": value.generation, "protocol_name": value.protocol_name,
         "leader": value.leader, "current_state_timestamp": value.current_state_timestamp,
@@ -253,9 +262,9 @@ def payload_size(key: Key, value: Value) -> int:
 def decode_payload(payload) -> tuple[Key, Value, int]:
     """(key, value, length of the key's bytes). Raises ValueError when malformed."""
     kind, k, v, key_len = records.decode(records.OFFSETS_LOG, payload)
-    if kind in _CONSUMER_KINDS:
-        field_name = _CONSUMER_KEY_FIELD.get(kind)
-        return ConsumerGroupKey(kind, k["group_id"], k[field_name] if field_name else None), v, key_len
+    if kind > GROUP_METADATA_KEY:
+        field_name = _name_field(kind)
+        return GroupRecordKey(kind, k["group_id"], k[field_name] if field_name else None), v, key_len
     if kind == OFFSET_COMMIT_KEY:
         key = OffsetCommitKey(k["group"], k["topic"], k["partition"])
         value = None if v is None else OffsetCommitValue(v["offset"], v["leader_epoch"], v["metadata"],
@@ -754,11 +763,11 @@ class LogStore:
 @dataclass
 class ReplayState:
     """The live state of a sequence of records: latest offset commits, classic group metadata
-    and the consumer groups' records (``consumer_groups``: group id -> (kind, name) -> value)."""
+    and the other group types' records (``group_records``: group id -> (kind, name) -> value)."""
 
     offsets: dict[tuple[str, str, int], OffsetCommitValue] = field(default_factory=dict)
     groups: dict[str, GroupMetadataValue] = field(default_factory=dict)
-    consumer_groups: dict[str, dict[tuple[int, str | None], dict]] = field(default_factory=dict)
+    group_records: dict[str, dict[tuple[int, str | None], dict]] = field(default_factory=dict)
 
     def apply(self, records: Iterable[Record]) -> "ReplayState":
         offsets, groups = self.offsets, self.groups
@@ -769,12 +778,12 @@ class ReplayState:
                     offsets.pop(k, None)
                 else:
                     offsets[k] = value
-            elif isinstance(key, ConsumerGroupKey):
-                group = self.consumer_groups.setdefault(key.group, {})
+            elif isinstance(key, GroupRecordKey):
+                group = self.group_records.setdefault(key.group, {})
                 if value is None:
                     group.pop((key.kind, key.name), None)
                     if not group:
-                        del self.consumer_groups[key.group]
+                        del self.group_records[key.group]
                 else:
                     group[(key.kind, key.name)] = value
             else:

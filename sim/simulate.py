@@ -784,11 +784,8 @@ class Simulator(Driver):
 
 
 def find_group(service: Service, group_id: str):
-    """The classic group of that id, else the consumer group (an Empty classic group is falsy:
-    ``or`` would not do)."""
-    gc = service.group_coordinator
-    group = gc.group(group_id)
-    return group if group is not None else gc.consumer_group(group_id)
+    """The group of that id, of any type, or None."""
+    return service.group_coordinator.get(group_id)
 
 
 def ownership_check(service: Service, group, members: list[Member]) -> str:

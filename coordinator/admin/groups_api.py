@@ -1,12 +1,14 @@
 """Groups: state, members with their decoded subscriptions and assignments, committed offsets and
 lag; deleting groups, removing members and resetting offsets.
 
-Classic groups and the consumer groups of Kafka's new protocol (KIP-848) are listed together, each
-with its ``type`` ("classic" or "consumer", as ListGroups' GroupType). A consumer group also shows its
+Groups of every type are listed together, each with its ``type`` ("classic" or "consumer", as
+ListGroups' GroupType); what a group's summary adds and how its members look is its type's view
+(``group/<type>/view.py``, reached through the type's manager). A consumer group (KIP-848) shows its
 group epoch and assignment epoch, and per member its epochs, its reconciliation state (Kafka's
 ``MemberState``: stable, unrevoked_partitions, unreleased_partitions, unknown), what it owns, what
-it must still revoke and its target assignment, partitions by topic name. Removing a member is for
-classic groups only.
+it must still revoke and its target assignment, partitions by topic name. Removing a member is a
+LeaveGroup by an admin, for a classic group or a consumer group (Kafka's
+``classicGroupLeaveToConsumerGroup``).
 
 Every change goes through the group coordinator's own operations, so its effects are those
 of the Kafka API that does the same: DeleteGroups (only an Empty group, with its offsets),
@@ -20,14 +22,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from groupcoord.protocol.consumer import decode_assignment, decode_subscription
-from groupcoord.protocol.errors import DecodeError, ErrorCode
+from groupcoord.protocol.errors import ErrorCode
 
-from ..group.classic.group import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY
-from ..group.consumer.group import ConsumerGroup
+from ..group.classic.group import DEAD, EMPTY
 from ..group.offsets import OffsetCommitRequest, OffsetFetchRequest
 from .app import changed, json_body
-from .cluster_api import kafka_uuid
 from .errors import ApiError, error_responses
 
 routes = web.RouteTableDef()
@@ -37,91 +36,15 @@ DEFAULT_REMOVAL_REASON = "member was removed by an admin"
 INT64_MAX = 2**63 - 1
 
 
-def subscription_json(data: bytes, protocol_type: str | None) -> dict | None:
-    """A ConsumerProtocolSubscription decoded; None for other protocol types or bad bytes."""
-    if protocol_type != CONSUMER_PROTOCOL_TYPE or not data:
-        return None
-    try:
-        obj = decode_subscription(data)
-    except (DecodeError, ValueError):
-        return None
-    return {"topics": list(obj["topics"]),
-            "owned_partitions": [{"topic": e["topic"], "partition": p}
-                                 for e in obj.get("owned_partitions") or () for p in e["partitions"]],
-            "user_data_bytes": len(obj.get("user_data") or b"")}
-
-
-def assignment_json(data: bytes, protocol_type: str | None) -> dict | None:
-    """A ConsumerProtocolAssignment decoded; None before the first assignment, for other
-    protocol types or bad bytes."""
-    if protocol_type != CONSUMER_PROTOCOL_TYPE or not data:
-        return None
-    try:
-        obj = decode_assignment(data)
-    except (DecodeError, ValueError):
-        return None
-    return {"partitions": [{"topic": e["topic"], "partition": p}
-                           for e in obj["assigned_partitions"] for p in e["partitions"]],
-            "user_data_bytes": len(obj.get("user_data") or b"")}
-
-
-def _metadata(member, protocol_name: str | None) -> bytes:
-    """The member's metadata for the group's protocol, else for its first protocol."""
-    for name, data in member.protocols:
-        if name == protocol_name:
-            return data
-    return member.protocols[0][1] if member.protocols else b""
-
-
 def coordinator_json(cluster, group_id: str) -> dict:
     return {"partition": cluster.coordinator_partition(group_id), "node": cluster.coordinator_for(group_id)}
 
 
 def group_summary_json(service, group) -> dict:
-    cluster = service.cluster
-    if isinstance(group, ConsumerGroup):
-        assignor = group.preferred_assignor(service.group_coordinator.consumer.default_assignor)
-        return {"group_id": group.group_id, "type": "consumer", "state": group.state, "protocol_type": "consumer",
-                "protocol": assignor, "generation": group.group_epoch, "leader": None, "members": len(group.members),
-                "coordinator": coordinator_json(cluster, group.group_id), "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch}
-    return {"group_id": group.group_id, "type": "classic", "state": group.state, "protocol_type": group.protocol_type,
-            "protocol": group.protocol_name, "generation": group.generation_id, "leader": group.leader_id,
-            "members": len(group.members), "coordinator": coordinator_json(cluster, group.group_id)}
-
-
-def member_json(member, protocol_type: str | None, protocol_name: str | None) -> dict:
-    metadata = _metadata(member, protocol_name)
-    return {"member_id": member.member_id, "client_id": member.client_id, "client_host": member.client_host,
-            "instance_id": member.group_instance_id, "session_timeout_ms": member.session_timeout_ms,
-            "rebalance_timeout_ms": member.rebalance_timeout_ms,
-            "subscription": subscription_json(metadata, protocol_type),
-            "assignment": assignment_json(member.assignment, protocol_type),
-            "subscription_bytes": len(metadata), "assignment_bytes": len(member.assignment)}
-
-
-def partitions_json(cluster, parts) -> dict:
-    """{"partitions": [...]} of {topic id: partitions}: by topic name (None once the topic is gone)."""
-    out = []
-    for topic_id, ps in parts.items():
-        topic = cluster.topics_by_id.get(topic_id)
-        name = topic.name if topic is not None else None
-        out.extend({"topic": name, "topic_id": kafka_uuid(topic_id), "partition": p} for p in ps)
-    out.sort(key=lambda tp: (tp["topic"] or "", tp["topic_id"], tp["partition"]))
-    return {"partitions": out}
-
-
-def consumer_member_json(cluster, group: ConsumerGroup, m) -> dict:
-    """A member of a consumer group: its epochs and reconciliation state, what it owns, what it must
-    still revoke, and its target assignment."""
-    return {"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
-            "client_host": m.client_host, "member_epoch": m.member_epoch,
-            "previous_member_epoch": m.previous_member_epoch, "state": m.state.value,
-            "rebalance_timeout_ms": m.rebalance_timeout_ms, "subscribed_topic_names": list(m.subscribed_topic_names),
-            "subscribed_topic_regex": m.subscribed_topic_regex, "server_assignor": m.server_assignor,
-            "assignment": partitions_json(cluster, m.assigned),
-            "pending_revocation": partitions_json(cluster, m.pending_revocation),
-            "target_assignment": partitions_json(cluster, group.target.get(m.member_id, {}))}
+    """A group of any type: what every group has, and what its type's manager adds."""
+    summary = service.group_coordinator.manager_of(group).summary_json(group)
+    return {"group_id": group.group_id, "type": group.type, "state": group.state, **summary,
+            "members": len(group.members), "coordinator": coordinator_json(service.cluster, group.group_id)}
 
 
 def committed_offsets(service, group_id: str, topics=None) -> dict[tuple[str, int], dict]:
@@ -150,10 +73,7 @@ def offsets_json(service, group_id: str) -> list[dict]:
 
 def group_detail_json(service, group) -> dict:
     out = group_summary_json(service, group)
-    if isinstance(group, ConsumerGroup):
-        out["members"] = [consumer_member_json(service.cluster, group, m) for m in group.members.values()]
-    else:
-        out["members"] = [member_json(m, group.protocol_type, group.protocol_name) for m in group.members.values()]
+    out["members"] = service.group_coordinator.manager_of(group).members_json(group, service.cluster)
     out["offsets"] = offsets_json(service, group.group_id)
     return out
 
@@ -226,9 +146,7 @@ def _remove(request: web.Request, group, member_id: str, instance_id: str | None
 async def remove_member(request: web.Request) -> web.Response:
     group = _any_group(request)
     member_id = request.match_info["member_id"]
-    member = group.members.get(member_id)
-    pending = () if isinstance(group, ConsumerGroup) else group.pending_join_members
-    if member is None and member_id not in pending:
+    if not group.has_member(member_id) and not group.is_pending_member(member_id):
         raise ApiError(404, "unknown_member_id", f"group {group.group_id} has no member {member_id!r}")
     return _remove(request, group, member_id, None)
 

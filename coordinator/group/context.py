@@ -16,6 +16,7 @@ from typing import Callable, Protocol
 from ..cluster import partition_for
 from ..events import SCHEMA_VERSION
 from .. import storage as _st
+from .configs import GroupConfigs
 
 
 class Group(Protocol):
@@ -31,6 +32,10 @@ class Group(Protocol):
     def generation_id(self) -> int: ...                 # the generation, or the group epoch
 
     def is_empty(self) -> bool: ...                     # no members (DeleteGroups, retention)
+
+    def has_member(self, member_id: str) -> bool: ...
+
+    def is_pending_member(self, member_id: str) -> bool: ...    # given a member id, not yet joined
 
     def is_subscribed_to_topic(self, topic: str) -> bool: ...
 
@@ -73,13 +78,15 @@ class GroupContext:
         self.persist = not isinstance(store, _st.MemoryStore)
         self.new_member_id = new_member_id
         self.num_partitions = int(config["offsets.topic.num.partitions"])
+        #: Kafka's dynamic group configs, by group id (each group type defines its own)
+        self.group_configs = GroupConfigs()
         #: every group of this coordinator, by id (a group id names one group, of one type)
         self.groups: dict[str, Group] = {}
         self.loading: set[int] = set()
         self.outbox: deque = deque()
         self.depth = 0
-        #: record type -> replay(key, value): each group type and the offset manager register theirs
-        self.replayers: dict[type, Callable] = {}
+        #: record kind -> replay(key, value): each group type and the offset manager register theirs
+        self.replayers: dict[int, Callable] = {}
         #: while a partition loads: group id -> [(member id, problem)] of records that could not apply
         self.load_problems: dict[str, list] | None = None
         #: while a partition loads: a group a record of another type replaced (group id -> group)
@@ -112,7 +119,7 @@ class GroupContext:
 
     def replay(self, key, value) -> None:
         """Apply one record to the state: the same replay live and at load."""
-        self.replayers[type(key)](key, value)
+        self.replayers[key.kind](key, value)
 
     # ---- responses and events ------------------------------------------------------
     def reply(self, respond: Callable[[dict], None], response: dict) -> None:

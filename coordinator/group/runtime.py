@@ -103,9 +103,10 @@ class GroupCoordinator:
         self._types = {manager.type: manager for manager in (t(ctx) for t in GROUP_TYPES)}
         self.classic: ClassicGroupManager = self._types["classic"]
         self.consumer: ConsumerGroupManager = self._types["consumer"]
+        self.group_configs = ctx.group_configs
         self.offsets = OffsetManager(ctx, self._simple_group, self.classic.member_committed, self.delete_group)
         self.offsets.emit_commits = emit_offset_commits
-        ctx.replayers[_st.OffsetCommitKey] = self.offsets.replay
+        ctx.replayers[_st.OffsetCommitKey.kind] = self.offsets.replay
         ctx.upgrade = self.upgrade_group
         ctx.downgrade = self.downgrade_group
         ctx.give_way = self._give_way
@@ -182,6 +183,29 @@ class GroupCoordinator:
     def get(self, group_id: str):
         """The group of that id, of any type, or None."""
         return self._groups.get(group_id)
+
+    def manager(self, type_name: str):
+        """The manager of a group type, by name (what a type's API handlers reach)."""
+        return self._types[type_name]
+
+    def set_metadata_image(self, image) -> None:
+        """The cluster's topics (``topics`` by name, ``topics_by_id``), which the group types read;
+        tell each type of their changes with :meth:`topics_changed`."""
+        for manager in self._types.values():
+            manager.image = image
+
+    def topics_changed(self, names) -> None:
+        """Topics were created, deleted or grew (Kafka's ``onNewMetadataImage``): each type is told."""
+        for manager in self._types.values():
+            manager.topics_changed(names)
+
+    def group_types(self) -> list:
+        """The group types' managers, in registry order (each has ``type`` and ``states``)."""
+        return list(self._types.values())
+
+    def manager_of(self, group):
+        """The manager of the group's type (what the admin API asks for its view of the group)."""
+        return self._types[group.type]
 
     def group(self, group_id: str) -> ClassicGroup | None:
         """The classic group of that id, or None."""
@@ -289,6 +313,15 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is not None:
             self._types[group.type].expire_member(group_id, member_id)
+
+    def on_unloaded(self, partitions: set) -> list:
+        """This coordinator gives up these offsets-topic partitions (their leadership moved): each
+        group there is told by its type's manager (Kafka's ``onUnloaded``: the classic type answers
+        its parked JoinGroup and SyncGroup requests NOT_COORDINATOR). The groups moved."""
+        moved = [g for g in self.groups() if self.partition_of(g.group_id) in partitions]
+        for group in moved:
+            self._types[group.type].on_unloaded(group)
+        return moved
 
     # ==================================================================== the consumer protocol
     @entry

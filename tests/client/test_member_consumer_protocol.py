@@ -87,7 +87,7 @@ class Exclusive:
 
 
 def interval(sim) -> int:
-    return sim.service.group_coordinator.consumer.heartbeat_interval_ms
+    return sim.service.group_coordinator.group_configs.default("consumer.heartbeat.interval.ms")
 
 
 # ---------------------------------------------------------------------------------- joining

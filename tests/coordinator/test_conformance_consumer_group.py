@@ -210,12 +210,11 @@ def test_group_configs_set_one_groups_session_timeout_and_heartbeat_interval():
     # GroupConfig consumer.session.timeout.ms / consumer.heartbeat.interval.ms, validated as
     # GroupConfig.validate does against the broker's group.consumer.min/max bounds
     h = harness(group_consumer_session_timeout_ms=45000)
-    cm = h.gc.consumer
     with pytest.raises(ValueError, match="^consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive.$"):
-        cm.set_group_config(GROUP, {"consumer.session.timeout.ms": 10000})
+        h.gc.group_configs.set(GROUP, {"consumer.session.timeout.ms": 10000})
     with pytest.raises(ValueError, match="^Unknown group config name: session.timeout.ms$"):
-        cm.set_group_config(GROUP, {"session.timeout.ms": 50000})
-    cm.set_group_config(GROUP, {"consumer.session.timeout.ms": 50000, "consumer.heartbeat.interval.ms": 7000})
+        h.gc.group_configs.set(GROUP, {"session.timeout.ms": 50000})
+    h.gc.group_configs.set(GROUP, {"consumer.session.timeout.ms": 50000, "consumer.heartbeat.interval.ms": 7000})
     assert hb(h, "m1", 0)["heartbeat_interval_ms"] == 7000
     assert hb(h, "o1", 0, group_id="other")["heartbeat_interval_ms"] == 5000     # the broker's
     hb(h, "m2", 0)
@@ -224,7 +223,7 @@ def test_group_configs_set_one_groups_session_timeout_and_heartbeat_interval():
     assert "m2" in group(h).members
     h.advance(1)                                                     # m2's session: 50 s
     assert "m2" not in group(h).members
-    cm.set_group_config(GROUP, {"consumer.heartbeat.interval.ms": None})
+    h.gc.group_configs.set(GROUP, {"consumer.heartbeat.interval.ms": None})
     assert hb(h, "m1", group(h).members["m1"].member_epoch)["heartbeat_interval_ms"] == 5000
 
 

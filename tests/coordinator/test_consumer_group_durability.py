@@ -7,7 +7,7 @@ import uuid
 
 from group_harness import Call, Harness
 
-from groupcoord.coordinator import records as rec
+from groupcoord.coordinator.group.consumer import records as crec
 from groupcoord.coordinator import storage as st
 from groupcoord.coordinator.cluster import Cluster, Node
 from groupcoord.coordinator.group.consumer.group import MemberState
@@ -123,8 +123,8 @@ def test_a_member_that_left_is_tombstoned(tmp_path):
     hb(h, "m2", -1)
     h2 = restart(h, tmp_path)
     assert list(h2.gc.consumer_group(GROUP).members) == ["m1"]
-    live = st.replay(h2.store.load(h2.gc.partition_of(GROUP))).consumer_groups[GROUP]
-    assert (rec.CONSUMER_GROUP_MEMBER_METADATA, "m1") in live
+    live = st.replay(h2.store.load(h2.gc.partition_of(GROUP))).group_records[GROUP]
+    assert (crec.MEMBER, "m1") in live
     assert not any(name == "m2" for _, name in live)
 
 
@@ -151,7 +151,7 @@ def test_deleting_the_group_tombstones_all_its_records(tmp_path):
     assert call.result["results"][0]["error_code"] == 0
     h2 = restart(h, tmp_path)
     assert h2.gc.consumer_group(GROUP) is None and h2.gc.group(GROUP) is None
-    assert st.replay(h2.store.load(h2.gc.partition_of(GROUP))).consumer_groups == {}
+    assert st.replay(h2.store.load(h2.gc.partition_of(GROUP))).group_records == {}
 
 
 def test_an_empty_consumer_group_converted_by_a_join_stays_classic(tmp_path):
@@ -184,7 +184,7 @@ def test_a_topic_grown_while_away_bumps_the_group_epoch_at_load(tmp_path):
 
 def test_records_are_kafkas_shapes():
     # the values are flexible (compact strings, tagged fields) as Kafka's ConsumerGroup*Value schemas
-    key, payload = st.encode_record(st.ConsumerGroupKey(rec.CONSUMER_GROUP_METADATA, "g"),
+    key, payload = st.encode_record(st.GroupRecordKey(crec.EPOCH, "g"),
                                     {"epoch": 5, "metadata_hash": 0})
     assert payload == (b"\x00\x03" + b"\x00\x01g"          # kind 3, GroupId "g" (classic string)
                        + b"\x01" + b"\x00\x00"             # a value follows, version 0
@@ -194,7 +194,7 @@ def test_records_are_kafkas_shapes():
     value = {"member_epoch": 3, "previous_member_epoch": 2, "state": 1,
              "assigned_partitions": [{"topic_id": t, "partitions": [0, 1], "assignment_epochs": [1, 3]}],
              "partitions_pending_revocation": []}
-    k = st.ConsumerGroupKey(rec.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, "g", "m")
+    k = st.GroupRecordKey(crec.CURRENT, "g", "m")
     decoded_key, decoded_value, _ = st.decode_payload(st.encode_payload(k, value))
     assert decoded_key == k and decoded_value == value
 
@@ -226,8 +226,8 @@ def test_resolved_regexes_and_classic_members_come_back(tmp_path):
     hb(h2, "m1", g.members["m1"].member_epoch, topics=[FOO], regex="")
     h3 = restart(h2, tmp_path)
     assert h3.gc.consumer_group(GROUP).resolved_regexes == {}
-    live = st.replay(h3.store.load(h3.gc.partition_of(GROUP))).consumer_groups[GROUP]
-    assert not [k for k in live if k[0] == rec.CONSUMER_GROUP_REGULAR_EXPRESSION]
+    live = st.replay(h3.store.load(h3.gc.partition_of(GROUP))).group_records[GROUP]
+    assert not [k for k in live if k[0] == crec.REGEX]
     # the last member of the consumer protocol leaves: the classic member's group is classic again
     hb(h3, "m1", -1)
     h4 = restart(h3, tmp_path)
@@ -237,18 +237,18 @@ def test_resolved_regexes_and_classic_members_come_back(tmp_path):
 def test_records_of_no_member_are_tombstoned_at_the_next_write(tmp_path):
     # a target or a resolved regex left by a log written elsewhere: gone from the log at the next change
     store = st.LogStore(str(tmp_path))
-    p = st.ConsumerGroupKey
+    p = st.GroupRecordKey
     partition = start(tmp_path).gc.partition_of(GROUP)
     store.append(partition, [
-        (p(rec.CONSUMER_GROUP_METADATA, GROUP), {"epoch": 3, "metadata_hash": 0}),
-        (p(rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA, GROUP), {"assignment_epoch": 3, "assignment_timestamp": 0}),
-        (p(rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, GROUP, "ghost"),
+        (p(crec.EPOCH, GROUP), {"epoch": 3, "metadata_hash": 0}),
+        (p(crec.TARGET_EPOCH, GROUP), {"assignment_epoch": 3, "assignment_timestamp": 0}),
+        (p(crec.TARGET, GROUP, "ghost"),
          {"topic_partitions": [{"topic_id": tid(FOO), "partitions": [0]}]}),
-        (p(rec.CONSUMER_GROUP_REGULAR_EXPRESSION, GROUP, "gh.*"), {"topics": ["ghost"], "version": 1, "timestamp": 0}),
+        (p(crec.REGEX, GROUP, "gh.*"), {"topics": ["ghost"], "version": 1, "timestamp": 0}),
     ])
     store.close()
     h = start(tmp_path)
     assert hb(h, "m1", 0)["error_code"] == 0
-    live = st.replay(h.store.load(partition)).consumer_groups[GROUP]
+    live = st.replay(h.store.load(partition)).group_records[GROUP]
     assert not [k for k in live if k[1] in ("ghost", "gh.*")]
-    assert (rec.CONSUMER_GROUP_MEMBER_METADATA, "m1") in live
+    assert (crec.MEMBER, "m1") in live

@@ -594,14 +594,14 @@ def test_a_member_without_a_client_id_is_kept_as_the_earlier_logs_kept_it():
 def test_a_stray_consumer_group_record_does_not_cost_a_classic_group_at_load():
     # a damaged log: a Stable classic group, then a consumer group's target record of the same id
     # and no epoch record: the classic group stays (the consumer group needs its epoch record)
-    from groupcoord.coordinator import records as rec
+    from groupcoord.coordinator.group.consumer import records as crec
     h = Harness()
     p = h.gc.partition_of("g")
     h.gc.begin_loading(p)
     h.gc.complete_loading(p, [
         (st.GroupMetadataKey("g"), st.GroupMetadataValue("consumer", 5, "range", "m-1", 1234, (
             st.MemberMetadata("m-1", None, "c1", "/127.0.0.1", 30000, 10000, b"", b""),))),
-        (st.ConsumerGroupKey(rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, "g", "x"), {"topic_partitions": []}),
+        (st.GroupRecordKey(crec.TARGET, "g", "x"), {"topic_partitions": []}),
     ])
     group = h.gc.group("g")
     assert group is not None and group.state == "Stable" and list(group.members) == ["m-1"]

@@ -135,7 +135,7 @@ async def test_a_consumer_protocol_group_in_real_time(tmp_path):
         "events": [{"at_s": 1, "action": "leave", "members": [0]}, {"at_s": 1.5, "action": "join"}]})
     runner = await fleet.run(sc, 3, tmp_path, until_stable=True)
     assert runner.final == {"c": "ok"}
-    assert runner.embedded.service.group_coordinator.consumer.group_configs == {
+    assert runner.embedded.service.group_coordinator.group_configs.values == {
         "c": {"consumer.session.timeout.ms": 3000, "consumer.heartbeat.interval.ms": 200}}
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     for e in events:

@@ -129,6 +129,11 @@ class Member:
         return self.group_instance_id is not None
 
     @property
+    def instance_id(self) -> str | None:
+        """The group instance id (the name every group type's member answers to)."""
+        return self.group_instance_id
+
+    @property
     def protocol_names(self) -> list[str]:
         return [name for name, _ in self.protocols]
 

@@ -25,9 +25,10 @@ from groupcoord.protocol.errors import ErrorCode
 
 from ..context import GroupContext, entry
 from .group import (
-    COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, PREPARING_REBALANCE, STABLE, ClassicGroup, Member,
+    COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, PREPARING_REBALANCE, STABLE, ClassicGroup, GroupState, Member,
 )
 from ...storage import GroupMetadataKey
+from . import view
 from .records import MAX_FRAME, group_record, group_record_size, group_tombstone, replay
 from .requests import (
     HeartbeatRequest, JoinGroupRequest, SyncGroupRequest, join_error, sync_error,
@@ -48,6 +49,7 @@ class ClassicGroupManager:
     group.initial.rebalance.delay.ms, group.max.size and the offsets topic's message.max.bytes."""
 
     type = "classic"
+    states = GroupState.ALL         # (what the metrics count groups by)
 
     def __init__(self, ctx: GroupContext) -> None:
         config = ctx.config
@@ -58,6 +60,7 @@ class ClassicGroupManager:
         self._clock = ctx.clock
         self._reply = ctx.reply
         self._event = ctx.event
+        self.image = None                   # the cluster's topics (unused: a classic group's members assign)
         self.min_session_timeout_ms = int(config["group.min.session.timeout.ms"])
         self.max_session_timeout_ms = int(config["group.max.session.timeout.ms"])
         self.initial_rebalance_delay_ms = int(config["group.initial.rebalance.delay.ms"])
@@ -65,7 +68,7 @@ class ClassicGroupManager:
         self.new_member_join_timeout_ms = NEW_MEMBER_JOIN_TIMEOUT_MS
         # the offsets topic's max.message.bytes; never above what the log can read back
         self.max_message_bytes = min(int(config["message.max.bytes"]), MAX_FRAME - 4)
-        ctx.replayers[GroupMetadataKey] = self.replay
+        ctx.replayers[GroupMetadataKey.kind] = self.replay
 
     def replay(self, key: GroupMetadataKey, value) -> None:
         """The classic group's record (:func:`.records.replay`): at load (classic operations write
@@ -522,8 +525,42 @@ class ClassicGroupManager:
         self._leader_changed(group, leader_before, now, "leader_removed")
         self._prepare_rebalance(group, now, "sync_timeout")
 
+    def topics_changed(self, names) -> None:
+        """Topics changed: nothing of a classic group depends on them (its members assign)."""
+
+    # ==================================================================== the admin API's view
+    def summary_json(self, group: ClassicGroup) -> dict:
+        return view.summary_json(group)
+
+    def members_json(self, group: ClassicGroup, cluster) -> list[dict]:
+        return view.members_json(group, cluster)
+
+    def on_unloaded(self, group: ClassicGroup) -> None:
+        """The group's partition moved to another coordinator: its parked JoinGroup and SyncGroup
+        requests are answered NOT_COORDINATOR, as Kafka's ``onGroupUnloaded`` does; the members
+        rejoin at the new one."""
+        for m in list(group.members.values()):
+            respond = group.take_join_callback(m)
+            if respond is not None:
+                respond(join_error(m.member_id, _E.NOT_COORDINATOR))
+            respond = group.take_sync_callback(m)
+            if respond is not None:
+                respond(sync_error(_E.NOT_COORDINATOR))
+
     def expire_member(self, group_id: str, member_id: str) -> None:
-        """End a member's session now, exactly as its session timer would (``member.expired``)."""
+        """End a member's session now, as if its session timeout had passed without a heartbeat
+        (``member.expired``), whatever it is waiting for: a parked JoinGroup or SyncGroup is
+        answered UNKNOWN_MEMBER_ID (the faults' and the admin API's ``expire_member``)."""
+        group = self.group(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if member is not None:
+            respond = group.take_sync_callback(member)
+            if respond is not None:
+                respond(sync_error(_E.UNKNOWN_MEMBER_ID))
+            respond = group.take_join_callback(member)
+            if respond is not None:
+                respond(join_error("", _E.UNKNOWN_MEMBER_ID))
+            member.is_new = False
         self._on_heartbeat_timer(group_id, member_id)
         self.timers.cancel(("hb", group_id, member_id))
 

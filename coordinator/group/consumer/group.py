@@ -29,6 +29,8 @@ from groupcoord.protocol.errors import ErrorCode
 
 # ConsumerGroupState (what ListGroups, ConsumerGroupDescribe and the events name them)
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
+#: Kafka's ``ConsumerGroupState``, every one
+STATES = (EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD)
 
 #: MemberEpoch values of a ConsumerGroupHeartbeat with a meaning of their own.
 JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
@@ -119,6 +121,31 @@ def owns_any(owned: Iterable | None, partitions: Assigned) -> bool:
         if pending and any(p in pending for p in ps):
             return True
     return False
+
+
+def owns_only_assigned(owned: Iterable | None, assigned: Assigned) -> bool:
+    """Whether the owned TopicPartitions of a heartbeat (None: not given) are all assigned to the
+    member."""
+    if owned is None:
+        return False
+    for topic_id, ps in owned:
+        have = assigned.get(topic_id, {})
+        for p in ps:
+            if p not in have:
+                return False
+    return True
+
+
+def assignment_response(parts: dict, topic_name=None) -> dict:
+    """An Assignment of the heartbeat or of ConsumerGroupDescribe (with ``topic_name(topic id)``):
+    topics in Kafka's Uuid order, partitions ascending."""
+    out = []
+    for t, ps in sorted(parts.items(), key=lambda kv: uuid_order(kv[0])):
+        entry = {"topic_id": t, "partitions": sorted(ps)}
+        if topic_name is not None:
+            entry["topic_name"] = topic_name(t)
+        out.append(entry)
+    return {"topic_partitions": out}
 
 
 def reconcile(member: ConsumerGroupMember, target_epoch: int, target: Target,
@@ -267,6 +294,12 @@ class ConsumerGroup:
 
     def is_empty(self) -> bool:
         return not self.members
+
+    def has_member(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def is_pending_member(self, member_id: str) -> bool:
+        return False        # (a member of the consumer protocol joins in one heartbeat)
 
     def offset_expiration_condition(self):
         """``ConsumerGroup.offsetExpirationCondition``: an offset's retention counts from its commit."""
@@ -506,6 +539,32 @@ class ConsumerGroup:
         if not counts:
             return default
         return max(counts, key=lambda name: counts[name])
+
+    def as_described_group(self, default_assignor: str, image) -> dict:
+        """ConsumerGroupDescribe's entry of the group (Kafka's ``asDescribedGroup``); topic names
+        from the subscribed topics' metadata, else from ``image`` (the cluster's topics)."""
+        names = {info.topic_id: name for name, info in self.subscription_metadata.items()}
+
+        def topic_name(topic_id):
+            if topic_id in names:
+                return names[topic_id]
+            topic = image.topics_by_id.get(topic_id) if image is not None else None
+            return topic.name if topic is not None else ""
+
+        members = []
+        for m in self.members.values():
+            members.append({
+                "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "subscribed_topic_regex": m.subscribed_topic_regex,
+                "assignment": assignment_response(m.assigned, topic_name),
+                "target_assignment": assignment_response(self.target.get(m.member_id, {}), topic_name),
+                "member_type": 0 if m.classic is not None else 1})
+        return {"error_code": 0, "error_message": None, "group_id": self.group_id, "group_state": self.state,
+                "group_epoch": self.group_epoch, "assignment_epoch": self.assignment_epoch,
+                "assignor_name": self.preferred_assignor(default_assignor), "members": members,
+                "authorized_operations": -2147483648}
 
 
 def _commit_time(offset) -> int:

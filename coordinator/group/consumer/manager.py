@@ -45,18 +45,18 @@ from groupcoord.protocol.errors import ErrorCode
 import structlog
 
 from ...config import assignor_names
-from ...storage import ConsumerGroupKey
 from ..assignors import ASSIGNORS, GroupSpec, MemberSpec, PartitionAssignorError
 from ..context import GroupContext, entry
 from .classic_members import ApiError, ClassicMembers, new_member_id
 from ..classic.requests import join_error, sync_error
-from . import records
+from . import records, view
 from .records import metadata_hash
 from .requests import ConsumerGroupHeartbeatRequest, heartbeat_error
 from .group import (
     DEAD,
     JOIN_EPOCH,
     LEAVE_EPOCH,
+    STATES,
     STATIC_LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerGroupMember,
@@ -64,8 +64,9 @@ from .group import (
     MemberState,
     ResolvedRegularExpression,
     TopicInfo,
+    assignment_response,
+    owns_only_assigned,
     reconcile,
-    uuid_order,
 )
 from ..topic_regex import invalid_regex_message, resolve
 
@@ -74,6 +75,16 @@ _log = structlog.get_logger("groupcoord.group")
 
 #: Kafka's ``REGEX_BATCH_REFRESH_MIN_INTERVAL_MS``: a group's regexes are resolved at most once per 10 s.
 REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
+
+#: a consumer group's dynamic configs (GroupConfig's names)
+SESSION_TIMEOUT, HEARTBEAT_INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+
+
+def _check_configs(value) -> None:
+    """GroupConfig.validate of a group's consumer configs taken together."""
+    if value(HEARTBEAT_INTERVAL) >= value(SESSION_TIMEOUT):
+        raise ValueError("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
+
 
 class HeartbeatError(ApiError):
     """A heartbeat refused with ``code`` (and Kafka's message)."""
@@ -89,6 +100,7 @@ class ConsumerGroupManager:
     the version at which a topic was last created (Kafka's ``lastMetadataImageWithNewTopics``)."""
 
     type = "consumer"
+    states = STATES         # (what the metrics count groups by)
 
     def __init__(self, ctx: GroupContext):
         cfg = ctx.config
@@ -97,15 +109,14 @@ class ConsumerGroupManager:
         self._groups = ctx.groups
         #: group.max.size: a consumer group of classic members becomes a classic group only within it
         self.classic_max_size = int(cfg["group.max.size"])
-        self.heartbeat_interval_ms = int(cfg["group.consumer.heartbeat.interval.ms"])
-        self.session_timeout_ms = int(cfg["group.consumer.session.timeout.ms"])
-        self._bounds = {
-            "consumer.heartbeat.interval.ms": (int(cfg["group.consumer.min.heartbeat.interval.ms"]),
-                                               int(cfg["group.consumer.max.heartbeat.interval.ms"])),
-            "consumer.session.timeout.ms": (int(cfg["group.consumer.min.session.timeout.ms"]),
-                                            int(cfg["group.consumer.max.session.timeout.ms"]))}
-        #: Kafka's dynamic group configs (GroupConfig) by group id: the two above, per group
-        self.group_configs: dict[str, dict[str, int]] = {}
+        # Kafka's dynamic group configs of a consumer group (GroupConfig), per group
+        self.configs = configs = ctx.group_configs
+        configs.define(SESSION_TIMEOUT, int(cfg["group.consumer.session.timeout.ms"]),
+                       int(cfg["group.consumer.min.session.timeout.ms"]), int(cfg["group.consumer.max.session.timeout.ms"]))
+        configs.define(HEARTBEAT_INTERVAL, int(cfg["group.consumer.heartbeat.interval.ms"]),
+                       int(cfg["group.consumer.min.heartbeat.interval.ms"]),
+                       int(cfg["group.consumer.max.heartbeat.interval.ms"]))
+        configs.add_check(_check_configs)
         self.max_size = int(cfg["group.consumer.max.size"])
         self.assignors = assignor_names(cfg["group.consumer.assignors"])
         unknown = [a for a in self.assignors if a not in ASSIGNORS]
@@ -117,7 +128,8 @@ class ConsumerGroupManager:
         #: the records of the operation under way: each replayed as it is made (so the operation's next
         #: steps see it), all appended when the operation ends
         self._pending: list = []
-        ctx.replayers[ConsumerGroupKey] = self.replay
+        for kind in records.KINDS:
+            ctx.replayers[kind] = self.replay
         self.metadata_version = 0
         self.new_topics_version = 0
         self.image = None
@@ -319,42 +331,8 @@ class ConsumerGroupManager:
             self._flush()
 
     # ---- ConsumerGroupHeartbeat -------------------------------------------------------
-    # ---- group configs -------------------------------------------------------------------
-    def set_group_config(self, group_id: str, configs: dict) -> None:
-        """Kafka's dynamic group configs (``kafka-configs --entity-type groups``):
-        ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` for one group, within
-        the broker's group.consumer.min/max bounds, the session longer than the heartbeat interval,
-        both checked on the group's configs after the change (GroupConfig.validate: its messages);
-        None drops one. The group need not exist. Raises ValueError."""
-        for key, value in configs.items():
-            if key not in self._bounds:
-                raise ValueError(f"Unknown group config name: {key}")
-            if value is not None:
-                lo, hi = self._bounds[key]
-                if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                    raise ValueError(f"{key} must be in the range {lo} to {hi} inclusive.")
-        current = dict(self.group_configs.get(group_id, {}))
-        for key, value in configs.items():
-            if value is None:
-                current.pop(key, None)
-            else:
-                current[key] = value
-        session = current.get("consumer.session.timeout.ms", self.session_timeout_ms)
-        if current.get("consumer.heartbeat.interval.ms", self.heartbeat_interval_ms) >= session:
-            raise ValueError("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
-        if current:
-            self.group_configs[group_id] = current
-        else:
-            self.group_configs.pop(group_id, None)
-
     def _session_timeout(self, group_id: str) -> int:
-        cfg = self.group_configs.get(group_id)
-        return self.session_timeout_ms if cfg is None else cfg.get("consumer.session.timeout.ms", self.session_timeout_ms)
-
-    def _heartbeat_interval(self, group_id: str) -> int:
-        cfg = self.group_configs.get(group_id)
-        return self.heartbeat_interval_ms if cfg is None else cfg.get("consumer.heartbeat.interval.ms",
-                                                                      self.heartbeat_interval_ms)
+        return self.configs.get(group_id, SESSION_TIMEOUT)
 
     def heartbeat(self, req: ConsumerGroupHeartbeatRequest) -> dict:
         """A heartbeat the API layer validated (:meth:`ConsumerGroupHeartbeatRequest.error`):
@@ -456,11 +434,11 @@ class ConsumerGroupManager:
                            and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
         assignment = None
         if full or updated.assigned != member.assigned:
-            assignment = _assignment(updated.assigned)
+            assignment = assignment_response(updated.assigned)
         if regex_job is not None:
             self.resolve_regexes(group, regex_job, now, req.describable)      # Kafka's job, done after
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
-                "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self._heartbeat_interval(req.group_id),
+                "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self.configs.get(req.group_id, HEARTBEAT_INTERVAL),
                 "assignment": assignment}
 
     def maybe_bump(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
@@ -609,7 +587,7 @@ class ConsumerGroupManager:
                                  f"({epoch}) than the one known by the group coordinator "
                                  f"({member.member_epoch}). The member must abandon all its partitions and rejoin.")
         if epoch < member.member_epoch:
-            if epoch != member.previous_member_epoch or not _subset(owned, member.assigned):
+            if epoch != member.previous_member_epoch or not owns_only_assigned(owned, member.assigned):
                 raise HeartbeatError(_E.FENCED_MEMBER_EPOCH, "The consumer group member has a smaller member "
                                      f"epoch ({epoch}) than the one known by the group coordinator "
                                      f"({member.member_epoch}). The member must abandon all its partitions "
@@ -748,6 +726,17 @@ class ConsumerGroupManager:
                                 partial(self.timer, self._on_rebalance_timeout, group_id,
                                         member.member_id, member.member_epoch))
 
+    def summary_json(self, group: ConsumerGroup) -> dict:
+        """The admin API's view of the group (:mod:`.view`)."""
+        return view.summary_json(group, self.default_assignor)
+
+    def members_json(self, group: ConsumerGroup, cluster) -> list[dict]:
+        return view.members_json(group, cluster)
+
+    def on_unloaded(self, group: ConsumerGroup) -> None:
+        """The group's partition moved to another coordinator: nothing of a consumer group waits
+        on this one (no request is ever parked)."""
+
     def expire_member(self, group_id: str, member_id: str) -> None:
         """The member's session ends now, exactly as its session timer would (the admin API's and
         the faults' ``expire_member``)."""
@@ -792,51 +781,5 @@ class ConsumerGroupManager:
             message = (f"Group {group_id} is not a consumer group." if group_id in self._groups
                        else f"Group {group_id} not found.")
             return {"error_code": int(_E.GROUP_ID_NOT_FOUND), "error_message": message, "group_id": group_id}
-        names = {info.topic_id: name for name, info in group.subscription_metadata.items()}
-        image = self.image
-
-        def topic_name(topic_id):
-            if topic_id in names:
-                return names[topic_id]
-            topic = image.topics_by_id.get(topic_id) if image is not None else None
-            return topic.name if topic is not None else ""
-
-        members = []
-        for m in group.members.values():
-            members.append({
-                "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
-                "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
-                "subscribed_topic_names": list(m.subscribed_topic_names),
-                "subscribed_topic_regex": m.subscribed_topic_regex,
-                "assignment": _assignment(m.assigned, topic_name),
-                "target_assignment": _assignment(group.target.get(m.member_id, {}), topic_name),
-                "member_type": 0 if m.classic is not None else 1})
-        return {"error_code": 0, "error_message": None, "group_id": group_id, "group_state": group.state,
-                "group_epoch": group.group_epoch, "assignment_epoch": group.assignment_epoch,
-                "assignor_name": group.preferred_assignor(self.default_assignor), "members": members,
-                "authorized_operations": -2147483648}
-
-
-def _assignment(parts: dict, topic_name=None) -> dict:
-    """An Assignment of the heartbeat or of ConsumerGroupDescribe (with ``topic_name(topic id)``):
-    topics in Kafka's Uuid order, partitions ascending."""
-    out = []
-    for t, ps in sorted(parts.items(), key=lambda kv: uuid_order(kv[0])):
-        entry = {"topic_id": t, "partitions": sorted(ps)}
-        if topic_name is not None:
-            entry["topic_name"] = topic_name(t)
-        out.append(entry)
-    return {"topic_partitions": out}
-
-
-def _subset(owned, assigned: dict) -> bool:
-    """Whether the owned TopicPartitions (None: not given) are all assigned to the member."""
-    if owned is None:
-        return False
-    for topic_id, ps in owned:
-        have = assigned.get(topic_id, {})
-        for p in ps:
-            if p not in have:
-                return False
-    return True
+        return group.as_described_group(self.default_assignor, self.image)
 

@@ -2,7 +2,7 @@
 and ``GroupMetadataManager.replay`` of them): what each step of an operation writes, and the replay
 that is the only way the group's state changes, live and at load.
 
-The records are those of :mod:`...records`: the group epoch with the subscribed topics' metadata
+The records (declared here, registered in :mod:`...records`' offsets log): the group epoch with the subscribed topics' metadata
 hash (3), one member's metadata (5), the target assignment's epoch (6), one member's target (7), one
 member's current assignment (8), one resolved regular expression (16). A member that goes has its
 8, 7 and 5 tombstoned, in that order (its partitions are released before it is removed).
@@ -13,7 +13,8 @@ import hashlib
 from dataclasses import replace
 
 from groupcoord.coordinator import records as _rec
-from groupcoord.coordinator.storage import ConsumerGroupKey
+from groupcoord.coordinator.storage import GroupRecordKey
+from groupcoord.protocol.schema import A, F, S
 
 from .group import (ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError,
                     ResolvedRegularExpression, uuid_order)
@@ -22,12 +23,75 @@ _STATE_CODE = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1,
                MemberState.UNRELEASED_PARTITIONS: 2, MemberState.UNKNOWN: 127}
 _STATE_OF = {code: state for state, code in _STATE_CODE.items()}
 
-EPOCH = _rec.CONSUMER_GROUP_METADATA
-MEMBER = _rec.CONSUMER_GROUP_MEMBER_METADATA
-TARGET_EPOCH = _rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA
-TARGET = _rec.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER
-CURRENT = _rec.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT
-REGEX = _rec.CONSUMER_GROUP_REGULAR_EXPRESSION
+
+# ============================================================================ declarations
+# As Kafka 4.x declares them (``ConsumerGroup*Key.json`` / ``*Value.json``): keys in the classic
+# encoding, values flexible. Each is registered in the offsets logs under its kind (Kafka's apiKey).
+_key, _value, _register = _rec.group_record_key, _rec.group_record_value, _rec.OFFSETS_LOG.register
+
+_TOPIC_PARTITIONS = A(S(
+    F("TopicId", "uuid"),
+    F("Partitions", "[]int32"),
+))
+_EPOCHED_PARTITIONS = A(S(
+    F("TopicId", "uuid"),
+    F("Partitions", "[]int32"),
+    F("AssignmentEpochs", "[]int32", nullable="0+", tag=0, default=None),    # KIP-1251 (Kafka 4.3)
+))
+
+#: the group epoch and the subscribed topics' metadata hash
+EPOCH = _register(3, _key("ConsumerGroupMetadataKey"), _value("ConsumerGroupMetadataValue", [
+    F("Epoch", "int32"),
+    F("MetadataHash", "int64", tag=0, default=0),
+]))
+#: one member's metadata
+MEMBER = _register(5, _key("ConsumerGroupMemberMetadataKey", "MemberId"), _value(
+    "ConsumerGroupMemberMetadataValue", [
+        F("InstanceId", "string", nullable="0+"),
+        F("RackId", "string", nullable="0+"),
+        F("ClientId", "string"),
+        F("ClientHost", "string"),
+        F("SubscribedTopicNames", "[]string"),
+        F("SubscribedTopicRegex", "string", nullable="0+"),
+        F("RebalanceTimeoutMs", "int32", default=-1),
+        F("ServerAssignor", "string", nullable="0+"),
+        F("ClassicMemberMetadata", S(
+            F("SessionTimeoutMs", "int32"),
+            F("SupportedProtocols", A(S(
+                F("Name", "string"),
+                F("Metadata", "bytes"),
+            ))),
+        ), nullable="0+", tag=0, default=None),
+    ]))
+#: the target assignment's epoch
+TARGET_EPOCH = _register(6, _key("ConsumerGroupTargetAssignmentMetadataKey"), _value(
+    "ConsumerGroupTargetAssignmentMetadataValue", [
+        F("AssignmentEpoch", "int32"),
+        F("AssignmentTimestamp", "int64", tag=0, default=0),
+    ]))
+#: one member's target assignment
+TARGET = _register(7, _key("ConsumerGroupTargetAssignmentMemberKey", "MemberId"), _value(
+    "ConsumerGroupTargetAssignmentMemberValue", [
+        F("TopicPartitions", _TOPIC_PARTITIONS),
+    ]))
+#: one member's current assignment
+CURRENT = _register(8, _key("ConsumerGroupCurrentMemberAssignmentKey", "MemberId"), _value(
+    "ConsumerGroupCurrentMemberAssignmentValue", [
+        F("MemberEpoch", "int32"),
+        F("PreviousMemberEpoch", "int32"),
+        F("State", "int8"),
+        F("AssignedPartitions", _EPOCHED_PARTITIONS),
+        F("PartitionsPendingRevocation", _EPOCHED_PARTITIONS),
+    ]))
+#: one resolved regular expression
+REGEX = _register(16, _key("ConsumerGroupRegularExpressionKey", "RegularExpression"), _value(
+    "ConsumerGroupRegularExpressionValue", [
+        F("Topics", "[]string"),
+        F("Version", "int64"),
+        F("Timestamp", "int64"),
+    ]))
+#: every kind of the consumer groups' records
+KINDS = (EPOCH, MEMBER, TARGET_EPOCH, TARGET, CURRENT, REGEX)
 
 
 def metadata_hash(subscription_metadata: dict) -> int:
@@ -83,21 +147,21 @@ def target_value(target: dict) -> dict:
 
 
 def epoch_record(group_id: str, epoch: int, digest: int) -> tuple:
-    return ConsumerGroupKey(EPOCH, group_id), {"epoch": epoch, "metadata_hash": digest}
+    return GroupRecordKey(EPOCH, group_id), {"epoch": epoch, "metadata_hash": digest}
 
 
 def target_epoch_record(group_id: str, epoch: int) -> tuple:
-    return ConsumerGroupKey(TARGET_EPOCH, group_id), {"assignment_epoch": epoch, "assignment_timestamp": 0}
+    return GroupRecordKey(TARGET_EPOCH, group_id), {"assignment_epoch": epoch, "assignment_timestamp": 0}
 
 
 def target_record(group_id: str, member_id: str, target: dict) -> tuple:
-    return ConsumerGroupKey(TARGET, group_id, member_id), target_value(target)
+    return GroupRecordKey(TARGET, group_id, member_id), target_value(target)
 
 
 def regex_record(group_id: str, regex: str, resolved: ResolvedRegularExpression | None) -> tuple:
     value = None if resolved is None else {"topics": sorted(resolved.topics), "version": resolved.version,
                                            "timestamp": resolved.timestamp_ms}
-    return ConsumerGroupKey(REGEX, group_id, regex), value
+    return GroupRecordKey(REGEX, group_id, regex), value
 
 
 def member_records(group_id: str, old: ConsumerGroupMember | None, new: ConsumerGroupMember) -> list[tuple]:
@@ -106,27 +170,27 @@ def member_records(group_id: str, old: ConsumerGroupMember | None, new: Consumer
     the reconciliation's ``newConsumerGroupCurrentAssignmentRecord``)."""
     out = []
     if old is None or member_metadata(old) != member_metadata(new):
-        out.append((ConsumerGroupKey(MEMBER, group_id, new.member_id), member_metadata_value(new)))
+        out.append((GroupRecordKey(MEMBER, group_id, new.member_id), member_metadata_value(new)))
     if old is None or member_current(old) != member_current(new):
-        out.append((ConsumerGroupKey(CURRENT, group_id, new.member_id), current_assignment_value(new)))
+        out.append((GroupRecordKey(CURRENT, group_id, new.member_id), current_assignment_value(new)))
     return out
 
 
 def member_tombstones(group_id: str, member_id: str) -> list[tuple]:
     """A member goes: its current assignment, target and metadata, tombstoned in that order."""
-    return [(ConsumerGroupKey(CURRENT, group_id, member_id), None),
-            (ConsumerGroupKey(TARGET, group_id, member_id), None),
-            (ConsumerGroupKey(MEMBER, group_id, member_id), None)]
+    return [(GroupRecordKey(CURRENT, group_id, member_id), None),
+            (GroupRecordKey(TARGET, group_id, member_id), None),
+            (GroupRecordKey(MEMBER, group_id, member_id), None)]
 
 
 def creation_records(group: ConsumerGroup) -> list[tuple]:
     """Every record of a group made whole (``createConsumerGroupRecords``: a conversion)."""
     gid = group.group_id
-    out = [(ConsumerGroupKey(MEMBER, gid, m.member_id), member_metadata_value(m)) for m in group.members.values()]
+    out = [(GroupRecordKey(MEMBER, gid, m.member_id), member_metadata_value(m)) for m in group.members.values()]
     out.append(epoch_record(gid, group.group_epoch, metadata_hash(group.subscription_metadata)))
     out += [target_record(gid, mid, t) for mid, t in group.target.items()]
     out.append(target_epoch_record(gid, group.assignment_epoch))
-    out += [(ConsumerGroupKey(CURRENT, gid, m.member_id), current_assignment_value(m)) for m in group.members.values()]
+    out += [(GroupRecordKey(CURRENT, gid, m.member_id), current_assignment_value(m)) for m in group.members.values()]
     out += [regex_record(gid, r, v) for r, v in sorted(group.resolved_regexes.items())]
     return out
 
@@ -138,8 +202,8 @@ def tombstones(group: ConsumerGroup) -> list[tuple]:
     for member_id in sorted(set(group.members) | set(group.target)):
         out += member_tombstones(gid, member_id)
     out += [regex_record(gid, regex, None) for regex in sorted(group.resolved_regexes)]
-    out.append((ConsumerGroupKey(TARGET_EPOCH, gid), None))
-    out.append((ConsumerGroupKey(EPOCH, gid), None))
+    out.append((GroupRecordKey(TARGET_EPOCH, gid), None))
+    out.append((GroupRecordKey(EPOCH, gid), None))
     return out
 
 
@@ -169,7 +233,7 @@ def _epoched_parts(entries, default_epoch: int) -> dict:
     return out
 
 
-def replay(groups: dict, key: ConsumerGroupKey, value: dict | None, now: int, problems: list | None = None) -> None:
+def replay(groups: dict, key: GroupRecordKey, value: dict | None, now: int, problems: list | None = None) -> None:
     """Apply one record to the consumer group of its key in ``groups`` (the registry), as Kafka's
     ``GroupMetadataManager.replay`` of these records; any record but a tombstone brings the group
     (``getOrMaybeCreatePersistedConsumerGroup``). ``problems``: at load, where a current assignment

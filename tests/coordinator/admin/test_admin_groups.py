@@ -296,7 +296,7 @@ async def test_reset_offsets_errors(admin_gc, admin_http):
 
 def test_decoded_assignment_matches_the_codec():
     """The API decodes with groupcoord.protocol.consumer; user data is reported by size."""
-    from groupcoord.coordinator.admin.groups_api import assignment_json, subscription_json
+    from groupcoord.coordinator.group.classic.view import assignment_json, subscription_json
     from groupcoord.protocol.consumer import encode_assignment, encode_subscription
     data = encode_assignment({"assigned_partitions": [{"topic": "t", "partitions": [2, 0]}], "user_data": b"1234"})
     assert decode_assignment(data)["assigned_partitions"] == [{"topic": "t", "partitions": [2, 0]}]

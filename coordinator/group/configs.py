@@ -1,0 +1,69 @@
+"""Kafka's dynamic group configs (``GroupConfigManager`` and ``GroupConfig``): what ``kafka-configs
+--entity-type groups --alter`` sets for one group over the broker's defaults.
+
+Each group type defines its configs (:meth:`GroupConfigs.define`: the name, the broker config's
+value as the default, the broker's min/max bounds) and the check of one group's configs taken
+together (:meth:`GroupConfigs.add_check`), so a new type adds its own without touching another.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+
+class GroupConfigs:
+    """Every group's dynamic configs, by group id (see the module)."""
+
+    def __init__(self) -> None:
+        #: config name -> (default, min, max)
+        self.defined: dict[str, tuple[int, int, int]] = {}
+        #: group id -> config name -> value, only what was set
+        self.values: dict[str, dict[str, int]] = {}
+        self._checks: list[Callable[[Callable[[str], int]], None]] = []
+
+    def define(self, name: str, default: int, lo: int, hi: int) -> None:
+        self.defined[name] = (default, lo, hi)
+
+    def add_check(self, check: Callable[[Callable[[str], int]], None]) -> None:
+        """``check(value)`` of one group's configs after a change (``value(name)``: the group's or the
+        default); raises ValueError with Kafka's message (GroupConfig.validate's)."""
+        self._checks.append(check)
+
+    def default(self, name: str) -> int:
+        """The broker's value of a config (what a group that set none has)."""
+        return self.defined[name][0]
+
+    def get(self, group_id: str, name: str) -> int:
+        """The group's value of a config, else the broker's default."""
+        values = self.values.get(group_id)
+        if values is not None:
+            value = values.get(name)
+            if value is not None:
+                return value
+        return self.defined[name][0]
+
+    def set(self, group_id: str, configs: dict) -> None:
+        """Set configs of one group (None drops one): each within the broker's bounds, then all of the
+        group's checked together (GroupConfig.validate: its messages). The group need not exist.
+        Raises ValueError, nothing changed."""
+        for name, value in configs.items():
+            if name not in self.defined:
+                raise ValueError(f"Unknown group config name: {name}")
+            if value is not None:
+                _, lo, hi = self.defined[name]
+                if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+                    raise ValueError(f"{name} must be in the range {lo} to {hi} inclusive.")
+        current = dict(self.values.get(group_id, {}))
+        for name, value in configs.items():
+            if value is None:
+                current.pop(name, None)
+            else:
+                current[name] = value
+
+        def value(name: str) -> int:
+            return current.get(name, self.defined[name][0])
+        for check in self._checks:
+            check(value)
+        if current:
+            self.values[group_id] = current
+        else:
+            self.values.pop(group_id, None)

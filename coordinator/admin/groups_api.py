@@ -26,6 +26,7 @@ from groupcoord.protocol.errors import ErrorCode
 
 from ..group.classic.group import DEAD, EMPTY
 from ..group.offsets import OffsetCommitRequest, OffsetFetchRequest
+from ..group.runtime import GROUP_TYPES
 from .app import changed, json_body
 from .errors import ApiError, error_responses
 
@@ -42,7 +43,8 @@ def coordinator_json(cluster, group_id: str) -> dict:
 
 def group_summary_json(service, group) -> dict:
     """A group of any type: what every group has, and what its type's manager adds."""
-    summary = service.group_coordinator.manager_of(group).summary_json(group)
+    manager = service.group_coordinator.manager_of(group)
+    summary = manager.view.summary_json(group, manager)
     return {"group_id": group.group_id, "type": group.type, "state": group.state, **summary,
             "members": len(group.members), "coordinator": coordinator_json(service.cluster, group.group_id)}
 
@@ -73,7 +75,7 @@ def offsets_json(service, group_id: str) -> list[dict]:
 
 def group_detail_json(service, group) -> dict:
     out = group_summary_json(service, group)
-    out["members"] = service.group_coordinator.manager_of(group).members_json(group, service.cluster)
+    out["members"] = service.group_coordinator.manager_of(group).view.members_json(group, service.cluster)
     out["offsets"] = offsets_json(service, group.group_id)
     return out
 
@@ -235,19 +237,19 @@ _GROUP_ID = {"name": "group_id", "in": "path", "required": True, "description": 
 _REASON = {"name": "reason", "in": "query", "required": False,
            "description": f"the LeaveGroup reason (default: {DEFAULT_REMOVAL_REASON!r})",
            "schema": {"type": "string"}}
-_TP = {"type": "object", "required": ["topic", "partition"],
-       "properties": {"topic": {"type": "string"}, "partition": {"type": "integer"}}}
-_STATE = {"type": "string", "enum": ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead",
-                                     "Assigning", "Reconciling"],
-          "description": "a classic group's state, or a consumer group's (Empty, Assigning, Reconciling, Stable)"}
+#: each group type's view of its groups (its package's view.py): summary fields, members, schemas
+_VIEWS = [t.view for t in GROUP_TYPES]
+_STATE = {"type": "string", "enum": list(dict.fromkeys(state for t in GROUP_TYPES for state in t.states)),
+          "description": "the group's state, one of its type's (Kafka's names: "
+                         + "; ".join(f"{t.type}: {', '.join(t.states)}" for t in GROUP_TYPES) + ")"}
 _NULLABLE_STRING = {"type": "string", "nullable": True}
 _COORDINATOR = {"type": "object", "required": ["partition", "node"],
                 "description": "the __consumer_offsets partition of the group and the node leading it",
                 "properties": {"partition": {"type": "integer"}, "node": {"type": "integer"}}}
 _SUMMARY_FIELDS = {
     "group_id": {"type": "string"},
-    "type": {"type": "string", "enum": ["classic", "consumer"],
-             "description": "the group's protocol: classic, or consumer (KIP-848), as ListGroups' GroupType"},
+    "type": {"type": "string", "enum": [t.type for t in GROUP_TYPES],
+             "description": "the group's type (its protocol), as ListGroups' GroupType"},
     "state": _STATE,
     "protocol_type": {**_NULLABLE_STRING, "description": "null for a group that only commits offsets"},
     "protocol": {**_NULLABLE_STRING, "description": "the selected protocol (assignor); a consumer group's "
@@ -256,82 +258,16 @@ _SUMMARY_FIELDS = {
                                                      "group epoch"},
     "leader": {**_NULLABLE_STRING, "description": "member id of the leader (null for a consumer group)"},
     "coordinator": _COORDINATOR,
-    "group_epoch": {"type": "integer", "description": "consumer groups: bumped by every change of members or of "
-                                                      "what they subscribe to"},
-    "assignment_epoch": {"type": "integer", "description": "consumer groups: the group epoch the target "
-                                                           "assignment was computed at"},
+    **{name: schema for view in _VIEWS for name, schema in view.SUMMARY_FIELDS.items()},
 }
 _SUMMARY_REQUIRED = ["group_id", "type", "state", "protocol_type", "protocol", "generation", "leader", "members",
                      "coordinator"]
-_CONSUMER_TP = {"type": "object", "required": ["topic", "topic_id", "partition"],
-                "properties": {"topic": {**_NULLABLE_STRING, "description": "null once the topic is gone"},
-                               "topic_id": {"type": "string"}, "partition": {"type": "integer"}}}
-_CONSUMER_PARTITIONS = {"type": "object", "required": ["partitions"],
-                        "properties": {"partitions": {"type": "array", "items": _CONSUMER_TP}}}
-
 SCHEMAS = {
     "GroupSummary": {
         "type": "object", "required": _SUMMARY_REQUIRED,
         "properties": {**_SUMMARY_FIELDS, "members": {"type": "integer", "description": "number of members"}},
     },
-    "Subscription": {
-        "type": "object", "nullable": True, "required": ["topics", "owned_partitions", "user_data_bytes"],
-        "description": "the decoded ConsumerProtocolSubscription (protocol type 'consumer'), else null",
-        "properties": {"topics": {"type": "array", "items": {"type": "string"}},
-                       "owned_partitions": {"type": "array", "items": _TP},
-                       "user_data_bytes": {"type": "integer"}},
-    },
-    "Assignment": {
-        "type": "object", "nullable": True, "required": ["partitions", "user_data_bytes"],
-        "description": "the decoded ConsumerProtocolAssignment; null before the first assignment "
-                       "and for other protocol types",
-        "properties": {"partitions": {"type": "array", "items": _TP}, "user_data_bytes": {"type": "integer"}},
-    },
-    "GroupMember": {
-        "type": "object",
-        "required": ["member_id", "client_id", "client_host", "instance_id", "session_timeout_ms",
-                     "rebalance_timeout_ms", "subscription", "assignment", "subscription_bytes",
-                     "assignment_bytes"],
-        "properties": {
-            "member_id": {"type": "string"},
-            "client_id": {"type": "string"},
-            "client_host": {"type": "string"},
-            "instance_id": {**_NULLABLE_STRING, "description": "group.instance.id of a static member"},
-            "session_timeout_ms": {"type": "integer"},
-            "rebalance_timeout_ms": {"type": "integer"},
-            "subscription": {"$ref": _REF + "Subscription"},
-            "assignment": {"$ref": _REF + "Assignment"},
-            "subscription_bytes": {"type": "integer", "description": "size of the protocol metadata"},
-            "assignment_bytes": {"type": "integer", "description": "size of the assignment"},
-        },
-    },
-    "ConsumerGroupMember": {
-        "type": "object",
-        "description": "a member of a consumer group (KIP-848)",
-        "required": ["member_id", "instance_id", "rack_id", "client_id", "client_host", "member_epoch",
-                     "previous_member_epoch", "state", "rebalance_timeout_ms", "subscribed_topic_names",
-                     "subscribed_topic_regex", "server_assignor", "assignment", "pending_revocation",
-                     "target_assignment"],
-        "properties": {
-            "member_id": {"type": "string"},
-            "instance_id": {**_NULLABLE_STRING, "description": "group.instance.id of a static member"},
-            "rack_id": _NULLABLE_STRING,
-            "client_id": {"type": "string"},
-            "client_host": {"type": "string"},
-            "member_epoch": {"type": "integer", "description": "-2: a static member gone for now"},
-            "previous_member_epoch": {"type": "integer"},
-            "state": {"type": "string", "enum": ["stable", "unrevoked_partitions", "unreleased_partitions",
-                                                "unknown"],
-                      "description": "the reconciliation state (Kafka's MemberState)"},
-            "rebalance_timeout_ms": {"type": "integer"},
-            "subscribed_topic_names": {"type": "array", "items": {"type": "string"}},
-            "subscribed_topic_regex": _NULLABLE_STRING,
-            "server_assignor": _NULLABLE_STRING,
-            "assignment": {**_CONSUMER_PARTITIONS, "description": "what it owns now"},
-            "pending_revocation": {**_CONSUMER_PARTITIONS, "description": "what it must still give up"},
-            "target_assignment": {**_CONSUMER_PARTITIONS, "description": "what the assignor gave it"},
-        },
-    },
+    **{name: schema for view in _VIEWS for name, schema in view.SCHEMAS.items()},
     "CommittedOffset": {
         "type": "object", "required": ["topic", "partition", "offset", "metadata", "log_end_offset", "lag"],
         "properties": {
@@ -346,7 +282,7 @@ SCHEMAS = {
         "type": "object", "required": [*_SUMMARY_REQUIRED, "offsets"],
         "properties": {**_SUMMARY_FIELDS,
                        "members": {"type": "array", "items": {"oneOf": [
-                           {"$ref": _REF + "GroupMember"}, {"$ref": _REF + "ConsumerGroupMember"}]}},
+                           {"$ref": _REF + view.MEMBER_SCHEMA} for view in _VIEWS]}},
                        "offsets": {"type": "array", "items": {"$ref": _REF + "CommittedOffset"}}},
     },
     "GroupDeleted": {

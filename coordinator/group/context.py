@@ -49,6 +49,36 @@ class Group(Protocol):
     def validate_offset_delete(self) -> int | None: ...
 
 
+class GroupTypeManager(Protocol):
+    """What the runtime asks of a group type's manager (one per type, built with the context; a
+    type is registered by adding its manager class to ``runtime.GROUP_TYPES``). At construction it
+    registers the replay of its record kinds (``ctx.replayers``) and defines its dynamic configs
+    (``ctx.group_configs``); its records are declared in its package and registered in the offsets
+    log (``records.OFFSETS_LOG.register``)."""
+    type: str                   # the type's name (ListGroups' GroupType)
+    states: tuple               # Kafka's state names of the type (the metrics count groups by them)
+    image: object               # the cluster's topics, set by the runtime
+    def topics_changed(self, names) -> None: ...
+    def loaded(self, group, now: int) -> bool: ...      # after replay at load; False: incomplete, dropped
+    def create_group(self, group_id: str, now: int, cause: str): ...
+    def delete(self, group, now: int, reason: str) -> list: ...     # the group's tombstones
+    def retire(self, group) -> list: ...               # tombstones when another type takes the id
+    def expire_member(self, group_id: str, member_id: str) -> None: ...
+    def on_unloaded(self, group) -> None: ...           # its partition moved to another coordinator
+
+    # (a type other than classic) the classic protocol's APIs reaching a group of the type (JoinGroup: a
+    # non-empty one; an empty one gives way to a classic group)
+    def join_group(self, respond, req, group) -> None: ...
+    def sync_group(self, respond, req, group) -> None: ...
+    def heartbeat_error(self, req, group) -> int: ...
+    def leave(self, group, group_id: str, idents: list, initiator: str) -> dict: ...
+
+    #: the admin API's view of its groups (its package's ``view`` module): ``summary_json(group,
+    #: manager)``, ``members_json(group, cluster)``, and their OpenAPI schemas (``SUMMARY_FIELDS``,
+    #: ``MEMBER_SCHEMA``, ``SCHEMAS``)
+    view: object
+
+
 def entry(fn):
     """Mark a method entering the core (a request or a timer callback) of an object with a ``ctx``:
     queued responses go out when the outermost such call returns."""

@@ -88,7 +88,8 @@ class GroupCoordinator:
     def __init__(self, config: BrokerConfig, timers: Timers, clock: Callable[[], int],
                  emit: Callable[[dict], None] | None = None,
                  member_id_factory: Callable[[str], str] | None = None, *,
-                 emit_offset_commits: bool = True, store: "_st.Store | None" = None) -> None:
+                 emit_offset_commits: bool = True, store: "_st.Store | None" = None,
+                 group_types: tuple | None = None) -> None:
         self.config = config
         self.timers = timers
         self._clock = clock
@@ -100,7 +101,8 @@ class GroupCoordinator:
         protocols = {p.strip() for p in str(config["group.coordinator.rebalance.protocols"]).split(",")}
         self.consumer_protocol_enabled = "consumer" in protocols
         # the group types, by name (each registers the replay of its records with the context)
-        self._types = {manager.type: manager for manager in (t(ctx) for t in GROUP_TYPES)}
+        types = GROUP_TYPES if group_types is None else group_types
+        self._types = {manager.type: manager for manager in (t(ctx) for t in types)}
         self.classic: ClassicGroupManager = self._types["classic"]
         self.consumer: ConsumerGroupManager = self._types["consumer"]
         self.group_configs = ctx.group_configs
@@ -153,17 +155,13 @@ class GroupCoordinator:
                 replay(key, value)
             loaded = [g for gid, g in self._groups.items() if self.partition_of(gid) == partition]
             for group in loaded:
-                if group.type == "classic":
-                    self.classic.loaded(group, now)
-                elif group.metadata_hash is None:     # no epoch record: a group deleted part way
+                if not self._types[group.type].loaded(group, now):     # a group deleted part way
                     displaced = ctx.load_displaced.get(group.group_id)
                     if displaced is not None:          # (as before: the other type's group stays)
                         self._groups[group.group_id] = displaced
                         self._types[displaced.type].loaded(displaced, now)
                     else:
                         del self._groups[group.group_id]
-                else:
-                    self.consumer.loaded(group, now)
             count = sum(1 for gid in self._groups if self.partition_of(gid) == partition)
             for group_id in self.offsets.group_ids():
                 if group_id not in self._groups and self.partition_of(group_id) == partition:

@@ -50,6 +50,7 @@ class ClassicGroupManager:
 
     type = "classic"
     states = GroupState.ALL         # (what the metrics count groups by)
+    view = view                     # the admin API's view of its groups
 
     def __init__(self, ctx: GroupContext) -> None:
         config = ctx.config
@@ -122,10 +123,12 @@ class ClassicGroupManager:
         self.stop(group)
         return [group_tombstone(group.group_id)]
 
-    def loaded(self, group: ClassicGroup, now: int) -> None:
-        """A group its record rebuilt at load: its members' session timers start now."""
+    def loaded(self, group: ClassicGroup, now: int) -> bool:
+        """A group its record rebuilt at load: its members' session timers start now. (Its one
+        record is the whole group: always complete.)"""
         for member in group.members.values():
             self._schedule_heartbeat(group.group_id, member.member_id, member.session_timeout_ms, now)
+        return True
 
     def adopt(self, group: ClassicGroup, now: int, rebalance: bool) -> None:
         """A group a consumer group became (a downgrade): its members' session timers start now,
@@ -527,13 +530,6 @@ class ClassicGroupManager:
 
     def topics_changed(self, names) -> None:
         """Topics changed: nothing of a classic group depends on them (its members assign)."""
-
-    # ==================================================================== the admin API's view
-    def summary_json(self, group: ClassicGroup) -> dict:
-        return view.summary_json(group)
-
-    def members_json(self, group: ClassicGroup, cluster) -> list[dict]:
-        return view.members_json(group, cluster)
 
     def on_unloaded(self, group: ClassicGroup) -> None:
         """The group's partition moved to another coordinator: its parked JoinGroup and SyncGroup

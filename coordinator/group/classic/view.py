@@ -45,7 +45,7 @@ def _metadata(member: Member, protocol_name: str | None) -> bytes:
     return member.protocols[0][1] if member.protocols else b""
 
 
-def summary_json(group: ClassicGroup) -> dict:
+def summary_json(group: ClassicGroup, manager) -> dict:
     return {"protocol_type": group.protocol_type, "protocol": group.protocol_name,
             "generation": group.generation_id, "leader": group.leader_id}
 
@@ -62,3 +62,48 @@ def member_json(member: Member, protocol_type: str | None, protocol_name: str | 
 
 def members_json(group: ClassicGroup, cluster) -> list[dict]:
     return [member_json(m, group.protocol_type, group.protocol_name) for m in group.members.values()]
+
+
+# ---- the OpenAPI schemas of the above (the admin API's document)
+_REF = "#/components/schemas/"
+_NULLABLE_STRING = {"type": "string", "nullable": True}
+_TP = {"type": "object", "required": ["topic", "partition"],
+       "properties": {"topic": {"type": "string"}, "partition": {"type": "integer"}}}
+#: what a group's summary has beyond every group's (none)
+SUMMARY_FIELDS: dict = {}
+#: the schema of a member (of SCHEMAS)
+MEMBER_SCHEMA = "GroupMember"
+SCHEMAS = {
+    "Subscription": {
+        "type": "object", "nullable": True, "required": ["topics", "owned_partitions", "user_data_bytes"],
+        "description": "the decoded ConsumerProtocolSubscription (protocol type 'consumer'), else null",
+        "properties": {"topics": {"type": "array", "items": {"type": "string"}},
+                       "owned_partitions": {"type": "array", "items": _TP},
+                       "user_data_bytes": {"type": "integer"}},
+    },
+    "Assignment": {
+        "type": "object", "nullable": True, "required": ["partitions", "user_data_bytes"],
+        "description": "the decoded ConsumerProtocolAssignment; null before the first assignment "
+                       "and for other protocol types",
+        "properties": {"partitions": {"type": "array", "items": _TP}, "user_data_bytes": {"type": "integer"}},
+    },
+    "GroupMember": {
+        "type": "object",
+        "description": "a member of a classic group",
+        "required": ["member_id", "client_id", "client_host", "instance_id", "session_timeout_ms",
+                     "rebalance_timeout_ms", "subscription", "assignment", "subscription_bytes",
+                     "assignment_bytes"],
+        "properties": {
+            "member_id": {"type": "string"},
+            "client_id": {"type": "string"},
+            "client_host": {"type": "string"},
+            "instance_id": {**_NULLABLE_STRING, "description": "group.instance.id of a static member"},
+            "session_timeout_ms": {"type": "integer"},
+            "rebalance_timeout_ms": {"type": "integer"},
+            "subscription": {"$ref": _REF + "Subscription"},
+            "assignment": {"$ref": _REF + "Assignment"},
+            "subscription_bytes": {"type": "integer", "description": "size of the protocol metadata"},
+            "assignment_bytes": {"type": "integer", "description": "size of the assignment"},
+        },
+    },
+}

@@ -101,6 +101,7 @@ class ConsumerGroupManager:
 
     type = "consumer"
     states = STATES         # (what the metrics count groups by)
+    view = view             # the admin API's view of its groups
 
     def __init__(self, ctx: GroupContext):
         cfg = ctx.config
@@ -184,7 +185,7 @@ class ConsumerGroupManager:
             if changed & group.subscribed_topic_names():
                 group.metadata_refresh = True
 
-    def loaded(self, group: ConsumerGroup, now: int) -> None:
+    def loaded(self, group: ConsumerGroup, now: int) -> bool:
         """A group its records rebuilt at load (Kafka's replay, then ``onLoaded``): its members in
         member id order; its subscription metadata from the metadata image of now (when it hashes
         otherwise than the group's epoch record says, a topic changed while the coordinator was
@@ -193,11 +194,14 @@ class ConsumerGroupManager:
         (Kafka's replay arms the session timer of every member and the rebalance timer of those
         revoking). What the log held that no longer fits is written again: a member loaded without
         the partitions another owned (``problems``), a target without its member, a regex no member
-        has."""
+        has. False, and nothing done, for a group without its epoch record (one deleted part way)."""
+        if group.metadata_hash is None:
+            return False
         try:
             self._loaded(group, now)
         finally:
             self._flush()
+        return True
 
     def _loaded(self, group: ConsumerGroup, now: int) -> None:
         group.members = dict(sorted(group.members.items()))
@@ -725,13 +729,6 @@ class ConsumerGroupManager:
         self.timers.schedule(("cg-rebalance", group_id, member.member_id), now + member.rebalance_timeout_ms,
                                 partial(self.timer, self._on_rebalance_timeout, group_id,
                                         member.member_id, member.member_epoch))
-
-    def summary_json(self, group: ConsumerGroup) -> dict:
-        """The admin API's view of the group (:mod:`.view`)."""
-        return view.summary_json(group, self.default_assignor)
-
-    def members_json(self, group: ConsumerGroup, cluster) -> list[dict]:
-        return view.members_json(group, cluster)
 
     def on_unloaded(self, group: ConsumerGroup) -> None:
         """The group's partition moved to another coordinator: nothing of a consumer group waits

@@ -8,8 +8,8 @@ from ..assignors.spec import kafka_uuid_str
 from .group import ConsumerGroup, ConsumerGroupMember
 
 
-def summary_json(group: ConsumerGroup, default_assignor: str) -> dict:
-    return {"protocol_type": "consumer", "protocol": group.preferred_assignor(default_assignor),
+def summary_json(group: ConsumerGroup, manager) -> dict:
+    return {"protocol_type": "consumer", "protocol": group.preferred_assignor(manager.default_assignor),
             "generation": group.group_epoch, "leader": None, "group_epoch": group.group_epoch,
             "assignment_epoch": group.assignment_epoch}
 
@@ -38,3 +38,50 @@ def member_json(cluster, group: ConsumerGroup, m: ConsumerGroupMember) -> dict:
 
 def members_json(group: ConsumerGroup, cluster) -> list[dict]:
     return [member_json(cluster, group, m) for m in group.members.values()]
+
+
+# ---- the OpenAPI schemas of the above (the admin API's document)
+_NULLABLE_STRING = {"type": "string", "nullable": True}
+_TP = {"type": "object", "required": ["topic", "topic_id", "partition"],
+       "properties": {"topic": {**_NULLABLE_STRING, "description": "null once the topic is gone"},
+                      "topic_id": {"type": "string"}, "partition": {"type": "integer"}}}
+_PARTITIONS = {"type": "object", "required": ["partitions"],
+               "properties": {"partitions": {"type": "array", "items": _TP}}}
+#: what a group's summary has beyond every group's
+SUMMARY_FIELDS = {
+    "group_epoch": {"type": "integer", "description": "consumer groups: bumped by every change of members or of "
+                                                      "what they subscribe to"},
+    "assignment_epoch": {"type": "integer", "description": "consumer groups: the group epoch the target "
+                                                           "assignment was computed at"},
+}
+#: the schema of a member (of SCHEMAS)
+MEMBER_SCHEMA = "ConsumerGroupMember"
+SCHEMAS = {
+    "ConsumerGroupMember": {
+        "type": "object",
+        "description": "a member of a consumer group (KIP-848)",
+        "required": ["member_id", "instance_id", "rack_id", "client_id", "client_host", "member_epoch",
+                     "previous_member_epoch", "state", "rebalance_timeout_ms", "subscribed_topic_names",
+                     "subscribed_topic_regex", "server_assignor", "assignment", "pending_revocation",
+                     "target_assignment"],
+        "properties": {
+            "member_id": {"type": "string"},
+            "instance_id": {**_NULLABLE_STRING, "description": "group.instance.id of a static member"},
+            "rack_id": _NULLABLE_STRING,
+            "client_id": {"type": "string"},
+            "client_host": {"type": "string"},
+            "member_epoch": {"type": "integer", "description": "-2: a static member gone for now"},
+            "previous_member_epoch": {"type": "integer"},
+            "state": {"type": "string", "enum": ["stable", "unrevoked_partitions", "unreleased_partitions",
+                                                "unknown"],
+                      "description": "the reconciliation state (Kafka's MemberState)"},
+            "rebalance_timeout_ms": {"type": "integer"},
+            "subscribed_topic_names": {"type": "array", "items": {"type": "string"}},
+            "subscribed_topic_regex": _NULLABLE_STRING,
+            "server_assignor": _NULLABLE_STRING,
+            "assignment": {**_PARTITIONS, "description": "what it owns now"},
+            "pending_revocation": {**_PARTITIONS, "description": "what it must still give up"},
+            "target_assignment": {**_PARTITIONS, "description": "what the assignor gave it"},
+        },
+    },
+}

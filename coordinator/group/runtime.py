@@ -35,8 +35,8 @@ from ..config import BrokerConfig
 from ..events import default_emit
 from ..timer import Timers
 from .classic import records as classic_records
-from .classic.group import ClassicGroup
-from .classic.manager import AUTHORIZED_OPERATIONS_OMITTED, ClassicGroupManager
+from .classic.group import AUTHORIZED_OPERATIONS_OMITTED, ClassicGroup
+from .classic.manager import ClassicGroupManager
 from .classic.requests import (
     HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest, join_error, sync_error,
 )
@@ -298,12 +298,34 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         return self._types[group.type if group is not None else "classic"].leave(group, group_id, idents, initiator)
 
+    # ==================================================================== DescribeGroups
     def describe_groups(self, respond: Callable[[dict], None], *, group_ids: Iterable[str | None],
                         group_id_not_found: bool = False) -> None:
-        self.classic.describe_groups(respond, group_ids=group_ids, group_id_not_found=group_id_not_found)
+        """DescribeGroups. ``group_id_not_found`` (request v6+, KIP-1043): a missing group gets
+        GROUP_ID_NOT_FOUND and an error message instead of a bare "Dead" entry."""
+        respond({"throttle_time_ms": 0,
+                 "groups": [self.describe_group(group_id, group_id_not_found) for group_id in group_ids]})
 
     def describe_group(self, group_id: str | None, group_id_not_found: bool = False) -> dict:
-        return self.classic.describe_group(group_id, group_id_not_found)
+        """DescribeGroups' entry of one group: a classic group's (a group of another type is not one)."""
+        if group_id is not None and not self.ctx.is_loading(group_id):
+            group = self.classic.group(group_id)
+            if group is not None and group.state != "Dead":
+                return group.as_described_group()
+        entry = {"error_code": _NONE, "error_message": None, "group_id": group_id or "", "group_state": "",
+                 "protocol_type": "", "protocol_data": "", "members": [],
+                 "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+        if group_id is None:
+            entry["error_code"] = int(_E.INVALID_GROUP_ID)
+        elif self.ctx.is_loading(group_id):
+            entry["error_code"] = int(_E.COORDINATOR_LOAD_IN_PROGRESS)
+        else:
+            entry["group_state"] = "Dead"
+            if group_id_not_found:
+                entry["error_code"] = int(_E.GROUP_ID_NOT_FOUND)
+                entry["error_message"] = (f"Group {group_id} is not a classic group." if group_id in self._groups
+                                          else f"Group {group_id} not found.")
+        return entry
 
     def expire_member(self, group_id: str, member_id: str) -> None:
         """End a member's session now, exactly as its session timer would (``member.expired`` of a

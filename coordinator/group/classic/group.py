@@ -25,6 +25,10 @@ STABLE = "Stable"
 DEAD = "Dead"
 
 
+#: AuthorizedOperations when the request did not ask for them (Integer.MIN_VALUE)
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
 class GroupState:
     """Kafka's classic group state names (``ClassicGroupState``)."""
 
@@ -438,6 +442,18 @@ class ClassicGroup:
         protocol = self.protocol_name
         return [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                  "metadata": m.metadata(protocol)} for m in self.members.values()]
+
+    def as_described_group(self) -> dict:
+        """DescribeGroups' entry of the group (its members' metadata and assignments once Stable)."""
+        stable = self.state == STABLE
+        protocol = self.protocol_name
+        return {"error_code": 0, "error_message": None, "group_id": self.group_id, "group_state": self.state,
+                "protocol_type": self.protocol_type or "", "protocol_data": protocol if stable else "",
+                "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                             "client_id": m.client_id, "client_host": m.client_host,
+                             "member_metadata": m.metadata(protocol) if stable else b"",
+                             "member_assignment": m.assignment} for m in self.members.values()],
+                "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
     # ---- what the runtime and the offset manager ask of a group ---------------------
     type = "classic"

@@ -19,7 +19,7 @@ as in Kafka), ``("join", group)`` (join phase and initial delay), ``("sync", gro
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable, Iterable
+from typing import Callable
 
 from groupcoord.protocol.errors import ErrorCode
 
@@ -36,7 +36,6 @@ from .requests import (
 
 #: Kafka's CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 _NONE = 0
 _E = ErrorCode
@@ -531,17 +530,23 @@ class ClassicGroupManager:
     def topics_changed(self, names) -> None:
         """Topics changed: nothing of a classic group depends on them (its members assign)."""
 
+    @staticmethod
+    def _answer_parked(group: ClassicGroup, member: Member, member_id: str, error: ErrorCode) -> None:
+        """The member's parked JoinGroup or SyncGroup is answered ``error`` now (``member_id``: the
+        JoinGroup response's)."""
+        respond = group.take_join_callback(member)
+        if respond is not None:
+            respond(join_error(member_id, error))
+        respond = group.take_sync_callback(member)
+        if respond is not None:
+            respond(sync_error(error))
+
     def on_unloaded(self, group: ClassicGroup) -> None:
         """The group's partition moved to another coordinator: its parked JoinGroup and SyncGroup
         requests are answered NOT_COORDINATOR, as Kafka's ``onGroupUnloaded`` does; the members
         rejoin at the new one."""
         for m in list(group.members.values()):
-            respond = group.take_join_callback(m)
-            if respond is not None:
-                respond(join_error(m.member_id, _E.NOT_COORDINATOR))
-            respond = group.take_sync_callback(m)
-            if respond is not None:
-                respond(sync_error(_E.NOT_COORDINATOR))
+            self._answer_parked(group, m, m.member_id, _E.NOT_COORDINATOR)
 
     def expire_member(self, group_id: str, member_id: str) -> None:
         """End a member's session now, as if its session timeout had passed without a heartbeat
@@ -550,12 +555,7 @@ class ClassicGroupManager:
         group = self.group(group_id)
         member = group.members.get(member_id) if group is not None else None
         if member is not None:
-            respond = group.take_sync_callback(member)
-            if respond is not None:
-                respond(sync_error(_E.UNKNOWN_MEMBER_ID))
-            respond = group.take_join_callback(member)
-            if respond is not None:
-                respond(join_error("", _E.UNKNOWN_MEMBER_ID))
+            self._answer_parked(group, member, "", _E.UNKNOWN_MEMBER_ID)
             member.is_new = False
         self._on_heartbeat_timer(group_id, member_id)
         self.timers.cancel(("hb", group_id, member_id))
@@ -775,48 +775,6 @@ class ClassicGroupManager:
         group.remove(member_id)
         self._event(group, "member.left", now, {"member": member_id, "instance_id": member.group_instance_id,
                                                 "reason": reason, "pending": False, "initiator": initiator})
-
-    # ==================================================================== DescribeGroups
-    def describe_groups(self, respond: Callable[[dict], None], *, group_ids: Iterable[str | None],
-                        group_id_not_found: bool = False) -> None:
-        """DescribeGroups. ``group_id_not_found`` (request v6+, KIP-1043): a missing group gets
-        GROUP_ID_NOT_FOUND and an error message instead of a bare "Dead" entry."""
-        out = []
-        for group_id in group_ids:
-            out.append(self.describe_group(group_id, group_id_not_found))
-        respond({"throttle_time_ms": 0, "groups": out})
-
-    def describe_group(self, group_id: str | None, group_id_not_found: bool = False) -> dict:
-        entry = {"error_code": _NONE, "error_message": None, "group_id": group_id, "group_state": "",
-                 "protocol_type": "", "protocol_data": "", "members": [],
-                 "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
-        if group_id is None:
-            entry["group_id"] = ""
-            entry["error_code"] = int(_E.INVALID_GROUP_ID)
-            return entry
-        if self.ctx.is_loading(group_id):
-            entry["error_code"] = int(_E.COORDINATOR_LOAD_IN_PROGRESS)
-            return entry
-        group = self.group(group_id)
-        if group is None or group.state == DEAD:
-            entry["group_state"] = DEAD
-            if group_id_not_found:
-                entry["error_code"] = int(_E.GROUP_ID_NOT_FOUND)
-                entry["error_message"] = (f"Group {group_id} is not a classic group." if group_id in self._groups
-                                          else f"Group {group_id} not found.")
-            return entry
-        entry["group_state"] = group.state
-        entry["protocol_type"] = group.protocol_type or ""
-        stable = group.state == STABLE
-        protocol = group.protocol_name
-        if stable:
-            entry["protocol_data"] = protocol
-        entry["members"] = [
-            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-             "client_host": m.client_host, "member_metadata": m.metadata(protocol) if stable else b"",
-             "member_assignment": m.assignment}
-            for m in group.members.values()]
-        return entry
 
     def delete(self, group: ClassicGroup, now: int, reason: str) -> list:
         """The group is deleted (DeleteGroups, or retention found it Empty without offsets): its

@@ -56,8 +56,9 @@ def register(sub) -> None:
                        help="a broker config by Kafka's name, e.g. group.initial.rebalance.delay.ms=0")
     serve.add_argument("--config", metavar="FILE", help="a properties file of broker configs")
     serve.add_argument("--kafka-version", choices=SETTINGS["groupcoord.kafka.version"].choices, default=None,
-                       help="the Kafka release emulated: the API versions served (default 4.1; 3.9 keeps "
-                            "the versions Kafka 4.0 removed, for old clients)")
+                       help="the Kafka release emulated: the API versions served and the coordinator's "
+                            "behaviour where a release changed it (default 4.3, the newest; 3.9 keeps the "
+                            "versions Kafka 4.0 removed, for old clients)")
     serve.add_argument("--log-format", choices=("console", "json"), default="console")
     serve.add_argument("--log-level", default="info", help="debug, info (default), warning or error")
     serve.add_argument("--events", metavar="FILE",

@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .releases import RELEASES
+
 INT32_MAX = 2**31 - 1
 
 
@@ -49,8 +51,8 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("default.replication.factor", 1, "Replication factor reported for topics (no replication is emulated)."),
     Setting("message.max.bytes", 1048588, "Largest record batch a Produce may carry."),
     Setting("cluster.id", "groupcoord-cluster", "Cluster id reported by Metadata.", str),
-    Setting("groupcoord.kafka.version", "4.1", "The Kafka release emulated: the API versions served and advertised (4.1 or 3.9).",
-            str, ("4.1", "3.9")),
+    Setting("groupcoord.kafka.version", "4.3", "The Kafka release emulated: the API versions served and advertised, the features ApiVersions reports, and the coordinator's behaviour where a release changed it (4.3, 4.2, 4.1 or 3.9).",
+            str, RELEASES),
     Setting("advertised.listeners", "", "The address clients are told (Metadata, FindCoordinator), as LISTENER://host:port, e.g. PLAINTEXT://kafka:9092; node i advertises port+i. Empty: the address listened on (this host's name when that is 0.0.0.0).", str),
     # connections (coordinator/server.py); each node counts its own, as each Kafka broker does
     Setting("socket.request.max.bytes", 104857600, "Largest request a connection may send; a larger size prefix closes the connection."),

@@ -130,6 +130,16 @@ class Service:
     def is_coordinator(self, group_id: str, node_id: int) -> bool:
         return self.cluster.coordinator_for(group_id) == node_id
 
+    def topic_name(self, topic_id) -> str | None:
+        """The name of the topic of that id, None when there is none."""
+        topic = self.cluster.topics_by_id.get(topic_id)
+        return topic.name if topic is not None else None
+
+    def topic_id(self, name: str):
+        """The id of the topic of that name, None when there is none."""
+        topic = self.cluster.topics.get(name)
+        return topic.topic_id if topic is not None else None
+
     def partition_count(self, topic: str) -> int | None:
         return self.cluster.partition_count(topic)
 

@@ -13,7 +13,9 @@ no list to edit.
 
 The versions served depend on the Kafka release emulated (``groupcoord.kafka.version``): a
 module whose range differs from what its message declares has ``VERSIONS = {release: (lo, hi)}``,
-and ``ADVERTISED`` where Kafka advertises other versions than it serves (Produce).
+each range served from that release on, up to the next one listed (releases before the first one
+listed serve the message's declared range), and ``ADVERTISED`` likewise where Kafka advertises
+other versions than it serves (Produce).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import pkgutil
 from groupcoord.protocol.messages import APIS
 
 from ..config import SETTINGS
+from ..releases import since
 
 
 def _found() -> dict:
@@ -54,13 +57,13 @@ def served_versions(release: str) -> dict[int, tuple[int, int]]:
 
 def advertised_versions(release: str) -> dict[int, tuple[int, int]]:
     """Per API key, the versions ApiVersions lists for that release."""
-    return {key: getattr(module, "ADVERTISED", {}).get(release) or _served(module, release)
+    return {key: since(getattr(module, "ADVERTISED", {}), release) or _served(module, release)
             for key, module in HANDLERS.items()}
 
 
 def _served(module, release: str) -> tuple[int, int]:
     declared = APIS[module.API_KEY].request.valid
-    return getattr(module, "VERSIONS", {}).get(release) or (declared[0], declared[1])
+    return since(getattr(module, "VERSIONS", {}), release) or (declared[0], declared[1])
 
 
 __all__ = ["HANDLERS", "KAFKA_RELEASES", "advertised_versions", "served_versions"]

@@ -17,7 +17,7 @@ from ..security import DESCRIBE, GROUP, authorize, authorized_operations
 from .common import GroupBatch
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
-VERSIONS = {"3.9": (0, 0)}      # v1 came with Kafka 4.0
+VERSIONS = {"3.9": (0, 0), "4.1": (0, 1)}      # v1 came with Kafka 4.0
 
 
 def _group_error(group_id, code: int, message: str | None = None) -> dict:

@@ -23,7 +23,7 @@ from ..security import DESCRIBE, GROUP, READ, TOPIC, authorize, authorizer_of
 from .common import one_group
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
-VERSIONS = {"3.9": (0, 0)}      # v1 came with Kafka 4.0
+VERSIONS = {"3.9": (0, 0), "4.1": (0, 1)}      # v1 came with Kafka 4.0
 
 
 def handle(ctx, version, body, respond):

@@ -16,7 +16,7 @@ from ..security import DESCRIBE, GROUP, authorize, authorized_operations
 from .common import GroupBatch
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
-VERSIONS = {"3.9": (0, 5)}      # v6 (ErrorMessage, GROUP_ID_NOT_FOUND) came with Kafka 4.0
+VERSIONS = {"3.9": (0, 5), "4.1": (0, 6)}      # v6 (ErrorMessage, GROUP_ID_NOT_FOUND) came with Kafka 4.0
 
 
 def handle(ctx, version, body, respond):

@@ -12,7 +12,7 @@ from ..cluster import validate_topic_name
 from ..group.runtime import AUTHORIZED_OPERATIONS_OMITTED
 
 API_KEY = ApiKey.METADATA
-VERSIONS = {"3.9": (0, 12)}     # v13 (top-level ErrorCode) came with Kafka 4.0
+VERSIONS = {"3.9": (0, 12), "4.1": (0, 13)}     # v13 (top-level ErrorCode) came with Kafka 4.0
 
 
 def _topic_entry(cluster, topic, version) -> dict:

@@ -1,8 +1,9 @@
-"""OffsetFetch (key 9). One group up to v7, a batch of groups from v8."""
+"""OffsetFetch (key 9). One group up to v7, a batch of groups from v8; v10 names topics by id
+instead of by name (KIP-848; stable from Kafka 4.2)."""
 from ..schema import A, F, S, api
 
 API = api(
-    9, "OffsetFetch", valid="0-9", flexible="6+",
+    9, "OffsetFetch", valid="0-10", flexible="6+",
     request=[
         F("GroupId", "string", "0-7"),
         F("Topics", A(S(
@@ -14,7 +15,8 @@ API = api(
             F("MemberId", "string", "9+", nullable="9+", default=None),
             F("MemberEpoch", "int32", "9+", default=-1),
             F("Topics", A(S(
-                F("Name", "string"),
+                F("Name", "string", "8-9"),
+                F("TopicId", "uuid", "10+"),
                 F("PartitionIndexes", "[]int32"),
             )), nullable="8+"),
         )), "8+"),
@@ -36,7 +38,8 @@ API = api(
         F("Groups", A(S(
             F("GroupId", "string"),
             F("Topics", A(S(
-                F("Name", "string"),
+                F("Name", "string", "8-9"),
+                F("TopicId", "uuid", "10+"),
                 F("Partitions", A(S(
                     F("PartitionIndex", "int32"),
                     F("CommittedOffset", "int64"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import uuid
 
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
@@ -283,6 +284,17 @@ class FakeService:
 
     def partition_count(self, topic: str) -> int | None:
         return self.topics.get(topic)
+
+    def topic_id(self, name: str):
+        return topic_uuid(name) if name in self.topics else None
+
+    def topic_name(self, topic_id) -> str | None:
+        return next((name for name in self.topics if topic_uuid(name) == topic_id), None)
+
+
+def topic_uuid(name: str) -> uuid.UUID:
+    """The id FakeService gives a topic of that name."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"topic:{name}")
 
 
 def ctx_for(service: FakeService, api_key: int, version: int, *, node_id: int = 0, client_id: str = "client",

@@ -24,12 +24,15 @@ SERVED_3_9 = {
 }
 SERVED_4_1 = {**SERVED_3_9, 0: (3, 9), 1: (4, 12), 2: (1, 7), 3: (0, 13), 8: (2, 9), 9: (1, 9), 15: (0, 6),
               19: (2, 7), 20: (1, 6), 68: (0, 1), 69: (0, 1)}
-SERVED = {"4.1": SERVED_4_1, "3.9": SERVED_3_9}
-ADVERTISED = {"4.1": {**SERVED_4_1, 0: (0, 9)}, "3.9": SERVED_3_9}    # Produce: KAFKA-18659
+# 4.2 made OffsetCommit v10 and OffsetFetch v10 (topic ids) stable: 4.1 had them unstable, not served
+SERVED_4_2 = {**SERVED_4_1, 8: (2, 10), 9: (1, 10)}
+SERVED = {"4.3": SERVED_4_2, "4.2": SERVED_4_2, "4.1": SERVED_4_1, "3.9": SERVED_3_9}
+ADVERTISED = {"4.3": {**SERVED_4_2, 0: (0, 9)}, "4.2": {**SERVED_4_2, 0: (0, 9)},
+              "4.1": {**SERVED_4_1, 0: (0, 9)}, "3.9": SERVED_3_9}    # Produce: KAFKA-18659
 
 
 def test_the_releases():
-    assert list(KAFKA_RELEASES) == ["4.1", "3.9"]
+    assert list(KAFKA_RELEASES) == ["4.3", "4.2", "4.1", "3.9"]
 
 
 def test_served_and_advertised_versions_per_release():

@@ -6,6 +6,8 @@ what a client would read.
 """
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from groupcoord.coordinator.handlers import (
@@ -13,6 +15,7 @@ from groupcoord.coordinator.handlers import (
     offset_fetch, sync_group,
 )
 from groupcoord.protocol.messages import APIS
+from group_harness import topic_uuid
 
 GROUP = "group-id"
 
@@ -268,6 +271,50 @@ def test_offset_fetch_v8_multiple_groups(h, wire, svc):
     assert a["topics"][0]["partitions"][0]["committed_offset"] == 1 and a["error_code"] == 0
     assert b["topics"][0]["partitions"][0]["committed_offset"] == -1 and b["error_code"] == 0
     assert (c["error_code"], c["topics"]) == (16, [])
+
+
+# ---------------------------------------------------------------- v10: topics by id (Kafka 4.2+)
+def test_offset_commit_v10_names_topics_by_id(h, wire):
+    # KafkaApis.handleOffsetCommitRequest with useTopicIds: an unknown id is UNKNOWN_TOPIC_ID for
+    # each of its partitions, before the topic checks; the response names topics by id
+    ghost = uuid.uuid4()
+    body = {"group_id": GROUP, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"topic_id": topic_uuid("foo"), "partitions": [
+                            {"partition_index": p, "committed_offset": 7, "committed_leader_epoch": -1,
+                             "committed_metadata": ""} for p in (0, 5)]},
+                       {"topic_id": ghost, "partitions": [
+                            {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1,
+                             "committed_metadata": ""}]}]}
+    res, = wire(offset_commit, 10, body)
+    assert res["topics"] == [
+        {"topic_id": topic_uuid("foo"), "partitions": [{"partition_index": 5, "error_code": 3},
+                                                       {"partition_index": 0, "error_code": 0}]},
+        {"topic_id": ghost, "partitions": [{"partition_index": 0, "error_code": 100}]}]
+    assert h.offsets() == {("foo", 0): 7}
+    # a group error goes on every partition that reached the coordinator, by id too (the group is
+    # the simple one the first commit made: UNKNOWN_MEMBER_ID)
+    res, = wire(offset_commit, 10, {**body, "generation_id_or_member_epoch": 3, "member_id": "m",
+                                     "topics": body["topics"][:1]})
+    assert res["topics"] == [{"topic_id": topic_uuid("foo"), "partitions": [
+        {"partition_index": 5, "error_code": 3}, {"partition_index": 0, "error_code": 25}]}]
+
+
+def test_offset_fetch_v10_names_topics_by_id(h, wire, svc):
+    h.commit(offsets={("foo", 0): 9, ("gone", 0): 4})
+    ghost = uuid.uuid4()
+    res, = wire(offset_fetch, 10, {"groups": [
+        {"group_id": GROUP, "member_id": None, "member_epoch": -1, "topics": [
+            {"topic_id": topic_uuid("foo"), "partition_indexes": [0, 1]},
+            {"topic_id": ghost, "partition_indexes": [2]}]}], "require_stable": False})
+    group, = res["groups"]
+    assert [(t["topic_id"], [(p["partition_index"], p["committed_offset"], p["error_code"]) for p in t["partitions"]])
+            for t in group["topics"]] == [(topic_uuid("foo"), [(0, 9, 0), (1, -1, 0)]), (ghost, [(2, -1, 100)])]
+    # all topics: "gone" has offsets but no topic any more, so no id to name it by
+    res, = wire(offset_fetch, 10, {"groups": [{"group_id": GROUP, "member_id": None, "member_epoch": -1,
+                                               "topics": None}], "require_stable": False})
+    assert [t["topic_id"] for t in res["groups"][0]["topics"]] == [topic_uuid("foo")]
+    res, = wire(offset_fetch, 9, {"groups": [{"group_id": GROUP, "topics": None}], "require_stable": False})
+    assert sorted(t["name"] for t in res["groups"][0]["topics"]) == ["foo", "gone"]
 
 
 # ---------------------------------------------------------------- OffsetDelete

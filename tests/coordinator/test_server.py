@@ -79,16 +79,45 @@ async def advertised(gc) -> dict[int, tuple[int, int]]:
     return {k["api_key"]: (k["min_version"], k["max_version"]) for k in resp["api_keys"]}
 
 
-async def test_api_versions_of_kafka_4_1_by_default():
-    async with running() as gc:
+@pytest.mark.parametrize("release,topic_ids", [(None, True), ("4.2", True), ("4.1", False)])
+async def test_api_versions_of_kafka_4(release, topic_ids):
+    async with running(config={} if release is None else {"groupcoord.kafka.version": release}) as gc:
         keys = await advertised(gc)
-    # the group APIs: every version Kafka 4.1 serves (JoinGroup 0-1 were restored in 4.0.1)
+    # the group APIs: every version Kafka 4.x serves (JoinGroup 0-1 were restored in 4.0.1)
     assert keys[11] == (0, 9) and keys[14] == (0, 5) and keys[12] == (0, 4) and keys[13] == (0, 5)
     assert keys[10] == (0, 6) and keys[18] == (0, 4) and keys[15] == (0, 6) and keys[16] == (0, 5)
     # KIP-896 floors; Produce still lists v0 (KAFKA-18659) though it serves 3+
-    assert keys[8] == (2, 9) and keys[9] == (1, 9) and keys[1] == (4, 12) and keys[2] == (1, 7)
+    assert keys[1] == (4, 12) and keys[2] == (1, 7)
     assert keys[19] == (2, 7) and keys[20] == (1, 6) and keys[0] == (0, 9)
     assert keys[68] == (0, 1) and keys[69] == (0, 1)       # KIP-848: ConsumerGroupHeartbeat, ...Describe
+    # OffsetCommit / OffsetFetch v10 (topic ids): unstable in 4.1, served from 4.2 (the default: 4.3)
+    assert (keys[8], keys[9]) == (((2, 10), (1, 10)) if topic_ids else ((2, 9), (1, 9)))
+
+
+@pytest.mark.parametrize("release,metadata_version,share_streams", [
+    (None, 30, True), ("4.3", 30, True), ("4.2", 29, True), ("4.1", 27, False), ("3.9", None, False)])
+async def test_api_versions_reports_the_features_of_the_release(release, metadata_version, share_streams):
+    # Kafka's finalized features of a freshly formatted cluster (Feature.defaultLevel at
+    # MetadataVersion.LATEST_PRODUCTION); share.version and streams.version came with 4.2's default
+    async with running(config={} if release is None else {"groupcoord.kafka.version": release}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        v4 = await c.call(18, 4, {"client_software_name": "test", "client_software_version": "1.0"})
+        v3 = await c.call(18, 3, {"client_software_name": "test", "client_software_version": "1.0"})
+        c.close()
+    finalized = {f["name"]: f["max_version_level"] for f in v4["finalized_features"]}
+    supported = {f["name"]: (f["min_version"], f["max_version"]) for f in v4["supported_features"]}
+    if metadata_version is None:
+        assert (finalized, supported, v4["finalized_features_epoch"]) == ({}, {}, -1)
+        return
+    expected = {"metadata.version": metadata_version, "transaction.version": 2, "group.version": 1,
+                "eligible.leader.replicas.version": 1}
+    if share_streams:
+        expected.update({"share.version": 1, "streams.version": 1})
+    assert finalized == expected
+    assert supported["metadata.version"] == (7, metadata_version) and supported["share.version"] == (0, 1)
+    assert ("streams.version" in supported) == share_streams
+    # below v4 only the features whose lowest level is above 0 (KAFKA-17492)
+    assert [f["name"] for f in v3["supported_features"]] == ["metadata.version"]
 
 
 async def test_api_versions_of_kafka_3_9_keep_the_old_versions():
@@ -102,7 +131,7 @@ async def test_api_versions_of_kafka_3_9_keep_the_old_versions():
 
 def test_unknown_kafka_version_is_refused():
     from groupcoord.coordinator.config import BrokerConfig, ConfigError
-    with pytest.raises(ConfigError, match="groupcoord.kafka.version.*4.1, 3.9"):
+    with pytest.raises(ConfigError, match="groupcoord.kafka.version.*4.3, 4.2, 4.1, 3.9"):
         BrokerConfig({"groupcoord.kafka.version": "2.8"})
 
 
@@ -111,7 +140,29 @@ COMMIT_V1 = {"group_id": "g", "generation_id": -1, "member_id": "",
                                                       "commit_timestamp": -1, "committed_metadata": None}]}]}
 
 
-@pytest.mark.parametrize("release,served", [("4.1", False), ("3.9", True)])
+def commit_v10(topic_id) -> dict:
+    return {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                             "committed_leader_epoch": -1,
+                                                             "committed_metadata": None}]}]}
+
+
+@pytest.mark.parametrize("release,served", [("4.3", True), ("4.2", True), ("4.1", False)])
+async def test_offset_commit_v10_is_served_from_4_2(release, served):
+    # the boundary version of the 4.x releases: OffsetCommit v10 was unstable (not served) in 4.1
+    async with running(topics={"t": 1}, config={"groupcoord.kafka.version": release}) as gc:
+        topic_id = gc.service.cluster.topics["t"].topic_id
+        c = await Client.connect(gc.bootstrap_servers)
+        if served:
+            resp = await c.call(8, 10, commit_v10(topic_id))
+            assert resp["topics"] == [{"topic_id": topic_id, "partitions": [{"partition_index": 0, "error_code": 0}]}]
+            assert gc.service.group_coordinator.offsets.of("g")["t"][0].committed_offset == 1
+        else:
+            c.send(8, 10, commit_v10(topic_id))
+            assert await c.closed()
+
+
+@pytest.mark.parametrize("release,served", [("4.3", False), ("4.1", False), ("3.9", True)])
 async def test_a_version_the_release_does_not_serve_closes_the_connection(release, served):
     async with running(topics={"t": 1}, config={"groupcoord.kafka.version": release}) as gc:
         c, other = await Client.connect(gc.bootstrap_servers), await Client.connect(gc.bootstrap_servers)
@@ -756,7 +807,8 @@ def test_cli_serve_prints_bootstrap_servers_and_stops_on_sigterm(tmp_path):
             proc.kill()
 
 
-@pytest.mark.parametrize("flags,offset_commit", [([], (2, 9)), (["--kafka-version", "3.9"], (0, 9)),
+@pytest.mark.parametrize("flags,offset_commit", [([], (2, 10)), (["--kafka-version", "4.1"], (2, 9)),
+                                                  (["--kafka-version", "3.9"], (0, 9)),
                                                   (["--set", "groupcoord.kafka.version=3.9"], (0, 9))])
 def test_cli_serve_emulates_the_kafka_release_asked_for(flags, offset_commit):
     proc = subprocess.Popen([sys.executable, "-m", "groupcoord.cli", "serve", "--port", "0", "--in-memory",

@@ -616,7 +616,7 @@ class FaultEngine:
 
     # ---- members ------------------------------------------------------------------
     def _find_member(self, group_id, member=None, instance_id=None, client_id=None):
-        """(group, member) of a classic or consumer group."""
+        """(group, member) of a group of any type (a member by id, instance id or client id)."""
         gc = self.service.group_coordinator
         group = gc.get(group_id) if group_id else None
         if group is None:
@@ -654,7 +654,7 @@ class FaultEngine:
         one-shot request fault, added now); the request fault."""
         group, m = self._find_member(group_id, member, instance_id, client_id)
         if group.type != "consumer":
-            raise FaultError(f"group {group.group_id!r} is a classic group: fence_member is for consumer groups",
+            raise FaultError(f"group {group.group_id!r} is a {group.type} group: fence_member is for consumer groups",
                              "conflict")
         return self.add_injected({"api": "ConsumerGroupHeartbeat", "group": group.group_id, "member": m.member_id,
                                   "error": "FENCED_MEMBER_EPOCH", "count": 1}, source)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import struct
 
 from groupcoord.protocol.errors import DecodeError, EncodeError
-from groupcoord.protocol.schema import A, F, MessageSpec, S
+from groupcoord.protocol.schema import A, F, MessageSpec, S, snake
 
 
 def _record(name: str, fields: list) -> MessageSpec:
@@ -98,12 +98,15 @@ class Log(dict):
     def __init__(self, name: str, records: dict) -> None:
         super().__init__(records)
         self.name = name
+        #: kind -> the key field naming what a registered record tells of (its key's second field), or None
+        self.name_fields: dict[int, str | None] = {}
 
     def register(self, kind: int, key: MessageSpec, value: MessageSpec) -> int:
         """Add the record of that kind (Kafka's apiKey of the record); returns the kind."""
         if self.get(kind, (key, value)) != (key, value):
             raise ValueError(f"{self.name} log: record kind {kind} is {self[kind][0].name} already")
         self[kind] = (key, value)
+        self.name_fields[kind] = snake(key.fields[1].name) if len(key.fields) > 1 else None
         return kind
 
 

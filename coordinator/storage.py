@@ -85,8 +85,6 @@ from typing import ClassVar, Iterable, NamedTuple, Protocol
 import crc32c as _crc32c
 import structlog
 
-from groupcoord.protocol.schema import snake
-
 from . import records
 
 log = structlog.get_logger("groupcoord.storage")
@@ -183,14 +181,11 @@ class GroupRecordKey:
     name: str | None = None
 
 
-def _name_field(kind: int) -> str | None:
-    """The key field of a group record's name (its key's second field), or None."""
-    fields = records.OFFSETS_LOG[kind][0].fields
-    return snake(fields[1].name) if len(fields) > 1 else None
-
-
 Key = OffsetCommitKey | GroupMetadataKey | GroupRecordKey
-Value = OffsetCommitValue | GroupMetadataValue | dict | None
+#: an offset commit's value is any (offset, leader epoch, metadata, commit timestamp, expire timestamp)
+#: tuple: the log's OffsetCommitValue (expire -1: none) or the offset manager's OffsetAndMetadata
+#: (expire None), which it appends as it keeps it
+Value = OffsetCommitValue | tuple | GroupMetadataValue | dict | None
 Record = tuple  # (Key, Value | None)
 
 
@@ -207,7 +202,7 @@ def _offsets_fields(key: Key, value: Value) -> tuple[int, dict, dict | None]:
             raise TypeError(f"not a group metadata value: {value!r}")
     elif isinstance(key, GroupRecordKey) and key.kind in records.OFFSETS_LOG and key.kind > GROUP_METADATA_KEY:
         k = {"group_id": key.group}
-        field_name = _name_field(key.kind)
+        field_name = records.OFFSETS_LOG.name_fields[key.kind]
         if field_name is not None:
             k[field_name] = key.name
         if value is not None and not isinstance(value, dict):
@@ -263,7 +258,7 @@ def decode_payload(payload) -> tuple[Key, Value, int]:
     """(key, value, length of the key's bytes). Raises ValueError when malformed."""
     kind, k, v, key_len = records.decode(records.OFFSETS_LOG, payload)
     if kind > GROUP_METADATA_KEY:
-        field_name = _name_field(kind)
+        field_name = records.OFFSETS_LOG.name_fields.get(kind)
         return GroupRecordKey(kind, k["group_id"], k[field_name] if field_name else None), v, key_len
     if kind == OFFSET_COMMIT_KEY:
         key = OffsetCommitKey(k["group"], k["topic"], k["partition"])
@@ -591,6 +586,12 @@ class _LogFile:
             self.fd = None
 
 
+def _register_group_types() -> None:
+    """Every group type's records registered in the offsets log (each type's package registers its
+    own when imported): a log must not be read without them, or their records would count as damage."""
+    from .group import runtime  # noqa: F401  (here: group/ imports this module)
+
+
 class LogStore:
     """One log file per offsets-topic partition in ``directory``, and the cluster metadata log.
 
@@ -615,6 +616,7 @@ class LogStore:
         self._last_sync = time.monotonic()
         self.compactions = 0
         os.makedirs(directory, exist_ok=True)
+        _register_group_types()
 
     def path(self, partition: int) -> str:
         return os.path.join(self.directory, f"__consumer_offsets-{partition}.log")

@@ -44,9 +44,14 @@ def coordinator_json(cluster, group_id: str) -> dict:
 def group_summary_json(service, group) -> dict:
     """A group of any type: what every group has, and what its type's manager adds."""
     manager = service.group_coordinator.manager_of(group)
+    out = {"group_id": group.group_id, "type": group.type, "state": group.state}
     summary = manager.view.summary_json(group, manager)
-    return {"group_id": group.group_id, "type": group.type, "state": group.state, **summary,
-            "members": len(group.members), "coordinator": coordinator_json(service.cluster, group.group_id)}
+    for key in ("protocol_type", "protocol", "generation", "leader"):       # every type has these
+        out[key] = summary.pop(key)
+    out["members"] = len(group.members)
+    out["coordinator"] = coordinator_json(service.cluster, group.group_id)
+    out.update(summary)             # then the type's own
+    return out
 
 
 def committed_offsets(service, group_id: str, topics=None) -> dict[tuple[str, int], dict]:
@@ -81,12 +86,12 @@ def group_detail_json(service, group) -> dict:
 
 
 def all_groups(gc) -> list:
-    """Every live group, classic and consumer, by id."""
+    """Every live group, of every type, by id."""
     return sorted((g for g in gc.groups() if g.state != DEAD), key=lambda g: g.group_id)
 
 
 def _any_group(request: web.Request):
-    """The classic or consumer group of the path, or a 404."""
+    """The group of the path (of any type), or a 404."""
     group_id = request.match_info["group_id"]
     gc = request.app["service"].group_coordinator
     group = gc.get(group_id)

@@ -19,6 +19,10 @@ from .. import storage as _st
 from .configs import GroupConfigs
 
 
+#: AuthorizedOperations of a described group when the request did not ask for them (Integer.MIN_VALUE)
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
 class Group(Protocol):
     """What the runtime, the offset manager, ListGroups, DeleteGroups, the admin API and the metrics
     ask of a group of any type."""
@@ -26,7 +30,8 @@ class Group(Protocol):
     type: str                   # "classic", "consumer" (ListGroups' GroupType)
     protocol_type: str | None   # ListGroups' ProtocolType
     state: str                  # Kafka's state name of the type
-    members: dict
+    members: dict               # member id -> member (each with member_id, instance_id, client_id)
+    static_members: dict        # instance id -> member id
 
     @property
     def generation_id(self) -> int: ...                 # the generation, or the group epoch
@@ -54,7 +59,9 @@ class GroupTypeManager(Protocol):
     type is registered by adding its manager class to ``runtime.GROUP_TYPES``). At construction it
     registers the replay of its record kinds (``ctx.replayers``) and defines its dynamic configs
     (``ctx.group_configs``); its records are declared in its package and registered in the offsets
-    log (``records.OFFSETS_LOG.register``)."""
+    log (``records.OFFSETS_LOG.register``). Its events are named ``<type>.<what>``: the metrics
+    count ``<type>.member_joined``, ``.member_left``, ``.member_fenced``, ``.member_replaced`` and
+    ``.group_epoch_bumped`` of a type other than classic (``<type>_group_rebalance_total``)."""
     type: str                   # the type's name (ListGroups' GroupType)
     states: tuple               # Kafka's state names of the type (the metrics count groups by them)
     image: object               # the cluster's topics, set by the runtime
@@ -74,7 +81,8 @@ class GroupTypeManager(Protocol):
     def leave(self, group, group_id: str, idents: list, initiator: str) -> dict: ...
 
     #: the admin API's view of its groups (its package's ``view`` module): ``summary_json(group,
-    #: manager)``, ``members_json(group, cluster)``, and their OpenAPI schemas (``SUMMARY_FIELDS``,
+    #: manager)`` (with protocol_type, protocol, generation and leader, then the type's own),
+    #: ``members_json(group, cluster)``, and their OpenAPI schemas (``SUMMARY_FIELDS``,
     #: ``MEMBER_SCHEMA``, ``SCHEMAS``)
     view: object
 

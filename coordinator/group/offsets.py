@@ -260,7 +260,7 @@ class OffsetManager:
             ctx.event(group, "offset.committed", now, {
                 "member": member_id, "instance_id": group_instance_id, "partitions": stored,
                 "errors": rejected, "topics": len({t["name"] for t in topics})})
-        if ctx.persist:             # acknowledged once written (the test saves a call when nothing is kept)
+        if ctx.persist:             # acknowledged once written (tested here too: no call without a store)
             ctx.append(group_id, records)
         respond({"throttle_time_ms": 0, "topics": out_topics})
 

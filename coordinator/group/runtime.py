@@ -35,7 +35,7 @@ from ..config import BrokerConfig
 from ..events import default_emit
 from ..timer import Timers
 from .classic import records as classic_records
-from .classic.group import AUTHORIZED_OPERATIONS_OMITTED, ClassicGroup
+from .classic.group import ClassicGroup
 from .classic.manager import ClassicGroupManager
 from .classic.requests import (
     HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest, join_error, sync_error,
@@ -43,7 +43,7 @@ from .classic.requests import (
 from .consumer.group import ConsumerGroup
 from .consumer.manager import ConsumerGroupManager
 from .consumer.requests import ConsumerGroupHeartbeatRequest
-from .context import GroupContext, entry
+from .context import AUTHORIZED_OPERATIONS_OMITTED, GroupContext, entry
 from .offsets import OffsetManager
 
 
@@ -88,8 +88,7 @@ class GroupCoordinator:
     def __init__(self, config: BrokerConfig, timers: Timers, clock: Callable[[], int],
                  emit: Callable[[dict], None] | None = None,
                  member_id_factory: Callable[[str], str] | None = None, *,
-                 emit_offset_commits: bool = True, store: "_st.Store | None" = None,
-                 group_types: tuple | None = None) -> None:
+                 emit_offset_commits: bool = True, store: "_st.Store | None" = None) -> None:
         self.config = config
         self.timers = timers
         self._clock = clock
@@ -101,8 +100,7 @@ class GroupCoordinator:
         protocols = {p.strip() for p in str(config["group.coordinator.rebalance.protocols"]).split(",")}
         self.consumer_protocol_enabled = "consumer" in protocols
         # the group types, by name (each registers the replay of its records with the context)
-        types = GROUP_TYPES if group_types is None else group_types
-        self._types = {manager.type: manager for manager in (t(ctx) for t in types)}
+        self._types = {manager.type: manager for manager in (t(ctx) for t in GROUP_TYPES)}
         self.classic: ClassicGroupManager = self._types["classic"]
         self.consumer: ConsumerGroupManager = self._types["consumer"]
         self.group_configs = ctx.group_configs
@@ -212,9 +210,6 @@ class GroupCoordinator:
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """The consumer group of that id, or None."""
         return self.ctx.group(group_id, "consumer")
-
-    def consumer_groups(self) -> list[ConsumerGroup]:
-        return [g for g in self._groups.values() if g.type == "consumer"]
 
     def __len__(self) -> int:
         return len(self._groups)
@@ -328,8 +323,9 @@ class GroupCoordinator:
         return entry
 
     def expire_member(self, group_id: str, member_id: str) -> None:
-        """End a member's session now, exactly as its session timer would (``member.expired`` of a
-        classic group, ``consumer.member_fenced`` of a consumer group)."""
+        """End a member's session now, as its session timer would, whatever it waits for (the
+        faults' ``expire_member``; ``member.expired`` of a classic group, whose parked JoinGroup or
+        SyncGroup is answered UNKNOWN_MEMBER_ID first; ``consumer.member_fenced`` of a consumer group)."""
         group = self._groups.get(group_id)
         if group is not None:
             self._types[group.type].expire_member(group_id, member_id)

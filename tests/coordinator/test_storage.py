@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import subprocess
+import sys
 import uuid
 
 import crc32c
@@ -606,3 +608,20 @@ def test_a_stray_consumer_group_record_does_not_cost_a_classic_group_at_load():
     group = h.gc.group("g")
     assert group is not None and group.state == "Stable" and list(group.members) == ["m-1"]
     assert h.gc.consumer_group("g") is None
+
+
+def test_a_store_opened_on_its_own_reads_every_group_types_records(tmp_path):
+    # each group type registers its records when its package is imported: a script that imports only
+    # the store must still read them, not count them as damage and rewrite the log without them
+    write = ("from groupcoord.coordinator import storage as st\n"
+             "from groupcoord.coordinator.group.consumer import records as crec\n"
+             f"s = st.LogStore({str(tmp_path)!r})\n"
+             "s.append(0, [(st.GroupRecordKey(crec.EPOCH, 'g'), {'epoch': 3, 'metadata_hash': 0}),\n"
+             "             (st.OffsetCommitKey('g', 't', 0), st.OffsetCommitValue(5))])\n"
+             "s.close()\n")
+    read = ("from groupcoord.coordinator import storage as st\n"
+            f"print([type(k).__name__ for k, _ in st.LogStore({str(tmp_path)!r}).load(0)])\n")
+    subprocess.run([sys.executable, "-c", write], check=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", read], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "['GroupRecordKey', 'OffsetCommitKey']"
+    assert sorted(os.listdir(tmp_path)) == ["__consumer_offsets-0.log"]

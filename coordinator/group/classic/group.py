@@ -18,15 +18,13 @@ from typing import Callable, Iterator
 
 from groupcoord.protocol.errors import ErrorCode
 
+from ..context import AUTHORIZED_OPERATIONS_OMITTED
+
 EMPTY = "Empty"
 PREPARING_REBALANCE = "PreparingRebalance"
 COMPLETING_REBALANCE = "CompletingRebalance"
 STABLE = "Stable"
 DEAD = "Dead"
-
-
-#: AuthorizedOperations when the request did not ask for them (Integer.MIN_VALUE)
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 class GroupState:

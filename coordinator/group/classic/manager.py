@@ -533,7 +533,8 @@ class ClassicGroupManager:
     @staticmethod
     def _answer_parked(group: ClassicGroup, member: Member, member_id: str, error: ErrorCode) -> None:
         """The member's parked JoinGroup or SyncGroup is answered ``error`` now (``member_id``: the
-        JoinGroup response's)."""
+        JoinGroup response's): at once, not through the response queue, so for calls from outside
+        the core (the faults, a partition moving away)."""
         respond = group.take_join_callback(member)
         if respond is not None:
             respond(join_error(member_id, error))
@@ -551,7 +552,7 @@ class ClassicGroupManager:
     def expire_member(self, group_id: str, member_id: str) -> None:
         """End a member's session now, as if its session timeout had passed without a heartbeat
         (``member.expired``), whatever it is waiting for: a parked JoinGroup or SyncGroup is
-        answered UNKNOWN_MEMBER_ID (the faults' and the admin API's ``expire_member``)."""
+        answered UNKNOWN_MEMBER_ID (the faults' ``expire_member``)."""
         group = self.group(group_id)
         member = group.members.get(member_id) if group is not None else None
         if member is not None:

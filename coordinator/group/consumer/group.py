@@ -27,6 +27,8 @@ from typing import Iterable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode
 
+from ..context import AUTHORIZED_OPERATIONS_OMITTED
+
 # ConsumerGroupState (what ListGroups, ConsumerGroupDescribe and the events name them)
 EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
 #: Kafka's ``ConsumerGroupState``, every one
@@ -564,7 +566,7 @@ class ConsumerGroup:
         return {"error_code": 0, "error_message": None, "group_id": self.group_id, "group_state": self.state,
                 "group_epoch": self.group_epoch, "assignment_epoch": self.assignment_epoch,
                 "assignor_name": self.preferred_assignor(default_assignor), "members": members,
-                "authorized_operations": -2147483648}
+                "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
 
 
 def _commit_time(offset) -> int:

@@ -189,17 +189,24 @@ class BrokerConfig:
         self.profile = profile
         merged: dict[str, Any] = {k: s.default for k, s in SETTINGS.items()}
         merged.update(PROFILES[profile])
+        explicit = set()
         if properties_file:
-            merged.update({k: _convert(k, v) for k, v in read_properties(properties_file).items()})
+            given = read_properties(properties_file)
+            merged.update({k: _convert(k, v) for k, v in given.items()})
+            explicit.update(given)
         env = os.environ if environ is None else environ
         for key in SETTINGS:
             name = "GROUPCOORD_" + key.upper().replace(".", "_")
             if name in env:
                 merged[key] = _convert(key, env[name])
+                explicit.add(key)
         for k, v in (values or {}).items():
             merged[k] = _convert(k, v)
+            explicit.add(k)
         _check(merged)
         self._values = merged
+        #: the settings given (a file, the environment, --set), not left to a default or the profile
+        self.explicit = frozenset(explicit)
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]

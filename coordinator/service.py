@@ -27,10 +27,33 @@ from .events import default_emit
 from .faults import FaultEngine
 from .group.runtime import GroupCoordinator
 from .handlers import HANDLERS, advertised_versions, served_versions
+from .releases import at_least
 from .security import Security
 from .timer import Timers
 
 log = structlog.get_logger("groupcoord.service")
+
+#: Kafka 4.3's default group.coordinator.rebalance.protocols (KIP-1237 names those a setting disables)
+_KAFKA_PROTOCOLS = ("classic", "consumer", "streams")
+
+
+def _warn_deprecated(config, release: str) -> None:
+    """Kafka 4.3 deprecates group.coordinator.rebalance.protocols (KIP-1237): set at all, it warns at
+    start-up (``KafkaConfig.groupCoordinatorRebalanceProtocols``), in its words."""
+    key = "group.coordinator.rebalance.protocols"
+    if key not in config.explicit or not at_least(release, "4.3"):
+        return
+    given = {p.strip() for p in str(config[key]).split(",")}
+    disabled = [p for p in _KAFKA_PROTOCOLS if p not in given]
+    message = f"The config `{key}` is deprecated and will be removed in Kafka 5.0."
+    if disabled:
+        message += (f" The following protocol(s) are currently disabled: {', '.join(disabled)}. In Kafka 5.0, all "
+                    "protocols will always be enabled and controlled solely by feature versions (group.version, "
+                    "streams.version, share.version) via kafka-features.sh. Please remove the configuration, which "
+                    "will restore all protocols to the default enabled state, to prepare for the upgrade.")
+    else:
+        message += " Please remove the configuration to prepare for the upgrade."
+    log.warning("config_deprecated", config=key, message=message)
 
 
 def wall_clock_ms() -> int:
@@ -72,6 +95,7 @@ class Service:
         self.cluster.topic_listeners.append(self.group_coordinator.topics_changed)
         # the API versions of the Kafka release emulated: answered, and listed by ApiVersions
         release = self.config["groupcoord.kafka.version"]
+        _warn_deprecated(self.config, release)
         self.served_versions = served_versions(release)
         self._advertised = advertised_versions(release)
         if hasattr(self.store, "load_topics"):

@@ -116,6 +116,8 @@ class GroupContext:
         self.persist = not isinstance(store, _st.MemoryStore)
         self.new_member_id = new_member_id
         self.num_partitions = int(config["offsets.topic.num.partitions"])
+        #: the Kafka release emulated (what a type checks with releases.at_least where one changed it)
+        self.release = str(config["groupcoord.kafka.version"])
         #: Kafka's dynamic group configs, by group id (each group type defines its own)
         self.group_configs = GroupConfigs()
         #: every group of this coordinator, by id (a group id names one group, of one type)

@@ -28,7 +28,7 @@ def new_cluster(partitions: dict[str, int]) -> Cluster:
 
 def start(directory, now: int = 0, cluster: Cluster | None = None) -> Harness:
     """A coordinator on the logs of ``directory``, loaded as the service loads them."""
-    h = Harness(group_consumer_heartbeat_interval_ms=5000)
+    h = Harness(group_consumer_heartbeat_interval_ms=5000, groupcoord_kafka_version="4.1")   # (epochs as 4.1's)
     h.now = now
     store = st.LogStore(str(directory))
     h.store = store

@@ -542,9 +542,11 @@ class ConsumerGroup:
             return default
         return max(counts, key=lambda name: counts[name])
 
-    def as_described_group(self, default_assignor: str, image) -> dict:
+    def as_described_group(self, default_assignor: str, image, with_pending_revocation: bool = False) -> dict:
         """ConsumerGroupDescribe's entry of the group (Kafka's ``asDescribedGroup``); topic names
-        from the subscribed topics' metadata, else from ``image`` (the cluster's topics)."""
+        from the subscribed topics' metadata, else from ``image`` (the cluster's topics).
+        ``with_pending_revocation`` (Kafka 4.3, KAFKA-20431): a member's assignment includes the
+        partitions it has still to revoke, merged per topic."""
         names = {info.topic_id: name for name, info in self.subscription_metadata.items()}
 
         def topic_name(topic_id):
@@ -560,13 +562,22 @@ class ConsumerGroup:
                 "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_topic_names),
                 "subscribed_topic_regex": m.subscribed_topic_regex,
-                "assignment": assignment_response(m.assigned, topic_name),
+                "assignment": assignment_response(_with_pending(m) if with_pending_revocation else m.assigned,
+                                                  topic_name),
                 "target_assignment": assignment_response(self.target.get(m.member_id, {}), topic_name),
                 "member_type": 0 if m.classic is not None else 1})
         return {"error_code": 0, "error_message": None, "group_id": self.group_id, "group_state": self.state,
                 "group_epoch": self.group_epoch, "assignment_epoch": self.assignment_epoch,
                 "assignor_name": self.preferred_assignor(default_assignor), "members": members,
                 "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
+
+
+def _with_pending(member: ConsumerGroupMember) -> dict:
+    """The member's assigned partitions and those pending revocation, per topic."""
+    out = {topic_id: dict(ps) for topic_id, ps in member.assigned.items()}
+    for topic_id, ps in member.pending_revocation.items():
+        out.setdefault(topic_id, {}).update(ps)
+    return out
 
 
 def _commit_time(offset) -> int:

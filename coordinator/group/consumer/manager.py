@@ -69,6 +69,7 @@ from .group import (
     reconcile,
 )
 from ..topic_regex import invalid_regex_message, resolve
+from ...releases import at_least
 
 _E = ErrorCode
 _log = structlog.get_logger("groupcoord.group")
@@ -131,6 +132,9 @@ class ConsumerGroupManager:
         self._pending: list = []
         for kind in records.KINDS:
             ctx.replayers[kind] = self.replay
+        release = ctx.release
+        self.new_groups_at_epoch_1 = at_least(release, "4.3")             # KAFKA-20268
+        self.describe_pending_revocation = at_least(release, "4.3")       # KAFKA-20431
         self.metadata_version = 0
         self.new_topics_version = 0
         self.image = None
@@ -237,8 +241,12 @@ class ConsumerGroupManager:
         return [g for g in self._groups.values() if g.type == "consumer"]
 
     def create_group(self, group_id: str, now: int, cause: str) -> ConsumerGroup:
-        """A new, empty consumer group in the registry."""
+        """A new, empty consumer group in the registry. From Kafka 4.3 it starts at group and assignment
+        epoch 1, written nowhere, so its first member's subscription bumps it to 2 (KAFKA-20268); before,
+        at 0, with a bump forced at its first heartbeat."""
         group = ConsumerGroup(group_id, now)
+        if self.new_groups_at_epoch_1:
+            group.group_epoch = group.assignment_epoch = 1
         self._groups[group_id] = group
         self.ctx.event(group, "group.created", now, {"protocol_type": "consumer", "cause": cause})
         return group
@@ -778,5 +786,5 @@ class ConsumerGroupManager:
             message = (f"Group {group_id} is not a consumer group." if group_id in self._groups
                        else f"Group {group_id} not found.")
             return {"error_code": int(_E.GROUP_ID_NOT_FOUND), "error_message": message, "group_id": group_id}
-        return group.as_described_group(self.default_assignor, self.image)
+        return group.as_described_group(self.default_assignor, self.image, self.describe_pending_revocation)
 

@@ -50,27 +50,27 @@ async def test_consumer_group_epochs_reconciliation_and_targets(admin_gc, admin_
     assert status == 200
     [summary] = [g for g in groups if g["group_id"] == GROUP]
     assert summary == {"group_id": GROUP, "type": "consumer", "state": "Stable", "protocol_type": "consumer",
-                       "protocol": "uniform", "generation": 1, "leader": None, "members": 1,
+                       "protocol": "uniform", "generation": 2, "leader": None, "members": 1,
                        "coordinator": {"partition": admin_gc.service.cluster.coordinator_partition(GROUP), "node": 0},
-                       "group_epoch": 1, "assignment_epoch": 1}
+                       "group_epoch": 2, "assignment_epoch": 2}     # (a new group starts at 1: Kafka 4.3)
     await conforms(admin_http, summary, "GroupSummary")
 
-    # b joins: epoch 2; b's target partition is still a's, so b waits for it (unreleased)
+    # b joins: epoch 3; b's target partition is still a's, so b waits for it (unreleased)
     b = WireMember(wire, GROUP, "member-b", ["orders"], ids)
     await b.heartbeat()
-    assert b.epoch == 2 and b.owns("orders") == []
+    assert b.epoch == 3 and b.owns("orders") == []
     status, detail = await admin_http.get(f"/api/groups/{GROUP}")
     assert status == 200
     assert (detail["type"], detail["state"], detail["group_epoch"], detail["assignment_epoch"]) == \
-        ("consumer", "Reconciling", 2, 2)
+        ("consumer", "Reconciling", 3, 3)
     members = {m["member_id"]: m for m in detail["members"]}
     ma, mb = members["member-a"], members["member-b"]
     [moving] = partitions(mb, "target_assignment")
     keep = [tp for tp in [("orders", p) for p in range(3)] if tp != moving]
-    assert (ma["member_epoch"], ma["previous_member_epoch"], ma["state"]) == (1, 0, "stable")
+    assert (ma["member_epoch"], ma["previous_member_epoch"], ma["state"]) == (2, 0, "stable")
     assert partitions(ma, "assignment") == [("orders", 0), ("orders", 1), ("orders", 2)]
     assert partitions(ma, "target_assignment") == keep and partitions(ma, "pending_revocation") == []
-    assert (mb["member_epoch"], mb["state"], partitions(mb, "assignment")) == (2, "unreleased_partitions", [])
+    assert (mb["member_epoch"], mb["state"], partitions(mb, "assignment")) == (3, "unreleased_partitions", [])
     assert mb["client_id"] == "kip848-client" and mb["subscribed_topic_names"] == ["orders"]
     assert mb["target_assignment"]["partitions"][0]["topic_id"] == kafka_uuid(ids["orders"])
 
@@ -78,18 +78,18 @@ async def test_consumer_group_epochs_reconciliation_and_targets(admin_gc, admin_
     await a.heartbeat()
     status, detail = await admin_http.get(f"/api/groups/{GROUP}")
     ma = {m["member_id"]: m for m in detail["members"]}["member-a"]
-    assert (ma["member_epoch"], ma["state"]) == (1, "unrevoked_partitions")
+    assert (ma["member_epoch"], ma["state"]) == (2, "unrevoked_partitions")
     await conforms(admin_http, detail, "GroupDetail")
     assert partitions(ma, "pending_revocation") == [moving] and partitions(ma, "assignment") == keep
 
-    # a lets it go, b takes it: Stable at epoch 2
+    # a lets it go, b takes it: Stable at epoch 3
     await a.heartbeat(owned={"orders": [p for _, p in keep]})
     await b.heartbeat()
     assert b.owns("orders") == [moving[1]]
     status, detail = await admin_http.get(f"/api/groups/{GROUP}")
     assert detail["state"] == "Stable"
     for m in detail["members"]:
-        assert (m["member_epoch"], m["state"]) == (2, "stable")
+        assert (m["member_epoch"], m["state"]) == (3, "stable")
         assert partitions(m, "assignment") == partitions(m, "target_assignment")
         assert partitions(m, "pending_revocation") == []
 
@@ -103,12 +103,12 @@ async def test_consumer_group_epochs_reconciliation_and_targets(admin_gc, admin_
     status, body = await admin_http.delete(f"/api/groups/{GROUP}/members/member-a")
     assert status == 200 and body["members"] == 1
     status, detail = await admin_http.get(f"/api/groups/{GROUP}")
-    assert [m["member_id"] for m in detail["members"]] == ["member-b"] and detail["group_epoch"] == 3
+    assert [m["member_id"] for m in detail["members"]] == ["member-b"] and detail["group_epoch"] == 4
 
     # the other leaves: Empty, its offsets reset through the API, then deleted with them
     await b.heartbeat(epoch=-1)
     status, detail = await admin_http.get(f"/api/groups/{GROUP}")
-    assert (detail["state"], detail["members"], detail["group_epoch"]) == ("Empty", [], 4)
+    assert (detail["state"], detail["members"], detail["group_epoch"]) == ("Empty", [], 5)
     status, reset = await admin_http.post(f"/api/groups/{GROUP}/offsets/reset", {"topic": "orders", "to": "latest"})
     assert status == 200 and len(reset["offsets"]) == 3
     status, detail = await admin_http.get(f"/api/groups/{GROUP}")
@@ -132,4 +132,4 @@ async def test_classic_and_consumer_groups_are_listed_together_by_id(admin_gc, a
     await stable(admin_gc, [classic], "a-classic")
     status, groups = await admin_http.get("/api/groups")
     assert [(g["group_id"], g["type"]) for g in groups] == [("a-classic", "classic"), (GROUP, "consumer")]
-    assert "group_epoch" not in groups[0] and groups[1]["group_epoch"] == 1
+    assert "group_epoch" not in groups[0] and groups[1]["group_epoch"] == 2

@@ -185,7 +185,7 @@ async def test_consumer_group_metrics_as_kafka_names_them():
             assert m.by_label("groupcoord_group_count", "protocol") == {"classic": 0, "consumer": 1}
             assert m.value("groupcoord_num_groups") == 0                  # NumGroups: classic groups
             assert m.value("groupcoord_consumer_group_rebalance_total", reason="member_joined") == 2
-            assert m.value("groupcoord_group_generation", group="kip848") == 2
+            assert m.value("groupcoord_group_generation", group="kip848") == 3       # (from 1: Kafka 4.3)
             assert m.value("groupcoord_group_members", group="kip848") == 2 == m.value("groupcoord_members")
             assert m.value("groupcoord_members_joined_total") == 2
             assert m.value("groupcoord_requests_total", request="ConsumerGroupHeartbeat") == 2
@@ -209,7 +209,7 @@ async def test_consumer_group_metrics_as_kafka_names_them():
                 "member_joined": 2, "member_left": 2}
             assert m.value("groupcoord_consumer_group_rebalance_total") == rec.count("consumer.group_epoch_bumped") == 4
             assert m.value("groupcoord_members_left_total", initiator="member") == 2
-            assert m.value("groupcoord_group_generation", group="kip848") == 4
+            assert m.value("groupcoord_group_generation", group="kip848") == 5
             assert m.value("groupcoord_num_offsets") == 4                 # NumOffsets: every group's
         finally:
             conn.close()

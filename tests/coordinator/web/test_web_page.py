@@ -325,7 +325,8 @@ def test_page_shows_a_consumer_group_reconciling_towards_its_target():
     from playwright.sync_api import sync_playwright
 
     console_errors: list[str] = []
-    with ThreadedCoordinator(http=True, topics={TOPIC: 3}) as gc:
+    # (Kafka 4.1's epochs: a new group's first member at 1)
+    with ThreadedCoordinator(http=True, topics={TOPIC: 3}, config={"groupcoord.kafka.version": "4.1"}) as gc:
         cg_heartbeat(gc, "a", 0)                   # epoch 1: a owns every partition
         cg_heartbeat(gc, "b", 0)                   # epoch 2: b's target partition is still a's
         group = gc.call(gc.service.group_coordinator.consumer_group, CG)

@@ -1,0 +1,86 @@
+"""What Kafka 4.2 and 4.3 changed in the group coordinator, each behind the release that has it
+(``groupcoord.kafka.version``), as Kafka's tests of that release expect it. The Kafka-derived
+conformance tests of the other files mirror Kafka 4.1's tests and run at 4.1."""
+from __future__ import annotations
+
+import pytest
+
+from test_conformance_consumer_group import BAR, FOO, GROUP, assigned, group, harness, hb
+
+
+def bumped(h) -> list[int]:
+    """The group epochs written (each epoch record comes with its consumer.group_epoch_bumped)."""
+    return [e["generation"] for e in h.events if e["event"] == "consumer.group_epoch_bumped"]
+
+
+@pytest.mark.parametrize("release,epoch", [("4.3", 2), ("4.2", 1), ("4.1", 1)])
+def test_member_joins_an_empty_group_at_the_epoch_of_its_release(release, epoch):
+    # GroupMetadataManagerTest.testMemberJoinsEmptyConsumerGroup: 4.3 expects memberEpoch 2 and the
+    # epoch record 2 (KAFKA-20268: a new group starts at epoch 1, written nowhere); 4.2 expects 1
+    h = harness(groupcoord_kafka_version=release)
+    resp = hb(h, "m1", 0, topics=[FOO, BAR])
+    assert resp["error_code"] == 0 and resp["member_epoch"] == epoch
+    assert assigned(resp) == {FOO: [0, 1, 2, 3, 4, 5], BAR: [0, 1, 2]}
+    g = group(h)
+    assert (g.state, g.group_epoch, g.assignment_epoch) == ("Stable", epoch, epoch)
+    assert bumped(h) == [epoch]
+    # the next member bumps it once more
+    assert hb(h, "m2", 0)["member_epoch"] == epoch + 1
+
+
+def test_a_member_without_a_subscription_joins_a_new_group_at_epoch_1_in_4_3():
+    # KAFKA-20268: nothing bumps the epoch of a new group whose first member subscribes to nothing, so it
+    # stays at 1 and no epoch record is written; 4.1 forced a bump of a new group (epoch 0 -> 1)
+    h = harness(groupcoord_kafka_version="4.3")
+    resp = hb(h, "m1", 0, topics=[])
+    assert (resp["error_code"], resp["member_epoch"], assigned(resp)) == (0, 1, {})
+    assert (group(h).group_epoch, group(h).assignment_epoch) == (1, 1) and bumped(h) == []
+    h = harness(groupcoord_kafka_version="4.1")
+    assert hb(h, "m1", 0, topics=[])["member_epoch"] == 1 and bumped(h) == [1]
+
+
+@pytest.mark.parametrize("release,with_pending", [("4.3", True), ("4.2", False)])
+def test_describe_shows_the_partitions_a_member_still_has_to_revoke(release, with_pending):
+    # ConsumerGroupDescribeRequestTest.testConsumerGroupDescribeIncludesPartitionsPendingRevocation and
+    # ConsumerGroupMemberTest.testAsConsumerGroupDescribeMemberWithSameTopicPendingRevocation (KAFKA-20431,
+    # 4.3): a member's Assignment is its assigned partitions and those pending revocation, merged per topic
+    h = harness(groupcoord_kafka_version=release)
+    first = hb(h, "m1", 0)["member_epoch"]
+    hb(h, "m2", 0)
+    revoking = hb(h, "m1", first, owned={FOO: list(range(6))})
+    keep = assigned(revoking)[FOO]
+    m1 = group(h).members["m1"]
+    pending = sorted(p for ps in m1.pending_revocation.values() for p in ps)
+    assert len(keep) == 3 and len(pending) == 3
+    described = {m["member_id"]: m for m in h.gc.consumer.describe(GROUP)["members"]}["m1"]
+    [topic] = described["assignment"]["topic_partitions"]
+    assert topic["topic_name"] == FOO
+    assert topic["partitions"] == (sorted(keep + pending) if with_pending else keep)
+    [target] = described["target_assignment"]["topic_partitions"]
+    assert target["partitions"] == keep
+
+
+@pytest.mark.parametrize("release,protocols,warned", [
+    ("4.3", "classic,consumer", "The following protocol(s) are currently disabled: streams."),
+    ("4.3", "classic", "The following protocol(s) are currently disabled: consumer, streams."),
+    ("4.3", None, None), ("4.2", "classic,consumer", None)])
+def test_the_rebalance_protocols_config_is_deprecated_in_4_3(release, protocols, warned):
+    # KIP-1237 (KAFKA-19740): Kafka 4.3 warns at start-up when group.coordinator.rebalance.protocols is
+    # set at all, naming the protocols it disables among Kafka's defaults (classic, consumer, streams)
+    from structlog.testing import capture_logs
+
+    from groupcoord.coordinator.config import BrokerConfig
+    from groupcoord.coordinator.service import Service
+
+    values = {"groupcoord.kafka.version": release}
+    if protocols is not None:
+        values["group.coordinator.rebalance.protocols"] = protocols
+    with capture_logs() as logs:
+        Service(BrokerConfig(values, environ={}))
+    messages = [e["message"] for e in logs if e["event"] == "config_deprecated"]
+    if warned is None:
+        assert messages == []
+    else:
+        [message] = messages
+        assert message.startswith("The config `group.coordinator.rebalance.protocols` is deprecated and will be "
+                                  "removed in Kafka 5.0. ") and warned in message

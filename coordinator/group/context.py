@@ -47,7 +47,8 @@ class Group(Protocol):
     def offset_expiration_condition(self): ...         # (offset) -> when its retention starts, or None
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
-                               v9: bool) -> int | None: ...
+                               v9: bool, topics=None, topic_id=None) -> int | None: ...
+    # (topics, topic_id(name): from Kafka 4.3, the commit's partitions, for checks by partition)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None: ...
 
@@ -120,6 +121,8 @@ class GroupContext:
         self.release = str(config["groupcoord.kafka.version"])
         #: Kafka's dynamic group configs, by group id (each group type defines its own)
         self.group_configs = GroupConfigs()
+        #: the cluster's topics (``topics`` by name, ``topics_by_id``), set by the runtime
+        self.image = None
         #: every group of this coordinator, by id (a group id names one group, of one type)
         self.groups: dict[str, Group] = {}
         self.loading: set[int] = set()
@@ -136,6 +139,11 @@ class GroupContext:
         self.downgrade: Callable | None = None
         self.give_way: Callable | None = None
         self.other_heartbeat: Callable | None = None     # a Heartbeat to a group not classic
+
+    def topic_id(self, name: str):
+        """The id of the topic of that name in the metadata image, or None."""
+        topic = self.image.topics.get(name) if self.image is not None else None
+        return topic.topic_id if topic is not None else None
 
     # ---- groups --------------------------------------------------------------------
     def group(self, group_id: str, type_name: str):

@@ -16,6 +16,7 @@ from typing import Callable, Iterable, NamedTuple
 from groupcoord.protocol.errors import ErrorCode
 
 from .. import storage as _st
+from ..releases import at_least
 from .context import GroupContext, entry
 
 
@@ -125,6 +126,7 @@ class OffsetManager:
         self.offsets_retention_ms = int(config["offsets.retention.minutes"]) * 60_000
         self.offsets_retention_check_interval_ms = int(config["offsets.retention.check.interval.ms"])
         self.offset_metadata_max_bytes = int(config["offset.metadata.max.bytes"])
+        self.epochs_by_partition = at_least(ctx.release, "4.3")
         self._simple_group = simple_group
         self._member_committed = member_committed
         self._delete_group = delete_group
@@ -220,8 +222,12 @@ class OffsetManager:
             if error is None:
                 # (group_id_not_found is set from OffsetCommit v9 on: the version a member of the consumer
                 # protocol needs)
-                error = group.validate_offset_commit(member_id, group_instance_id, generation_id,
-                                                     req.group_id_not_found)
+                if self.epochs_by_partition:     # Kafka 4.3 (KIP-1251): older epochs checked by partition
+                    error = group.validate_offset_commit(member_id, group_instance_id, generation_id,
+                                                         req.group_id_not_found, topics, ctx.topic_id)
+                else:
+                    error = group.validate_offset_commit(member_id, group_instance_id, generation_id,
+                                                         req.group_id_not_found)
         if error is not None:
             respond(commit_error(topics, error))
             return

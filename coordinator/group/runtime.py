@@ -187,6 +187,7 @@ class GroupCoordinator:
     def set_metadata_image(self, image) -> None:
         """The cluster's topics (``topics`` by name, ``topics_by_id``), which the group types read;
         tell each type of their changes with :meth:`topics_changed`."""
+        self.ctx.image = image
         for manager in self._types.values():
             manager.image = image
 

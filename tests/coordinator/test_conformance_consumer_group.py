@@ -27,8 +27,8 @@ def harness(**config) -> Harness:
     cluster = Cluster([Node(0, "localhost", 9092)], topic_id_factory=tid)
     cluster.create_topic(FOO, 6)
     cluster.create_topic(BAR, 3)
-    h.gc.consumer.image = cluster
-    cluster.topic_listeners.append(h.gc.consumer.topics_changed)
+    h.gc.set_metadata_image(cluster)
+    cluster.topic_listeners.append(h.gc.topics_changed)
     h.cluster = cluster
     return h
 

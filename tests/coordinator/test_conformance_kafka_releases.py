@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from groupcoord.protocol.errors import ErrorCode as E
+
 from test_conformance_consumer_group import BAR, FOO, GROUP, assigned, group, harness, hb
 
 
@@ -84,3 +86,62 @@ def test_the_rebalance_protocols_config_is_deprecated_in_4_3(release, protocols,
         [message] = messages
         assert message.startswith("The config `group.coordinator.rebalance.protocols` is deprecated and will be "
                                   "removed in Kafka 5.0. ") and warned in message
+
+
+def _member_at_epoch_10(classic: bool = False):
+    """ConsumerGroupTest's set-up: a member at epoch 10 that got foo-0 at epoch 7."""
+    import uuid
+
+    from groupcoord.coordinator.group.consumer.group import (ClassicMemberMetadata, ConsumerGroup,
+                                                             ConsumerGroupMember)
+    foo = uuid.uuid4()
+    group = ConsumerGroup("g", 0)
+    group.members["m"] = ConsumerGroupMember(
+        "m", member_epoch=10, previous_member_epoch=9, assigned={foo: {0: 7}},
+        classic=ClassicMemberMetadata(45000, (("range", b""),)) if classic else None)
+    return group, {"foo": foo}.get
+
+
+def _commit(group, topic_id, epoch: int, partition: int = 0, topic: str = "foo"):
+    return group.validate_offset_commit("m", None, epoch, True, [{"name": topic, "partitions": [
+        {"partition_index": partition}]}], topic_id)
+
+
+@pytest.mark.parametrize("classic", [False, True])
+def test_an_older_epoch_commits_the_partitions_assigned_at_it_or_before(classic):
+    # ConsumerGroupTest.testValidateOffsetCommitWithEpochValidation (and ...WithClassicProtocolMember,
+    # ...WithUnassignedTopicOrPartition), Kafka 4.3 (KIP-1251): member epoch 10, foo-0 assigned at 7
+    group, topic_id = _member_at_epoch_10(classic)
+    stale = E.ILLEGAL_GENERATION if classic else E.STALE_MEMBER_EPOCH
+    assert _commit(group, topic_id, 11) == stale                        # newer than the member's
+    assert _commit(group, topic_id, 10) is None and _commit(group, topic_id, 7) is None
+    assert _commit(group, topic_id, 6) == stale                         # older than foo-0's assignment
+    assert _commit(group, topic_id, 8, partition=1) == stale            # not assigned
+    assert _commit(group, topic_id, 8, topic="bar") == stale            # no such topic
+    # pending revocation counts as well
+    m = group.members["m"]
+    m.pending_revocation, m.assigned = m.assigned, {}
+    assert _commit(group, topic_id, 7) is None and _commit(group, topic_id, 6) == stale
+    # before 4.3 (no partitions given) only the member's epoch
+    assert group.validate_offset_commit("m", None, 7, True) == stale
+
+
+@pytest.mark.parametrize("release,accepted", [("4.3", True), ("4.2", False)])
+def test_a_commit_at_the_previous_epoch_for_a_partition_kept_is_accepted_from_4_3(release, accepted):
+    # what a consumer whose heartbeat and commit cross sees: m1 keeps half of foo across m2's join and
+    # commits one of those at its previous epoch (OffsetMetadataManagerTest's stale-epoch cases, 4.3)
+    h = harness(groupcoord_kafka_version=release)
+    first = hb(h, "m1", 0)["member_epoch"]
+    hb(h, "m2", 0)
+    keep = assigned(hb(h, "m1", first, owned={FOO: list(range(6))}))[FOO]
+    assert hb(h, "m1", first, owned={FOO: keep})["member_epoch"] == first + 1
+    resp = h.commit(GROUP, member_id="m1", generation=first, offsets={(FOO, keep[0]): 5, (FOO, keep[1]): 6},
+                    group_id_not_found=True)
+    codes = [p["error_code"] for p in resp["topics"][0]["partitions"]]
+    assert codes == ([0, 0] if accepted else [E.STALE_MEMBER_EPOCH] * 2)
+    # a partition the member never had fails the whole commit
+    other = next(p for p in range(6) if p not in keep)
+    resp = h.commit(GROUP, member_id="m1", generation=first, offsets={(FOO, keep[0]): 7, (FOO, other): 7},
+                    group_id_not_found=True)
+    assert [p["error_code"] for p in resp["topics"][0]["partitions"]] == [E.STALE_MEMBER_EPOCH] * 2
+    assert h.offsets(GROUP) == ({(FOO, keep[0]): 5, (FOO, keep[1]): 6} if accepted else {})

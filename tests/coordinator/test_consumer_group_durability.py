@@ -35,8 +35,8 @@ def start(directory, now: int = 0, cluster: Cluster | None = None) -> Harness:
     h.gc = GroupCoordinator(h.config, h.timers, lambda: h.now, emit=h._emit,
                             member_id_factory=lambda prefix: f"{prefix}-{next(h._seq)}", store=store)
     h.cluster = cluster if cluster is not None else new_cluster({FOO: 6, BAR: 3})
-    h.gc.consumer.image = h.cluster
-    h.cluster.topic_listeners.append(h.gc.consumer.topics_changed)
+    h.gc.set_metadata_image(h.cluster)
+    h.cluster.topic_listeners.append(h.gc.topics_changed)
     for p in store.partitions():
         h.gc.begin_loading(p)
     for p in store.partitions():

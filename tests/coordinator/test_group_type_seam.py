@@ -59,7 +59,7 @@ class ToyGroup:
     def offset_expiration_condition(self):
         return lambda offset: offset.commit_timestamp
 
-    def validate_offset_commit(self, member_id, instance_id, generation_id, v9):
+    def validate_offset_commit(self, member_id, instance_id, generation_id, v9, topics=None, topic_id=None):
         if generation_id < 0 or member_id in self.members:
             return None
         return ErrorCode.UNKNOWN_MEMBER_ID

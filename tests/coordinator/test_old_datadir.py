@@ -92,7 +92,7 @@ def load(directory: Path, now: int) -> tuple[GroupCoordinator, st.LogStore]:
     cluster = Cluster([Node(0, "localhost", 9092)], topic_id_factory=lambda name: uuid.uuid5(uuid.NAMESPACE_OID, name))
     state = store.load_topics()
     cluster.restore_topics(state.topics, state.end_offsets)
-    gc.consumer.image = cluster
+    gc.set_metadata_image(cluster)
     for p in store.partitions():
         gc.begin_loading(p)
     for p in store.partitions():

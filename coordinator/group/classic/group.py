@@ -460,7 +460,7 @@ class ClassicGroup:
         return self.state == EMPTY
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
-                               v9: bool = False) -> ErrorCode | None:
+                               v9: bool = False, topics=None, topic_id=None) -> ErrorCode | None:
         """``ClassicGroup.validateOffsetCommit``: the error of a commit, or None."""
         state = self.state
         if state == DEAD:

@@ -322,9 +322,12 @@ class ConsumerGroup:
         return any(name in m.subscribed_topic_names for m in self.members.values())
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
-                               v9: bool) -> int | None:
-        """``ConsumerGroup.validateOffsetCommit`` (Kafka 4.0's strict epoch rule): the error code
-        of a commit, or None."""
+                               v9: bool, topics=None, topic_id=None) -> int | None:
+        """``ConsumerGroup.validateOffsetCommit``: the error code of a commit, or None. Without
+        ``topics``, Kafka 4.0's strict rule: the member's epoch and no other. With them (the commit's
+        [{"name", "partitions": [{"partition_index"}]}], ``topic_id(name)`` resolving names: Kafka
+        4.3, KIP-1251), an older epoch is accepted for partitions assigned to the member, or pending
+        revocation, at that epoch or before; one partition that is not fails the whole commit."""
         if member_epoch < 0 and not self.members:
             return None                   # an admin or manual commit to an empty group
         member = self.members.get(member_id)
@@ -333,9 +336,20 @@ class ConsumerGroup:
         classic = member.classic is not None
         if not v9 and not classic:
             return ErrorCode.UNSUPPORTED_VERSION     # OffsetCommit v9+ for members of this protocol
-        if member_epoch != member.member_epoch:
-            # a classic member's generation is its member epoch
-            return ErrorCode.ILLEGAL_GENERATION if classic else ErrorCode.STALE_MEMBER_EPOCH
+        if member_epoch == member.member_epoch:
+            return None
+        # a classic member's generation is its member epoch
+        stale = ErrorCode.ILLEGAL_GENERATION if classic else ErrorCode.STALE_MEMBER_EPOCH
+        if topics is None or member_epoch > member.member_epoch:
+            return stale
+        for t in topics:                      # (createAssignmentEpochValidator)
+            tid = topic_id(t["name"])
+            assigned, pending = member.assigned.get(tid, {}), member.pending_revocation.get(tid, {})
+            for p in t["partitions"]:
+                index = p["partition_index"]
+                epoch = assigned.get(index, pending.get(index))
+                if epoch is None or member_epoch < epoch:
+                    return stale
         return None
 
     def validate_offset_delete(self) -> int | None:

@@ -135,6 +135,7 @@ class ConsumerGroupManager:
         release = ctx.release
         self.new_groups_at_epoch_1 = at_least(release, "4.3")             # KAFKA-20268
         self.describe_pending_revocation = at_least(release, "4.3")       # KAFKA-20431
+        self.epochs_by_partition = at_least(release, "4.3")               # KIP-1251
         self.metadata_version = 0
         self.new_topics_version = 0
         self.image = None
@@ -679,6 +680,8 @@ class ConsumerGroupManager:
         if req.member_epoch == STATIC_LEAVE_EPOCH:
             # the member stays, at epoch -2: its partitions stay reserved, its session runs on
             left = replace(member, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation={})
+            if self.epochs_by_partition:   # Kafka 4.3: its replacement holds them from epoch 0 (KIP-1251)
+                left.assigned = {t: dict.fromkeys(ps, 0) for t, ps in member.assigned.items()}
             self._put_member(group, left)
             self.timers.cancel(("cg-rebalance", group.group_id, member.member_id))
             self.ctx.event(group, "consumer.member_left", now, {

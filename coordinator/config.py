@@ -41,6 +41,9 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("group.consumer.assignors", "uniform,range", "The server-side assignors a consumer group may use (short names or Kafka's class names); the first is the default.", str),
     Setting("group.consumer.migration.policy", "bidirectional", "Whether a classic group may become a consumer group (upgrade) and back (downgrade) while it has members.",
             str, ("bidirectional", "upgrade", "downgrade", "disabled")),
+    Setting("group.consumer.assignment.interval.ms", 1000, "Kafka 4.3 (KIP-1263): the least time between two computations of a consumer group's target assignment; a change within it waits for a heartbeat after it (0: at once, as before 4.3)."),
+    Setting("group.consumer.min.assignment.interval.ms", 0, "Smallest allowed consumer.assignment.interval.ms of a group (Kafka 4.3)."),
+    Setting("group.consumer.max.assignment.interval.ms", 15000, "Largest allowed consumer.assignment.interval.ms of a group (Kafka 4.3)."),
     Setting("group.consumer.regex.refresh.interval.ms", 600000, "The longest a consumer group's regex subscriptions go without being resolved again, new topics or not (Kafka 4.1's internal config; at least 10000, Kafka's fixed minimum between two resolutions of a group)."),
     Setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets; a group's coordinator is the leader of abs(hash(group)) % this."),
     Setting("offsets.retention.minutes", 10080, "How long committed offsets of an empty group are kept."),
@@ -87,6 +90,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "group.consumer.min.heartbeat.interval.ms": 100,
         "group.consumer.session.timeout.ms": 6000,
         "group.consumer.min.session.timeout.ms": 1000,
+        # a target assignment at once, as Kafka's own request tests set it (Kafka 4.3's default: 1 s)
+        "group.consumer.assignment.interval.ms": 0,
     },
 }
 
@@ -172,6 +177,21 @@ def _check(values: dict[str, Any]) -> None:
     if unknown or not names:
         raise ConfigError(f"group.consumer.assignors: unknown assignor(s) {unknown or '(none given)'}; "
                           f"known: {', '.join(SERVER_ASSIGNOR_NAMES)}")
+    interval, lo, hi = (values[f"group.consumer.{m}assignment.interval.ms"] for m in ("", "min.", "max."))
+    for key in ("group.consumer.assignment.interval.ms", "group.consumer.min.assignment.interval.ms",
+                "group.consumer.max.assignment.interval.ms"):
+        if values[key] < 0:
+            raise ConfigError(f"Invalid value {values[key]} for configuration {key}: Value must be at least 0")
+    # GroupCoordinatorConfig's requirements (Kafka 4.3), in its words
+    if hi < lo:
+        raise ConfigError("group.consumer.max.assignment.interval.ms must be greater than or equal to "
+                          "group.consumer.min.assignment.interval.ms")
+    if interval < lo:
+        raise ConfigError("group.consumer.assignment.interval.ms must be greater than or equal to "
+                          "group.consumer.min.assignment.interval.ms")
+    if interval > hi:
+        raise ConfigError("group.consumer.assignment.interval.ms must be less than or equal to "
+                          "group.consumer.max.assignment.interval.ms")
     if values["group.consumer.regex.refresh.interval.ms"] < 10000:
         raise ConfigError("group.consumer.regex.refresh.interval.ms must be at least 10000, got "
                           f"{values['group.consumer.regex.refresh.interval.ms']}")

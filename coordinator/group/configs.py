@@ -14,14 +14,16 @@ class GroupConfigs:
     """Every group's dynamic configs, by group id (see the module)."""
 
     def __init__(self) -> None:
-        #: config name -> (default, min, max)
-        self.defined: dict[str, tuple[int, int, int]] = {}
+        #: config name -> (default, min, max, the broker configs of min and max)
+        self.defined: dict[str, tuple[int, int, int, str, str]] = {}
         #: group id -> config name -> value, only what was set
         self.values: dict[str, dict[str, int]] = {}
         self._checks: list[Callable[[Callable[[str], int]], None]] = []
 
-    def define(self, name: str, default: int, lo: int, hi: int) -> None:
-        self.defined[name] = (default, lo, hi)
+    def define(self, name: str, default: int, lo: int, hi: int, lo_key: str, hi_key: str) -> None:
+        """A group config: its default (the broker config's value) and the broker's bounds, with the
+        names of the broker configs that set them (Kafka's messages name them)."""
+        self.defined[name] = (default, lo, hi, lo_key, hi_key)
 
     def add_check(self, check: Callable[[Callable[[str], int]], None]) -> None:
         """``check(value)`` of one group's configs after a change (``value(name)``: the group's or the
@@ -49,9 +51,14 @@ class GroupConfigs:
             if name not in self.defined:
                 raise ValueError(f"Unknown group config name: {name}")
             if value is not None:
-                _, lo, hi = self.defined[name]
-                if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                    raise ValueError(f"{name} must be in the range {lo} to {hi} inclusive.")
+                _, lo, hi, lo_key, hi_key = self.defined[name]
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ValueError(f"Invalid value {value} for configuration {name}: Not a number of type INT")
+                # GroupConfig.validateValues, in its words
+                if value < lo:
+                    raise ValueError(f"{name} must be greater than or equal to {lo_key}")
+                if value > hi:
+                    raise ValueError(f"{name} must be less than or equal to {hi_key}")
         current = dict(self.values.get(group_id, {}))
         for name, value in configs.items():
             if value is None:

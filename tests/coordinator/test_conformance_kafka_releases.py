@@ -145,3 +145,60 @@ def test_a_commit_at_the_previous_epoch_for_a_partition_kept_is_accepted_from_4_
                     group_id_not_found=True)
     assert [p["error_code"] for p in resp["topics"][0]["partitions"]] == [E.STALE_MEMBER_EPOCH] * 2
     assert h.offsets(GROUP) == ({(FOO, keep[0]): 5, (FOO, keep[1]): 6} if accepted else {})
+
+
+def test_a_target_assignment_waits_for_the_assignment_interval():
+    # GroupMetadataManagerTest.testConsumerGroupAssignmentInterval (Kafka 4.3, KIP-1263; interval 5000)
+    h = harness(groupcoord_kafka_version="4.3", group_consumer_assignment_interval_ms=5000)
+    h.advance(1_000_000)                      # (a clock that is not 0: 0 is "no previous assignment")
+    r1 = hb(h, "m1", 0)
+    assert (r1["member_epoch"], assigned(r1)) == (2, {FOO: [0, 1, 2, 3, 4, 5]})      # a new group: at once
+    assert group(h).assignment_timestamp == 1_000_000
+    h.advance(4995)
+    r2 = hb(h, "m2", 0)
+    g = group(h)
+    assert (r2["member_epoch"], assigned(r2)) == (2, {})         # the last target's epoch, nothing yet
+    assert (g.group_epoch, g.assignment_epoch, g.state) == (3, 2, "Assigning")
+    assert "m2" not in g.target
+    h.advance(10)
+    r2 = hb(h, "m2", 2)
+    g = group(h)
+    assert r2["member_epoch"] == 3 and (g.assignment_epoch, g.assignment_timestamp) == (3, 1_005_005)
+    assert g.members["m2"].state.value == "unreleased_partitions"
+
+
+@pytest.mark.parametrize("release", ["4.2", "4.1"])
+def test_before_4_3_a_target_assignment_is_computed_at_once(release):
+    h = harness(groupcoord_kafka_version=release, group_consumer_assignment_interval_ms=5000)
+    h.advance(1_000_000)
+    first = hb(h, "m1", 0)["member_epoch"]
+    h.advance(1)
+    assert hb(h, "m2", 0)["member_epoch"] == first + 1 and group(h).assignment_timestamp == 0
+    # and the group config is Kafka 4.3's
+    with pytest.raises(ValueError, match="^Unknown group config name: consumer.assignment.interval.ms$"):
+        h.gc.group_configs.set(GROUP, {"consumer.assignment.interval.ms": 0})
+
+
+def test_the_assignment_interval_is_a_group_config_within_the_brokers_bounds():
+    # GroupConfig consumer.assignment.interval.ms (Kafka 4.3): 0 computes at once
+    h = harness(groupcoord_kafka_version="4.3", group_consumer_assignment_interval_ms=5000)
+    with pytest.raises(ValueError, match="^consumer.assignment.interval.ms must be less than or equal to "
+                                         "group.consumer.max.assignment.interval.ms$"):
+        h.gc.group_configs.set(GROUP, {"consumer.assignment.interval.ms": 20000})
+    h.gc.group_configs.set(GROUP, {"consumer.assignment.interval.ms": 0})
+    h.advance(1_000_000)
+    hb(h, "m1", 0)
+    h.advance(1)
+    assert hb(h, "m2", 0)["member_epoch"] == 3
+
+
+def test_the_last_member_leaving_leaves_the_assignment_epoch_behind_until_4_4():
+    # KAFKA-20442 is Kafka 4.4's: in 4.3 the last member's leave writes only the group epoch, so the empty
+    # group's assignment epoch stays one behind (GroupMetadataManagerTest.testSessionTimeoutExpiration at 4.3)
+    h = harness(groupcoord_kafka_version="4.3")
+    h.advance(1_000_000)
+    hb(h, "m1", 0)
+    hb(h, "m1", -1)
+    g = group(h)
+    assert (g.state, g.group_epoch, g.assignment_epoch) == ("Empty", 3, 2)
+    assert h.gc.consumer.describe(GROUP)["assignment_epoch"] == 2

@@ -79,7 +79,7 @@ class ToyManager:
         self.ctx = ctx
         self.image = None
         ctx.replayers[TOY_MEMBER] = self.replay
-        ctx.group_configs.define("toy.max.size", 3, 1, 10)
+        ctx.group_configs.define("toy.max.size", 3, 1, 10, "group.toy.min.max.size", "group.toy.max.max.size")
 
     # records first: an operation makes records, the replay alone changes the state
     def replay(self, key, value) -> None:

@@ -169,7 +169,7 @@ class ClassicMembers:
             if not rebalance:
                 updated = cm.reconcile_member(group, updated, owned, subscription_changed, now)
         else:
-            if group.group_epoch > group.assignment_epoch:
+            if cm.target_due(group, now):
                 cm.update_target(group, updated)
             updated = cm.reconcile_member(group, updated, owned, subscription_changed, now)
             cm.update_state(group, now)

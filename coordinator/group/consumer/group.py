@@ -277,6 +277,7 @@ class ConsumerGroup:
         self.group_id = group_id
         self.group_epoch = 0
         self.assignment_epoch = 0
+        self.assignment_timestamp = 0       # when the target was last computed (Kafka 4.3; 0: unknown)
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}          # instance id -> member id
         self.target: dict[str, dict[uuid.UUID, frozenset[int]]] = {}   # member id -> target

@@ -79,6 +79,15 @@ REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 
 #: a consumer group's dynamic configs (GroupConfig's names)
 SESSION_TIMEOUT, HEARTBEAT_INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+ASSIGNMENT_INTERVAL = "consumer.assignment.interval.ms"       # Kafka 4.3
+
+
+def _define(configs, cfg, name: str) -> None:
+    """A consumer group config: "consumer.X" defaults to the broker's "group.consumer.X", within
+    "group.consumer.min.X" and "group.consumer.max.X"."""
+    what = name[len("consumer."):]
+    keys = [f"group.consumer.{what}", f"group.consumer.min.{what}", f"group.consumer.max.{what}"]
+    configs.define(name, *(int(cfg[k]) for k in keys), keys[1], keys[2])
 
 
 def _check_configs(value) -> None:
@@ -113,12 +122,13 @@ class ConsumerGroupManager:
         self.classic_max_size = int(cfg["group.max.size"])
         # Kafka's dynamic group configs of a consumer group (GroupConfig), per group
         self.configs = configs = ctx.group_configs
-        configs.define(SESSION_TIMEOUT, int(cfg["group.consumer.session.timeout.ms"]),
-                       int(cfg["group.consumer.min.session.timeout.ms"]), int(cfg["group.consumer.max.session.timeout.ms"]))
-        configs.define(HEARTBEAT_INTERVAL, int(cfg["group.consumer.heartbeat.interval.ms"]),
-                       int(cfg["group.consumer.min.heartbeat.interval.ms"]),
-                       int(cfg["group.consumer.max.heartbeat.interval.ms"]))
+        for name in (SESSION_TIMEOUT, HEARTBEAT_INTERVAL):
+            _define(configs, cfg, name)
         configs.add_check(_check_configs)
+        #: Kafka 4.3's assignment interval (KIP-1263); before it, a target is computed at once
+        self.assignment_interval = at_least(ctx.release, "4.3")
+        if self.assignment_interval:
+            _define(configs, cfg, ASSIGNMENT_INTERVAL)
         self.max_size = int(cfg["group.consumer.max.size"])
         self.assignors = assignor_names(cfg["group.consumer.assignors"])
         unknown = [a for a in self.assignors if a not in ASSIGNORS]
@@ -438,7 +448,7 @@ class ConsumerGroupManager:
         self.maybe_bump(group, member, updated, replaced, names_changed or regex_bump, now)
         self.take_place(group, updated, replaced, now)
         self.schedule_session_timeout(group.group_id, member_id, now)
-        if group.group_epoch > group.assignment_epoch:
+        if self.target_due(group, now):
             self.update_target(group, updated)
         updated = self.reconcile_member(group, updated, req.topic_partitions, subscription_changed, now)
         self.update_state(group, now)
@@ -657,7 +667,21 @@ class ConsumerGroupManager:
             target = {t: frozenset(ps) for t, ps in assignment.items() if ps}
             if group.target.get(member_id) != target:
                 self._emit(*records.target_record(group.group_id, member_id, target))
-        self._emit(*records.target_epoch_record(group.group_id, group.group_epoch))
+        now = self.ctx.clock()
+        self._emit(*records.target_epoch_record(group.group_id, group.group_epoch,
+                                                now if self.assignment_interval else 0))
+
+    def target_due(self, group: ConsumerGroup, now: int) -> bool:
+        """Whether the group's target assignment is to be computed now: its group epoch is ahead, and
+        (Kafka 4.3, KIP-1263 ``canComputeNextTargetAssignment``) the group's assignment interval has
+        passed since the last one (no previous time, or an interval of 0: at once)."""
+        if group.group_epoch <= group.assignment_epoch:
+            return False
+        if not self.assignment_interval:
+            return True
+        last = group.assignment_timestamp
+        interval = self.configs.get(group.group_id, ASSIGNMENT_INTERVAL)
+        return last == 0 or interval == 0 or now >= last + interval
 
     # ---- leaving and fencing -----------------------------------------------------------
     def _leave(self, req: ConsumerGroupHeartbeatRequest) -> dict:
@@ -713,9 +737,6 @@ class ConsumerGroupManager:
         group.subscription_metadata = self.subscription_metadata(names)
         self._bump(group, members[0].member_id if len(members) == 1 else None,
                    "member_left" if event == "consumer.member_left" else "member_fenced", now)
-        if not group.members:
-            # nothing to assign (KAFKA-20442)
-            self._emit(*records.target_epoch_record(group.group_id, group.group_epoch))
         for m in members:
             self.ctx.event(group, event, now, fields(m))
         self.update_state(group, now)

@@ -150,8 +150,10 @@ def epoch_record(group_id: str, epoch: int, digest: int) -> tuple:
     return GroupRecordKey(EPOCH, group_id), {"epoch": epoch, "metadata_hash": digest}
 
 
-def target_epoch_record(group_id: str, epoch: int) -> tuple:
-    return GroupRecordKey(TARGET_EPOCH, group_id), {"assignment_epoch": epoch, "assignment_timestamp": 0}
+def target_epoch_record(group_id: str, epoch: int, timestamp: int = 0) -> tuple:
+    """The target assignment's epoch, and when it was computed (Kafka 4.3's AssignmentTimestamp, KIP-1263;
+    0: unknown, or before 4.3)."""
+    return GroupRecordKey(TARGET_EPOCH, group_id), {"assignment_epoch": epoch, "assignment_timestamp": timestamp}
 
 
 def target_record(group_id: str, member_id: str, target: dict) -> tuple:
@@ -295,6 +297,7 @@ def replay(groups: dict, key: GroupRecordKey, value: dict | None, now: int, prob
     elif kind == TARGET_EPOCH:
         if value is not None:
             group.assignment_epoch = value["assignment_epoch"]
+            group.assignment_timestamp = value.get("assignment_timestamp", 0)
     elif kind == REGEX:
         if value is None:
             group.resolved_regexes.pop(key.name, None)

@@ -79,8 +79,13 @@ def group(h):
     (dict(member_epoch=0, member_id="", version=1), "MemberId can't be empty."),
     (dict(member_epoch=1, member_id="", version=0), "MemberId can't be empty."),
     (dict(group_id=""), "GroupId can't be empty."),
+    (dict(group_id="   "), "GroupId can't be empty."),          # "GroupId can't be all whitespaces"
+    (dict(group_id="\t\n"), "GroupId can't be empty."),        # (Java's trim: every char up to ' ')
+    (dict(member_epoch=1, member_id=" ", version=1), "MemberId can't be empty."),
     (dict(instance_id=""), "InstanceId can't be empty."),
+    (dict(instance_id="  "), "InstanceId can't be empty."),
     (dict(rack_id=""), "RackId can't be empty."),
+    (dict(rack_id=" "), "RackId can't be empty."),
     (dict(rebalance_timeout_ms=-1), "RebalanceTimeoutMs must be provided in first request."),
     (dict(topic_partitions=None), "TopicPartitions must be empty when (re-)joining."),
     (dict(topic_partitions=[(tid(FOO), [0])]), "TopicPartitions must be empty when (re-)joining."),

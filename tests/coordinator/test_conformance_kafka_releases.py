@@ -202,3 +202,32 @@ def test_the_last_member_leaving_leaves_the_assignment_epoch_behind_until_4_4():
     g = group(h)
     assert (g.state, g.group_epoch, g.assignment_epoch) == ("Empty", 3, 2)
     assert h.gc.consumer.describe(GROUP)["assignment_epoch"] == 2
+
+
+# ---- fidelity gaps of every 4.x release (older than 4.2, found against Kafka 4.3's tests)
+@pytest.mark.parametrize("release", ["4.3", "4.1"])
+def test_a_member_subscribed_by_names_is_described_with_an_empty_regex(release):
+    # ConsumerGroupDescribeRequestTest.testConsumerGroupDescribeWithNewGroupCoordinator: setSubscribedTopicRegex("")
+    # (ConsumerGroupMember.Builder's default since 2023)
+    h = harness(groupcoord_kafka_version=release)
+    hb(h, "m1", 0)
+    hb(h, "m2", 0, topics=None, regex="fo.*")
+    described = {m["member_id"]: m for m in h.gc.consumer.describe(GROUP)["members"]}
+    assert (described["m1"]["subscribed_topic_regex"], described["m2"]["subscribed_topic_regex"]) == ("", "fo.*")
+
+
+@pytest.mark.parametrize("release", ["4.3", "4.1"])
+def test_a_static_member_rejoining_under_its_own_id_while_active_is_unreleased(release):
+    # GroupMetadataManager.throwIfInstanceIdIsUnreleased (4.1 to 4.3): with epoch 0 the static member is
+    # found by instance id, and whatever the member id, an instance not released (epoch -2) or expired
+    # answers UNRELEASED_INSTANCE_ID (testShouldThrownUnreleasedInstanceIdExceptionWhenNewMemberJoinsWithInUseInstanceId)
+    h = harness(groupcoord_kafka_version=release)
+    epoch = hb(h, "m1", 0, instance_id="i1")["member_epoch"]
+    again = hb(h, "m1", 0, instance_id="i1")
+    assert again["error_code"] == E.UNRELEASED_INSTANCE_ID
+    assert again["error_message"] == ("Static member m1 with instance id i1 cannot join the group because the "
+                                      "instance id is owned by m1 member.")
+    assert hb(h, "m2", 0, instance_id="i1")["error_code"] == E.UNRELEASED_INSTANCE_ID
+    # once it has left for now (epoch -2), its instance is taken over
+    assert hb(h, "m1", -2, instance_id="i1")["error_code"] == 0
+    assert hb(h, "m2", 0, instance_id="i1")["member_epoch"] == epoch

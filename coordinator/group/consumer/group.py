@@ -576,7 +576,7 @@ class ConsumerGroup:
                 "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                 "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_topic_names),
-                "subscribed_topic_regex": m.subscribed_topic_regex,
+                "subscribed_topic_regex": m.subscribed_topic_regex or "",     # (Kafka's member: "" for none)
                 "assignment": assignment_response(_with_pending(m) if with_pending_revocation else m.assigned,
                                                   topic_name),
                 "target_assignment": assignment_response(self.target.get(m.member_id, {}), topic_name),

@@ -625,15 +625,15 @@ class ConsumerGroupManager:
         if joining:
             if existing is None:
                 return group.members.get(member_id) or ConsumerGroupMember(member_id, joined_ms=now), None
-            if existing.member_id == member_id:
-                # the same member rejoining (after FENCED_MEMBER_EPOCH, say): accepted like a dynamic
-                # member's epoch-0 rejoin (KAFKA-19233); Kafka answers UNRELEASED_INSTANCE_ID here
-                return existing, None
             if existing.member_epoch != STATIC_LEAVE_EPOCH and existing.classic is None:
-                # (a classic member's instance is taken over at once: it never sends a leave with -2)
+                # ``throwIfInstanceIdIsUnreleased``, whatever the member id: the same member rejoining
+                # while still active waits for its session to end too (Kafka 4.1 to 4.3). (A classic
+                # member's instance is taken over at once: it never sends a leave with -2.)
                 raise HeartbeatError(_E.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                      f"{instance_id} cannot join the group because the instance id is owned by "
                                      f"{existing.member_id} member.")
+            if existing.member_id == member_id:
+                return existing, None
             return replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0,
                            joined_ms=now), existing.member_id
         if existing is None:

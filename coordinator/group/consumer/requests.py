@@ -12,6 +12,14 @@ from .group import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH
 _E = ErrorCode
 
 
+_JAVA_WHITESPACE = "".join(map(chr, range(33)))       # what Java's String.trim() strips
+
+
+def _blank(value: str | None) -> bool:
+    """``Utils.throwIfEmptyString``'s test: not null, and empty once trimmed as Java trims."""
+    return value is not None and not value.strip(_JAVA_WHITESPACE)
+
+
 @dataclass(slots=True)
 class ConsumerGroupHeartbeatRequest:
     """One ConsumerGroupHeartbeat, whatever its version: what the core takes.
@@ -37,13 +45,13 @@ class ConsumerGroupHeartbeatRequest:
         """``GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid``: (code,
         message) of what Kafka refuses before the coordinator sees the request, or None."""
         epoch = self.member_epoch
-        if (self.version >= 1 or epoch > 0 or epoch == LEAVE_EPOCH) and self.member_id == "":
+        if (self.version >= 1 or epoch > 0 or epoch == LEAVE_EPOCH) and _blank(self.member_id):
             return _E.INVALID_REQUEST, "MemberId can't be empty."
-        if self.group_id == "":
+        if _blank(self.group_id):
             return _E.INVALID_REQUEST, "GroupId can't be empty."
-        if self.instance_id == "":
+        if _blank(self.instance_id):
             return _E.INVALID_REQUEST, "InstanceId can't be empty."
-        if self.rack_id == "":
+        if _blank(self.rack_id):
             return _E.INVALID_REQUEST, "RackId can't be empty."
         if epoch == JOIN_EPOCH:
             if self.rebalance_timeout_ms == -1:

@@ -6,8 +6,8 @@ A record's payload is its key (an int16 kind, Kafka's key version, then the key'
 (1: a value follows; 0: a tombstone) and the value (an int16 version, 0, then its fields). The
 offsets logs hold OffsetCommit (kind 1) and GroupMetadata (kind 2) records and the records each other
 group type registers (:meth:`Log.register`; the consumer groups' kinds 3, 5 to 8 and 16, Kafka's,
-their values flexible as Kafka's), the cluster metadata log Topic (kind 1) and EndOffset (kind 2)
-records. The classes of :mod:`.storage` are what the rest of
+their values flexible as Kafka's), the cluster metadata log Topic (kind 1), EndOffset (kind 2) and
+Config (kind 3) records. The classes of :mod:`.storage` are what the rest of
 the coordinator uses; these declarations fix their bytes.
 """
 from __future__ import annotations
@@ -116,7 +116,19 @@ OFFSETS_LOG = Log("offsets", {
     1: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
     2: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
 })
-METADATA_LOG = Log("metadata", {1: (TOPIC_KEY, TOPIC_VALUE), 2: (END_OFFSET_KEY, END_OFFSET_VALUE)})
+# a dynamic config of a resource (a group's, set with IncrementalAlterConfigs): Kafka keeps them in its
+# metadata log as ConfigRecord (ResourceType, ResourceName, Name, Value); here the key names the config,
+# a tombstone deletes it
+CONFIG_KEY = _record("ConfigKey", [
+    F("ResourceType", "int8"),
+    F("ResourceName", "string", nullable=_N),
+    F("Name", "string", nullable=_N),
+])
+CONFIG_VALUE = _record("ConfigValue", [
+    F("Value", "string", nullable=_N),
+])
+METADATA_LOG = Log("metadata", {1: (TOPIC_KEY, TOPIC_VALUE), 2: (END_OFFSET_KEY, END_OFFSET_VALUE),
+                                3: (CONFIG_KEY, CONFIG_VALUE)})
 
 _KIND = struct.Struct(">h")
 _VALUE_HEADER = struct.Struct(">bh")       # a value follows, its version

@@ -33,6 +33,17 @@ from .timer import Timers
 
 log = structlog.get_logger("groupcoord.service")
 
+#: ConfigResource.Type of a group's configs
+GROUP_RESOURCE = 32
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except ValueError:
+        return None                 # (a value no release could have written: ignored)
+
+
 #: Kafka 4.3's default group.coordinator.rebalance.protocols (KIP-1237 names those a setting disables)
 _KAFKA_PROTOCOLS = ("classic", "consumer", "streams")
 
@@ -110,6 +121,11 @@ class Service:
         state = self.store.load_topics()
         self.cluster.restore_topics(state.topics, state.end_offsets)
         self.cluster.store = self.store
+        group_configs = self.group_coordinator.group_configs
+        for (resource_type, group_id), configs in state.configs.items():
+            if resource_type == GROUP_RESOURCE:
+                for name, value in configs.items():
+                    group_configs.restore(group_id, name, _int_or_none(value))
         if state.topics:
             log.info("loaded topics", topics=len(state.topics),
                      partitions=sum(t.partitions for t in state.topics.values()))
@@ -153,6 +169,21 @@ class Service:
     # ---- what handlers rely on ---------------------------------------------------
     def is_coordinator(self, group_id: str, node_id: int) -> bool:
         return self.cluster.coordinator_for(group_id) == node_id
+
+    def alter_group_configs(self, group_id: str, changes: dict, validate_only: bool = False) -> None:
+        """Set (None: delete) dynamic configs of a group, as IncrementalAlterConfigs does: checked as
+        Kafka's GroupConfig.validate checks them (ValueError, in its words, nothing changed), then
+        kept in the metadata log under ``--data-dir``. Running groups use them from their members'
+        next heartbeat."""
+        configs = self.group_coordinator.group_configs
+        if validate_only:
+            configs.check(group_id, changes)
+            return
+        configs.set(group_id, changes)
+        put = getattr(self.store, "put_config", None)
+        if put is not None:
+            for name, value in changes.items():
+                put(GROUP_RESOURCE, group_id, name, None if value is None else str(value))
 
     def topic_name(self, topic_id) -> str | None:
         """The name of the topic of that id, None when there is none."""

@@ -170,6 +170,19 @@ class EndOffsetValue:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """A dynamic config of a resource (ConfigResource.Type, its name, the config's name)."""
+    resource_type: int
+    resource_name: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValue:
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
 class GroupRecordKey:
     """The key of a record of a group type beyond the classic one (Kafka 4.x's ``ConsumerGroup*Key``
     and the like): ``kind`` is the record's kind, registered by the type's package in
@@ -278,6 +291,7 @@ def decode_payload(payload) -> tuple[Key, Value, int]:
 
 TOPIC_KEY = 1
 END_OFFSET_KEY = 2
+CONFIG_KEY = 3
 
 
 def _metadata_fields(key, value) -> tuple[int, dict, dict | None]:
@@ -285,6 +299,9 @@ def _metadata_fields(key, value) -> tuple[int, dict, dict | None]:
         kind, k = TOPIC_KEY, {"name": key.name}
     elif isinstance(key, EndOffsetKey):
         kind, k = END_OFFSET_KEY, {"topic_id": key.topic_id, "partition": key.partition}
+    elif isinstance(key, ConfigKey):
+        kind, k = CONFIG_KEY, {"resource_type": key.resource_type, "resource_name": key.resource_name,
+                               "name": key.name}
     else:
         raise TypeError(f"not a metadata record key: {key!r}")
     if value is None:
@@ -295,6 +312,8 @@ def _metadata_fields(key, value) -> tuple[int, dict, dict | None]:
                          "configs": [{"name": n, "value": c} for n, c in value.configs]}
     if isinstance(value, EndOffsetValue) and kind == END_OFFSET_KEY:
         return kind, k, {"end_offset": value.end_offset}
+    if isinstance(value, ConfigValue) and kind == CONFIG_KEY:
+        return kind, k, {"value": value.value}
     raise TypeError(f"not a metadata record value: {value!r}")
 
 
@@ -322,6 +341,11 @@ def decode_metadata_payload(payload) -> tuple:
                 raise ValueError("null config name")
             value = TopicValue(v["topic_id"], v["partitions"], v["replication_factor"],
                                tuple((c["name"], c["value"]) for c in v["configs"]))
+    elif kind == CONFIG_KEY:
+        if k["resource_name"] is None or k["name"] is None:
+            raise ValueError("null config resource or name")
+        key = ConfigKey(k["resource_type"], k["resource_name"], k["name"])
+        value = None if v is None else ConfigValue(v["value"])
     else:
         key = EndOffsetKey(k["topic_id"], k["partition"])
         value = None if v is None else EndOffsetValue(v["end_offset"])
@@ -724,6 +748,11 @@ class LogStore:
         records = [(TopicKey(name), None)] + [(EndOffsetKey(topic_id, p), None) for p in range(partitions)]
         self._append_meta(records, fsync_now=self.fsync != "never")
 
+    def put_config(self, resource_type: int, resource_name: str, name: str, value: str | None) -> None:
+        """A dynamic config was set (None: deleted): written and (unless fsync is "never") fsynced."""
+        self._append_meta([(ConfigKey(resource_type, resource_name, name),
+                            None if value is None else ConfigValue(value))], fsync_now=self.fsync != "never")
+
     def put_end_offset(self, topic_id: uuid.UUID, partition: int, end_offset: int) -> None:
         """A produce moved a partition's end offset: written (os.write) before the produce is
         acknowledged, so a kill -9 loses none; fsynced by the periodic sync, and under "always"
@@ -806,6 +835,8 @@ class TopicState:
 
     topics: dict[str, TopicValue] = field(default_factory=dict)
     end_offsets: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)   # (topic id, partition)
+    #: (resource type, resource name) -> config name -> value: the dynamic configs set
+    configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
 
 
 def replay_topics(records: Iterable[tuple]) -> TopicState:
@@ -816,6 +847,15 @@ def replay_topics(records: Iterable[tuple]) -> TopicState:
                 state.topics.pop(key.name, None)
             else:
                 state.topics[key.name] = value
+        elif isinstance(key, ConfigKey):
+            resource = (key.resource_type, key.resource_name)
+            if value is None:
+                configs = state.configs.get(resource, {})
+                configs.pop(key.name, None)
+                if not configs:
+                    state.configs.pop(resource, None)
+            else:
+                state.configs.setdefault(resource, {})[key.name] = value.value
         elif value is None:
             state.end_offsets.pop((key.topic_id, key.partition), None)
         else:

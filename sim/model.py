@@ -69,7 +69,7 @@ def set_group_configs(service, scenario: Scenario) -> None:
         configs = spec.group_configs()
         if configs:
             for gid in spec.group_ids():
-                service.group_coordinator.group_configs.set(gid, configs)
+                service.alter_group_configs(gid, configs)
 
 
 class Driver:

@@ -16,14 +16,24 @@ class GroupConfigs:
     def __init__(self) -> None:
         #: config name -> (default, min, max, the broker configs of min and max)
         self.defined: dict[str, tuple[int, int, int, str, str]] = {}
+        #: config name -> the broker config whose value is its default (DescribeConfigs' synonym)
+        self.broker_keys: dict[str, str] = {}
         #: group id -> config name -> value, only what was set
         self.values: dict[str, dict[str, int]] = {}
         self._checks: list[Callable[[Callable[[str], int]], None]] = []
 
-    def define(self, name: str, default: int, lo: int, hi: int, lo_key: str, hi_key: str) -> None:
-        """A group config: its default (the broker config's value) and the broker's bounds, with the
-        names of the broker configs that set them (Kafka's messages name them)."""
+    def define(self, name: str, default: int, lo: int, hi: int, lo_key: str, hi_key: str,
+               default_key: str | None = None) -> None:
+        """A group config: its default (the value of the broker config ``default_key``) and the
+        broker's bounds, with the names of the broker configs that set them (Kafka's messages name
+        them)."""
         self.defined[name] = (default, lo, hi, lo_key, hi_key)
+        if default_key is not None:
+            self.broker_keys[name] = default_key
+
+    def overridden(self, group_id: str) -> dict[str, int]:
+        """The configs set for the group (name -> value)."""
+        return dict(self.values.get(group_id, {}))
 
     def add_check(self, check: Callable[[Callable[[str], int]], None]) -> None:
         """``check(value)`` of one group's configs after a change (``value(name)``: the group's or the
@@ -47,6 +57,28 @@ class GroupConfigs:
         """Set configs of one group (None drops one): each within the broker's bounds, then all of the
         group's checked together (GroupConfig.validate: its messages). The group need not exist.
         Raises ValueError, nothing changed."""
+        current = self.check(group_id, configs)
+        if current:
+            self.values[group_id] = current
+        else:
+            self.values.pop(group_id, None)
+
+    def restore(self, group_id: str, name: str, value: int | None) -> None:
+        """A config as the log kept it, unchecked (the broker's bounds may have moved since; a name
+        the release does not define is ignored, as Kafka's replay ignores it)."""
+        if name not in self.defined:
+            return
+        current = self.values.setdefault(group_id, {})
+        if value is None:
+            current.pop(name, None)
+            if not current:
+                del self.values[group_id]
+        else:
+            current[name] = value
+
+    def check(self, group_id: str, configs: dict) -> dict[str, int]:
+        """The group's configs once ``configs`` are set, checked as :meth:`set` checks them, nothing
+        changed (IncrementalAlterConfigs' validate-only). Raises ValueError."""
         for name, value in configs.items():
             if name not in self.defined:
                 raise ValueError(f"Unknown group config name: {name}")
@@ -70,7 +102,4 @@ class GroupConfigs:
             return current.get(name, self.defined[name][0])
         for check in self._checks:
             check(value)
-        if current:
-            self.values[group_id] = current
-        else:
-            self.values.pop(group_id, None)
+        return current

@@ -87,7 +87,7 @@ def _define(configs, cfg, name: str) -> None:
     "group.consumer.min.X" and "group.consumer.max.X"."""
     what = name[len("consumer."):]
     keys = [f"group.consumer.{what}", f"group.consumer.min.{what}", f"group.consumer.max.{what}"]
-    configs.define(name, *(int(cfg[k]) for k in keys), keys[1], keys[2])
+    configs.define(name, *(int(cfg[k]) for k in keys), keys[1], keys[2], keys[0])
 
 
 def _check_configs(value) -> None:

@@ -58,8 +58,14 @@ REQUESTS = {
     20: {"topics": [{"name": "t", "topic_id": TOPIC_ID}, {"name": "u", "topic_id": TOPIC_ID}],
          "topic_names": ["t", "u"], "timeout_ms": 1000},
     22: {"transactional_id": None, "transaction_timeout_ms": 1000, "producer_id": -1, "producer_epoch": -1},
+    32: {"resources": [{"resource_type": 32, "resource_name": "g", "configuration_keys": None},
+                       {"resource_type": 4, "resource_name": "0", "configuration_keys": ["group.max.size"]}],
+         "include_synonyms": False, "include_documentation": False},
     36: {"auth_bytes": b"\x00u\x00p"},
     42: {"groups_names": ["g", "h"]},
+    44: {"resources": [{"resource_type": 32, "resource_name": "g", "configs": [
+        {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "50000"}]},
+                       {"resource_type": 32, "resource_name": "h", "configs": []}], "validate_only": False},
     47: {"group_id": "g", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]},
     68: {"group_id": "g", "member_id": "m", "member_epoch": 0, "instance_id": None, "rack_id": None,
          "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "subscribed_topic_regex": None,
@@ -77,10 +83,12 @@ PER_ENTRY = {
     15: lambda r: r["groups"],
     19: lambda r: r["topics"],
     20: lambda r: r["responses"],
+    32: lambda r: r["results"],
     42: lambda r: r["results"],
+    44: lambda r: r["responses"],
     69: lambda r: r["groups"],
 }
-EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 42: 2, 69: 2}
+EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 32: 2, 42: 2, 44: 2, 69: 2}
 
 
 def _cases():
@@ -92,7 +100,7 @@ def _cases():
 
 def test_every_api_has_a_sample_request():
     assert set(REQUESTS) == set(HANDLERS)
-    assert len(HANDLERS) == 23
+    assert len(HANDLERS) == 25
     assert set(HANDLERS) <= set(APIS)
 
 

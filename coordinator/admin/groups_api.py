@@ -27,6 +27,7 @@ from groupcoord.protocol.errors import ErrorCode
 from ..group.classic.group import DEAD, EMPTY
 from ..group.offsets import OffsetCommitRequest, OffsetFetchRequest
 from ..group.runtime import GROUP_TYPES
+from ..handlers.describe_configs import group_configs
 from .app import changed, json_body
 from .errors import ApiError, error_responses
 
@@ -168,6 +169,32 @@ async def remove_static_member(request: web.Request) -> web.Response:
     return _remove(request, group, "", instance_id)
 
 
+def _group_configs_json(service, group_id: str) -> dict:
+    """The group's dynamic configs as DescribeConfigs gives them: name -> {value, source}."""
+    sources = {1: "DYNAMIC_TOPIC_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 8: "DYNAMIC_GROUP_CONFIG"}
+    return {"group_id": group_id, "configs": {
+        c["name"]: {"value": int(c["value"]), "source": sources.get(c["config_source"], "UNKNOWN")}
+        for c in group_configs(service, group_id, synonyms=False)}}
+
+
+@routes.get("/api/groups/{group_id}/configs")
+async def get_group_configs(request: web.Request) -> web.Response:
+    return web.json_response(_group_configs_json(request.app["service"], request.match_info["group_id"]))
+
+
+@routes.patch("/api/groups/{group_id}/configs")
+async def alter_group_configs(request: web.Request) -> web.Response:
+    body = await json_body(request, schema=SCHEMAS["GroupConfigsChange"])
+    service = request.app["service"]
+    group_id = request.match_info["group_id"]
+    try:
+        service.alter_group_configs(group_id, body["configs"], validate_only=body.get("validate_only", False))
+    except ValueError as e:
+        raise ApiError(400, "invalid_config", str(e)) from None
+    changed(request)
+    return web.json_response(_group_configs_json(service, group_id))
+
+
 @routes.post("/api/groups/{group_id}/offsets/reset")
 async def reset_offsets(request: web.Request) -> web.Response:
     body = await json_body(request, schema=SCHEMAS["OffsetsReset"])
@@ -290,6 +317,21 @@ SCHEMAS = {
                            {"$ref": _REF + view.MEMBER_SCHEMA} for view in _VIEWS]}},
                        "offsets": {"type": "array", "items": {"$ref": _REF + "CommittedOffset"}}},
     },
+    "GroupConfigs": {
+        "type": "object", "required": ["group_id", "configs"],
+        "properties": {"group_id": {"type": "string"}, "configs": {
+            "type": "object", "description": "config name -> its value and source (DYNAMIC_GROUP_CONFIG: set "
+                                             "for the group; DEFAULT_CONFIG, STATIC_BROKER_CONFIG: the broker's)",
+            "additionalProperties": {"type": "object", "required": ["value", "source"], "properties": {
+                "value": {"type": "integer"}, "source": {"type": "string"}}}}},
+    },
+    "GroupConfigsChange": {
+        "type": "object", "required": ["configs"], "additionalProperties": False,
+        "properties": {
+            "configs": {"type": "object", "description": "config name -> new value, or null to delete it",
+                        "additionalProperties": {"type": "integer", "nullable": True}},
+            "validate_only": {"type": "boolean", "description": "check, change nothing"}},
+    },
     "GroupDeleted": {
         "type": "object", "required": ["group_id", "offsets_deleted"],
         "properties": {"group_id": {"type": "string"}, "offsets_deleted": {"type": "integer"}},
@@ -378,6 +420,25 @@ PATHS = {
         "responses": {"200": _json({"$ref": _REF + "MemberRemoved"}, "The member was removed"),
                       **error_responses(404, 409)},
     }},
+    "/api/groups/{group_id}/configs": {
+        "get": {
+            "summary": "A group's dynamic configs (as kafka-configs --entity-type groups --describe): the "
+                       "group's value where it set one, else the broker's",
+            "operationId": "getGroupConfigs",
+            "parameters": [_GROUP_ID],
+            "responses": {"200": _json({"$ref": _REF + "GroupConfigs"}, "The group's configs")},
+        },
+        "patch": {
+            "summary": "Set (null: delete) a group's dynamic configs, as IncrementalAlterConfigs does; the group "
+                       "need not exist",
+            "operationId": "alterGroupConfigs",
+            "parameters": [_GROUP_ID],
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": {"$ref": _REF + "GroupConfigsChange"}}}},
+            "responses": {"200": _json({"$ref": _REF + "GroupConfigs"}, "The group's configs after the change"),
+                          **error_responses(400)},
+        },
+    },
     "/api/groups/{group_id}/offsets/reset": {"post": {
         "summary": "Reset committed offsets of an Empty or Dead group (as kafka-consumer-groups "
                    "--reset-offsets)",

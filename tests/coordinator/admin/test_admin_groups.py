@@ -356,3 +356,26 @@ async def test_changes_are_logged_to_the_store_and_survive_a_restart(tmp_path):
         assert [g["group_id"] for g in groups] == ["kept"]
         status, detail = await http.get("/api/groups/kept")
         assert [(o["topic"], o["partition"], o["offset"]) for o in detail["offsets"]] == [("t", 0, 0), ("t", 1, 0)]
+
+
+async def test_a_groups_configs_are_shown_and_set_over_http(admin_gc, admin_http):
+    # the admin API's view of kafka-configs --entity-type groups: the same checks as IncrementalAlterConfigs
+    status, body = await admin_http.get("/api/groups/cfg-group/configs")
+    assert status == 200 and body["configs"]["consumer.heartbeat.interval.ms"] == {"value": 250,
+                                                                                    "source": "DEFAULT_CONFIG"}
+    status, body = await admin_http.call("PATCH", "/api/groups/cfg-group/configs",
+                                         {"configs": {"consumer.heartbeat.interval.ms": 1000}})
+    assert status == 200 and body["configs"]["consumer.heartbeat.interval.ms"] == {
+        "value": 1000, "source": "DYNAMIC_GROUP_CONFIG"}
+    assert admin_gc.service.group_coordinator.group_configs.values == {
+        "cfg-group": {"consumer.heartbeat.interval.ms": 1000}}
+    status, body = await admin_http.call("PATCH", "/api/groups/cfg-group/configs",
+                                         {"configs": {"consumer.session.timeout.ms": 500}})
+    assert (status, body["error"], body["message"]) == (
+        400, "invalid_config",
+        "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms")
+    status, body = await admin_http.call("PATCH", "/api/groups/cfg-group/configs",
+                                         {"configs": {"consumer.heartbeat.interval.ms": None}})
+    assert status == 200 and body["configs"]["consumer.heartbeat.interval.ms"]["source"] == "DEFAULT_CONFIG"
+    status, body = await admin_http.call("PATCH", "/api/groups/cfg-group/configs", {"configs": {"x": "1"}})
+    assert status == 400

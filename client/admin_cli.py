@@ -116,6 +116,15 @@ def register(subparsers) -> None:
     views.add_argument("--type", nargs="?", const="", default=None, metavar="TYPES",
                        help="with --list: a TYPE column, and only groups of TYPES if given (classic,consumer)")
     views.add_argument("--verbose", action="store_true", help="more columns with --offsets, --members, --state")
+    kinds = groups.add_argument_group(
+        "groups of every type (with --list, as Kafka's kafka-groups.sh: GROUP, TYPE and PROTOCOL columns)")
+    kinds.add_argument("--group-type", metavar="TYPE", help="only groups of this type (classic, consumer, share, "
+                                                            "streams)")
+    kinds.add_argument("--protocol", metavar="PROTOCOL", help="only groups of this protocol type (e.g. consumer)")
+    kinds.add_argument("--consumer", action="store_true",
+                       help="every kind of consumer group: type consumer, and classic with protocol consumer or none")
+    kinds.add_argument("--share", action="store_true", help="share groups")
+    kinds.add_argument("--streams", action="store_true", help="streams groups")
     reset = groups.add_argument_group("reset specifications (with --reset-offsets; exactly one)")
     reset.add_argument("--to-earliest", action="store_true", help="the log start offset")
     reset.add_argument("--to-latest", action="store_true", help="the log end offset")
@@ -187,6 +196,15 @@ def check_group_options(args) -> None:
                           ("state", ("describe", "list")), ("type", ("list",))):
         if _given(args, name) and action not in allowed:
             raise UsageError(f"Option(s) {_opt(name)} are unavailable given other options on the command line")
+    kinds = [k for k in _KINDS if _given(args, k)]
+    if kinds and action != "list":
+        raise UsageError(f"Option(s) {_opt(kinds[0])} are unavailable given other options on the command line")
+    for exclusive in ("consumer", "share", "streams"):
+        others = [k for k in kinds if k != exclusive]
+        if exclusive in kinds and others:      # CommandLineUtils.checkInvalidArgs of GroupsCommand
+            raise UsageError(f'Option "{_opt(exclusive)}" can\'t be used with option "{_opt(others[0])}"')
+    if args.group_type is not None and _GROUP_TYPE_NAMES.get(args.group_type.lower()) is None:
+        raise UsageError("--group-type must be a valid group type.")
     if action == "describe":
         if not args.group and not args.all_groups:
             raise UsageError(f"Option {_opt('describe')} takes one of these options: {groups_scope}")
@@ -295,7 +313,40 @@ async def _group_ids(admin: AdminClient, args) -> list[str]:
 
 
 # ---- --list --------------------------------------------------------------------------------
+#: kafka-groups.sh's options (GroupsCommand), and Kafka's GroupType names
+_KINDS = ("group_type", "protocol", "consumer", "share", "streams")
+_GROUP_TYPE_NAMES = {"consumer": "Consumer", "classic": "Classic", "share": "Share", "streams": "Streams"}
+
+
+def _list_all_kinds(listings, args) -> None:
+    """GroupsCommand.printGroupDetails: GROUP, TYPE, PROTOCOL, filtered as its combinedFilter does."""
+    wanted = _GROUP_TYPE_NAMES.get((args.group_type or "").lower())
+    rows = []
+    for g in listings:
+        kind = _GROUP_TYPE_NAMES.get((g.type or "").lower(), "Unknown" if g.type else "")
+        protocol = g.protocol_type or ""
+        if wanted is not None:
+            keep = kind == wanted and (args.protocol is None or protocol == args.protocol)
+        elif args.protocol is not None:
+            keep = protocol == args.protocol
+        elif args.consumer:
+            keep = protocol in ("consumer", "") or kind == "Consumer"
+        elif args.share or args.streams:
+            keep = kind == ("Share" if args.share else "Streams")
+        else:
+            keep = True
+        if keep:
+            rows.append([g.group_id, kind, protocol])
+    width = max([20] + [len(item) for row in rows for item in row])
+    print(f"{'GROUP':<{width}} {'TYPE':<{width}} {'PROTOCOL':<{width}}")
+    for row in rows:
+        print("".join(f"{item:<{width}} " for item in row))
+
+
 async def _list_groups(admin: AdminClient, args) -> int:
+    if any(_given(args, k) for k in _KINDS):
+        _list_all_kinds(await admin.list_groups(), args)
+        return 0
     with_state, with_type = args.state is not None, args.type is not None
     if not with_state and not with_type:
         for g in await admin.list_groups():

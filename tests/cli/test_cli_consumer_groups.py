@@ -30,7 +30,7 @@ def test_list_and_describe_a_consumer_group_beside_a_classic_one(groupcoord_fact
     gc = groupcoord_factory(topics={"orders": 3})
     bootstrap = ("--bootstrap-server", gc.bootstrap_servers)
     heartbeat(gc, "a", 0)
-    heartbeat(gc, "b", 0)                          # epoch 2: b waits for the partition a must give up
+    heartbeat(gc, "b", 0)          # epoch 3 (a new group starts at 1, Kafka 4.3): b waits for what a must give up
     commit = OffsetCommitRequest("simple", [{"name": "orders", "partitions": [
         {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1, "committed_metadata": ""}]}])
     gc.call(gc.service.group_coordinator.offset_commit, lambda response: None, commit)
@@ -51,14 +51,30 @@ def test_list_and_describe_a_consumer_group_beside_a_classic_one(groupcoord_fact
     assert header.split() == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "CURRENT-EPOCH",
                               "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
     assert [row.split() for row in rows] == [
-        [GROUP, "a", "/127.0.0.1", "cli-a", "3", "1", "orders:0,1,2", "2", f"orders:{target['a']}"],
-        [GROUP, "b", "/127.0.0.1", "cli-b", "0", "2", "-", "2", f"orders:{target['b']}"]]
+        [GROUP, "a", "/127.0.0.1", "cli-a", "3", "2", "orders:0,1,2", "3", f"orders:{target['a']}"],
+        [GROUP, "b", "/127.0.0.1", "cli-b", "0", "3", "-", "3", f"orders:{target['b']}"]]
 
     r = run("groups", *bootstrap, "--describe", "--group", GROUP, "--state", "--verbose")
     header, row = r.out.strip("\n").splitlines()
     assert header.split() == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
                               "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"]
-    assert row.split()[-5:] == ["uniform", "Reconciling", "2", "2", "2"]
+    assert row.split()[-5:] == ["uniform", "Reconciling", "3", "3", "2"]
+
+    # kafka-groups.sh's view (--group-type, --protocol, --consumer, --share, --streams): every type
+    r = run("groups", *bootstrap, "--list", "--consumer")
+    assert (r.code, r.out.splitlines()) == (0, [f"{'GROUP':<20} {'TYPE':<20} {'PROTOCOL':<20}",
+                                                f"{GROUP:<20} {'Consumer':<20} {'consumer':<20} ",
+                                                f"{'simple':<20} {'Classic':<20} {'':<20} "])
+    r = run("groups", *bootstrap, "--list", "--group-type", "classic")
+    assert [line.split() for line in r.out.splitlines()] == [["GROUP", "TYPE", "PROTOCOL"], ["simple", "Classic"]]
+    r = run("groups", *bootstrap, "--list", "--protocol", "consumer")
+    assert [line.split()[0] for line in r.out.splitlines()] == ["GROUP", GROUP]
+    r = run("groups", *bootstrap, "--list", "--share")
+    assert r.out.splitlines() == [f"{'GROUP':<20} {'TYPE':<20} {'PROTOCOL':<20}"]
+    r = run("groups", *bootstrap, "--list", "--consumer", "--streams")
+    assert (r.code, r.err.splitlines()[0]) == (2, 'Option "[consumer]" can\'t be used with option "[streams]"')
+    r = run("groups", *bootstrap, "--list", "--group-type", "nope")
+    assert (r.code, r.err.splitlines()[0]) == (2, "--group-type must be a valid group type.")
 
     # a classic group has no epochs: "-", as Kafka prints it
     r = run("groups", *bootstrap, "--describe", "--group", "simple", "--state", "--verbose")

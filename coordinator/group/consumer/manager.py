@@ -50,6 +50,7 @@ from ..context import GroupContext, entry
 from .classic_members import ApiError, ClassicMembers, new_member_id
 from ..classic.requests import join_error, sync_error
 from . import records, view
+from .configs import ASSIGNMENT_INTERVAL, HEARTBEAT_INTERVAL, SESSION_TIMEOUT, define_configs
 from .records import metadata_hash
 from .requests import ConsumerGroupHeartbeatRequest, heartbeat_error
 from .group import (
@@ -77,25 +78,6 @@ _log = structlog.get_logger("groupcoord.group")
 #: Kafka's ``REGEX_BATCH_REFRESH_MIN_INTERVAL_MS``: a group's regexes are resolved at most once per 10 s.
 REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 
-#: a consumer group's dynamic configs (GroupConfig's names)
-SESSION_TIMEOUT, HEARTBEAT_INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
-ASSIGNMENT_INTERVAL = "consumer.assignment.interval.ms"       # Kafka 4.3
-
-
-def _define(configs, cfg, name: str) -> None:
-    """A consumer group config: "consumer.X" defaults to the broker's "group.consumer.X", within
-    "group.consumer.min.X" and "group.consumer.max.X"."""
-    what = name[len("consumer."):]
-    keys = [f"group.consumer.{what}", f"group.consumer.min.{what}", f"group.consumer.max.{what}"]
-    configs.define(name, *(int(cfg[k]) for k in keys), keys[1], keys[2], keys[0])
-
-
-def _check_configs(value) -> None:
-    """GroupConfig.validate of a group's consumer configs taken together."""
-    if value(HEARTBEAT_INTERVAL) >= value(SESSION_TIMEOUT):
-        raise ValueError("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")
-
-
 class HeartbeatError(ApiError):
     """A heartbeat refused with ``code`` (and Kafka's message)."""
 
@@ -120,15 +102,11 @@ class ConsumerGroupManager:
         self._groups = ctx.groups
         #: group.max.size: a consumer group of classic members becomes a classic group only within it
         self.classic_max_size = int(cfg["group.max.size"])
-        # Kafka's dynamic group configs of a consumer group (GroupConfig), per group
-        self.configs = configs = ctx.group_configs
-        for name in (SESSION_TIMEOUT, HEARTBEAT_INTERVAL):
-            _define(configs, cfg, name)
-        configs.add_check(_check_configs)
-        #: Kafka 4.3's assignment interval (KIP-1263); before it, a target is computed at once
+        # Kafka's dynamic group configs of a consumer group (GroupConfig), per group; the assignment
+        # interval from Kafka 4.3 (KIP-1263: before it, a target is computed at once)
+        self.configs = ctx.group_configs
         self.assignment_interval = at_least(ctx.release, "4.3")
-        if self.assignment_interval:
-            _define(configs, cfg, ASSIGNMENT_INTERVAL)
+        define_configs(ctx.group_configs, cfg, self.assignment_interval)
         self.max_size = int(cfg["group.consumer.max.size"])
         self.assignors = assignor_names(cfg["group.consumer.assignors"])
         unknown = [a for a in self.assignors if a not in ASSIGNORS]

@@ -110,7 +110,8 @@ def test_a_dropped_topic_does_not_hold_the_rebalances_open():
     later = [r for r in result["rebalances"] if r["start_ms"] >= 10000]
     assert later and {r["trigger"] for r in later} == {"subscription_changed"}
     assert {r["outcome"] for r in later} == {"Stable"}
-    assert max(r["duration_ms"] for r in later) < 1500          # about a heartbeat interval (500 ms) or two
+    # about a heartbeat interval (500 ms) or two, and Kafka 4.3's assignment interval (1 s) at most
+    assert max(r["duration_ms"] for r in later) < 2500
     assert result["invariants"]["failed"]["all_owned_when_stable"] == 0
 
 
@@ -130,7 +131,9 @@ def test_a_group_whose_members_all_died_ends_empty():
     result, _ = simulated({"a": 4}, 2, [{"at_s": 10, "action": "crash", "members": [0, 1]}])
     fenced = [r for r in result["rebalances"] if r["trigger"] == "member_fenced"]
     assert len(fenced) == 2 and {r["outcome"] for r in fenced} == {"Empty"}
-    assert all(r["members"] == 0 and r["duration_ms"] == 0 for r in fenced)
+    # the first fence's rebalance ends with the second, a few ms later (the sessions end apart)
+    assert all(r["members"] == 0 and r["duration_ms"] < 500 for r in fenced)
+    assert fenced[-1]["duration_ms"] == 0
 
 
 def test_an_upgrade_and_a_downgrade_keep_members_ownership_and_commits():

@@ -8,8 +8,9 @@
   group: GROUP_CONFIG. DESCRIBE_CONFIGS on the group, or GROUP_AUTHORIZATION_FAILED; an empty name
   is INVALID_REQUEST.
 - BROKER (4): this broker's configs (``groupcoord configs``), read-only, STATIC_BROKER_CONFIG for
-  those given (a file, the environment, ``--set``), DEFAULT_CONFIG for the rest. Another broker's
-  id is INVALID_REQUEST, as Kafka answers a broker not itself.
+  those given (a file, the environment, ``--set``), DEFAULT_CONFIG for the rest. The empty name is
+  the cluster's dynamic default configs: none here. Another broker's id is INVALID_REQUEST, as
+  Kafka answers a broker not itself.
 - TOPIC (2): the topic's configs (DYNAMIC_TOPIC_CONFIG); an unknown topic is
   UNKNOWN_TOPIC_OR_PARTITION.
 
@@ -39,7 +40,7 @@ BOOLEAN, STRING, INT, LONG = 1, 2, 3, 5
 def _entry(name: str, value, source: int, synonyms: list, config_type: int, read_only: bool,
            include_synonyms: bool) -> dict:
     return {"name": name, "value": None if value is None else _text(value), "read_only": read_only,
-            "config_source": source, "is_sensitive": False,
+            "is_default": source == DEFAULT_CONFIG, "config_source": source, "is_sensitive": False,
             "synonyms": [{"name": n, "value": None if v is None else _text(v), "source": s} for n, v, s in synonyms]
             if include_synonyms else [], "config_type": config_type, "documentation": None}
 
@@ -108,7 +109,7 @@ def describe(ctx, resource: dict, synonyms: bool) -> dict:
         if not authorize(ctx, "DESCRIBE_CONFIGS", CLUSTER, CLUSTER_NAME):
             return _result(resource, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                            ErrorCode.CLUSTER_AUTHORIZATION_FAILED.message)
-        configs = broker_configs(service, synonyms)
+        configs = broker_configs(service, synonyms) if name else []     # (no dynamic broker defaults)
     elif kind == TOPIC_RESOURCE:
         if not authorize(ctx, "DESCRIBE_CONFIGS", TOPIC, name):
             return _result(resource, ErrorCode.TOPIC_AUTHORIZATION_FAILED,

@@ -123,12 +123,22 @@ def test_describe_this_broker_and_a_topic():
     assert broker["group.max.size"]["value"] == "7" and broker["group.max.size"]["config_source"] == STATIC_BROKER_CONFIG
     assert broker["group.min.session.timeout.ms"]["config_source"] == DEFAULT_CONFIG
     assert broker["auto.create.topics.enable"]["value"] == "true" and broker["group.max.size"]["read_only"]
-    assert describe(svc, BROKER, "")["error_code"] == 0
+    assert (describe(svc, BROKER, "")["error_code"], describe(svc, BROKER, "")["configs"]) == (0, [])
     assert describe(svc, BROKER, "3")["error_code"] == E.INVALID_REQUEST
     topic = describe(svc, TOPIC, "t")
     assert [(c["name"], c["value"], c["config_source"]) for c in topic["configs"]] == [
         ("cleanup.policy", "compact", DYNAMIC_TOPIC_CONFIG)]
     assert describe(svc, TOPIC, "nope")["error_code"] == E.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_describe_configs_v0_says_which_are_defaults():
+    # v0 (Kafka 3.9) has IsDefault instead of ConfigSource
+    svc = service(**{"groupcoord.kafka.version": "3.9", "group.max.size": 7})
+    [result] = call(svc, DESCRIBE, 0, {"resources": [{"resource_type": BROKER, "resource_name": "0",
+                                                      "configuration_keys": ["group.max.size", "num.partitions"]}]}
+                    )["results"]
+    assert sorted((c["name"], c["is_default"]) for c in result["configs"]) == [("group.max.size", False),
+                                                                               ("num.partitions", True)]
 
 
 def test_a_groups_configs_survive_a_restart(tmp_path):

@@ -25,6 +25,7 @@ from .config import BrokerConfig
 from .context import RequestContext, Respond, Verdict
 from .events import default_emit
 from .faults import FaultEngine
+from .group.configs import GROUP_RESOURCE
 from .group.runtime import GroupCoordinator
 from .handlers import HANDLERS, advertised_versions, served_versions
 from .releases import at_least
@@ -32,10 +33,6 @@ from .security import Security
 from .timer import Timers
 
 log = structlog.get_logger("groupcoord.service")
-
-#: ConfigResource.Type of a group's configs
-GROUP_RESOURCE = 32
-
 
 def _int_or_none(value: str | None) -> int | None:
     try:

@@ -27,7 +27,7 @@ from groupcoord.protocol.errors import ErrorCode
 from ..group.classic.group import DEAD, EMPTY
 from ..group.offsets import OffsetCommitRequest, OffsetFetchRequest
 from ..group.runtime import GROUP_TYPES
-from ..handlers.describe_configs import group_configs
+from ..handlers.describe_configs import SOURCE_NAMES, group_configs
 from .app import changed, json_body
 from .errors import ApiError, error_responses
 
@@ -44,7 +44,7 @@ def coordinator_json(cluster, group_id: str) -> dict:
 
 def group_summary_json(service, group) -> dict:
     """A group of any type: what every group has, and what its type's manager adds."""
-    manager = service.group_coordinator.manager_of(group)
+    manager = service.group_coordinator.manager(group.type)
     out = {"group_id": group.group_id, "type": group.type, "state": group.state}
     summary = manager.view.summary_json(group, manager)
     for key in ("protocol_type", "protocol", "generation", "leader"):       # every type has these
@@ -81,7 +81,7 @@ def offsets_json(service, group_id: str) -> list[dict]:
 
 def group_detail_json(service, group) -> dict:
     out = group_summary_json(service, group)
-    out["members"] = service.group_coordinator.manager_of(group).view.members_json(group, service.cluster)
+    out["members"] = service.group_coordinator.manager(group.type).view.members_json(group, service.cluster)
     out["offsets"] = offsets_json(service, group.group_id)
     return out
 
@@ -171,9 +171,8 @@ async def remove_static_member(request: web.Request) -> web.Response:
 
 def _group_configs_json(service, group_id: str) -> dict:
     """The group's dynamic configs as DescribeConfigs gives them: name -> {value, source}."""
-    sources = {1: "DYNAMIC_TOPIC_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 8: "DYNAMIC_GROUP_CONFIG"}
     return {"group_id": group_id, "configs": {
-        c["name"]: {"value": int(c["value"]), "source": sources.get(c["config_source"], "UNKNOWN")}
+        c["name"]: {"value": int(c["value"]), "source": SOURCE_NAMES[c["config_source"]]}
         for c in group_configs(service, group_id, synonyms=False)}}
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+#: Kafka's ConfigResource.Type of a group's configs (IncrementalAlterConfigs, DescribeConfigs, the log)
+GROUP_RESOURCE = 32
+
 
 class GroupConfigs:
     """Every group's dynamic configs, by group id (see the module)."""

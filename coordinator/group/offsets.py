@@ -222,12 +222,10 @@ class OffsetManager:
             if error is None:
                 # (group_id_not_found is set from OffsetCommit v9 on: the version a member of the consumer
                 # protocol needs)
-                if self.epochs_by_partition:     # Kafka 4.3 (KIP-1251): older epochs checked by partition
-                    error = group.validate_offset_commit(member_id, group_instance_id, generation_id,
-                                                         req.group_id_not_found, topics, ctx.topic_id)
-                else:
-                    error = group.validate_offset_commit(member_id, group_instance_id, generation_id,
-                                                         req.group_id_not_found)
+                # Kafka 4.3 (KIP-1251): older epochs checked by partition, given the partitions
+                by_partition = (topics, ctx.topic_id) if self.epochs_by_partition else (None, None)
+                error = group.validate_offset_commit(member_id, group_instance_id, generation_id,
+                                                     req.group_id_not_found, *by_partition)
         if error is not None:
             respond(commit_error(topics, error))
             return

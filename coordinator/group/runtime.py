@@ -181,7 +181,7 @@ class GroupCoordinator:
         return self._groups.get(group_id)
 
     def manager(self, type_name: str):
-        """The manager of a group type, by name (what a type's API handlers reach)."""
+        """The manager of a group type, by name (what a type's API handlers and the admin API reach)."""
         return self._types[type_name]
 
     def set_metadata_image(self, image) -> None:
@@ -199,10 +199,6 @@ class GroupCoordinator:
     def group_types(self) -> list:
         """The group types' managers, in registry order (each has ``type`` and ``states``)."""
         return list(self._types.values())
-
-    def manager_of(self, group):
-        """The manager of the group's type (what the admin API asks for its view of the group)."""
-        return self._types[group.type]
 
     def group(self, group_id: str) -> ClassicGroup | None:
         """The classic group of that id, or None."""

@@ -23,16 +23,19 @@ from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..config import SETTINGS
+from ..group.configs import GROUP_RESOURCE
 from ..releases import at_least
 from ..security import CLUSTER, CLUSTER_NAME, GROUP, TOPIC, authorize
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 VERSIONS = {"3.9": (0, 4), "4.1": (1, 4)}        # Kafka 4.0 removed v0 (KIP-896)
 
-#: ConfigResource.Type
-TOPIC_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE = 2, 4, 32
-#: DescribeConfigsResponse.ConfigSource
+#: ConfigResource.Type (a group's: GROUP_RESOURCE)
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+#: DescribeConfigsResponse.ConfigSource, and the names Kafka's admin client gives them
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 1, 4, 5, 8
+SOURCE_NAMES = {DYNAMIC_TOPIC_CONFIG: "DYNAMIC_TOPIC_CONFIG", STATIC_BROKER_CONFIG: "STATIC_BROKER_CONFIG",
+                DEFAULT_CONFIG: "DEFAULT_CONFIG", GROUP_CONFIG: "DYNAMIC_GROUP_CONFIG"}
 #: DescribeConfigsResponse.ConfigType
 BOOLEAN, STRING, INT, LONG = 1, 2, 3, 5
 

@@ -17,7 +17,7 @@ from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
 from ..security import GROUP, authorize
-from .describe_configs import GROUP_RESOURCE
+from ..group.configs import GROUP_RESOURCE
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 

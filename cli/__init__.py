@@ -1,7 +1,7 @@
 """The ``groupcoord`` command: one parser whose subcommands each part of the project registers.
 
-``serve`` and ``configs`` (:mod:`groupcoord.coordinator.cli`), ``groups`` and ``topics``
-(:mod:`groupcoord.client.admin_cli`), ``fleet``, ``simulate`` and ``sweep`` (:mod:`groupcoord.sim.cli`),
+``serve`` (:mod:`groupcoord.coordinator.cli`), ``groups`` and ``topics``
+(:mod:`groupcoord.client.admin_cli`), ``configs`` (:mod:`groupcoord.client.configs_cli`), ``fleet``, ``simulate`` and ``sweep`` (:mod:`groupcoord.sim.cli`),
 ``analyze`` (:mod:`groupcoord.analytics.cli`). Each module has ``register(subparsers)`` and sets
 ``func`` (args -> exit status) on its parsers.
 """
@@ -11,11 +11,11 @@ import argparse
 import sys
 
 from groupcoord.analytics import cli as analytics_cli
-from groupcoord.client import admin_cli
+from groupcoord.client import admin_cli, configs_cli
 from groupcoord.coordinator import cli as coordinator_cli
 from groupcoord.sim import cli as sim_cli
 
-PARTS = (coordinator_cli, sim_cli, analytics_cli, admin_cli)
+PARTS = (coordinator_cli, sim_cli, analytics_cli, admin_cli, configs_cli)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)      # as given (kafka-configs.sh quotes them)
     if getattr(args, "log_level", None) is not None:
         from groupcoord.coordinator.logs import check_level
         try:

@@ -52,6 +52,8 @@ DESCRIBE_GROUPS, LIST_GROUPS, CREATE_TOPICS, DELETE_TOPICS, DELETE_GROUPS, OFFSE
     ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.DELETE_GROUPS,
     ApiKey.OFFSET_DELETE)
 CONSUMER_GROUP_DESCRIBE = int(ApiKey.CONSUMER_GROUP_DESCRIBE)
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES = (
+    int(ApiKey.DESCRIBE_CONFIGS), int(ApiKey.INCREMENTAL_ALTER_CONFIGS), int(ApiKey.LIST_CONFIG_RESOURCES))
 
 #: The versions whose request bodies this client builds, per API key (inclusive ranges); the
 #: member's own where it sends the same requests. OffsetFetch starts at v2, the first that
@@ -69,7 +71,19 @@ ADMIN_VERSIONS: dict[int, tuple[int, int]] = {
     OFFSET_DELETE: (0, 0),
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
+    DESCRIBE_CONFIGS: (1, 4),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    LIST_CONFIG_RESOURCES: (1, 1),
 }
+
+#: Kafka's ConfigResource.Type, by the names kafka-configs.sh gives them
+RESOURCE_TYPES = {"topics": 2, "brokers": 4, "broker-loggers": 8, "client-metrics": 16, "groups": 32}
+#: DescribeConfigsResponse's ConfigSource, as Kafka's ConfigEntry.ConfigSource names them
+CONFIG_SOURCES = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+                  4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+                  7: "DYNAMIC_CLIENT_METRICS_CONFIG", 8: "DYNAMIC_GROUP_CONFIG"}
+#: IncrementalAlterConfigs' ConfigOperation
+SET_CONFIG, DELETE_CONFIG = 0, 1
 
 CONSUMER_PROTOCOL = "consumer"
 RETRY_BACKOFF_S = 0.1
@@ -152,6 +166,17 @@ class TopicDescription:
     topic_id: uuid.UUID
     internal: bool
     partitions: tuple[PartitionInfo, ...]
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    """One config of a resource as DescribeConfigs tells it (Kafka's ``ConfigEntry``)."""
+    name: str
+    value: str | None
+    source: str                 # CONFIG_SOURCES' name ("DYNAMIC_GROUP_CONFIG", ...; "UNKNOWN")
+    sensitive: bool
+    read_only: bool
+    synonyms: tuple[tuple[str, str | None, str], ...] = ()     # (name, value, source), most specific first
 
 
 def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
@@ -350,6 +375,69 @@ class AdminClient:
         for r in await self._retrying("DeleteTopics", attempt):
             out[r["name"]] = KafkaError(r["error_code"], r.get("error_message")) if r["error_code"] else None
         return out
+
+    # ---- configs --------------------------------------------------------------------------
+    async def _config_broker(self, resource_type: int, name: str) -> BrokerConnection:
+        """A broker's own configs are asked of that broker, the rest of any (as Kafka's Admin does)."""
+        if resource_type in (RESOURCE_TYPES["brokers"], RESOURCE_TYPES["broker-loggers"]) and name:
+            brokers, _ = await self._metadata([])
+            node = brokers.get(int(name))
+            if node is not None:
+                return await self._connect(node.host, node.port)
+        return await self._any_broker()
+
+    async def describe_configs(self, resource_type: int, name: str, *,
+                               synonyms: bool = True) -> list[ConfigEntry]:
+        """DescribeConfigs of one resource (a ConfigResource.Type and its name): its configs, or the
+        resource's error as a KafkaError with the broker's message."""
+        self._start()
+
+        async def attempt():
+            conn = await self._config_broker(resource_type, name)
+            _, resp = await self._send(conn, DESCRIBE_CONFIGS, {
+                "resources": [{"resource_type": resource_type, "resource_name": name, "configuration_keys": None}],
+                "include_synonyms": synonyms, "include_documentation": False})
+            return resp["results"][0]
+        result = await self._retrying("DescribeConfigs", attempt)
+        if result["error_code"]:
+            raise KafkaError(result["error_code"], result.get("error_message"))
+        return [ConfigEntry(c["name"], c["value"], CONFIG_SOURCES.get(c["config_source"], "UNKNOWN"),
+                            bool(c["is_sensitive"]), bool(c["read_only"]),
+                            tuple((s["name"], s["value"], CONFIG_SOURCES.get(s["source"], "UNKNOWN"))
+                                  for s in c["synonyms"]))
+                for c in result["configs"]]
+
+    async def incremental_alter_configs(self, resource_type: int, name: str, set_configs: Mapping[str, str],
+                                        delete_configs: Iterable[str] = (), *, validate_only: bool = False) -> None:
+        """IncrementalAlterConfigs of one resource: the deletions, then the values set (SET), in the
+        order kafka-configs.sh sends them. The broker's error as a KafkaError with its message."""
+        self._start()
+        ops = ([{"name": k, "config_operation": DELETE_CONFIG, "value": ""} for k in delete_configs]
+               + [{"name": k, "config_operation": SET_CONFIG, "value": v} for k, v in set_configs.items()])
+
+        async def attempt():
+            conn = await self._config_broker(resource_type, name)
+            _, resp = await self._send(conn, INCREMENTAL_ALTER_CONFIGS, {
+                "resources": [{"resource_type": resource_type, "resource_name": name, "configs": ops}],
+                "validate_only": validate_only})
+            return resp["responses"][0]
+        result = await self._retrying("IncrementalAlterConfigs", attempt)
+        if result["error_code"]:
+            raise KafkaError(result["error_code"], result.get("error_message"))
+
+    async def list_config_resources(self, resource_types: Iterable[int]) -> list[tuple[str, int]]:
+        """ListConfigResources v1 (KIP-1142): (name, type) of the resources with configs of those
+        types (a group is listed once a dynamic config is set for it)."""
+        self._start()
+
+        async def attempt():
+            conn = await self._any_broker()
+            _, resp = await self._send(conn, LIST_CONFIG_RESOURCES, {"resource_types": list(resource_types)})
+            return resp
+        resp = await self._retrying("ListConfigResources", attempt)
+        if resp["error_code"]:
+            raise KafkaError(resp["error_code"])
+        return [(r["resource_name"], r["resource_type"]) for r in resp["config_resources"]]
 
     # ---- log offsets ----------------------------------------------------------------------
     async def list_offsets(self, partitions: Iterable[TP], spec: int) -> dict[TP, int]:

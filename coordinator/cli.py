@@ -1,4 +1,4 @@
-"""``groupcoord serve`` and ``groupcoord configs``: the coordinator's subcommands."""
+"""``groupcoord serve``: the coordinator's subcommand."""
 from __future__ import annotations
 
 import argparse
@@ -76,7 +76,6 @@ def register(sub) -> None:
     serve.add_argument("--http-token", default=None, metavar="TOKEN",
                        help="bearer token for mutating admin endpoints (default: $GROUPCOORD_HTTP_TOKEN)")
     serve.set_defaults(func=_serve)
-    sub.add_parser("configs", help="list the broker configs and their defaults").set_defaults(func=_configs)
 
 
 def _topics(specs: list[tuple[str, int]]) -> dict[str, int]:
@@ -188,12 +187,6 @@ async def serve(args) -> int:
     if events_file is not None:
         events_file.close()
     print("stopped", flush=True)
-    return 0
-
-
-def _configs(args) -> int:
-    for key, s in sorted(SETTINGS.items()):
-        print(f"{key} = {s.default}    # {s.doc}")
     return 0
 
 

@@ -153,3 +153,23 @@ def test_a_groups_configs_survive_a_restart(tmp_path):
         "g": {"consumer.session.timeout.ms": 50000, "consumer.heartbeat.interval.ms": 7000}}
     assert by_name(describe(again, GROUP, "g"))["consumer.heartbeat.interval.ms"]["config_source"] == GROUP_CONFIG
     again.store.close()
+
+
+def test_list_config_resources_names_groups_with_configs_brokers_and_topics():
+    """KafkaApis.handleListConfigResources: v1 per type asked for (every type when none is), v0 only
+    client-metrics resources (none here); a type it does not know fails the whole request."""
+    svc = service(**{"num.partitions": 1})
+    svc.cluster.create_topic("orders", 1)
+    assert alter(svc, "billing", ("consumer.session.timeout.ms", SET, "50000"))["error_code"] == 0
+    resources = call(svc, 74, 1, {"resource_types": []})
+    assert resources["error_code"] == 0
+    assert [(r["resource_name"], r["resource_type"]) for r in resources["config_resources"]] == [
+        ("billing", GROUP), ("0", 8), ("0", BROKER), ("orders", TOPIC)]
+    assert [r["resource_name"] for r in call(svc, 74, 1, {"resource_types": [GROUP]})["config_resources"]] == \
+        ["billing"]
+    assert call(svc, 74, 1, {"resource_types": [GROUP, 3]}) == {
+        "throttle_time_ms": 0, "error_code": E.UNSUPPORTED_VERSION, "config_resources": []}
+    assert call(svc, 74, 0, {})["config_resources"] == []
+    # a group whose configs are all deleted is no longer listed
+    assert alter(svc, "billing", ("consumer.session.timeout.ms", DELETE, None))["error_code"] == 0
+    assert call(svc, 74, 1, {"resource_types": [GROUP]})["config_resources"] == []

@@ -46,7 +46,8 @@ Event types and their own fields
     ``member``, ``instance_id`` (None), ``reason`` (client's reason, KIP-800, or None),
     ``pending`` (bool: it was only a KIP-394 pending id),
     ``initiator``: "member" (LeaveGroup with its member id) | "admin" (removal by
-    instance id with member id "", or :meth:`GroupCoordinator.remove_member`).
+    instance id with member id "", a LeaveGroup with the admin client's reason "member was removed
+    by an admin", or :meth:`GroupCoordinator.remove_member`).
 ``member.removed``       the coordinator dropped a member.
     ``member``, ``instance_id``, ``reason``: "not_rejoined" (dynamic member that did not
     rejoin before the join phase completed) | "sync_timeout" (no SyncGroup within the
@@ -103,7 +104,10 @@ members have events of their own:
     departed one's place (its partitions stay put). ``member``, ``old_member``, ``instance_id``.
 ``consumer.member_left``     a member left (epoch -1), or a static member left for now (epoch -2,
     ``static`` True: it keeps its partitions until its session ends). ``member``, ``instance_id``,
-    ``static``.
+    ``static``, ``initiator``: "member" (its own heartbeat at epoch -1 or -2, a classic member's
+    LeaveGroup) | "admin" (a LeaveGroup naming it by instance id alone, or with the admin client's
+    reason, "member was removed by an admin"; the admin API's removal). A member the coordinator
+    removed is ``consumer.member_fenced``.
 ``consumer.member_fenced``   the coordinator removed a member. ``member``, ``instance_id``,
     ``reason``: "session_timeout" | "rebalance_timeout" (it did not revoke in time) |
     "join_timeout" | "sync_timeout" (a classic member in a consumer group did not rejoin, or
@@ -160,7 +164,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "consumer.member_joined": ("member", "instance_id", "client_id", "client_host", "subscribed_topics",
                                "server_assignor"),
     "consumer.member_replaced": ("member", "old_member", "instance_id"),
-    "consumer.member_left": ("member", "instance_id", "static"),
+    "consumer.member_left": ("member", "instance_id", "static", "initiator"),
     "consumer.member_fenced": ("member", "instance_id", "reason", "timeout_ms"),
     "consumer.group_epoch_bumped": ("member", "reason"),
 }
@@ -331,6 +335,7 @@ class ConsumerMemberLeft(BaseEvent):
     member: str
     instance_id: str | None
     static: bool
+    initiator: Literal["member", "admin"]
 
 
 class ConsumerMemberFenced(BaseEvent):

@@ -71,8 +71,8 @@ groupcoord's own: ``group_members{group}``, ``group_generation{group}``, ``membe
 groups), ``node_up{node}``, ``events_total{event}`` (every bus event by type),
 ``group_state_transitions_total{from,to}``, ``groups_created_total{cause}``,
 ``groups_deleted_total{reason}``, ``members_joined_total`` (``member.joined`` and
-``consumer.member_joined``), ``members_left_total{initiator}`` (``consumer.member_left``:
-initiator "member"), ``members_removed_total{reason}`` (``member.removed`` and ``member.expired``
+``consumer.member_joined``), ``members_left_total{initiator}`` (``member.left`` and
+``consumer.member_left``: "member" or "admin"), ``members_removed_total{reason}`` (``member.removed`` and ``member.expired``
 reasons, ``consumer.member_fenced``'s session_timeout, rebalance_timeout, join_timeout and
 sync_timeout),
 ``members_replaced_total`` (both protocols), ``connections_closed_malformed_total``, and the

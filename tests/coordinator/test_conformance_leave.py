@@ -35,6 +35,13 @@ def test_valid_leave_triggers_rebalance(h):
     assert rejoin.result["generation_id"] == 2 and [m["member_id"] for m in rejoin.result["members"]] == [leader]
 
 
+def test_a_leave_with_the_admin_clients_reason_was_initiated_by_an_admin(h):
+    # KafkaAdminClient.removeMembersFromConsumerGroup: DEFAULT_LEAVE_GROUP_REASON when none is given
+    leader, follower = h.stable_group(2)
+    h.leave(GROUP, {"member_id": follower, "reason": "member was removed by an admin"})
+    assert h.events_of("member.left")[-1]["initiator"] == "admin"
+
+
 def test_leader_leaving_reelects_next_member_in_order(h):
     a, b, c = h.stable_group(3)
     h.leave(GROUP, {"member_id": a})

@@ -194,6 +194,26 @@ def test_a_batch_leave_removes_classic_members_with_one_bump():
     g = consumer_group(h)
     assert list(g.members) == ["m1"] and g.group_epoch == epoch + 1
     assert c2 not in g.members
+    # the member named by its instance id alone was removed by an admin (kafka-consumer-groups, the
+    # admin client); one named by its member id left of itself
+    assert [(e["member"], e["initiator"]) for e in h.events_of("consumer.member_left")] == [
+        (c1, "member"), (c2, "admin")]
+
+
+def test_who_initiated_a_consumer_members_leave_is_told():
+    """consumer.member_left's initiator: the member's own heartbeat at epoch -1 or -2, the admin
+    client's LeaveGroup (its reason, KafkaAdminClient.DEFAULT_LEAVE_GROUP_REASON), the admin API."""
+    h = harness()
+    for m in ("m1", "m2", "m3"):
+        hb(h, m, 0)
+    hb(h, "s1", 0, instance_id="i-s1")
+    hb(h, "m1", -1)
+    hb(h, "s1", -2, instance_id="i-s1")
+    resp = h.leave(GROUP, ("m2", None, "member was removed by an admin"))
+    assert resp["members"][0]["error_code"] == 0
+    assert h.gc.remove_member(GROUP, "m3", reason="fault") == 0
+    assert [(e["member"], e["static"], e["initiator"]) for e in h.events_of("consumer.member_left")] == [
+        ("m1", False, "member"), ("s1", True, "member"), ("m2", False, "admin"), ("m3", False, "admin")]
 
 
 def test_a_classic_members_commit_checks_its_generation():

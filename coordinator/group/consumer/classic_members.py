@@ -242,9 +242,10 @@ class ClassicMembers:
             return int(_E.REBALANCE_IN_PROGRESS)
         return 0
 
-    def leave(self, group: ConsumerGroup, idents: list, now: int) -> dict:
-        """``classicGroupLeaveToConsumerGroup``: every member named leaves, in one step."""
-        results, leaving = [], []
+    def leave(self, group: ConsumerGroup, idents: list, now: int, initiator: str) -> dict:
+        """``classicGroupLeaveToConsumerGroup``: every member named leaves, in one step (``initiator``
+        "member" or "admin"; one named by its instance id alone is removed by an admin)."""
+        results, leaving, initiators = [], [], {}
         for member_id, instance_id, _reason in idents:
             error = 0
             if instance_id is None:
@@ -257,12 +258,14 @@ class ClassicMembers:
                     error = int(_E.UNKNOWN_MEMBER_ID)
                 elif member_id and member.member_id != member_id:
                     error = int(_E.FENCED_INSTANCE_ID)
-            if not error and member.member_id not in (m.member_id for m in leaving):
+            if not error and member.member_id not in initiators:
                 leaving.append(member)
+                initiators[member.member_id] = initiator if member_id else "admin"
             results.append({"member_id": member_id, "group_instance_id": instance_id, "error_code": error})
         if leaving:
             self.cm.fence(group, leaving, now, "consumer.member_left",
-                           lambda m: {"member": m.member_id, "instance_id": m.instance_id, "static": False})
+                           lambda m: {"member": m.member_id, "instance_id": m.instance_id, "static": False,
+                                      "initiator": initiators[m.member_id]})
         return {"throttle_time_ms": 0, "error_code": 0, "members": results}
 
     def _schedule_join_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember, now: int) -> None:

@@ -327,7 +327,7 @@ class ConsumerGroupManager:
 
     def leave(self, group: ConsumerGroup, group_id: str, idents: list, initiator: str) -> dict:
         try:
-            return self.classic.leave(group, idents, self.ctx.clock())
+            return self.classic.leave(group, idents, self.ctx.clock(), initiator)
         finally:
             self._flush()
 
@@ -687,11 +687,11 @@ class ConsumerGroupManager:
             self._put_member(group, left)
             self.timers.cancel(("cg-rebalance", group.group_id, member.member_id))
             self.ctx.event(group, "consumer.member_left", now, {
-                "member": member.member_id, "instance_id": member.instance_id, "static": True})
+                "member": member.member_id, "instance_id": member.instance_id, "static": True, "initiator": "member"})
             self.update_state(group, now)
         else:
             self._remove(group, member, now, "consumer.member_left", {
-                "member": member.member_id, "instance_id": member.instance_id, "static": False})
+                "member": member.member_id, "instance_id": member.instance_id, "static": False, "initiator": "member"})
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member.member_id,
                 "member_epoch": req.member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
 

@@ -416,7 +416,7 @@ def test_a_member_picks_up_a_regex_already_resolved_at_once():
 def test_a_changed_regex_drops_the_old_topics_at_once_and_is_resolved_after():
     # testConsumerGroupMemberJoinsWithUpdatedRegex (Kafka 4.2: the current assignment follows the new
     # subscription at once, KAFKA-19431; an unresolved regex counts as no topic)
-    h = harness()
+    h = harness(groupcoord_kafka_version="4.2")
     hb(h, "m1", 0, regex="foo*")
     hb(h, "m1", 1)
     h.advance(10_001)                            # past the 10 s between two resolutions
@@ -523,7 +523,7 @@ def test_the_last_member_leaving_a_regex_drops_its_resolution():
 def test_a_static_member_rejoining_with_another_regex_and_a_replacement_keeping_it():
     # testStaticConsumerGroupMemberJoinsWithUpdatedRegex (Kafka 4.2: the topics of the old regex are
     # dropped at once); a replacement with the same regex keeps its resolution
-    h = harness()
+    h = harness(groupcoord_kafka_version="4.2")
     hb(h, "s1", 0, instance_id="i", regex="foo*|bar*")
     assert assigned(hb(h, "s1", 1, instance_id="i")) == {FOO: list(range(6)), BAR: [0, 1, 2]}
     h.advance(10_001)

@@ -231,3 +231,75 @@ def test_a_static_member_rejoining_under_its_own_id_while_active_is_unreleased(r
     # once it has left for now (epoch -2), its instance is taken over
     assert hb(h, "m1", -2, instance_id="i1")["error_code"] == 0
     assert hb(h, "m2", 0, instance_id="i1")["member_epoch"] == epoch
+
+
+# ---- the reconciliation and rejoins of Kafka 4.2 and 4.3
+@pytest.mark.parametrize("release,rejoins", [("4.3", True), ("4.2", True), ("4.1", False)])
+def test_a_member_may_rejoin_with_epoch_0_under_its_own_id_from_4_2(release, rejoins):
+    # GroupMetadataManagerTest.testMemberCanRejoinWithEpochZeroInStableState (Kafka 4.2, KAFKA-19233);
+    # 4.1's throwIfConsumerGroupMemberEpochIsInvalid fences a member whose epoch moved past 0
+    h = harness(groupcoord_kafka_version=release)
+    first = hb(h, "m1", 0)["member_epoch"]
+    hb(h, "m2", 0)
+    kept = assigned(hb(h, "m1", first, owned={FOO: list(range(6))}))[FOO]
+    stable = hb(h, "m1", first, owned={FOO: kept})          # revoked: on to the group's epoch
+    epoch = stable["member_epoch"]
+    assert epoch == first + 1 and group(h).members["m1"].previous_member_epoch == first
+    again = hb(h, "m1", 0)
+    if rejoins:
+        assert (again["error_code"], again["member_epoch"], assigned(again)) == (0, epoch, {FOO: kept})
+    else:
+        assert again["error_code"] == E.FENCED_MEMBER_EPOCH
+        assert again["error_message"] == (f"The consumer group member has a smaller member epoch (0) than the one "
+                                          f"known by the group coordinator ({epoch}). The member must abandon all "
+                                          "its partitions and rejoin.")
+
+
+@pytest.mark.parametrize("release,bumped_epoch", [("4.2", False), ("4.1", True)])
+def test_a_member_revoking_again_after_a_revocation_keeps_its_epoch_from_4_2(release, bumped_epoch):
+    # CurrentAssignmentBuilder UNREVOKED_PARTITIONS -> UNREVOKED_PARTITIONS: 4.1 moves the member to epoch + 1
+    # (computeNextAssignment(memberEpoch + 1)); 4.2 keeps its epoch (KAFKA-19974)
+    h = harness(groupcoord_kafka_version=release)
+    e1 = hb(h, "m1", 0)["member_epoch"]
+    hb(h, "m2", 0)
+    kept = assigned(hb(h, "m1", e1, owned={FOO: list(range(6))}))[FOO]     # revoking the other three
+    assert len(kept) == 3 and group(h).members["m1"].state.value == "unrevoked_partitions"
+    hb(h, "m3", 0)                                                        # m1 is to give one more away
+    r = hb(h, "m1", e1, owned={FOO: kept})                                # the first three revoked
+    m1 = group(h).members["m1"]
+    assert m1.state.value == "unrevoked_partitions" and len(assigned(r)[FOO]) == 2
+    assert r["member_epoch"] == m1.member_epoch == (e1 + 1 if bumped_epoch else e1)
+
+
+@pytest.mark.parametrize("release,dropped", [("4.2", True), ("4.1", False)])
+def test_a_changed_regex_drops_the_old_topics_before_the_new_target_from_4_2(release, dropped):
+    # KAFKA-19431 (4.2): a member whose subscription changed reconciles against it at once (the old
+    # regex's topics go before the new one is resolved); 4.1 keeps them until the next target
+    h = harness(groupcoord_kafka_version=release)
+    hb(h, "m1", 0, regex="foo*")
+    e = hb(h, "m1", 1)["member_epoch"]
+    h.advance(10_001)
+    r = hb(h, "m1", e, regex="bar*", owned={})
+    assert (r["member_epoch"], assigned(r)) == ((e, {}) if dropped else (e, None))
+    assert bool(group(h).members["m1"].assigned) is not dropped
+
+
+def test_a_classic_member_rejoins_only_for_a_newer_target_in_4_3():
+    # KAFKA-20272 (4.3): with the assignment interval the target lags the group epoch; a classic member of a
+    # mixed group is told to rejoin (REBALANCE_IN_PROGRESS) once the newer target exists
+    from test_conformance_mixed_group import join_new, sync
+    h = harness(groupcoord_kafka_version="4.3", group_consumer_assignment_interval_ms=5000)
+    h.advance(1_000_000)
+    e = hb(h, "m1", 0)["member_epoch"]
+    h.advance(5000)
+    classic = join_new(h)
+    assert sync(h, classic["member_id"], classic["generation_id"])["error_code"] == 0
+    c1, generation = classic["member_id"], classic["generation_id"]
+    h.advance(10)
+    hb(h, "m2", 0)                                   # bumps the group epoch; the target waits
+    assert group(h).group_epoch > group(h).assignment_epoch == generation
+    assert h.heartbeat(GROUP, c1, generation) == 0
+    h.advance(5000)
+    hb(h, "m1", e)                                   # the interval passed: the new target
+    assert group(h).assignment_epoch == group(h).group_epoch
+    assert h.heartbeat(GROUP, c1, generation) == E.REBALANCE_IN_PROGRESS

@@ -121,11 +121,15 @@ def test_join_errors():
 
 
 def test_with_migration_disabled_a_classic_member_cannot_join():
-    # testClassicMemberJoinToConsumerGroupWithDisabledMigrationPolicy
-    h = harness(group_consumer_migration_policy="disabled")
+    # testClassicMemberJoinToConsumerGroupWithDisabledMigrationPolicy (Kafka 4.3.1, KAFKA-20640); before,
+    # it joined as with any other policy
+    h = harness(group_consumer_migration_policy="disabled", groupcoord_kafka_version="4.3")
     hb(h, "m1", 0)
     call = join(h, "")
     assert call.error == E.INCONSISTENT_GROUP_PROTOCOL
+    h = harness(group_consumer_migration_policy="disabled", groupcoord_kafka_version="4.2")
+    hb(h, "m1", 0)
+    assert join_new(h)["member_id"] in consumer_group(h).members
 
 
 def test_sync_and_heartbeat_errors():

@@ -31,6 +31,7 @@ from functools import partial
 from groupcoord.protocol import consumer as cp
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 
+from ...releases import at_least
 from ..classic.group import DEAD, STABLE, ClassicGroup, Member
 from .group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError
 
@@ -66,7 +67,12 @@ class ClassicMembers:
             raise ValueError(f"group.consumer.migration.policy: {policy!r} is not one of {', '.join(POLICIES)}")
         self.upgrade_enabled = policy in ("upgrade", "bidirectional")
         self.downgrade_enabled = policy in ("downgrade", "bidirectional")
-        self.disabled = policy == "disabled"
+        # Kafka 4.3.1 (KAFKA-20640): with migration disabled a classic member may not join a consumer
+        # group; before, it joins as any classic member does
+        self.refuse_classic_joins = policy == "disabled" and at_least(self.ctx.release, "4.3")
+        # Kafka 4.3 (KAFKA-20272): a classic member rejoins once a newer target exists; before, once
+        # the group epoch moved past its own
+        self.newer_target_only = at_least(self.ctx.release, "4.3")
 
     # ---- the metadata image ---------------------------------------------------------------
     def _ids_by_name(self, pairs) -> dict:
@@ -104,7 +110,7 @@ class ClassicMembers:
     def join(self, group: ConsumerGroup, req, now: int) -> dict:
         """``classicGroupJoinToConsumerGroup``: the JoinGroup response (raises :class:`ApiError`)."""
         cm = self.cm
-        if self.disabled:
+        if self.refuse_classic_joins:
             raise ApiError(_E.INCONSISTENT_GROUP_PROTOCOL, f"Cannot join the consumer group {group.group_id} with "
                            "the classic protocol because the group migration is disabled.")
         member_id = req.member_id
@@ -218,7 +224,7 @@ class ClassicMembers:
                 (req.protocol_name is not None and req.protocol_name != protocol):
             raise ApiError(_E.INCONSISTENT_GROUP_PROTOCOL)
         now = self.ctx.clock()
-        if group.assignment_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+        if self._rejoin_epoch(group) > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
             self._schedule_join_timeout(group, member, now)
             raise ApiError(_E.REBALANCE_IN_PROGRESS)
         self.cm.timers.cancel(("cg-sync", group.group_id, member.member_id))
@@ -226,6 +232,10 @@ class ClassicMembers:
         return {"throttle_time_ms": 0, "error_code": 0, "protocol_type": req.protocol_type,
                 "protocol_name": req.protocol_name,
                 "assignment": self._serialize(member.assigned, member.classic.protocols[0][1])}
+
+    def _rejoin_epoch(self, group: ConsumerGroup) -> int:
+        """The epoch a classic member must have reached not to be told to rejoin."""
+        return group.assignment_epoch if self.newer_target_only else group.group_epoch
 
     def heartbeat(self, group: ConsumerGroup, req) -> int:
         """``classicGroupHeartbeatToConsumerGroup``: REBALANCE_IN_PROGRESS while the member has a
@@ -235,7 +245,7 @@ class ClassicMembers:
             raise ApiError(_E.ILLEGAL_GENERATION)
         now = self.ctx.clock()
         self.cm.schedule_session_timeout(group.group_id, member.member_id, now, member.classic.session_timeout_ms)
-        if (member.member_epoch < group.assignment_epoch or member.state is MemberState.UNREVOKED_PARTITIONS
+        if (member.member_epoch < self._rejoin_epoch(group) or member.state is MemberState.UNREVOKED_PARTITIONS
                 or (member.state is MemberState.UNRELEASED_PARTITIONS
                     and not group.waiting_on_unreleased_partition(member))):
             self._schedule_join_timeout(group, member, now)

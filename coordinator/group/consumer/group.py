@@ -27,6 +27,7 @@ from typing import Iterable, Mapping
 
 from groupcoord.protocol.errors import ErrorCode
 
+from ...releases import at_least
 from ..context import AUTHORIZED_OPERATIONS_OMITTED
 
 # ConsumerGroupState (what ListGroups, ConsumerGroupDescribe and the events name them)
@@ -150,11 +151,32 @@ def assignment_response(parts: dict, topic_name=None) -> dict:
     return {"topic_partitions": out}
 
 
+@dataclass(frozen=True)
+class Reconciliation:
+    """How ``CurrentAssignmentBuilder`` reconciles in the emulated release.
+
+    ``subscription_aware`` (4.2, KAFKA-19431): topics the member no longer subscribes to count as
+    targeting nothing, and a subscription change drops them from its current assignment at once
+    (``updateCurrentAssignment``); 4.1 waits for the new target. ``bump_after_revocation`` (4.1, up to
+    KAFKA-19974 in 4.2): a member leaving UNREVOKED_PARTITIONS for more revocations goes to epoch + 1.
+    ``epoch_on_unsubscribe`` (4.3, "Update previous member epoch when members unsubscribe"): dropping
+    unsubscribed topics makes the current epoch the previous one."""
+    subscription_aware: bool = True
+    bump_after_revocation: bool = False
+    epoch_on_unsubscribe: bool = True
+
+    @classmethod
+    def of(cls, release: str) -> "Reconciliation":
+        return cls(subscription_aware=at_least(release, "4.2"), bump_after_revocation=not at_least(release, "4.2"),
+                   epoch_on_unsubscribe=at_least(release, "4.3"))
+
+
 def reconcile(member: ConsumerGroupMember, target_epoch: int, target: Target,
               partition_epoch, subscribed: frozenset, owned: list | None,
-              enforce_subscription: bool = False) -> ConsumerGroupMember:
-    """``CurrentAssignmentBuilder.build`` (Kafka trunk): the member's next state towards the
-    target (``target_epoch``, ``target``), or the member itself when it cannot move yet.
+              enforce_subscription: bool = False, rules: Reconciliation = Reconciliation()) -> ConsumerGroupMember:
+    """``CurrentAssignmentBuilder.build``: the member's next state towards the target
+    (``target_epoch``, ``target``), or the member itself when it cannot move yet; ``rules``: the
+    emulated release's (:class:`Reconciliation`).
 
     ``partition_epoch(topic_id, partition)``: the epoch of the partition's owner, -1 if free.
     ``subscribed``: the topic ids the member subscribes to now (a topic outside counts as
@@ -163,19 +185,21 @@ def reconcile(member: ConsumerGroupMember, target_epoch: int, target: Target,
     drop unsubscribed topics from the current assignment at once (``updateCurrentAssignment``).
     Raises :class:`FencedMemberEpoch` for a member in the UNKNOWN state that still owns some.
     """
+    if not rules.subscription_aware:
+        subscribed, enforce_subscription = None, False
     state = member.state
     if state is MemberState.STABLE:
         if member.member_epoch != target_epoch:
             return _next_assignment(member, member.member_epoch, target_epoch, target, partition_epoch,
                                     subscribed, owned)
         if enforce_subscription:
-            return _update_current(member, subscribed, owned)
+            return _update_current(member, subscribed, owned, rules)
         return member
     if state is MemberState.UNREVOKED_PARTITIONS:
         if owns_any(owned, member.pending_revocation):
-            return _update_current(member, subscribed, owned) if enforce_subscription else member
-        return _next_assignment(member, member.member_epoch, target_epoch, target, partition_epoch,
-                                subscribed, owned)
+            return _update_current(member, subscribed, owned, rules) if enforce_subscription else member
+        epoch = member.member_epoch + 1 if rules.bump_after_revocation else member.member_epoch
+        return _next_assignment(member, epoch, target_epoch, target, partition_epoch, subscribed, owned)
     if state is MemberState.UNRELEASED_PARTITIONS:
         return _next_assignment(member, member.member_epoch, target_epoch, target, partition_epoch,
                                 subscribed, owned)
@@ -185,7 +209,8 @@ def reconcile(member: ConsumerGroupMember, target_epoch: int, target: Target,
     return _next_assignment(member, target_epoch, target_epoch, target, partition_epoch, subscribed, owned)
 
 
-def _update_current(member: ConsumerGroupMember, subscribed: frozenset, owned) -> ConsumerGroupMember:
+def _update_current(member: ConsumerGroupMember, subscribed: frozenset, owned,
+                    rules: Reconciliation) -> ConsumerGroupMember:
     """Move the partitions of topics no longer subscribed to pending revocation."""
     if not subscribed and not member.pending_revocation:
         assigned, pending = {}, dict(member.assigned)
@@ -199,22 +224,23 @@ def _update_current(member: ConsumerGroupMember, subscribed: frozenset, owned) -
             pending.setdefault(t, {}).update(member.assigned[t])
     if not assigned and not member.assigned:
         return member
+    previous = member.member_epoch if rules.epoch_on_unsubscribe else member.previous_member_epoch
     if pending and owns_any(owned, pending):
-        return replace(member, state=MemberState.UNREVOKED_PARTITIONS, previous_member_epoch=member.member_epoch,
+        return replace(member, state=MemberState.UNREVOKED_PARTITIONS, previous_member_epoch=previous,
                        assigned=assigned, pending_revocation=pending)
-    return replace(member, previous_member_epoch=member.member_epoch, assigned=assigned)
+    return replace(member, previous_member_epoch=previous, assigned=assigned)
 
 
 def _next_assignment(member: ConsumerGroupMember, epoch: int, target_epoch: int, target: Target,
-                     partition_epoch, subscribed: frozenset, owned) -> ConsumerGroupMember:
-    """``computeNextAssignment``."""
+                     partition_epoch, subscribed: frozenset | None, owned) -> ConsumerGroupMember:
+    """``computeNextAssignment`` (``subscribed`` None: every topic of the target counts, as before 4.2)."""
     unreleased = False
     assigned: Assigned = {}
     revoking: Assigned = {}
     adding: dict = {}
     own_pending = member.pending_revocation
     for topic_id in _topic_order(target, member.assigned):
-        wanted = target.get(topic_id, frozenset()) if topic_id in subscribed else frozenset()
+        wanted = target.get(topic_id, frozenset()) if subscribed is None or topic_id in subscribed else frozenset()
         current = member.assigned.get(topic_id, {})
         keep = {p: e for p, e in current.items() if p in wanted}
         revoke = {p: e for p, e in current.items() if p not in keep}

@@ -7,10 +7,13 @@ After Kafka 4.x's ``GroupMetadataManager`` (``consumerGroupHeartbeat``, ``consum
 (:mod:`..runtime`) routes to it; the model is :mod:`.group`, the records :mod:`.records`. Each step of an
 operation makes its records and the group changes only by replaying them (:meth:`_emit`).
 
-Which Kafka release each behaviour follows: 4.0 for the protocol, with two later changes of
-Kafka's trunk: an existing member may rejoin with epoch 0 (KAFKA-19233, 2026), and a member's
-current assignment drops topics it no longer subscribes to at once (``updateCurrentAssignment``;
-Kafka 4.2, KAFKA-19431: also when only its regex changed, an unresolved regex counting as no topic).
+Which Kafka release each behaviour follows: the emulated one (``groupcoord.kafka.version``; a release
+line is its newest patch release: 4.1.2, 4.2.1, 4.3.1). From 4.2: an existing member may rejoin with
+epoch 0 (KAFKA-19233); a member's current assignment drops topics it no longer subscribes to at once
+(``updateCurrentAssignment``, KAFKA-19431: also when only its regex changed, an unresolved regex
+counting as no topic) and a member revoking again keeps its epoch (KAFKA-19974), both in
+:class:`.group.Reconciliation`. From 4.3: the group epoch of a new group, the assignment interval,
+the assignment epochs of offset commits and describe's pending revocations (``__init__``).
 
 Regex subscriptions (SubscribedTopicRegex, v1+; :mod:`.topic_regex`), after Kafka 4.0's
 ``maybeUpdateRegularExpressions`` and ``handleRegularExpressionsResult`` with the later changes
@@ -55,6 +58,7 @@ from .records import metadata_hash
 from .requests import ConsumerGroupHeartbeatRequest, heartbeat_error
 from .group import (
     DEAD,
+    Reconciliation,
     JOIN_EPOCH,
     LEAVE_EPOCH,
     STATES,
@@ -124,6 +128,8 @@ class ConsumerGroupManager:
         self.new_groups_at_epoch_1 = at_least(release, "4.3")             # KAFKA-20268
         self.describe_pending_revocation = at_least(release, "4.3")       # KAFKA-20431
         self.epochs_by_partition = at_least(release, "4.3")               # KIP-1251
+        self.rejoin_at_epoch_0 = at_least(release, "4.2")                 # KAFKA-19233
+        self.reconciliation = Reconciliation.of(release)                  # KAFKA-19431, KAFKA-19974
         self.metadata_version = 0
         self.new_topics_version = 0
         self.image = None
@@ -500,7 +506,8 @@ class ConsumerGroupManager:
         subscribed = self._topic_ids(group, group.member_topics(updated))
         try:
             updated = reconcile(updated, group.assignment_epoch, group.target.get(updated.member_id, {}),
-                                group.partition_epoch, subscribed, owned, enforce_subscription=subscription_changed)
+                                group.partition_epoch, subscribed, owned, enforce_subscription=subscription_changed,
+                                rules=self.reconciliation)
         except FencedMemberEpoch as e:
             raise HeartbeatError(_E.FENCED_MEMBER_EPOCH, str(e)) from None
         if updated is not before:
@@ -579,9 +586,9 @@ class ConsumerGroupManager:
             self.update_state(group, now)
 
     def _check_epoch(self, member: ConsumerGroupMember, epoch: int, owned) -> None:
-        """``throwIfConsumerGroupMemberEpochIsInvalid``; epoch 0 (a rejoin) is always accepted
-        (KAFKA-19233)."""
-        if epoch == JOIN_EPOCH:
+        """``throwIfConsumerGroupMemberEpochIsInvalid``; from Kafka 4.2 epoch 0 (a rejoin) is always
+        accepted (KAFKA-19233); before, a member that has moved on is fenced."""
+        if epoch == JOIN_EPOCH and self.rejoin_at_epoch_0:
             return
         if epoch > member.member_epoch:
             raise HeartbeatError(_E.FENCED_MEMBER_EPOCH, "The consumer group member has a greater member epoch "

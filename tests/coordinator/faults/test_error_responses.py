@@ -71,6 +71,7 @@ REQUESTS = {
          "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "subscribed_topic_regex": None,
          "server_assignor": None, "topic_partitions": []},
     69: {"group_ids": ["g", "h"], "include_authorized_operations": False},
+    74: {"resource_types": [32]},
 }
 
 #: where the error goes: (path to a list of entries, or None for the top level)
@@ -100,7 +101,7 @@ def _cases():
 
 def test_every_api_has_a_sample_request():
     assert set(REQUESTS) == set(HANDLERS)
-    assert len(HANDLERS) == 25
+    assert len(HANDLERS) == 26
     assert set(HANDLERS) <= set(APIS)
 
 

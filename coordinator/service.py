@@ -171,7 +171,9 @@ class Service:
         """Set (None: delete) dynamic configs of a group, as IncrementalAlterConfigs does: checked as
         Kafka's GroupConfig.validate checks them (ValueError, in its words, nothing changed), then
         kept in the metadata log under ``--data-dir``. Running groups use them from their members'
-        next heartbeat."""
+        next heartbeat. Kafka 3.9 has no group configs: ValueError."""
+        if not at_least(self.config["groupcoord.kafka.version"], "4.0"):
+            raise ValueError("Kafka 3.9 has no group configs (they came with Kafka 4.0)")
         configs = self.group_coordinator.group_configs
         if validate_only:
             configs.check(group_id, changes)

@@ -1,6 +1,7 @@
 """DescribeConfigs (32): the configs of a group, of this broker, or of a topic.
 
-- GROUP (32): every group config the emulated release defines, the group's value where it set one
+- GROUP (32, Kafka 4.0+; 3.9 fails the whole request, INVALID_REQUEST): every group config the
+  emulated release defines, the group's value where it set one
   (``kafka-configs --entity-type groups``), else the broker's. The group need not exist. Kafka 4.3
   (KAFKA-20289) gives a config the source of its broker synonym (DEFAULT_CONFIG, or
   STATIC_BROKER_CONFIG when the broker config was given) and lists that synonym under the broker's
@@ -131,6 +132,11 @@ def describe(ctx, resource: dict, synonyms: bool) -> dict:
 
 
 def handle(ctx, version, body, respond):
+    if not at_least(ctx.service.config["groupcoord.kafka.version"], "4.0") and any(
+            r["resource_type"] == GROUP_RESOURCE for r in body["resources"]):
+        # Kafka 3.9 has no GROUP resource type: ConfigHelper fails the whole request
+        respond(error_response(version, body, ErrorCode.INVALID_REQUEST))
+        return
     synonyms = version >= 1 and bool(body.get("include_synonyms"))
     respond({"throttle_time_ms": 0, "results": [describe(ctx, r, synonyms) for r in body["resources"]]})
 

@@ -2,7 +2,8 @@
 --alter``), as Kafka's controller takes them (``ConfigurationControlManager`` and
 ``ControllerConfigurationValidator`` for ConfigResource.Type GROUP).
 
-Each resource is answered on its own: ALTER_CONFIGS on the group, or GROUP_AUTHORIZATION_FAILED;
+Each resource is answered on its own (Kafka 3.9 knows no GROUP resource: INVALID_REQUEST, "Unknown
+resource type 32"): ALTER_CONFIGS on the group, or GROUP_AUTHORIZATION_FAILED;
 an empty group name is INVALID_REQUEST ("Default group resources are not allowed."); SET with a
 null value is INVALID_REQUEST; APPEND and SUBTRACT are INVALID_CONFIG (no group config is a list);
 the group's configs after the change are checked together, in GroupConfig.validate's words
@@ -16,8 +17,9 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
-from ..security import GROUP, authorize
 from ..group.configs import GROUP_RESOURCE
+from ..releases import at_least
+from ..security import GROUP, authorize
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 
@@ -57,6 +59,8 @@ def alter(ctx, resource: dict, validate_only: bool) -> dict:
     kind, name = resource["resource_type"], resource["resource_name"]
     out = {"error_code": 0, "error_message": None, "resource_type": kind, "resource_name": name}
     try:
+        if kind == GROUP_RESOURCE and not at_least(ctx.service.config["groupcoord.kafka.version"], "4.0"):
+            raise _Refused(ErrorCode.INVALID_REQUEST, f"Unknown resource type {kind}")     # (Kafka 3.9's words)
         if kind != GROUP_RESOURCE:
             raise _Refused(ErrorCode.INVALID_REQUEST, f"groupcoord alters the configs of groups only, not of "
                                                       f"resource type {kind}")

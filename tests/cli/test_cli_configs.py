@@ -1,7 +1,7 @@
 """``groupcoord configs`` (Kafka's kafka-configs.sh): its option checks in ConfigCommandOptions'
 words, --add-config's and a properties file's parsing, and describe and alter against an embedded
-coordinator as kafka-configs.sh prints them (Kafka 4.3's and 3.9's, which lacks ListConfigResources
-v1). A running group taking an altered config is in tests/interop/test_interop_group_configs.py."""
+coordinator as kafka-configs.sh prints them (Kafka 4.3's, and 3.9's, which has neither ListConfigResources
+v1 nor group configs). A running group taking an altered config is in tests/interop/test_interop_group_configs.py."""
 from __future__ import annotations
 
 import pytest
@@ -121,12 +121,13 @@ def test_broker_and_topic_configs_are_described(groupcoord_factory):
     assert "InvalidRequestException" in r.err
 
 
-def test_before_kafka_4_1_a_group_without_members_is_described_all_the_same(groupcoord_factory):
-    """Kafka 3.9 has no ListConfigResources v1: kafka-configs.sh cannot tell a group with configs
-    from one without and describes it."""
+def test_kafka_3_9_has_no_group_configs(groupcoord_factory):
+    """Kafka 3.9 has neither ListConfigResources v1 (kafka-configs.sh then describes the group anyway)
+    nor the GROUP resource type, which fails DescribeConfigs."""
     gc = groupcoord_factory(config={"groupcoord.kafka.version": "3.9"})
     r = run("configs", "--bootstrap-server", gc.bootstrap_servers, "--group", "billing")
-    assert (r.code, r.out) == (0, "Dynamic configs for group billing are:\n")
+    assert r.code == 1 and r.out == "Dynamic configs for group billing are:\n"
+    assert "org.apache.kafka.common.errors.InvalidRequestException" in r.err.splitlines()[1]
 
 
 def test_an_unreachable_server_is_one_line_and_exit_1():

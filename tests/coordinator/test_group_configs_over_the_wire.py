@@ -141,6 +141,21 @@ def test_describe_configs_v0_says_which_are_defaults():
                                                                                ("num.partitions", True)]
 
 
+def test_kafka_3_9_has_no_group_resource_type():
+    # ConfigHelper.handleDescribeConfigsRequest fails the whole request on a type it does not know;
+    # ConfigAdminManager.preprocess refuses it per resource ("Unknown resource type 32")
+    svc = service(**{"groupcoord.kafka.version": "3.9"})
+    results = call(svc, DESCRIBE, 4, {"resources": [{"resource_type": GROUP, "resource_name": "g",
+                                                     "configuration_keys": None},
+                                                    {"resource_type": BROKER, "resource_name": "0",
+                                                     "configuration_keys": None}],
+                                      "include_synonyms": False, "include_documentation": False})["results"]
+    assert [(r["error_code"], r["configs"]) for r in results] == [(E.INVALID_REQUEST, [])] * 2
+    response = alter(svc, "g", ("consumer.session.timeout.ms", SET, "50000"))
+    assert (response["error_code"], response["error_message"]) == (E.INVALID_REQUEST, "Unknown resource type 32")
+    assert svc.group_coordinator.group_configs.values == {}
+
+
 def test_a_groups_configs_survive_a_restart(tmp_path):
     svc = service(tmp_path)
     assert alter(svc, "g", ("consumer.session.timeout.ms", SET, "50000"),

@@ -180,6 +180,20 @@ async def test_a_version_the_release_does_not_serve_closes_the_connection(releas
         other.close()
 
 
+@pytest.mark.parametrize("release,served", [("4.1", True), ("3.9", False)])
+async def test_list_config_resources_v1_is_served_from_4_1(release, served):
+    # key 74 was ListClientMetricsResources v0 until KIP-1142 (4.1) made it ListConfigResources v1
+    async with running(config={"groupcoord.kafka.version": release}) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        assert (await c.call(74, 0, {}))["error_code"] == 0
+        if served:
+            resp = await c.call(74, 1, {"resource_types": [4]})
+            assert resp["config_resources"] == [{"resource_name": "0", "resource_type": 4}]
+        else:
+            c.send(74, 1, {"resource_types": [4]})
+            assert await c.closed()
+
+
 async def test_bytes_after_a_request_body_are_ignored():
     # librdkafka's all-topics Metadata request leaves a 4-byte placeholder for the null topic
     # array: three zero bytes follow the body, which Kafka ignores

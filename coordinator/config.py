@@ -17,58 +17,63 @@ INT32_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class Setting:
+    """A broker config as Kafka's ConfigDef defines it: its type (``kind``; ``long`` for Kafka's LONG
+    rather than INT), default, and validator (``at_least``, ``choices``)."""
     key: str
     default: Any
     doc: str
     kind: type = int
     choices: tuple = ()
+    at_least: int | None = None
+    long: bool = False
+    ignore_case: bool = False       # choices compared case-insensitively (CaseInsensitiveValidString)
 
 
 SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for."),
     Setting("group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for."),
     Setting("group.initial.rebalance.delay.ms", 3000, "Delay of the first join phase of a group that starts from Empty."),
-    Setting("group.max.size", INT32_MAX, "Most members a classic group may have."),
+    Setting("group.max.size", INT32_MAX, "Most members a classic group may have.", at_least=1),
     # the consumer group protocol (KIP-848), Kafka 4.x's names and defaults
     Setting("group.coordinator.rebalance.protocols", "classic,consumer", "The group protocols served: classic, consumer or both (comma-separated). Without consumer, ConsumerGroupHeartbeat and ConsumerGroupDescribe are answered UNSUPPORTED_VERSION.", str),
-    Setting("group.consumer.heartbeat.interval.ms", 5000, "How often members of a consumer group heartbeat (what the heartbeat response tells them)."),
-    Setting("group.consumer.min.heartbeat.interval.ms", 5000, "Smallest allowed group.consumer.heartbeat.interval.ms."),
-    Setting("group.consumer.max.heartbeat.interval.ms", 15000, "Largest allowed group.consumer.heartbeat.interval.ms."),
-    Setting("group.consumer.session.timeout.ms", 45000, "How long a consumer group member may go without a heartbeat before it is removed."),
-    Setting("group.consumer.min.session.timeout.ms", 45000, "Smallest allowed group.consumer.session.timeout.ms."),
-    Setting("group.consumer.max.session.timeout.ms", 60000, "Largest allowed group.consumer.session.timeout.ms."),
-    Setting("group.consumer.max.size", INT32_MAX, "Most members a consumer group may have."),
+    Setting("group.consumer.heartbeat.interval.ms", 5000, "How often members of a consumer group heartbeat (what the heartbeat response tells them).", at_least=1),
+    Setting("group.consumer.min.heartbeat.interval.ms", 5000, "Smallest allowed group.consumer.heartbeat.interval.ms.", at_least=1),
+    Setting("group.consumer.max.heartbeat.interval.ms", 15000, "Largest allowed group.consumer.heartbeat.interval.ms.", at_least=1),
+    Setting("group.consumer.session.timeout.ms", 45000, "How long a consumer group member may go without a heartbeat before it is removed.", at_least=1),
+    Setting("group.consumer.min.session.timeout.ms", 45000, "Smallest allowed group.consumer.session.timeout.ms.", at_least=1),
+    Setting("group.consumer.max.session.timeout.ms", 60000, "Largest allowed group.consumer.session.timeout.ms.", at_least=1),
+    Setting("group.consumer.max.size", INT32_MAX, "Most members a consumer group may have.", at_least=1),
     Setting("group.consumer.assignors", "uniform,range", "The server-side assignors a consumer group may use (short names or Kafka's class names); the first is the default.", str),
     Setting("group.consumer.migration.policy", "bidirectional", "Whether a classic group may become a consumer group (upgrade) and back (downgrade) while it has members.",
-            str, ("bidirectional", "upgrade", "downgrade", "disabled")),
-    Setting("group.consumer.assignment.interval.ms", 1000, "Kafka 4.3 (KIP-1263): the least time between two computations of a consumer group's target assignment; a change within it waits for a heartbeat after it (0: at once, as before 4.3)."),
-    Setting("group.consumer.min.assignment.interval.ms", 0, "Smallest allowed consumer.assignment.interval.ms of a group (Kafka 4.3)."),
-    Setting("group.consumer.max.assignment.interval.ms", 15000, "Largest allowed consumer.assignment.interval.ms of a group (Kafka 4.3)."),
-    Setting("group.consumer.regex.refresh.interval.ms", 600000, "The longest a consumer group's regex subscriptions go without being resolved again, new topics or not (Kafka 4.1's internal config; at least 10000, Kafka's fixed minimum between two resolutions of a group)."),
-    Setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets; a group's coordinator is the leader of abs(hash(group)) % this."),
-    Setting("offsets.retention.minutes", 10080, "How long committed offsets of an empty group are kept."),
-    Setting("offsets.retention.check.interval.ms", 600000, "How often expired offsets are swept."),
+            str, ("disabled", "upgrade", "downgrade", "bidirectional"), ignore_case=True),
+    Setting("group.consumer.assignment.interval.ms", 1000, "Kafka 4.3 (KIP-1263): the least time between two computations of a consumer group's target assignment; a change within it waits for a heartbeat after it (0: at once, as before 4.3).", at_least=0),
+    Setting("group.consumer.min.assignment.interval.ms", 0, "Smallest allowed consumer.assignment.interval.ms of a group (Kafka 4.3).", at_least=0),
+    Setting("group.consumer.max.assignment.interval.ms", 15000, "Largest allowed consumer.assignment.interval.ms of a group (Kafka 4.3).", at_least=0),
+    Setting("group.consumer.regex.refresh.interval.ms", 600000, "The longest a consumer group's regex subscriptions go without being resolved again, new topics or not (Kafka 4.1's internal config; at least 10000, Kafka's fixed minimum between two resolutions of a group).", at_least=10000),
+    Setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets; a group's coordinator is the leader of abs(hash(group)) % this.", at_least=1),
+    Setting("offsets.retention.minutes", 10080, "How long committed offsets of an empty group are kept.", at_least=1),
+    Setting("offsets.retention.check.interval.ms", 600000, "How often expired offsets are swept.", at_least=1, long=True),
     Setting("offset.metadata.max.bytes", 4096, "Longest metadata string an offset commit may carry."),
     Setting("auto.create.topics.enable", True, "Create unknown topics on Metadata requests that allow it.", bool),
-    Setting("num.partitions", 1, "Partitions of auto-created topics."),
+    Setting("num.partitions", 1, "Partitions of auto-created topics.", at_least=1),
     Setting("default.replication.factor", 1, "Replication factor reported for topics (no replication is emulated)."),
-    Setting("message.max.bytes", 1048588, "Largest record batch a Produce may carry."),
+    Setting("message.max.bytes", 1048588, "Largest record batch a Produce may carry.", at_least=0),
     Setting("cluster.id", "groupcoord-cluster", "Cluster id reported by Metadata.", str),
     Setting("groupcoord.kafka.version", "4.3", "The Kafka release emulated: the API versions served and advertised, the features ApiVersions reports, and the coordinator's behaviour where a release changed it (4.3, 4.2, 4.1 or 3.9).",
             str, RELEASES),
     Setting("advertised.listeners", "", "The address clients are told (Metadata, FindCoordinator), as LISTENER://host:port, e.g. PLAINTEXT://kafka:9092; node i advertises port+i. Empty: the address listened on (this host's name when that is 0.0.0.0).", str),
     # connections (coordinator/server.py); each node counts its own, as each Kafka broker does
-    Setting("socket.request.max.bytes", 104857600, "Largest request a connection may send; a larger size prefix closes the connection."),
-    Setting("connections.max.idle.ms", 600000, "Close a connection that has sent and been sent nothing for this long; -1: never."),
-    Setting("socket.listen.backlog.size", 4096, "Connections the kernel queues for a node until they are accepted (capped by net.core.somaxconn). Kafka's default is 50; 4096 lets a burst of 3,000 connects in at once."),
-    Setting("max.connections", INT32_MAX, "Most connections a node holds; at the limit it accepts none (they wait in the listen backlog) until one closes."),
-    Setting("max.connections.per.ip", INT32_MAX, "Most connections a node holds from one IP address; one more is closed at once. 0 only with overrides."),
+    Setting("socket.request.max.bytes", 104857600, "Largest request a connection may send; a larger size prefix closes the connection.", at_least=1),
+    Setting("connections.max.idle.ms", 600000, "Close a connection that has sent and been sent nothing for this long; -1: never.", long=True),
+    Setting("socket.listen.backlog.size", 4096, "Connections the kernel queues for a node until they are accepted (capped by net.core.somaxconn). Kafka's default is 50; 4096 lets a burst of 3,000 connects in at once.", at_least=1),
+    Setting("max.connections", INT32_MAX, "Most connections a node holds; at the limit it accepts none (they wait in the listen backlog) until one closes.", at_least=0),
+    Setting("max.connections.per.ip", INT32_MAX, "Most connections a node holds from one IP address; one more is closed at once. 0 only with overrides.", at_least=0),
     Setting("max.connections.per.ip.overrides", "", "Limits of some addresses as host:count,host:count, e.g. 127.0.0.1:200 (a host name: each address it resolves to).", str),
     # security (coordinator/security.py)
     Setting("sasl.enabled.mechanisms", "", "SASL mechanisms of the listeners: PLAIN, or empty for PLAINTEXT listeners.", str),
     Setting("listener.name.sasl_plaintext.plain.sasl.jaas.config", "", "Kafka's PlainLoginModule JAAS line; its user_<name>=\"<password>\" options are the users.", str),
     Setting("groupcoord.sasl.users", "", "SASL/PLAIN users as name:password,name:password (added to the JAAS users).", str),
-    Setting("connection.failed.authentication.delay.ms", 100, "Delay of the answer to a failed authentication, before the connection is closed."),
+    Setting("connection.failed.authentication.delay.ms", 100, "Delay of the answer to a failed authentication, before the connection is closed.", at_least=0),
     Setting("sasl.server.max.receive.size", 524288, "Largest frame before and during SASL authentication; a larger size prefix closes the connection without reading the body. -1: no limit but socket.request.max.bytes."),
     Setting("authorizer.class.name", "", "Any non-empty value turns on the ACL authorizer (StandardAuthorizer semantics).", str),
     Setting("groupcoord.acls.enabled", False, "Turn on the ACL authorizer (as a non-empty authorizer.class.name does).", bool),
@@ -121,28 +126,38 @@ def assignor_names(value: str) -> list[str]:
     return out
 
 
+def _invalid(key: str, value: Any, why: str) -> ConfigError:
+    """Kafka's ConfigException: "Invalid value <value> for configuration <key>: <why>"."""
+    return ConfigError(f"Invalid value {value} for configuration {key}: {why}")
+
+
 def _convert(key: str, value: Any) -> Any:
+    """A config's value parsed and checked as Kafka's ConfigDef does (ConfigError in its words)."""
     setting = SETTINGS.get(key)
     if setting is None:
         raise ConfigError(f"unknown config {key!r}; known: {', '.join(sorted(SETTINGS))}")
+    text = str(value).strip() if not isinstance(value, bool) else str(value).lower()
     if setting.choices:
-        text = str(value).strip()
-        if text not in setting.choices:
-            raise ConfigError(f"config {key!r} must be one of {', '.join(setting.choices)}, got {value!r}")
-        return text
-    if isinstance(value, setting.kind) and not (setting.kind is int and isinstance(value, bool)):
-        return value
-    text = str(value).strip()
+        if (text.lower() if setting.ignore_case else text) not in setting.choices:
+            kind = " (case insensitive)" if setting.ignore_case else ""
+            raise _invalid(key, value, f"String must be one of{kind}: {', '.join(setting.choices)}")
+        return text.lower() if setting.ignore_case else text
+    if setting.kind is str:
+        return str(value)
+    if setting.kind is bool:
+        if text.lower() not in ("true", "false"):
+            raise _invalid(key, value, "Expected value to be either true or false")
+        return text.lower() == "true"
+    bits = 63 if setting.long else 31
     try:
-        if setting.kind is bool:
-            if text.lower() in ("true", "1", "yes"):
-                return True
-            if text.lower() in ("false", "0", "no"):
-                return False
-            raise ValueError(text)
-        return setting.kind(text)
+        number = value if isinstance(value, int) and not isinstance(value, bool) else int(text)
     except ValueError:
-        raise ConfigError(f"config {key!r} expects {setting.kind.__name__}, got {value!r}") from None
+        number = None
+    if number is None or not -2**bits <= number < 2**bits:
+        raise _invalid(key, value, f"Not a number of type {'LONG' if setting.long else 'INT'}")
+    if setting.at_least is not None and number < setting.at_least:
+        raise _invalid(key, value, f"Value must be at least {setting.at_least}")
+    return number
 
 
 def read_properties(path: str) -> dict[str, str]:
@@ -166,37 +181,22 @@ def _check(values: dict[str, Any]) -> None:
     if unknown or "classic" not in protocols:
         raise ConfigError("group.coordinator.rebalance.protocols must list classic, and may list consumer; "
                           f"got {values['group.coordinator.rebalance.protocols']!r}")
-    for what in ("heartbeat.interval", "session.timeout"):
-        key = f"group.consumer.{what}.ms"
-        lo, hi = values[f"group.consumer.min.{what}.ms"], values[f"group.consumer.max.{what}.ms"]
-        if not 0 < lo <= values[key] <= hi:
-            raise ConfigError(f"{key} must lie within group.consumer.min.{what}.ms and "
-                              f"group.consumer.max.{what}.ms ({lo}..{hi}), got {values[key]}")
+    # GroupCoordinatorConfig's requirements, in its words
+    for what in ("heartbeat.interval", "session.timeout", "assignment.interval"):
+        key, lo_key, hi_key = (f"group.consumer.{m}{what}.ms" for m in ("", "min.", "max."))
+        if values[hi_key] < values[lo_key]:
+            raise ConfigError(f"{hi_key} must be greater than or equal to {lo_key}")
+        if values[key] < values[lo_key]:
+            raise ConfigError(f"{key} must be greater than or equal to {lo_key}")
+        if values[key] > values[hi_key]:
+            raise ConfigError(f"{key} must be less than or equal to {hi_key}")
+    if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
     names = assignor_names(values["group.consumer.assignors"])
     unknown = [n for n in names if n not in SERVER_ASSIGNOR_NAMES]
     if unknown or not names:
         raise ConfigError(f"group.consumer.assignors: unknown assignor(s) {unknown or '(none given)'}; "
                           f"known: {', '.join(SERVER_ASSIGNOR_NAMES)}")
-    interval, lo, hi = (values[f"group.consumer.{m}assignment.interval.ms"] for m in ("", "min.", "max."))
-    for key in ("group.consumer.assignment.interval.ms", "group.consumer.min.assignment.interval.ms",
-                "group.consumer.max.assignment.interval.ms"):
-        if values[key] < 0:
-            raise ConfigError(f"Invalid value {values[key]} for configuration {key}: Value must be at least 0")
-    # GroupCoordinatorConfig's requirements (Kafka 4.3), in its words
-    if hi < lo:
-        raise ConfigError("group.consumer.max.assignment.interval.ms must be greater than or equal to "
-                          "group.consumer.min.assignment.interval.ms")
-    if interval < lo:
-        raise ConfigError("group.consumer.assignment.interval.ms must be greater than or equal to "
-                          "group.consumer.min.assignment.interval.ms")
-    if interval > hi:
-        raise ConfigError("group.consumer.assignment.interval.ms must be less than or equal to "
-                          "group.consumer.max.assignment.interval.ms")
-    if values["group.consumer.regex.refresh.interval.ms"] < 10000:
-        raise ConfigError("group.consumer.regex.refresh.interval.ms must be at least 10000, got "
-                          f"{values['group.consumer.regex.refresh.interval.ms']}")
-    if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
-        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
 
 
 class BrokerConfig:

@@ -18,8 +18,21 @@ from groupcoord.sim import cli as sim_cli
 PARTS = (coordinator_cli, sim_cli, analytics_cli, admin_cli, configs_cli)
 
 
+def version() -> str:
+    """groupcoord's version and the Kafka releases it emulates (the default first)."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    from groupcoord.coordinator.releases import RELEASES
+    try:
+        ours = installed("groupcoord")
+    except PackageNotFoundError:        # (run from a source tree that is not installed)
+        ours = "unknown"
+    return f"groupcoord {ours} (emulates Kafka {', '.join(RELEASES)}; default {RELEASES[0]})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="groupcoord", description="Kafka consumer-group coordinator emulator")
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True)
     for part in PARTS:
         part.register(sub)
@@ -27,7 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # an option the subcommand does not know: its own usage, not the top level's
+        subcommand = parser._subparsers._group_actions[0].choices[args.command]
+        subcommand.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.argv = list(sys.argv[1:] if argv is None else argv)      # as given (kafka-configs.sh quotes them)
     if getattr(args, "log_level", None) is not None:
         from groupcoord.coordinator.logs import check_level

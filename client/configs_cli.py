@@ -75,6 +75,9 @@ def register(subparsers) -> None:
                        help="config names to remove, comma-separated (repeatable)")
     p.add_argument("--timeout", type=int, default=30000, metavar="MS",
                    help="how long each request may take, retries included (default 30000)")
+    p.add_argument("--profile", default=None, metavar="PROFILE",
+                   help="with no entity: the broker configs as that profile of `groupcoord serve` sets them "
+                        "(default, test)")
     p.set_defaults(func=run_configs)
 
 
@@ -220,10 +223,11 @@ def topic_problem(name: str) -> str | None:
 def run_configs(args) -> int:
     if not _named(args) and not (args.describe or args.alter or args.add_config or args.delete_config
                                  or args.add_config_file or args.bootstrap_server):
-        from groupcoord.coordinator.config import SETTINGS      # the local listing: no server, no client
-        for key, s in sorted(SETTINGS.items()):
-            print(f"{key} = {s.default}    # {s.doc}")
-        return 0
+        return list_broker_configs(args.profile)
+    if args.profile is not None:
+        _err("--profile lists the broker configs without a server: it takes no entity or action")
+        _err("See 'groupcoord configs --help'.")
+        return 2
     argv = " ".join(getattr(args, "argv", [])[1:])      # the tool's arguments, its name left out
     try:
         check_options(args)
@@ -246,6 +250,20 @@ def run_configs(args) -> int:
         _err(f"Error while executing config command with args '{argv}'")
         _err(str(exc))
         return 1
+
+
+def list_broker_configs(profile: str | None) -> int:
+    """Every broker config groupcoord knows, with its value under the profile (Kafka's spelling of
+    values: true/false) and what it does; no server, no client."""
+    from groupcoord.coordinator.config import PROFILES, SETTINGS
+    if profile is not None and profile not in PROFILES:
+        _err(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+        return 2
+    values = PROFILES[profile or "default"]
+    for key, setting in sorted(SETTINGS.items()):
+        value = values.get(key, setting.default)
+        print(f"{key} = {str(value).lower() if isinstance(value, bool) else value}    # {setting.doc}")
+    return 0
 
 
 def _err(text: str) -> None:

@@ -55,6 +55,14 @@ def test_without_an_entity_the_broker_configs_and_defaults_are_listed():
     r = run("configs")
     assert r.code == 0
     assert "group.consumer.session.timeout.ms = 45000    # " in r.out
+    # Kafka's spelling of booleans, not Python's
+    assert "auto.create.topics.enable = true    # " in r.out and "True" not in r.out and "False" not in r.out
+    # a profile's values
+    r = run("configs", "--profile", "test")
+    assert r.code == 0 and "group.initial.rebalance.delay.ms = 0    # " in r.out
+    assert "group.consumer.session.timeout.ms = 6000    # " in r.out
+    r = run("configs", "--profile", "fast")
+    assert (r.code, r.err) == (2, "unknown profile 'fast'; known: default, test\n")
 
 
 def test_a_group_config_is_altered_described_and_deleted(groupcoord):

@@ -211,3 +211,21 @@ def test_analyze_of_a_file_that_is_not_an_event_log_says_so_before_spark_starts(
     not_events.write_text('{"name": "x"}\n')
     r = analyze(tmp_path, not_events, PATH=str(tmp_path), JAVA_HOME=None)
     assert_one_line(r, f"{not_events}:1: not an event log", "no \"event\" type")
+
+
+# ---- the command line itself ---------------------------------------------------------------
+def test_an_unknown_option_of_a_subcommand_shows_that_subcommands_usage(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["groups", "--bogus"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: groupcoord groups ")
+    assert err.rstrip().endswith("groupcoord groups: error: unrecognized arguments: --bogus")
+
+
+def test_version_names_groupcoord_and_the_kafka_releases(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("groupcoord ") and out.rstrip().endswith("(emulates Kafka 4.3, 4.2, 4.1, 3.9; default 4.3)")

@@ -254,7 +254,8 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
         from pyspark.sql import SparkSession
     except ImportError:
         raise LogError("the analysis runs on PySpark, which is not installed: "
-                       "pip install 'groupcoord[analytics]' (it needs Java 17 or newer)") from None
+                       "run `make install-dev` in groupcoord's clone, or `pip install -e '.[analytics]'` there "
+                       "(it needs Java 17 or newer)") from None
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
         storage.ship_code(active)

@@ -17,11 +17,16 @@ one group protocol does not use are refused when given with the other (see
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
+
+
+#: the numbers of the client ids a consumer gives itself (Kafka's CONSUMER_CLIENT_ID_SEQUENCE)
+_CLIENT_ID_SEQUENCE = itertools.count(1)
 
 
 class ConfigError(ValueError):
@@ -70,7 +75,8 @@ CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS = ("partition.assignment.strategy", "heart
 
 CONSUMER_CONFIGS: dict[str, ConfigDef] = {d.key: d for d in [
     _d("bootstrap.servers", [], "list", "host:port pairs used to reach the cluster the first time."),
-    _d("client.id", "", "str", "Client id sent in request headers; prefix of dynamic member ids."),
+    _d("client.id", "", "str", "Client id sent in request headers; prefix of dynamic member ids. Not given: "
+                               "consumer-<group.id>-<n>, as Kafka's consumer names itself."),
     _d("client.rack", "", "str", "Rack of this consumer (subscription v3 rack id); empty for none."),
     _d("group.id", None, "str", "Consumer group to join; None disables group management.", nullable=True),
     _d("group.instance.id", None, "str", "Static member id (KIP-345); None for a dynamic member.",
@@ -278,6 +284,12 @@ class ConsumerConfig(Mapping[str, Any]):
                 raise ConfigError("group.instance.id", "needs group.id")
         if v["retry.backoff.max.ms"] < v["retry.backoff.ms"]:
             v["retry.backoff.max.ms"] = v["retry.backoff.ms"]
+        if "client.id" not in self._given:
+            # Kafka's ConsumerConfig.maybeOverrideClientId: "consumer-<group>-<n>", numbered in this
+            # process from 1 (kept from then on, overrides included); the coordinator prefixes member ids with it
+            group = v["group.id"]
+            v["client.id"] = f"consumer-{group + '-' if group is not None else ''}{next(_CLIENT_ID_SEQUENCE)}"
+            self._given = self._given | {"client.id"}
         if v["reconnect.backoff.max.ms"] < v["reconnect.backoff.ms"]:
             v["reconnect.backoff.max.ms"] = v["reconnect.backoff.ms"]
 

@@ -13,7 +13,9 @@ anything else (a thread runs the event loop)::
 Both listen on ephemeral loopback ports and use the ``test`` profile unless told
 otherwise (no initial rebalance delay, short minimum session timeout). State stays in memory
 unless ``data_dir=`` is given (then it is loaded from and appended to logs there, see
-:mod:`.storage`; ``fsync=`` "always", "interval" or "never").
+:mod:`.storage`; ``fsync=`` "always", "interval" or "never"). They log as a library does, through
+Python's ``logging`` under the ``groupcoord`` loggers: warnings only, until the program asks for
+more (``logging.basicConfig(level=logging.INFO)``; see :func:`.logs.quiet_unless_configured`).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Callable, Mapping
 
 from .config import BrokerConfig
+from .logs import quiet_unless_configured
 from .server import Server
 from .service import Service
 
@@ -43,6 +46,7 @@ class Embedded:
 
 
 def _build(nodes, topics, profile, config, emit, host, data_dir=None, fsync="interval") -> tuple[Service, Server]:
+    quiet_unless_configured()
     store = None
     if data_dir is not None:
         from .storage import LogStore

@@ -47,3 +47,23 @@ def configure(fmt: str = "console", level: str = "info", stream=None) -> None:
         logger_factory=structlog.PrintLoggerFactory(stream),
         cache_logger_on_first_use=False,
     )
+
+
+def quiet_unless_configured() -> None:
+    """groupcoord embedded in another program (``embed``, the pytest plugin) logs as a library does:
+    through Python's ``logging``, under the ``groupcoord`` loggers, so only warnings show until the
+    program asks for more (``logging.basicConfig(level=logging.INFO)``, or
+    ``logging.getLogger("groupcoord").setLevel(logging.DEBUG)`` with a handler; pytest shows them
+    with a failed test). A program that configured structlog itself keeps its configuration."""
+    if structlog.is_configured():
+        return
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.processors.format_exc_info,
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.stdlib.BoundLogger,
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        cache_logger_on_first_use=False,
+    )

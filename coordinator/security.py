@@ -417,9 +417,6 @@ class Security:
         if mechanisms and not users:
             raise ConfigError("sasl.enabled.mechanisms=PLAIN needs users: set groupcoord.sasl.users=name:password,... "
                               "or listener.name.sasl_plaintext.plain.sasl.jaas.config with user_<name>=\"<password>\"")
-        delay = config["connection.failed.authentication.delay.ms"]
-        if delay < 0:
-            raise ConfigError("connection.failed.authentication.delay.ms must be >= 0")
         super_users = [p.strip() for p in config["super.users"].split(";") if p.strip()]
         for p in super_users:
             try:
@@ -435,7 +432,7 @@ class Security:
             raise ConfigError("groupcoord.acls.file needs the authorizer: set groupcoord.acls.enabled=true "
                               "or authorizer.class.name")
         return cls(mechanisms=mechanisms, users=users, authorizer=authorizer,
-                   failed_authentication_delay_ms=delay)
+                   failed_authentication_delay_ms=config["connection.failed.authentication.delay.ms"])
 
     def install(self, service) -> None:
         service.security = self

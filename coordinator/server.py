@@ -66,9 +66,9 @@ class ConnectionLimits:
 
     @classmethod
     def from_config(cls, config, sasl_enabled: bool = False) -> "ConnectionLimits":
+        """The limits of a checked config (each value within Kafka's bounds: config.SETTINGS); what
+        the configs require of each other, in KafkaConfig's words."""
         request_max = config["socket.request.max.bytes"]
-        if request_max < 1:
-            raise ConfigError("socket.request.max.bytes must be at least 1")
         sasl_max = config["sasl.server.max.receive.size"]
         if sasl_max < -1:
             raise ConfigError("sasl.server.max.receive.size must be at least 0, or -1 for no limit")
@@ -78,11 +78,6 @@ class ConnectionLimits:
             raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always be less than "
                               f"connections.max.idle.ms={max_idle} to prevent failed authentication responses "
                               "from timing out")
-        if config["socket.listen.backlog.size"] < 1:
-            raise ConfigError("socket.listen.backlog.size must be at least 1")
-        for key in ("max.connections", "max.connections.per.ip"):
-            if config[key] < 0:
-                raise ConfigError(f"{key} must be at least 0")
         overrides = parse_per_ip_overrides(config["max.connections.per.ip.overrides"])
         if config["max.connections.per.ip"] == 0 and not overrides:
             raise ConfigError("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "

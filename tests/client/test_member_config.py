@@ -20,8 +20,20 @@ def test_kafka_defaults():
     assert c["auto.offset.reset"] == "latest"
     assert c["retry.backoff.ms"] == 100 and c["request.timeout.ms"] == 30000
     assert c["default.api.timeout.ms"] == 60000 and c["max.poll.records"] == 500
-    assert c["group.instance.id"] is None and c["client.id"] == ""
+    assert c["group.instance.id"] is None
     assert [type(a) for a in c.assignors()] == [RangeAssignor, CooperativeStickyAssignor]
+
+
+def test_a_consumer_without_a_client_id_names_itself_as_kafkas_does():
+    # ConsumerConfig.maybeOverrideClientId: consumer-<group>-<n>, numbered in the process; a client id
+    # given (even "") is kept; the name stays through overrides
+    first = ConsumerConfig({"group.id": "billing"})
+    n = int(first["client.id"].rsplit("-", 1)[1])
+    assert first["client.id"] == f"consumer-billing-{n}"
+    assert ConsumerConfig({"group.id": "billing"})["client.id"] == f"consumer-billing-{n + 1}"
+    assert ConsumerConfig({})["client.id"] == f"consumer-{n + 2}"
+    assert ConsumerConfig({"group.id": "g", "client.id": ""})["client.id"] == ""
+    assert first.with_overrides({"session.timeout.ms": 10000})["client.id"] == first["client.id"]
 
 
 def test_string_values_as_in_a_properties_file():

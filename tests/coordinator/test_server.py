@@ -285,7 +285,8 @@ async def test_socket_request_max_bytes_closes_at_the_size_prefix():
         ok.writer.write(frames.encode_request(3, 1, 1, {"topics": None}, "c" * 900))   # 914 bytes
         assert (await ok.read(3, 1))[1]["brokers"]
         ok.close()
-    with pytest.raises(ConfigError, match="socket.request.max.bytes must be at least 1"):
+    with pytest.raises(ConfigError, match="^Invalid value 0 for configuration socket.request.max.bytes: "
+                                          "Value must be at least 1$"):
         Server(Service(BrokerConfig({"socket.request.max.bytes": 0})))
 
 
@@ -426,8 +427,9 @@ async def test_max_connections_per_ip_overrides(overrides):
     ({"max.connections.per.ip.overrides": "bad host!:3"}, "contains invalid addresses : bad host!"),
     ({"max.connections.per.ip.overrides": "127.0.0.1"}, "contains invalid addresses : 127.0.0.1"),
     ({"max.connections.per.ip.overrides": "127.0.0.1:many"}, "'many' is not a number"),
-    ({"max.connections": -1}, "max.connections must be at least 0"),
-    ({"socket.listen.backlog.size": 0}, "socket.listen.backlog.size must be at least 1"),
+    ({"max.connections": -1}, "Invalid value -1 for configuration max.connections: Value must be at least 0"),
+    ({"socket.listen.backlog.size": 0},
+     "Invalid value 0 for configuration socket.listen.backlog.size: Value must be at least 1"),
 ])
 def test_connection_limit_configs_are_checked(config, message):
     with pytest.raises(ConfigError, match=re.escape(message)):

@@ -52,6 +52,7 @@ DESCRIBE_GROUPS, LIST_GROUPS, CREATE_TOPICS, DELETE_TOPICS, DELETE_GROUPS, OFFSE
     ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.DELETE_GROUPS,
     ApiKey.OFFSET_DELETE)
 CONSUMER_GROUP_DESCRIBE = int(ApiKey.CONSUMER_GROUP_DESCRIBE)
+CREATE_PARTITIONS = int(ApiKey.CREATE_PARTITIONS)
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES = (
     int(ApiKey.DESCRIBE_CONFIGS), int(ApiKey.INCREMENTAL_ALTER_CONFIGS), int(ApiKey.LIST_CONFIG_RESOURCES))
 
@@ -71,6 +72,7 @@ ADMIN_VERSIONS: dict[int, tuple[int, int]] = {
     OFFSET_DELETE: (0, 0),
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
+    CREATE_PARTITIONS: (0, 3),
     DESCRIBE_CONFIGS: (1, 4),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     LIST_CONFIG_RESOURCES: (1, 1),
@@ -355,6 +357,23 @@ class AdminClient:
             _, resp = await self._send(conn, CREATE_TOPICS, build)
             return resp["topics"][0]
         result = await self._retrying("CreateTopics", attempt)
+        if result["error_code"]:
+            raise KafkaError(result["error_code"], result.get("error_message"))
+
+    async def create_partitions(self, name: str, total: int,
+                                assignments: list[list[int]] | None = None) -> None:
+        """CreatePartitions of one topic up to ``total`` partitions (``assignments``: the brokers of
+        each new partition); the broker's error as a KafkaError with its message."""
+        self._start()
+
+        async def attempt():
+            conn = await self._any_broker()
+            _, resp = await self._send(conn, CREATE_PARTITIONS, {
+                "topics": [{"name": name, "count": total, "assignments": None if assignments is None else
+                            [{"broker_ids": list(b)} for b in assignments]}],
+                "timeout_ms": int(self._remaining() * 1000), "validate_only": False})
+            return resp["results"][0]
+        result = await self._retrying("CreatePartitions", attempt)
         if result["error_code"]:
             raise KafkaError(result["error_code"], result.get("error_message"))
 

@@ -152,11 +152,13 @@ def register(subparsers) -> None:
     actions.add_argument("--list", action="store_true", help="list all available topics")
     actions.add_argument("--describe", action="store_true", help="list details for the given topics")
     actions.add_argument("--create", action="store_true", help="create a new topic")
+    actions.add_argument("--alter", action="store_true", help="add partitions to a topic (with --partitions)")
     actions.add_argument("--delete", action="store_true", help="delete a topic")
     topics.add_argument("--topic", metavar="TOPIC", help="the topic to create, describe or delete; also a regular "
                                                          "expression, except for --create")
     topics.add_argument("--partitions", type=int, metavar="N",
-                        help="with --create: the number of partitions (default: the cluster's num.partitions)")
+                        help="with --create: the number of partitions (default: the cluster's num.partitions); "
+                             "with --alter: the new number of partitions (an increase)")
     topics.add_argument("--replication-factor", type=int, metavar="N",
                         help="with --create: the replication factor (default: the cluster's)")
     topics.add_argument("--config", action="append", default=[], metavar="NAME=VALUE",
@@ -823,7 +825,7 @@ async def _reset_inactive_group(admin: AdminClient, args, group_id: str) -> dict
 
 
 # ================================================================================ topics
-_TOPIC_ACTIONS = ("list", "describe", "create", "delete")
+_TOPIC_ACTIONS = ("list", "describe", "create", "alter", "delete")
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 
 
@@ -831,12 +833,18 @@ def check_topic_options(args) -> None:
     """TopicCommandOptions.checkArgs, with Kafka's messages; raises UsageError."""
     given = [a for a in _TOPIC_ACTIONS if getattr(args, a)]
     if len(given) != 1:
-        raise UsageError("Command must include exactly one action: --list, --describe, --create or --delete")
+        raise UsageError("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
     action = given[0]
-    if action in ("create", "delete") and not args.topic:
+    if action in ("create", "alter", "delete") and not args.topic:
         raise UsageError(f'Missing required argument "{_opt("topic")}"')
-    allowed = {"partitions": ("create",), "replication_factor": ("create",), "config": ("create",),
-               "if_exists": ("delete", "describe"), "if_not_exists": ("create",),
+    if action == "alter":
+        if args.config:
+            raise UsageError('Option combination "[bootstrap-server, config]" can\'t be used with option "[alter]" '
+                             "(To alter topic configurations, the kafka-configs tool can be used.)")
+        if args.partitions is None:
+            raise UsageError(f'Missing required argument "{_opt("partitions")}"')
+    allowed = {"partitions": ("create", "alter"), "replication_factor": ("create",), "config": ("create",),
+               "if_exists": ("alter", "delete", "describe"), "if_not_exists": ("create",),
                "exclude_internal": ("list", "describe")}
     for name, actions in allowed.items():
         if _given(args, name) and action not in actions:
@@ -859,6 +867,10 @@ async def _topics(args) -> int:
             raise CommandError(f"Topic '{args.topic}' does not exist as expected")
         if args.describe:
             _describe_topics(await admin.describe_topics(names))
+            return 0
+        if args.alter:
+            for name in names:       # TopicCommand.alterTopic: each topic the expression matches
+                await admin.create_partitions(name, args.partitions)
             return 0
         if not names:
             return 0

@@ -99,8 +99,13 @@ def test_values_kafka_cannot_parse_are_refused(groupcoord, argv, message):
 def test_topics_option_combinations_are_refused():
     port = free_port()
     for argv, message in [
-        ([], "Command must include exactly one action: --list, --describe, --create or --delete"),
+        ([], "Command must include exactly one action: --list, --describe, --create, --alter or --delete"),
         (["--create"], 'Missing required argument "[topic]"'),
+        (["--alter", "--partitions", "3"], 'Missing required argument "[topic]"'),
+        (["--alter", "--topic", "t"], 'Missing required argument "[partitions]"'),
+        (["--alter", "--topic", "t", "--partitions", "3", "--config", "a=b"],
+         'Option combination "[bootstrap-server, config]" can\'t be used with option "[alter]" (To alter topic '
+         'configurations, the kafka-configs tool can be used.)'),
         (["--delete"], 'Missing required argument "[topic]"'),
         (["--list", "--partitions", "3"], 'Option "[partitions]" can\'t be used with option "[list]"'),
         (["--describe", "--if-not-exists"], 'Option "[if-not-exists]" can\'t be used with option "[describe]"'),
@@ -229,6 +234,17 @@ def test_topics_are_created_listed_described_and_deleted(groupcoord_factory):
     assert (r.code, r.err) == (1, "Topic 'nope' does not exist as expected\n")
     r = run(*topics, "--create", "--topic", "zero", "--partitions", "0")
     assert (r.code, r.err) == (1, "The partitions must be greater than 0\n")
+
+    # --alter --partitions: CreatePartitions, Kafka's refusals as kafka-topics.sh prints them
+    r = run(*topics, "--alter", "--topic", "orders", "--partitions", "5")
+    assert (r.code, r.out, r.err) == (0, "", "")
+    assert gc.call(lambda: gc.service.cluster.topics["orders"].partition_count) == 5
+    r = run(*topics, "--alter", "--topic", "orders", "--partitions", "2")
+    assert (r.code, r.err) == (1, "Error while executing topic command : The topic orders currently has 5 "
+                                  "partition(s); 2 would not be an increase.\n")
+    r = run(*topics, "--alter", "--topic", "nope", "--partitions", "2")
+    assert (r.code, r.err) == (1, "Topic 'nope' does not exist as expected\n")
+    assert run(*topics, "--alter", "--topic", "nope", "--partitions", "2", "--if-exists").code == 0
 
 
 def _kafka_uuid(u) -> str:

@@ -11,7 +11,8 @@ NAMES = {
     0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
     10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
     15: "DescribeGroups", 16: "ListGroups", 17: "SaslHandshake", 18: "ApiVersions", 19: "CreateTopics",
-    20: "DeleteTopics", 22: "InitProducerId", 32: "DescribeConfigs", 36: "SaslAuthenticate", 42: "DeleteGroups",
+    20: "DeleteTopics", 22: "InitProducerId", 32: "DescribeConfigs", 36: "SaslAuthenticate",
+    37: "CreatePartitions", 42: "DeleteGroups",
     44: "IncrementalAlterConfigs", 47: "OffsetDelete",
     68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe", 74: "ListConfigResources",
 }
@@ -21,7 +22,7 @@ NAMES = {
 SERVED_3_9 = {
     0: (0, 9), 1: (0, 12), 2: (0, 7), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
     13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (0, 7), 20: (0, 6), 22: (0, 4),
-    32: (0, 4), 36: (0, 2), 42: (0, 2), 44: (0, 1), 47: (0, 0), 68: (0, 0), 69: (0, 0), 74: (0, 0),
+    32: (0, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0), 68: (0, 0), 69: (0, 0), 74: (0, 0),
 }
 SERVED_4_1 = {**SERVED_3_9, 0: (3, 9), 1: (4, 12), 2: (1, 7), 3: (0, 13), 8: (2, 9), 9: (1, 9), 15: (0, 6),
               19: (2, 7), 20: (1, 6), 32: (1, 4), 68: (0, 1), 69: (0, 1), 74: (0, 1)}

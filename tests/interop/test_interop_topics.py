@@ -133,3 +133,29 @@ def test_pattern_subscription_follows_new_topics(coord, driver_for, closing, cli
                message=lambda: f"{member.name} owns {sorted(member.owned)}, expected {sorted(grown)}")
     later = c.stable(group, 1)
     assert later is not None and later.generation > view.generation
+
+
+def test_admin_clients_add_partitions_and_a_group_takes_them(coord, closing):
+    """CreatePartitions (kafka-topics --alter --partitions) from librdkafka's and kafka-python's admin
+    clients: the topic grows, a refusal is Kafka's, and a consumer group subscribed to it gets the new
+    partitions (librdkafka once said "requires broker version >= 1.0.0")."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewPartitions as KNewPartitions
+    from test_interop_consumer_protocol import ConsumerProtocolMember
+
+    c = coord(topics={"orders": 2})
+    member = closing(ConsumerProtocolMember("m0", c.bootstrap, "grows", ["orders"], None)).start()
+    wait_until(lambda: member.owned == all_partitions({"orders": 2}), message="the member owns both partitions")
+
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    [future] = admin.create_partitions([NewPartitions("orders", 4)]).values()
+    future.result(WAIT)
+    [future] = admin.create_partitions([NewPartitions("orders", 3)]).values()
+    with pytest.raises(KafkaException, match="currently has 4 partition"):
+        future.result(WAIT)
+    kadmin = closing(KafkaAdminClient(bootstrap_servers=c.bootstrap))
+    kadmin.create_partitions({"orders": KNewPartitions(total_count=6)})
+    assert c.gc.call(lambda: c.gc.service.cluster.topics["orders"].partition_count) == 6
+    wait_until(lambda: member.owned == all_partitions({"orders": 6}), message="the member owns the new partitions")

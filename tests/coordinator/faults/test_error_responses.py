@@ -62,6 +62,8 @@ REQUESTS = {
                        {"resource_type": 4, "resource_name": "0", "configuration_keys": ["group.max.size"]}],
          "include_synonyms": False, "include_documentation": False},
     36: {"auth_bytes": b"\x00u\x00p"},
+    37: {"topics": [{"name": "t", "count": 3, "assignments": None}, {"name": "u", "count": 2, "assignments": None}],
+         "timeout_ms": 1000, "validate_only": False},
     42: {"groups_names": ["g", "h"]},
     44: {"resources": [{"resource_type": 32, "resource_name": "g", "configs": [
         {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "50000"}]},
@@ -85,11 +87,12 @@ PER_ENTRY = {
     19: lambda r: r["topics"],
     20: lambda r: r["responses"],
     32: lambda r: r["results"],
+    37: lambda r: r["results"],
     42: lambda r: r["results"],
     44: lambda r: r["responses"],
     69: lambda r: r["groups"],
 }
-EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 32: 2, 42: 2, 44: 2, 69: 2}
+EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 32: 2, 37: 2, 42: 2, 44: 2, 69: 2}
 
 
 def _cases():
@@ -101,7 +104,7 @@ def _cases():
 
 def test_every_api_has_a_sample_request():
     assert set(REQUESTS) == set(HANDLERS)
-    assert len(HANDLERS) == 26
+    assert len(HANDLERS) == 27
     assert set(HANDLERS) <= set(APIS)
 
 

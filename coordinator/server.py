@@ -36,8 +36,10 @@ from typing import Iterable, Mapping
 import structlog
 
 from groupcoord.protocol import frames
+from groupcoord.protocol.api_keys import KAFKA_API_NAMES
 from groupcoord.protocol.errors import DecodeError, EncodeError, UnsupportedVersionError
 from groupcoord.protocol.messages import APIS
+from groupcoord.protocol.schema import snake
 
 from .config import INT32_MAX, ConfigError
 from .context import RequestContext, Verdict
@@ -741,9 +743,11 @@ class _Connection(asyncio.Protocol):
         api = APIS.get(api_key)
         served = self.service.served_versions.get(api_key)
         release = self.service.config["groupcoord.kafka.version"]
-        reason = (f"unsupported version: {api.name} v{api_version} (Kafka {release} serves "
-                  f"v{served[0]}-{served[1]})" if api is not None and served is not None
-                  else f"unsupported API key {api_key} (v{api_version})")
+        if api is not None and served is not None:
+            reason = f"unsupported version: {api.name} v{api_version} (Kafka {release} serves v{served[0]}-{served[1]})"
+        else:       # Kafka's words for an API it does not enable, naming it as its ApiKeys enum does
+            name = snake(KAFKA_API_NAMES[api_key]).upper() if api_key in KAFKA_API_NAMES else api_key
+            reason = f"Received request api key {name} with version {api_version} which is not enabled"
         self._malformed(reason)
 
     def _invalid_size(self, size: int, limit: int) -> None:

@@ -66,4 +66,17 @@ def _served(module, release: str) -> tuple[int, int]:
     return since(getattr(module, "VERSIONS", {}), release) or (declared[0], declared[1])
 
 
-__all__ = ["HANDLERS", "KAFKA_RELEASES", "advertised_versions", "served_versions"]
+def api_table() -> str:
+    """The README's table of the APIs served, per Kafka release, made from this registry (Markdown)."""
+    def span(lo_hi) -> str:
+        lo, hi = lo_hi
+        return str(lo) if lo == hi else f"{lo}–{hi}"
+    served = {release: served_versions(release) for release in KAFKA_RELEASES}
+    head = "| API | key | " + " | ".join(KAFKA_RELEASES) + " |"
+    lines = [head, "|---|---|" + "---|" * len(KAFKA_RELEASES)]
+    for key in HANDLERS:
+        lines.append(f"| {APIS[key].name} | {key} | " + " | ".join(span(served[r][key]) for r in KAFKA_RELEASES) + " |")
+    return "\n".join(lines)
+
+
+__all__ = ["HANDLERS", "KAFKA_RELEASES", "advertised_versions", "api_table", "served_versions"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from groupcoord.coordinator.handlers import HANDLERS, KAFKA_RELEASES, advertised_versions, served_versions
-from groupcoord.protocol.api_keys import ApiKey
+from groupcoord.protocol.api_keys import KAFKA_API_NAMES, ApiKey
 from groupcoord.protocol.messages import APIS, BY_NAME
 from groupcoord.protocol.schema import snake
 
@@ -66,3 +66,27 @@ def test_one_handler_per_message():
         # a release misspelt in VERSIONS or ADVERTISED would be ignored
         assert set(getattr(module, "VERSIONS", {})) | set(getattr(module, "ADVERTISED", {})) <= set(KAFKA_RELEASES)
         assert module.__name__ == f"groupcoord.coordinator.handlers.{snake(APIS[key].name)}"
+
+
+def test_kafkas_api_names_agree_with_ours():
+    assert list(KAFKA_API_NAMES) == list(range(93))
+    assert all(KAFKA_API_NAMES[key] == api.name for key, api in APIS.items())
+
+
+def test_the_readme_lists_the_apis_served():
+    """The README's API table is made from the registry (GROUPCOORD_UPDATE_README=1 rewrites it)."""
+    import os
+    import re
+    from pathlib import Path
+
+    from groupcoord.coordinator.handlers import api_table
+
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    text = readme.read_text()
+    block = re.compile(r"(<!-- api-table: generated from coordinator/handlers -->\n)(.*?)(\n<!-- /api-table -->)", re.S)
+    assert block.search(text), "the README has no generated API table"
+    if os.environ.get("GROUPCOORD_UPDATE_README") == "1":
+        readme.write_text(block.sub(lambda m: m.group(1) + api_table() + m.group(3), text))
+        text = readme.read_text()
+    assert block.search(text).group(2) == api_table(), \
+        "the README's API table is out of date: GROUPCOORD_UPDATE_README=1 pytest tests/coordinator/test_api_registry.py"

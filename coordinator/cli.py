@@ -165,6 +165,10 @@ async def serve(args) -> int:
     print(f"bootstrap servers: {server.bootstrap_servers}", flush=True)
     if admin is not None:
         print(f"admin: {admin.url}", flush=True)
+    if store is not None:
+        print(f"data dir: {os.path.abspath(args.data_dir)} (groups, offsets and topics are kept there)", flush=True)
+    else:
+        print("data dir: none, state in memory only (--in-memory)", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from groupcoord.client.configs_cli import ConfigCommandError, parse_add_config, read_properties
+from groupcoord.cli.configs import ConfigCommandError, parse_add_config, read_properties
 
 from test_cli_groups_topics import free_port, run
 

@@ -229,3 +229,27 @@ def test_version_names_groupcoord_and_the_kafka_releases(capsys):
     assert exited.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("groupcoord ") and out.rstrip().endswith("(emulates Kafka 4.3, 4.2, 4.1, 3.9; default 4.3)")
+
+
+def test_the_startup_names_the_data_directory(tmp_path):
+    data = tmp_path / "state"
+    proc = subprocess.Popen([*COMMAND, "serve", "--data-dir", str(data), "--port", "0", "--log-level", "warning"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("bootstrap servers: "), proc.stderr.read()
+        assert proc.stdout.readline() == f"data dir: {data} (groups, offsets and topics are kept there)\n"
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    proc = subprocess.Popen([*COMMAND, "serve", "--in-memory", "--port", "0", "--log-level", "warning"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("bootstrap servers: "), proc.stderr.read()
+        assert proc.stdout.readline() == "data dir: none, state in memory only (--in-memory)\n"
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()

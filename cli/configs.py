@@ -1,6 +1,7 @@
 """``groupcoord configs``: Kafka's kafka-configs.sh for the entity types a group coordinator has
-(groups, topics, brokers), with its options, output and messages, over :class:`~.admin.AdminClient`,
-so it works against any Kafka cluster.
+(groups, topics, brokers), with its options, output and messages, over the client library's
+:class:`~groupcoord.client.admin.AdminClient`, so it works against any Kafka cluster; alone, the broker
+configs of :mod:`groupcoord.coordinator.config` (hence here, above both).
 
     groupcoord configs --group G                                   # its dynamic configs
     groupcoord configs --group G --alter --add-config consumer.session.timeout.ms=60000
@@ -17,9 +18,9 @@ import asyncio
 import re
 import sys
 
+from groupcoord.client.admin import RESOURCE_TYPES, AdminClient, AdminError, ConfigEntry
+from groupcoord.coordinator.config import PROFILES, SETTINGS
 from groupcoord.protocol.errors import ErrorCode, KafkaError, ProtocolError
-
-from .admin import RESOURCE_TYPES, AdminClient, AdminError, ConfigEntry
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 #: the entity types served here, in kafka-configs.sh's names
@@ -255,7 +256,6 @@ def run_configs(args) -> int:
 def list_broker_configs(profile: str | None) -> int:
     """Every broker config groupcoord knows, with its value under the profile (Kafka's spelling of
     values: true/false) and what it does; no server, no client."""
-    from groupcoord.coordinator.config import PROFILES, SETTINGS
     if profile is not None and profile not in PROFILES:
         _err(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
         return 2

@@ -1,0 +1,43 @@
+"""The README's quick start runs as written: its confluent-kafka and client-library examples against a
+coordinator (in place of `make run`'s 127.0.0.1:9092), and its pytest example as a test file of another
+project, found by pytest through the plugin's entry point."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def example(name: str) -> str:
+    match = re.search(rf"<!-- quick-start: {name} -->\n```python\n(.*?)```", README.read_text(), re.S)
+    assert match, f"the README has no quick-start example {name!r}"
+    return match.group(1)
+
+
+@pytest.mark.interop
+def test_the_confluent_and_client_library_examples_run(groupcoord_factory):
+    gc = groupcoord_factory()
+    outputs = []
+    for name in ("confluent-kafka", "groupcoord-client"):
+        code = example(name)
+        assert code.count('"127.0.0.1:9092"') == 1
+        r = subprocess.run([sys.executable, "-c", code.replace('"127.0.0.1:9092"', repr(gc.bootstrap_servers))],
+                           capture_output=True, text=True, timeout=90)
+        assert r.returncode == 0, r.stderr
+        outputs.append(r.stdout)
+    confluent, ours = outputs
+    assert confluent.startswith("b'hello' [TopicPartition{topic=orders,partition=0,")
+    assert ours.startswith("[b'hello'] {TopicPartition(topic='orders', partition=0)}")
+
+
+@pytest.mark.interop
+def test_the_pytest_example_passes_in_another_project(tmp_path):
+    (tmp_path / "test_billing.py").write_text(example("pytest"))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_billing.py"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout + r.stderr

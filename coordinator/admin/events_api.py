@@ -8,8 +8,8 @@ filters it passes.
 ``GET /api/events/stream``  server-sent events: ``id: <seq>`` and ``data: <event as JSON>`` per
     event, a ``: keepalive`` comment after 15 s without one. ``Last-Event-ID`` (header, or
     ``?last_event_id=``) replays the buffered events after that id first; a ``: gap`` comment says
-    when some of them have already left the buffer (ids restart at 1 with the admin listener: an
-    id beyond the last one replays nothing).
+    when some of them have already left the buffer (ids restart with the admin listener, at 1 or
+    after the rebalance history it put back, below: an id beyond the last one replays nothing).
 ``GET /api/events/ws``      a websocket carrying the same, one text message per event:
     ``{"id": seq, "event": {...}}`` (resume with ``?last_event_id=``; a ``{"gap": [first, last]}``
     message stands for the ``: gap`` comment).
@@ -21,11 +21,24 @@ Filters (all three endpoints): ``?group=G`` (repeatable: any of them) and ``?typ
 A client never slows the service: events are handed to each client's bounded queue; a client
 whose queue overflows (it does not read fast enough) is dropped with a log line and its
 connection aborted.
+
+Rebalance history across restarts: when the service keeps its state under a data dir
+(``--data-dir``), the hub also appends the group, member and rebalance events (every type
+starting with one of :data:`HISTORY_TYPES`; not the offsets' events nor ``member.pending``) to
+``DIR/`` :data:`HISTORY_FILE`, one JSON line each, and at start puts the last
+:data:`HISTORY_SIZE` of them back into the ring, before any new event: so ``/api/events/recent``
+(what the web page draws its timeline and its table of generations from) still has them after a
+restart. The file is bounded: past twice :data:`HISTORY_SIZE` lines it is rewritten with the last
+:data:`HISTORY_SIZE` (temporary file, rename). It is history, not state: it is not fsynced (a crash
+may lose its last lines), a line that does not read back (a torn tail, damage) is skipped, and a
+file that cannot be read or written costs one log line, never the start. Events published while
+no admin listener runs are not in it.
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections import deque
 
 import structlog
@@ -44,6 +57,11 @@ RING_SIZE = 10_000
 CLIENT_QUEUE = 10_000     # events waiting for one client before it is dropped
 KEEPALIVE_SECONDS = 15.0
 GONE_CHECK_SECONDS = 1.0  # how often an idle stream looks whether its client went away
+
+HISTORY_FILE = "rebalance-history.jsonl"  # under the data dir
+HISTORY_SIZE = 5_000                      # events put back into the ring at start
+HISTORY_TYPES = ("group.", "rebalance.", "member.", "consumer.")
+HISTORY_SKIPPED = ("member.pending",)     # one per KIP-394 join: noise in a history
 
 
 class _Entry:
@@ -149,11 +167,101 @@ class _Client:
         return await wait_event(self.wakeup, timeout)
 
 
+class EventHistory:
+    """The rebalance history kept under the data dir: a file of JSON lines, one event each (see
+    the module's "Rebalance history across restarts")."""
+
+    def __init__(self, path: str, size: int = HISTORY_SIZE):
+        self.path = path
+        self.size = size
+        self.lines: deque[str] = deque(maxlen=size)   # the last ``size`` lines, to rewrite the file
+        self.written = 0                               # lines in the file
+        self._file = None
+        self._rewrite_first = False                    # the file has damage: rewritten at the next event
+        self._broken = False                           # it cannot be read or written: logged once, history off
+
+    @staticmethod
+    def keeps(event: dict) -> bool:
+        kind = event.get("event")
+        return isinstance(kind, str) and kind.startswith(HISTORY_TYPES) and kind not in HISTORY_SKIPPED
+
+    def load(self) -> list[dict]:
+        """The events kept, oldest first (at most ``size``). A missing file is a first start; one
+        that cannot be read, or has lines that do not read back, is logged once and skipped."""
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            log.warning("event_history_unreadable", path=self.path, error=str(exc))
+            self._broken = True       # (and never overwritten: it may be readable again later)
+            return []
+        lines = raw.splitlines()
+        events = [e for e in map(_history_event, lines) if e is not None]
+        bad = len(lines) - len(events)
+        events = events[-self.size:]
+        self.lines.extend(json.dumps(e, separators=(",", ":"), default=str) for e in events)
+        self.written = len(lines)
+        # damage, or a torn last line (a crash mid-write) that the next line must not be glued to
+        self._rewrite_first = bad > 0 or (bool(raw) and not raw.endswith(b"\n"))
+        if bad:
+            log.warning("event_history_damaged", path=self.path, skipped_lines=bad, events=len(events))
+        return events
+
+    def append(self, event: dict) -> None:
+        if self._broken or not self.keeps(event):
+            return
+        line = json.dumps(event, separators=(",", ":"), default=str)
+        self.lines.append(line)
+        try:
+            if self._rewrite_first or self.written >= 2 * self.size:
+                self._rewrite()
+            else:
+                if self._file is None:
+                    self._file = open(self.path, "a", encoding="utf-8")
+                self._file.write(line + "\n")
+                self._file.flush()
+                self.written += 1
+        except OSError as exc:
+            log.warning("event_history_not_written", path=self.path, error=str(exc))
+            self._broken = True
+            self.close()
+
+    def _rewrite(self) -> None:
+        """The file with the last ``size`` lines only: a temporary file renamed over it."""
+        self.close()
+        tmp = self.path + ".rewriting"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in self.lines))
+        os.replace(tmp, self.path)
+        self.written = len(self.lines)
+        self._rewrite_first = False
+
+    def close(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None
+
+
+def _history_event(line: bytes) -> dict | None:
+    """The event of one line of the history file, or None when it is not one."""
+    try:
+        event = json.loads(line)
+    except ValueError:        # (UnicodeDecodeError is one)
+        return None
+    return event if isinstance(event, dict) and EventHistory.keeps(event) else None
+
+
 class EventHub:
-    """Sequence numbers, the ring buffer and the connected clients of one admin app."""
+    """Sequence numbers, the ring buffer and the connected clients of one admin app; with a
+    ``history``, the ring starts with the events it kept and it keeps the new ones."""
 
     def __init__(self, bus, ring_size: int = RING_SIZE, client_queue: int = CLIENT_QUEUE,
-                 keepalive: float = KEEPALIVE_SECONDS):
+                 keepalive: float = KEEPALIVE_SECONDS, history: EventHistory | None = None):
         self.ring: deque[_Entry] = deque(maxlen=ring_size)
         self.seq = 0
         self.clients: set[_Client] = set()
@@ -161,10 +269,15 @@ class EventHub:
         self.keepalive = keepalive
         self.dropped = 0
         self.bus = bus
+        self.history = history
         self._unsubscribe = None
 
     def attach(self) -> "EventHub":
         if self._unsubscribe is None:
+            if self.history is not None:
+                for event in self.history.load():     # before any client: they are plain ring entries
+                    self.seq += 1
+                    self.ring.append(_Entry(self.seq, event))
             self._unsubscribe = self.bus.subscribe(self.publish)
         return self
 
@@ -172,6 +285,8 @@ class EventHub:
         self.seq += 1
         entry = _Entry(self.seq, event)
         self.ring.append(entry)
+        if self.history is not None:
+            self.history.append(event)
         if self.clients:
             for client in list(self.clients):
                 client.offer(entry)
@@ -203,6 +318,8 @@ class EventHub:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self.history is not None:
+            self.history.close()
         for client in list(self.clients):
             client.close()
 
@@ -334,7 +451,10 @@ async def recent(request: web.Request) -> web.Response:
 
 
 def setup(app: web.Application) -> None:
-    hub = EventHub(app["service"].bus)
+    service = app["service"]
+    directory = getattr(service.store, "directory", None)     # a LogStore's: --data-dir
+    history = EventHistory(os.path.join(directory, HISTORY_FILE)) if directory is not None else None
+    hub = EventHub(service.bus, history=history)
     app["events"] = hub
 
     async def _attach(app: web.Application) -> None:
@@ -406,7 +526,9 @@ PATHS = {
     "/api/events/recent": {
         "get": {
             "summary": "Recent events",
-            "description": f"The last events (the buffer holds {RING_SIZE}), oldest first.",
+            "description": f"The last events (the buffer holds {RING_SIZE}), oldest first. With a data dir "
+                           "the buffer starts with the group, member and rebalance events of earlier runs "
+                           f"(the last {HISTORY_SIZE}, kept in {HISTORY_FILE} there).",
             "tags": ["events"],
             "parameters": [{"name": "limit", "in": "query", "required": False,
                             "schema": {"type": "integer", "minimum": 1, "maximum": RING_SIZE, "default": 1000}}]

@@ -29,6 +29,7 @@
     unknown: "unknown",
   };
   const MAX_GROUP_EVENTS = 3000;   // per group, for its timeline
+  const HISTORY_EVENTS = 5000;     // events loaded at start (and after a reconnection)
   const MAX_SEEN = 20000;          // de-duplication keys kept
   const TIMELINE_GENERATIONS = 10; // the timeline shows the last N rebalances
   const POLL_MS = 3000;            // nodes, topics, groups and the selected group's offsets
@@ -153,8 +154,10 @@
     });
   }
 
+  // the groups' rebalance history (the service keeps it across restarts when it has a data dir);
+  // offset commits, many more, would crowd it out of the answer
   function loadHistory() {
-    return load("events", "/api/events/recent?limit=1000", (list) => {
+    return load("events", `/api/events/recent?limit=${HISTORY_EVENTS}&type=group.,rebalance.,member.,consumer.`, (list) => {
       for (const ev of list) ingest(ev, false);
     });
   }
@@ -480,13 +483,13 @@
     t1 += span0 * 0.015;
     const x = (t) => L + ((t - t0) / (t1 - t0)) * (width - L - R);
 
-    const Y = { bar: 22, barH: 22, state: 58, stateH: 12, marks: 98, axis: 134 };
+    const Y = { bar: 22, barH: 22, state: 58, stateH: 12, marks: 92, axis: 134 };   // marks: MARK_ROWS rows
 
     // lane labels
     root.append(
       s("text", { x: 0, y: Y.bar + 15, class: "lane-label" }, "rebalances"),
       s("text", { x: 0, y: Y.state + 10, class: "lane-label" }, "state"),
-      s("text", { x: 0, y: Y.marks - 4, class: "lane-label" }, "members"));
+      s("text", { x: 0, y: Y.marks + 4, class: "lane-label" }, "members"));
 
     // axis and ticks
     const axis = s("g", { class: "axis" });
@@ -556,36 +559,99 @@
     }
     root.append(barsG);
 
-    // join / leave markers, stacked in rows when close
-    const marksG = s("g", { class: "marks" });
-    const rowEnd = [-Infinity, -Infinity, -Infinity];
-    const visible = model.marks.filter((m) => m.ts >= t0);
-    for (const m of visible) {
-      const mx = x(m.ts);
-      let row = rowEnd.findIndex((end) => end < mx - 6);
-      if (row < 0) row = rowEnd.length - 1;
-      const my = Y.marks - 8 + row * 12;
-      const name = markName(m);
-      const g = s("g", { class: `marker ${m.kind}`, "data-member": m.member, "data-kind": m.event });
-      const d = m.kind === "join" ? `M${mx - 5},${my + 4} L${mx + 5},${my + 4} L${mx},${my - 5} Z`
-                                  : `M${mx - 5},${my - 4} L${mx + 5},${my - 4} L${mx},${my + 5} Z`;
-      g.append(s("path", { d }), s("title", {}, `${m.event} ${name}${m.reason ? ` (${m.reason})` : ""} at ${fmtClock(m.ts, true)}`));
-      let end = mx + 6;
-      const labelW = name.length * 6 + 8;
-      if (visible.length <= 12 && mx + labelW < width) {
-        g.append(s("text", { x: mx + 8, y: my + 4 }, name));
-        end = mx + labelW;
-      }
-      rowEnd[row] = end;
-      marksG.append(g);
-    }
-    root.append(marksG);
+    root.append(drawMarks(model.marks.filter((m) => m.ts >= t0), x, Y.marks, L, width - R));
 
     const last = shown[shown.length - 1];
     title.textContent = last ? `Rebalance timeline of ${groupId}: ${shown.length} shown, latest ` +
       `${last.open ? "still running" : `${last.consumer ? "group epoch" : "generation"} ${last.generation} took ` +
         fmtMs(last.duration)}` : `Timeline of ${groupId}`;
     box.replaceChildren(root);
+  }
+
+  // The members lane: a marker per join or leave. A mark that would sit under the label of the
+  // last cluster of its kind joins that cluster, so clusters of one kind never overlap; a cluster
+  // is labelled with its member's name, or "3 joined" (its tooltip names them all). Each cluster
+  // takes the first row where neither its markers nor its label run into another's: two rows are
+  // enough (joins, leaves) but where labels turn left at the right edge, hence a third. A label
+  // that fits in no row is left out (the markers' tooltips still say it all): labels never overlap.
+  const MARK_ROWS = 3;
+  const MARK_ROW_H = 14;        // a label's box is about 12 px high at MARK_FONT_PX
+  const MARK_FONT_PX = 10.5;
+  const MARK_GAP = 6;           // between one cluster's extent and the next in a row
+
+  function markClusters(marks, x, font) {
+    const clusters = [];
+    const last = { join: null, leave: null };
+    for (const m of marks) {      // oldest first
+      const mx = x(m.ts);
+      const c = last[m.kind];
+      if (c && mx - 6 < c.x1 + 8 + textWidth(clusterLabel(c), font) + MARK_GAP) {
+        c.marks.push(m);
+        c.x1 = mx;
+      } else {
+        clusters.push(last[m.kind] = { kind: m.kind, x0: mx, x1: mx, marks: [m] });
+      }
+    }
+    return clusters;
+  }
+
+  function clusterLabel(c) {
+    if (c.marks.length === 1) return markName(c.marks[0]);
+    return `${c.marks.length} ${c.kind === "join" ? "joined" : "left"}`;
+  }
+
+  function clusterTitle(c) {
+    const first = c.marks[0], last = c.marks[c.marks.length - 1];
+    const when = first.ts === last.ts ? fmtClock(first.ts, true) : `${fmtClock(first.ts, true)} – ${fmtClock(last.ts, true)}`;
+    const names = c.marks.map((m) => markName(m) + (m.reason ? ` (${m.reason})` : "")).join(", ");
+    return `${c.marks.length} ${c.kind === "join" ? "joined" : "left"} at ${when}: ${names}`;
+  }
+
+  let measurer = null;
+  function textWidth(text, font) {
+    if (!measurer) measurer = document.createElement("canvas").getContext("2d");
+    measurer.font = font;
+    return measurer.measureText(text).width;
+  }
+
+  function drawMarks(marks, x, top, left, right) {
+    const lane = s("g", { class: "marks" });
+    const font = `${MARK_FONT_PX}px ${getComputedStyle($("timeline")).fontFamily}`;
+    const taken = Array.from({ length: MARK_ROWS }, () => []);   // per row: [from, to] extents
+    const fits = (row, from, to) => taken[row].every(([a, b]) => to + MARK_GAP <= a || from >= b + MARK_GAP);
+    for (const c of markClusters(marks, x, font)) {
+      const markers = [c.x0 - 6, c.x1 + 6];
+      const text = clusterLabel(c);
+      const w = textWidth(text, font);
+      // the label right of its markers, or left of them where it would run past the right edge
+      const at = c.x1 + 8 + w <= right ? c.x1 + 8 : c.x0 - 8 - w;
+      const extent = [Math.min(markers[0], at), Math.max(markers[1], at + w)];
+      let row = at >= left ? taken.findIndex((_, r) => fits(r, ...extent)) : -1;
+      const labelled = row >= 0;
+      if (!labelled) {
+        row = taken.findIndex((_, r) => fits(r, ...markers));
+        if (row < 0) row = MARK_ROWS - 1;      // markers may overlap then, labels never
+      }
+      taken[row].push(labelled ? extent : markers);
+
+      const y = top + row * MARK_ROW_H;
+      const g = s("g", { class: `cluster ${c.kind}`, "data-kind": c.kind, "data-count": c.marks.length,
+                         "data-labelled": labelled ? "true" : "false" });
+      for (const m of c.marks) {
+        const mx = x(m.ts);
+        const d = m.kind === "join" ? `M${mx - 5},${y + 4} L${mx + 5},${y + 4} L${mx},${y - 5} Z`
+                                    : `M${mx - 5},${y - 4} L${mx + 5},${y - 4} L${mx},${y + 5} Z`;
+        g.append(s("g", { class: `marker ${m.kind}`, "data-member": m.member, "data-kind": m.event },
+          s("path", { d }),
+          s("title", {}, `${m.event} ${markName(m)}${m.reason ? ` (${m.reason})` : ""} at ${fmtClock(m.ts, true)}`)));
+      }
+      if (labelled) {
+        g.append(s("g", { class: "label" }, s("title", {}, clusterTitle(c)),
+                   s("text", { x: at, y: y + 4, class: "mark-label", "font-size": MARK_FONT_PX }, text)));
+      }
+      lane.append(g);
+    }
+    return lane;
   }
 
   function markName(m) {
@@ -879,11 +945,10 @@
     const bars = model.bars.slice().reverse();
     $("history-empty").hidden = bars.length > 0;
     const names = (marks) => marks.length ? marks.map((m) => markName(m) + (m.reason && m.kind === "leave" ? ` (${m.reason})` : "")).join(", ") : "–";
+    let unknown = false;
     body.replaceChildren(...bars.map((b) => {
-      // partitions that changed owner: known when the page saw this and an earlier generation Stable
-      const known = !b.open && S.owners.get(id) && S.owners.get(id).has(b.generation) &&
-                    [...S.owners.get(id).keys()].some((g) => g < b.generation);
-      const moved = known ? movedIn(id, b.generation) : null;
+      const moved = movedCell(id, b);
+      unknown = unknown || moved.unknown;
       return h("tr", { "data-generation": b.open ? null : b.generation, "data-open": b.open ? "true" : null },
         h("td", { class: "num" }, b.open ? "…" : String(b.generation)),
         h("td", { class: "mono" }, b.open ? `started ${fmtClock(b.start, true)}` : fmtClock(b.end, true)),
@@ -893,10 +958,40 @@
         h("td", {}, names(b.joined)),
         h("td", {}, names(b.left)),
         h("td", { class: "num" }, b.open ? "–" : String(b.members)),
-        h("td", { class: "num", "data-moved": moved ? moved.size : null,
-                  title: moved && moved.size ? [...moved.keys()].map((k) => k.replace("\u0000", "-")).join(", ") : null },
-          moved ? String(moved.size) : "–"));
+        moved.td);
     }));
+    $("moved-unknown-note").hidden = !unknown;
+  }
+
+  // The Moved cell of a rebalance: how many partitions changed owner in it. The page knows only
+  // when it saw this generation Stable and an earlier one (it learns assignments while open, from
+  // the group's detail); otherwise the cell says why it cannot tell.
+  function movedCell(id, b) {
+    const gens = S.owners.get(id);
+    const word = b.consumer ? "group epoch" : "generation";
+    let why = null;
+    let kind = null;
+    if (b.open) {
+      why = "still rebalancing";
+    } else if (b.outcome === "Empty") {
+      why = "the group ended Empty: no member owns a partition";
+    } else if (!gens || !gens.has(b.generation)) {
+      kind = "not_seen";
+      why = `not known: this page did not see ${word} ${b.generation} Stable (it was not open then, or the ` +
+            "group moved on before it looked), so it never saw who owned what";
+    } else if (![...gens.keys()].some((g) => g < b.generation)) {
+      kind = "first_seen";
+      why = `not known: ${word} ${b.generation} is the first this page saw Stable, with nothing earlier to compare`;
+    }
+    if (why !== null) {
+      return { unknown: kind !== null,
+               td: h("td", { class: kind ? "num unknown" : "num", title: why, "data-moved-unknown": kind }, "–") };
+    }
+    const moved = movedIn(id, b.generation);
+    return { unknown: false,
+             td: h("td", { class: "num", "data-moved": moved.size,
+                           title: moved.size ? [...moved.keys()].map((k) => k.replace("\u0000", "-")).join(", ") : null },
+                   String(moved.size)) };
   }
 
   // ---------------------------------------------------------------- start

@@ -1,10 +1,12 @@
 """The live web page at / of the admin listener, in a real browser (Debian's chromium driven by
 Playwright) while a real consumer group (confluent-kafka) rebalances, and while a consumer group of
-the new protocol (KIP-848), driven heartbeat by heartbeat, reconciles towards its target; and its
-static routes.
+the new protocol (KIP-848), driven heartbeat by heartbeat, reconciles towards its target; its
+timeline's labels when members join and leave within milliseconds, its Moved column when it cannot
+know, its rebalance history after a restart with a data dir; and its static routes.
 
-The screenshots go to ``$GROUPCOORD_ARTIFACTS/web-page.png`` and ``web-page-consumer-group.png``
-(default: ``test-artifacts/`` under the project root). ``GROUPCOORD_CHROMIUM`` overrides the browser executable.
+The screenshots go to ``$GROUPCOORD_ARTIFACTS/web-page.png``, ``web-page-consumer-group.png``,
+``web-page-timeline-marks.png`` and ``web-page-after-restart.png`` (default: ``test-artifacts/``
+under the project root). ``GROUPCOORD_CHROMIUM`` overrides the browser executable.
 """
 from __future__ import annotations
 
@@ -274,22 +276,42 @@ def test_page_follows_a_real_group_rebalancing():
 CG = "kip848"
 
 
-def cg_heartbeat(gc, member: str, epoch: int, owned: list[int] | None = None) -> dict:
-    """One ConsumerGroupHeartbeat handed to the service on its loop; joining subscribes to the topic,
+def cg_request(gc, member: str, epoch: int, owned: list[int] | None = None, group: str = CG):
+    """A ConsumerGroupHeartbeat of ``member``: joining (epoch 0) subscribes to the topic, -1 leaves;
     ``owned``: the partitions the member says it owns (None: as before)."""
     from groupcoord.coordinator.group.consumer.requests import ConsumerGroupHeartbeatRequest
 
     joining = epoch == 0
     topic_id = gc.service.cluster.topics[TOPIC].topic_id
-    req = ConsumerGroupHeartbeatRequest(CG, member, epoch, rebalance_timeout_ms=30000 if joining else -1,
-                                        subscribed_topic_names=[TOPIC] if joining else None,
-                                        topic_partitions=[] if joining else
-                                        (None if owned is None else [(topic_id, owned)]),
-                                        client_id=f"{CG}-{member}", client_host="/127.0.0.1")
+    return ConsumerGroupHeartbeatRequest(group, member, epoch, rebalance_timeout_ms=30000 if joining else -1,
+                                         subscribed_topic_names=[TOPIC] if joining else None,
+                                         topic_partitions=[] if joining else
+                                         (None if owned is None else [(topic_id, owned)]),
+                                         client_id=f"{group}-{member}", client_host="/127.0.0.1")
+
+
+def cg_heartbeat(gc, member: str, epoch: int, owned: list[int] | None = None) -> dict:
+    """One ConsumerGroupHeartbeat (see cg_request) handed to the service on its loop."""
     out: list[dict] = []
-    gc.call(gc.service.group_coordinator.consumer_group_heartbeat, out.append, req)
+    gc.call(gc.service.group_coordinator.consumer_group_heartbeat, out.append, cg_request(gc, member, epoch, owned))
     assert out[0]["error_code"] == 0, out
     return out[0]
+
+
+def cg_burst(gc, group: str, joins: list[str], leaves: list[str]) -> None:
+    """Members join ``group``, then some of them leave, heartbeat after heartbeat in one turn of the
+    service's loop: all within a few milliseconds."""
+    requests = ([cg_request(gc, m, 0, group=group) for m in joins] +
+                [cg_request(gc, m, -1, group=group) for m in leaves])
+
+    def send_all() -> list[dict]:
+        out: list[dict] = []
+        for req in requests:
+            gc.service.group_coordinator.consumer_group_heartbeat(out.append, req)
+        return out
+
+    answers = gc.call(send_all)
+    assert [a["error_code"] for a in answers] == [0] * len(requests), answers
 
 
 # the consumer group's members as the page shows them: {member: [epoch, state, {"topic-p": "owned,target"}]}
@@ -387,3 +409,180 @@ def test_page_shows_a_consumer_group_reconciling_towards_its_target():
                 assert console_errors == []
             finally:
                 browser.close()
+
+
+# ------------------------------------------------------------------------------------ the timeline's member labels
+# every label of the members lane, with its box on the page
+MARK_LABELS = """() => [...document.querySelectorAll('#timeline .marks text')].map((t) => {
+  const r = t.getBoundingClientRect();
+  return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+})"""
+
+# the lane's clusters: kind, how many marks, the label and its tooltip
+MARK_CLUSTERS = """() => [...document.querySelectorAll('#timeline .marks .cluster')].map((g) => ({
+  kind: g.dataset.kind, count: Number(g.dataset.count), labelled: g.dataset.labelled === "true",
+  label: g.querySelector('text.mark-label')?.textContent ?? null,
+  title: g.querySelector('.label > title')?.textContent ?? null,
+}))"""
+
+
+def overlapping(boxes: list[dict]) -> list[tuple[str, str]]:
+    return [(a["text"], b["text"]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+            if a["left"] < b["right"] and b["left"] < a["right"] and a["top"] < b["bottom"] and b["top"] < a["bottom"]]
+
+
+def check_mark_labels(page, joined: list[str], left: list[str], group: str) -> None:
+    """No two labels of the members lane overlap, every join and leave is in one cluster, and each
+    label names its member or counts its cluster, its tooltip naming them all."""
+    boxes = page.evaluate(MARK_LABELS)
+    assert boxes and overlapping(boxes) == [], boxes
+    clusters = page.evaluate(MARK_CLUSTERS)
+    for kind, members, verb in (("join", joined, "joined"), ("leave", left, "left")):
+        ours = [c for c in clusters if c["kind"] == kind]
+        assert sum(c["count"] for c in ours) == len(members), clusters
+        for c in ours:
+            assert c["labelled"], clusters
+            if c["count"] > 1:
+                assert c["label"] == f"{c['count']} {verb}", c
+            assert c["title"].startswith(f"{c['count']} {verb} at "), c
+        named = ", ".join(c["title"].split(": ", 1)[1] for c in ours)
+        assert all(f"{group}-{m} ({m})" in named for m in members), (members, clusters)
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no chromium at {CHROMIUM} (Debian package 'chromium')")
+def test_join_and_leave_labels_close_in_time_do_not_overlap():
+    from playwright.sync_api import sync_playwright
+
+    group = "burst"
+    console_errors: list[str] = []
+    with ThreadedCoordinator(http=True, topics={TOPIC: PARTITIONS}, config={"groupcoord.kafka.version": "4.1"}) as gc:
+        # six members join and three of them leave within milliseconds, before the page opens
+        first, gone = ["m1", "m2", "m3", "m4", "m5", "m6"], ["m2", "m4", "m6"]
+        cg_burst(gc, group, first, gone)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
+                page.goto(f"{gc.admin_url}/#group={group}")
+                page.wait_for_selector('#connection[data-connection="live"]', timeout=WAIT * 1000)
+                page.wait_for_function("(n) => document.querySelectorAll('#timeline .marker').length === n",
+                                       arg=len(first) + len(gone), timeout=WAIT * 1000)
+                check_mark_labels(page, first, gone, group)
+
+                # more of them, live, within milliseconds again
+                more, gone_too = ["n1", "n2", "n3", "n4"], ["m1", "n1"]
+                cg_burst(gc, group, more, gone_too)
+                page.wait_for_function("(n) => document.querySelectorAll('#timeline .marker').length === n",
+                                       arg=len(first) + len(gone) + len(more) + len(gone_too), timeout=WAIT * 1000)
+                check_mark_labels(page, first + more, gone + gone_too, group)
+
+                out = artifacts_dir()
+                out.mkdir(parents=True, exist_ok=True)
+                page.locator("#timeline").screenshot(path=str(out / "web-page-timeline-marks.png"))
+                assert console_errors == []
+            finally:
+                browser.close()
+
+
+# ------------------------------------------------------------------------------------ Moved, when it is not known
+MOVED_NOT_SEEN = ("not known: this page did not see group epoch {} Stable (it was not open then, or the group "
+                  "moved on before it looked), so it never saw who owned what")
+MOVED_FIRST_SEEN = "not known: group epoch {} is the first this page saw Stable, with nothing earlier to compare"
+MOVED_NOTE = ("Moved – not known: the page learns who owns which partitions while it is open, so it cannot tell "
+              "for rebalances that completed before it was opened, nor for the first one it saw (nothing "
+              "earlier to compare with).")
+
+
+def moved_cell(page, epoch: int):
+    return page.locator(f'#history tbody tr[data-generation="{epoch}"] td:last-child')
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no chromium at {CHROMIUM} (Debian package 'chromium')")
+def test_moved_says_why_it_is_not_known():
+    from playwright.sync_api import sync_playwright
+
+    console_errors: list[str] = []
+    with ThreadedCoordinator(http=True, topics={TOPIC: 3}, config={"groupcoord.kafka.version": "4.1"}) as gc:
+        # before the page opens: epoch 1 (a alone), epoch 2 (b takes one of a's partitions)
+        cg_heartbeat(gc, "a", 0)
+        cg_heartbeat(gc, "b", 0)
+        group = gc.call(gc.service.group_coordinator.consumer_group, CG)
+        keep = sorted(p for ps in group.target["a"].values() for p in ps)
+        cg_heartbeat(gc, "a", 1, owned=keep)
+        cg_heartbeat(gc, "b", 2)
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
+                page.goto(f"{gc.admin_url}/#group={CG}")
+                page.wait_for_selector('#connection[data-connection="live"]', timeout=WAIT * 1000)
+                page.wait_for_selector('#history tr[data-generation="2"] td[data-moved-unknown="first_seen"]',
+                                       timeout=WAIT * 1000)
+                # epoch 1 completed before the page opened; epoch 2 is the first it saw Stable
+                assert moved_cell(page, 1).get_attribute("data-moved-unknown") == "not_seen"
+                for epoch, title in ((1, MOVED_NOT_SEEN), (2, MOVED_FIRST_SEEN)):
+                    assert moved_cell(page, epoch).inner_text() == "–"
+                    assert moved_cell(page, epoch).get_attribute("title") == title.format(epoch)
+                note = page.locator("#moved-unknown-note")
+                assert note.is_visible() and " ".join(note.inner_text().split()) == MOVED_NOTE
+
+                # b leaves, a takes its partition back: epoch 3, seen Stable after epoch 2, is known
+                cg_heartbeat(gc, "b", -1)
+                cg_heartbeat(gc, "a", 2, owned=keep)
+                page.wait_for_selector('#history tr[data-generation="3"] td[data-moved="1"]', timeout=WAIT * 1000)
+                assert moved_cell(page, 3).inner_text() == "1"
+                assert moved_cell(page, 3).get_attribute("data-moved-unknown") is None
+                assert note.is_visible()        # epochs 1 and 2 still are not known
+                assert console_errors == []
+            finally:
+                browser.close()
+
+
+# ------------------------------------------------------------------------------------ after a restart
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no chromium at {CHROMIUM} (Debian package 'chromium')")
+def test_the_page_shows_the_rebalance_history_after_a_restart(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    config = {"groupcoord.kafka.version": "4.1"}
+    with ThreadedCoordinator(http=True, topics={TOPIC: 3}, config=config, data_dir=tmp_path) as gc:
+        cg_heartbeat(gc, "a", 0)                   # epoch 1: a owns every partition
+        cg_heartbeat(gc, "b", 0)                   # epoch 2: one of them is b's target
+        group = gc.call(gc.service.group_coordinator.consumer_group, CG)
+        keep = sorted(p for ps in group.target["a"].values() for p in ps)
+        cg_heartbeat(gc, "a", 1, owned=keep)       # a lets it go, b takes it: Stable in epoch 2
+        cg_heartbeat(gc, "b", 2)
+        assert gc.call(lambda: gc.service.group_coordinator.consumer_group(CG).state) == "Stable"
+
+    console_errors: list[str] = []
+    with ThreadedCoordinator(http=True, topics={TOPIC: 3}, config=config, data_dir=tmp_path) as gc, \
+            sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
+            page.goto(f"{gc.admin_url}/#group={CG}")
+            page.wait_for_selector('#connection[data-connection="live"]', timeout=WAIT * 1000)
+            # both group epochs of the run before, on the timeline and in the table, with who joined
+            page.wait_for_selector('#history tbody tr[data-generation="2"]', timeout=WAIT * 1000)
+            assert page.locator('#timeline .bar[data-generation="1"]').count() == 1
+            assert page.locator('#timeline .bar[data-generation="2"]').count() == 1
+            assert page.locator('#timeline .marker.join[data-member="a"]').count() == 1
+            assert page.locator('#timeline .marker.join[data-member="b"]').count() == 1
+            first = page.locator('#history tbody tr[data-generation="1"]')
+            assert "member_joined" in first.inner_text() and f"{CG}-a" in first.inner_text()
+            assert f"{CG}-b" in page.locator('#history tbody tr[data-generation="2"]').inner_text()
+            # the page was not open then: what moved is not known, and it says so
+            assert moved_cell(page, 1).get_attribute("title") == MOVED_NOT_SEEN.format(1)
+
+            out = artifacts_dir()
+            out.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(out / "web-page-after-restart.png"), full_page=True)
+            assert console_errors == []
+        finally:
+            browser.close()

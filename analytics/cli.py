@@ -29,7 +29,12 @@ def spark_conf(text: str):
     return key.strip(), value
 
 
-def done(analysis) -> int:
+def done(analysis, cell_params: dict | None = None) -> int:
+    """Print one verdict line per run (a grid cell named by its parameters), then where the report
+    is. Exit status 0: the analysis ran (a violation is one of its findings, in the report)."""
+    from .report import verdicts
+    for verdict in verdicts(analysis, cell_params):
+        print(verdict.line())
     bad = sum(s.get("violations") or 0 for s in analysis.summary)
     print(f"{len(analysis.logs)} log(s), {analysis.events} events in {analysis.seconds:.1f} s; "
           f"report: {analysis.out}/report.html" + (f"; {bad} invariant violation(s)" if bad else ""))

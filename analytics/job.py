@@ -28,6 +28,21 @@ EVENTS_FILE = "events.jsonl"
 SCENARIO_FILE = "scenario.json"
 _MARK = "groupcoord-analytics:"
 LOCAL_JAVA_OPTIONS = "-XX:+UseSerialGC"
+#: The driver's log4j2 configuration: errors only, on stderr. Spark's default profile (and its notes
+#: on stderr: the profile, a loopback host name, the native Hadoop library, "Setting default log
+#: level", taken for a shell's because of PySpark's gateway) would come before a command's result.
+LOG4J2_PROPERTIES = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+"""
+_log4j2_file: str | None = None
 
 
 class LogError(ValueError):
@@ -242,10 +257,11 @@ def check_out(out) -> None:
 
 def spark_session(master: str | None = None, app: str = "groupcoord-analytics", conf: dict | None = None):
     """A SparkSession (the active one if there is one): local[2] by default, small shuffles, no
-    UI, quiet logs, and in local mode :data:`LOCAL_JAVA_OPTIONS` for the driver's JVM; ``conf``:
-    more Spark settings. Workers run this interpreter (its path, on every node) unless
-    PYSPARK_PYTHON or ``spark.pyspark.python`` in ``conf`` says otherwise. On a cluster the
-    groupcoord package is shipped to the executors (:func:`storage.ship_code`)."""
+    UI, the driver logging errors only (:data:`LOG4J2_PROPERTIES`), and in local mode
+    :data:`LOCAL_JAVA_OPTIONS` for the driver's JVM; ``conf``: more Spark settings. Workers run
+    this interpreter (its path, on every node) unless PYSPARK_PYTHON or ``spark.pyspark.python`` in
+    ``conf`` says otherwise. On a cluster the groupcoord package is shipped to the executors
+    (:func:`storage.ship_code`)."""
     python = (conf or {}).get("spark.pyspark.python")
     if python:          # read by PySpark from the environment only, when not launched by spark-submit
         os.environ["PYSPARK_PYTHON"] = python
@@ -269,6 +285,8 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
         # everything stays in this process: on loopback, whatever the host name resolves to
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     builder = (builder.appName(app).master(master or "local[2]")
+               # the driver's JVM options before any of spark.driver.extraJavaOptions
+               .config("spark.driver.defaultJavaOptions", f"-Dlog4j2.configurationFile={log4j2_config()}")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "4")
@@ -287,6 +305,21 @@ def spark_session(master: str | None = None, app: str = "groupcoord-analytics", 
     spark.sparkContext.setLogLevel("FATAL")
     storage.ship_code(spark)         # on a cluster: executors get groupcoord from the driver
     return spark
+
+
+def log4j2_config() -> str:
+    """The URI of a file of this process holding :data:`LOG4J2_PROPERTIES` (log4j2 reads its
+    configuration from a file or URL), written once and removed when the process exits."""
+    global _log4j2_file
+    if _log4j2_file is None or not os.path.exists(_log4j2_file):
+        import atexit
+        import tempfile
+        fd, path = tempfile.mkstemp(prefix="groupcoord-log4j2-", suffix=".properties")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(LOG4J2_PROPERTIES)
+        atexit.register(lambda: Path(path).unlink(missing_ok=True))
+        _log4j2_file = path
+    return Path(_log4j2_file).as_uri()
 
 
 def _java_named() -> str:

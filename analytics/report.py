@@ -1,33 +1,46 @@
-"""report.html: the summary, the invariants with counterexamples, plots (matplotlib PNGs next to
-the page) and, for sweeps, the grid's cells side by side."""
+"""report.html: one verdict line per run, the summary, the invariants with counterexamples, plots
+(matplotlib PNGs next to the page) and, for sweeps, the grid's cells side by side. A grid cell is
+named by its parameters (those that tell it from the other cells) wherever the page shows it
+but in the tables that list its id beside them; timelines mark the scenario's actions."""
 from __future__ import annotations
 
 import html
 import json
+import math
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from .model import INVARIANT_TITLES, expected_notes
 
-#: Groups per timeline picture (every group is drawn, over as many pictures as it takes).
-TIMELINE_PAGE = 10
+#: Groups per timeline picture (every group is drawn, over as many pictures as it takes), in rows
+#: of TIMELINE_COLUMNS small multiples.
+TIMELINE_PAGE = 12
+TIMELINE_COLUMNS = 3
 #: Rebalances listed in the page (all are in the Parquet table).
 LISTED_REBALANCES = 100
 
-_CSS = """body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
-td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right}th{background:#eee}
-td{white-space:nowrap}td.w{white-space:normal}td.l,th.l{text-align:left}.pass{color:#080;font-weight:bold}.fail{color:#b00;font-weight:bold}
-.skipped{color:#888}.note{background:#ffd;padding:.5em 1em;border:1px solid #dd8}img{max-width:100%}
-code{font-size:12px}"""
+_CSS = """body{font-family:sans-serif;margin:1.2em;color:#222}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #ccc;padding:3px 5px;font-size:13px;text-align:right}th{background:#eee}
+td{white-space:nowrap}td.w{white-space:normal;min-width:10em;max-width:24em}td.l,th.l{text-align:left}.pass{color:#080;font-weight:bold}.fail{color:#b00;font-weight:bold}
+.skipped,.unchecked{color:#888;font-weight:bold}.note{background:#ffd;padding:.5em 1em;border:1px solid #dd8}img{max-width:100%}
+code{font-size:12px}ul.verdicts{list-style:none;padding:0;margin:.5em 0 1em}ul.verdicts li{margin:.2em 0;font-size:13px}
+ul.verdicts b{display:inline-block;min-width:3.6em}"""
 
-SUMMARY_COLUMNS = [("log", "log"), ("scenario", "scenario"), ("seed", "seed"), ("groups", "groups"),
-                   ("events", "events"), ("rebalances", "rebalances"), ("duration_p50_ms", "p50 ms"),
-                   ("duration_p95_ms", "p95 ms"), ("duration_max_ms", "max ms"),
-                   ("partition_seconds_unowned", "partition-s unowned"), ("partitions_moved", "moved"),
-                   ("min_moves", "minimum"), ("movement_ratio", "moved / minimum"),
-                   ("partitions_revoked", "revoked"), ("max_balance", "max balance"),
-                   ("max_member_idle_ms", "max idle ms"), ("violations", "violations"),
-                   ("zombie_overlaps", "zombie overlaps")]
+#: The summary's columns after the run's own: what the verdict rests on first, then the numbers.
+VERDICT_COLUMNS = [("violations", "violations"), ("zombie_overlaps", "zombie overlaps")]
+METRIC_COLUMNS = [("groups", "groups"), ("events", "events"), ("rebalances", "rebalances"),
+                  ("duration_p50_ms", "p50 ms"), ("duration_p95_ms", "p95 ms"), ("duration_max_ms", "max ms"),
+                  ("partition_seconds_unowned", "partition\u2011s unowned"), ("partitions_moved", "moved"),
+                  ("min_moves", "minimum"), ("movement_ratio", "moved / minimum"),
+                  ("partitions_revoked", "revoked"), ("max_balance", "max balance"),
+                  ("max_member_idle_ms", "max idle ms")]
+SUMMARY_COLUMNS = [("log", "log"), ("scenario", "scenario"), ("seed", "seed")] + VERDICT_COLUMNS + METRIC_COLUMNS
+CELL_SUMMARY_COLUMNS = [("cell", "cell"), ("parameters", "parameters")] + VERDICT_COLUMNS + METRIC_COLUMNS
+#: Digits shown of the summary's fractional columns (the Parquet table has them all).
+_SHOWN_DIGITS = {"duration_p50_ms": 0, "duration_p95_ms": 0, "partition_seconds_unowned": 1, "movement_ratio": 2}
+
+_BLUE, _RED, _SHADE, _START, _ACTION = "#47a", "#c44", "#fc8", "#e80", "#333"
 
 
 def _fmt(v) -> str:
@@ -38,16 +51,128 @@ def _fmt(v) -> str:
     return html.escape(str(v))
 
 
-def _table(rows, columns, left=("log", "cell", "scenario", "group", "invariant", "detail", "trigger")) -> str:
+def _shown(key: str, value):
+    """A summary value as the page shows it: rounded to :data:`_SHOWN_DIGITS` if listed there."""
+    digits = _SHOWN_DIGITS.get(key)
+    if digits is None or not isinstance(value, float):
+        return value
+    return round(value, digits) if digits else int(round(value))
+
+
+def _table(rows, columns, left=("log", "cell", "scenario", "group", "invariant", "detail", "trigger"),
+           wrap=("detail",), flag=()) -> str:
+    """An HTML table; ``left``: columns aligned left, ``wrap``: columns whose cells may take several
+    lines (the others keep to one), ``flag``: columns whose non-zero values show as failures."""
     head = "".join(f"<th class='{'l' if k in left else ''}'>{html.escape(t)}</th>" for k, t in columns)
     body = []
     for r in rows:
-        cells = "".join(f"<td class='{'l' if k in left else ''}{' w' if k == 'detail' else ''}'>{_fmt(r.get(k))}</td>"
-                        for k, _ in columns)     # cells keep to one line, but a counterexample's detail
+        cells = "".join(f"<td class='{'l' if k in left else ''}{' w' if k in wrap else ''}"
+                        f"{' fail' if k in flag and r.get(k) else ''}'>{_fmt(r.get(k))}</td>" for k, _ in columns)
         body.append(f"<tr>{cells}</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
+# ------------------------------------------------------------------ runs: names and verdicts
+def cell_names(cell_params: dict | None, leave_out=()) -> tuple[dict[str, str], dict]:
+    """({cell: its name}, {parameter: value every cell shares}): a cell is named by the parameters
+    that tell it from the others, the scenario by its name and the others as key=value
+    ("rolling-restart, protocol=eager (range)"); ``leave_out``: parameters not named."""
+    if not cell_params:
+        return {}, {}
+    situations = [tuple(p.items()) for p in cell_params.values()]
+    common = _common(situations) if len(situations) > 1 else {}
+    skip = set(common) | set(leave_out)
+    names = {cell: _situation_label(tuple(p.items()), skip) or cell for cell, p in cell_params.items()}
+    return names, common
+
+
+def run_names(analysis, cell_params: dict | None = None) -> dict[str, str]:
+    """{log: how the page names that run}: a grid cell by its id and parameters, another log by
+    its name, scenario and seed."""
+    names, _ = cell_names(cell_params)
+    out = {}
+    for entry in analysis.logs:
+        log, cell = entry["log"], entry.get("cell")
+        if cell in names:
+            out[log] = f"{cell} {names[cell]}" if names[cell] != cell else cell
+        elif entry.get("scenario") and entry.get("scenario") != log:
+            seed = entry.get("seed")
+            out[log] = f"{log} ({entry['scenario']}{f', seed {seed}' if seed is not None else ''})"
+        else:
+            out[log] = log
+    return out
+
+
+@dataclass
+class Verdict:
+    """A run's verdict: ``status`` "pass" (every invariant checked held), "fail" (one was violated)
+    or "unchecked" (none could be checked); ``detail`` says on what it rests."""
+    log: str
+    run: str
+    status: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status.upper()}: {self.run}: {self.detail}"
+
+
+def _title(invariant_row) -> str:
+    return INVARIANT_TITLES.get(invariant_row["invariant"], invariant_row["invariant"])
+
+
+def verdicts(analysis, cell_params: dict | None = None) -> list[Verdict]:
+    """One verdict per run (log), in the order of the logs' names: the invariants, the rebalances'
+    count and p95 (when none failed) and what is expected, not a violation."""
+    names = run_names(analysis, cell_params)
+    summary = {s["log"]: s for s in analysis.summary}
+    invariants = defaultdict(list)
+    for r in analysis.invariants:
+        invariants[r["log"]].append(r)
+    out = []
+    for entry in sorted(analysis.logs, key=lambda e: e["log"]):
+        log = entry["log"]
+        s = summary.get(log, {})
+        checks = invariants.get(log, [])
+        failed = [r for r in checks if r["status"] == "fail"]
+        held = [r for r in checks if r["status"] == "pass"]
+        skipped = [r for r in checks if r["status"] == "skipped"]
+        if failed:
+            status = "fail"
+            n = sum(r["failed"] for r in failed)
+            parts = [f"{n} violation{'s' if n != 1 else ''} of " + ", ".join(f"'{_title(r)}' ({r['failed']})" for r in failed)]
+        elif held:
+            status = "pass"
+            parts = ["every invariant held" if not skipped else
+                     f"{len(held)} invariant{'s' if len(held) != 1 else ''} held"]
+        else:
+            status, parts = "unchecked", ["no invariant could be checked"]
+        if skipped:
+            parts.append("not checked (coordinator events only): " + ", ".join(_title(r) for r in skipped))
+        if s.get("rebalances") is not None and not failed:      # a failure: what failed, the rest below
+            parts.append(f"{s['rebalances']} rebalance{'s' if s['rebalances'] != 1 else ''}"
+                         + (f", p95 {s['duration_p95_ms']:.0f} ms" if s.get("duration_p95_ms") is not None else ""))
+        expected = []
+        if s.get("zombie_overlaps"):
+            expected.append(f"{s['zombie_overlaps']} zombie overlap{'s' if s['zombie_overlaps'] != 1 else ''}")
+        for ev in (entry.get("scenario_doc") or {}).get("events") or []:
+            if ev.get("action") == "add_partitions":
+                expected.append(f"partitions added late ({ev.get('topic')} to {ev.get('partitions')} "
+                                f"at {(ev.get('at_ms') or 0) / 1000:g} s)")
+        if expected:
+            parts.append(", ".join(expected) + ": expected")
+        out.append(Verdict(log, names.get(log, log), status, "; ".join(parts)))
+    return out
+
+
+def _verdicts_section(analysis, cell_params) -> str:
+    items = [f"<li class='verdict' data-status='{v.status}'><b class='{v.status}'>{v.status.upper()}</b> "
+             f"{html.escape(v.run)}: {html.escape(v.detail)}</li>" for v in verdicts(analysis, cell_params)]
+    if not items:
+        return ""
+    return "<ul class='verdicts'>" + "".join(items) + "</ul>"
+
+
+# ------------------------------------------------------------------ the page
 def write_report(analysis, cell_params: dict | None = None, compare: str | None = None) -> Path | str:
     """Write report.html and its PNGs into ``analysis.out``; returns the page's path. The driver
     writes them: into a Hadoop filesystem URI (``hdfs://``...) through the active Spark session."""
@@ -69,7 +194,8 @@ def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | 
              f"<style>{_CSS}</style></head><body><h1>Rebalance report</h1>",
              f"<p>{len(analysis.logs)} log(s), {analysis.events} events, analysed in "
              f"{analysis.seconds:.1f} s. Tables (Parquet): "
-             + ", ".join(f"<code>{html.escape(n)}</code>" for n in sorted(analysis.tables)) + ".</p>"]
+             + ", ".join(f"<code>{html.escape(n)}</code>" for n in sorted(analysis.tables)) + ".</p>",
+             _verdicts_section(analysis, cell_params)]
     coordinator_only = [s["log"] for s in analysis.summary if not s.get("member_events")]
     if coordinator_only:
         parts.append("<p class='note'>Coordinator events only (no member events) in: "
@@ -78,21 +204,22 @@ def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | 
                        "balance and partition-seconds without an owner are not known (empty), sessions come from "
                        "the coordinator's membership events, and the invariants that need ownership are skipped."
                        "</p>")
-    parts.append("<h2>Summary per scenario run</h2>")
-    columns = SUMMARY_COLUMNS if not any(s.get("cell") for s in analysis.summary) else \
-        [("cell", "cell")] + SUMMARY_COLUMNS[1:]
-    parts.append(_table(analysis.summary, columns))
+    parts.append(_summary_section(analysis, cell_params))
     if cell_params and compare:
         parts.append(_compare_section(analysis, cell_params, compare, out))
     if cell_params:
         parts.append(_cells_section(analysis, cell_params, out))
     parts.append(_invariants_section(analysis))
     parts.append("<h2>Plots</h2>")
-    for name, title, draw in (("durations.png", "Rebalance durations per log (same axis)", _plot_durations),
-                              ("movement.png", "Partitions moved against the minimum necessary", _plot_movement)):
-        if draw(analysis, out / name):
+    names = _plot_names(analysis, cell_params)
+    for name, title, figure in (
+            ("durations.png", "Rebalance durations per log (same axis)", lambda: durations_figure(analysis, names)),
+            ("movement.png", "Partitions moved against the minimum necessary", lambda: movement_figure(analysis))):
+        fig = figure()
+        if fig is not None:
+            _save(fig, out / name)
             parts.append(f"<h3>{title}</h3><img src='{name}' alt='{html.escape(title)}'>")
-    parts.append(_timeline_section(analysis, out))
+    parts.append(_timeline_section(analysis, out, cell_params, compare))
     parts.append(f"<h2>Rebalances</h2><p>The first {LISTED_REBALANCES} by start (all of them are in the "
                  f"<code>rebalances</code> table).</p>")
     rebs = sorted(analysis.rebalances, key=lambda r: (r["log"], r["start_ms"] or 0, r["group"]))[:LISTED_REBALANCES]
@@ -104,6 +231,30 @@ def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | 
     page = out / "report.html"
     page.write_text("\n".join(parts), encoding="utf-8")
     return page
+
+
+def _summary_section(analysis, cell_params: dict | None) -> str:
+    """One row per run: the run, its violations and zombie overlaps, then its numbers (rounded)."""
+    cells = any(s.get("cell") for s in analysis.summary)
+    names, common = cell_names(cell_params)
+    rows = []
+    for s in analysis.summary:
+        row = dict(s, parameters=names.get(s.get("cell"), ""))
+        for key in _SHOWN_DIGITS:
+            row[key] = _shown(key, row.get(key))
+        rows.append(row)
+    shared = (" Every cell: " + html.escape(", ".join(f"{k}={v}" for k, v in common.items())) + ".") \
+        if cells and common else ""
+    head = "<h2>Summary per scenario run</h2>" + (f"<p>{shared.strip()}</p>" if shared else "")
+    columns = CELL_SUMMARY_COLUMNS if cells else SUMMARY_COLUMNS
+    return head + _table(rows, columns, left=("log", "cell", "scenario", "parameters"), wrap=("parameters",),
+                         flag=("violations",))
+
+
+def _plot_names(analysis, cell_params: dict | None) -> dict[str, str]:
+    """{log: its name in a plot}: a grid cell by its parameters alone, another log by its name."""
+    names, _ = cell_names(cell_params)
+    return {e["log"]: names.get(e.get("cell"), e["log"]) for e in analysis.logs}
 
 
 def _invariants_section(analysis) -> str:
@@ -140,6 +291,7 @@ def _invariants_section(analysis) -> str:
     return "\n".join(parts)
 
 
+
 def _cells_section(analysis, cell_params: dict, out: Path) -> str:
     keys = sorted({k for p in cell_params.values() for k in p})
     summary = {s["cell"]: s for s in analysis.summary}
@@ -150,12 +302,16 @@ def _cells_section(analysis, cell_params: dict, out: Path) -> str:
         rows.append(row)
     columns = [("cell", "cell")] + [(f"param:{k}", k) for k in keys] + [
         ("rebalances", "rebalances"), ("duration_p50_ms", "p50 ms"), ("duration_p95_ms", "p95 ms"),
-        ("duration_max_ms", "max ms"), ("partition_seconds_unowned", "partition-s unowned"),
+        ("duration_max_ms", "max ms"), ("partition_seconds_unowned", "partition\u2011s unowned"),
         ("movement_ratio", "moved / minimum"), ("violations", "violations")]
     left = ("cell",) + tuple(f"param:{k}" for k in keys)
     parts = ["<h2>Grid cells side by side</h2>", _table(rows, columns, left=left)]
-    if _plot_cells(rows, out / "cells.png"):
-        parts.append("<img src='cells.png' alt='cells'>")
+    names, common = cell_names(cell_params)
+    fig = cells_figure(rows, [names[r["cell"]] for r in rows], common)
+    if fig is not None:
+        _save(fig, out / "cells.png")
+        parts.append("<img src='cells.png' alt='p95 rebalance ms, partition-s unowned and moved / minimum of "
+                     + html.escape("; ".join(names[r["cell"]] for r in rows)) + "'>")
     return "\n".join(parts)
 
 
@@ -206,9 +362,9 @@ def _compare_section(analysis, cell_params: dict, compare: str, out: Path) -> st
     sub = [f"<th>{html.escape(str(v))}</th>" for _ in COMPARED for v in values]
     rows = []
     for sit in situations:
-        cells = [f"<td class='l'>{html.escape(_situation_label(sit, common))}</td>"]
+        cells = [f"<td class='l w'>{html.escape(_situation_label(sit, common))}</td>"]
         for key, _ in COMPARED:
-            got = [table.get((sit, v), {}).get(key) for v in values]
+            got = [_shown(key, table.get((sit, v), {}).get(key)) for v in values]
             best = min((g for g in got if g is not None), default=None)
             cells += [f"<td{' class=pass' if g is not None and g == best and len(values) > 1 else ''}>{_fmt(g)}</td>"
                       for g in got]
@@ -224,29 +380,38 @@ def _compare_section(analysis, cell_params: dict, compare: str, out: Path) -> st
              f"is over the rebalances measured (a consumer group's only when no later change was under way "
              f"at its end).</p>",
              "<table><tr>" + "".join(head) + "</tr><tr>" + "".join(sub) + "</tr>" + "".join(rows) + "</table>"]
-    if _plot_compare(situations, values, table, out / "compare.png", common):
-        parts.append(f"<img src='compare.png' alt='{html.escape(compare)} side by side'>")
+    fig = compare_figure(situations, values, table, common, compare)
+    _save(fig, out / "compare.png")
+    parts.append(f"<img src='compare.png' alt='{html.escape(compare)} side by side'>")
     return "\n".join(parts)
 
 
-def _save(fig, path: Path) -> bool:
-    """Lay a plot out, write it as a PNG and free it; True (a plot was written)."""
+# ------------------------------------------------------------------ plots
+# Each *_figure function returns a matplotlib Figure (None: nothing to draw) laid out by
+# matplotlib's constrained layout, legends outside the axes; _save writes and frees it.
+
+def _save(fig, path: Path, dpi: int = 90) -> None:
+    """Write a figure as a PNG and free it."""
     import matplotlib.pyplot as plt
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
-    return True
 
 
-def _plot_compare(situations, values, table, path: Path, common=()) -> bool:
-    """One panel per metric (2 by 2): for each situation (a row), one bar per compared value (a
-    shared legend); a log scale where the values span more than 30 times."""
+def _counts(axis, nbins: int | str = "auto") -> None:
+    """Ticks at whole numbers on an axis of counts (rebalances, members, partitions)."""
+    from matplotlib.ticker import MaxNLocator
+    axis.set_major_locator(MaxNLocator(integer=True, nbins=nbins))
+
+
+def compare_figure(situations, values, table, common=(), compare: str | None = None):
+    """One panel per metric (2 by 2): for each situation (a row), one bar per compared value, the
+    values' legend above the panels; a log scale where the values span more than 30 times."""
     import matplotlib.pyplot as plt
     colors = ["#c44", "#47a", "#4a7", "#a7c", "#ca4", "#777"]
     n, k = len(situations), len(values)
     labels = [_situation_label(s, common) for s in situations]
     height = max(2.5, 0.22 * n * (k + 1))
-    fig, axes = plt.subplots(2, 2, figsize=(13, 2 * height + 1.2), squeeze=False)
+    fig, axes = plt.subplots(2, 2, figsize=(13, 2 * height + 1.6), squeeze=False, layout="constrained")
     width = 0.8 / k
     for ax, (key, title) in zip(axes.flat, COMPARED):
         positive = []
@@ -262,116 +427,343 @@ def _plot_compare(situations, values, table, path: Path, common=()) -> bool:
         ax.set_title(title, fontsize=10)
         ax.tick_params(axis="x", labelsize=8)
         ax.grid(axis="x", alpha=0.3)
-    axes[0, 0].legend(fontsize=8, loc="lower right")
-    return _save(fig, path)
+    handles, names = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="outside upper center", ncols=min(k, 6), fontsize=9, frameon=False,
+               title=compare, title_fontsize=9)
+    return fig
 
 
-def _plot_cells(rows, path: Path) -> bool:
+def cells_figure(rows: list[dict], labels: list[str], common: dict | None = None):
+    """p95 rebalance ms, partition-s unowned and moved / minimum per cell: one horizontal bar per
+    cell, named by its parameters (``labels``, one per row), top down in the table's order."""
     import matplotlib.pyplot as plt
     if not rows:
-        return False
-    labels = [r["cell"] for r in rows]
-    fig, axes = plt.subplots(1, 3, figsize=(max(9, 0.5 * len(rows) * 3), 3.5))
+        return None
+    n = len(rows)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 1.2 + 0.28 * n), sharey=True, layout="constrained")
     for ax, key, title in zip(axes, ("duration_p95_ms", "partition_seconds_unowned", "movement_ratio"),
                               ("p95 rebalance ms", "partition-s unowned", "moved / minimum")):
-        ax.bar(range(len(rows)), [r.get(key) or 0 for r in rows], color="#4a7")
-        ax.set_xticks(range(len(rows)), labels, rotation=60, fontsize=7)
+        ax.barh(range(n), [r.get(key) or 0 for r in rows], color="#4a7")
         ax.set_title(title, fontsize=9)
-    return _save(fig, path)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(range(n), labels, fontsize=8)
+    axes[0].invert_yaxis()                       # shared: every panel top down as the table
+    if common:
+        fig.suptitle("every cell: " + ", ".join(f"{k}={v}" for k, v in common.items()), fontsize=9)
+    return fig
 
 
-def _plot_durations(analysis, path: Path) -> bool:
-    """One box of rebalance durations per log, side by side on one axis (a histogram for one log)."""
+def durations_figure(analysis, names: dict | None = None):
+    """Rebalance durations: a histogram for one log; for several, one box per log side by side on
+    one axis, each named (``names``: log -> name, a cell's parameters)."""
     import matplotlib.pyplot as plt
     by_log = defaultdict(list)
     for r in analysis.rebalances:
         if r["duration_ms"] is not None:
             by_log[r["log"]].append(r["duration_ms"])
     if not by_log:
-        return False
+        return None
     logs = sorted(by_log)
     if len(logs) == 1:
         values = by_log[logs[0]]
-        fig, ax = plt.subplots(figsize=(6, 3.2))
-        ax.hist(values, bins=min(40, max(5, len(set(values)))), color="#47a")
+        fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
+        ax.hist(values, bins=min(40, max(5, len(set(values)))), color=_BLUE)
         ax.set_xlabel("rebalance duration (ms)")
         ax.set_ylabel("rebalances")
+        _counts(ax.yaxis)
     else:
-        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(logs)), 3.6))
-        ax.boxplot([by_log[log] for log in logs], showfliers=True)
-        ax.set_xticks(range(1, len(logs) + 1), logs, rotation=45, ha="right", fontsize=8)
-        ax.set_ylabel("rebalance duration (ms)")
-    return _save(fig, path)
+        labels = [(names or {}).get(log, log) for log in logs]
+        fig, ax = plt.subplots(figsize=(10, 1 + 0.32 * len(logs)), layout="constrained")
+        ax.boxplot([by_log[log] for log in logs], orientation="horizontal", showfliers=True)
+        ax.set_yticks(range(1, len(logs) + 1), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("rebalance duration (ms)")
+        ax.grid(axis="x", alpha=0.3)
+    return fig
 
 
-def _plot_movement(analysis, path: Path) -> bool:
+def movement_figure(analysis):
+    """Partitions moved against the minimum necessary, one point per rebalance."""
     import matplotlib.pyplot as plt
     pts = [(r["min_moves"], r["partitions_moved"]) for r in analysis.rebalances
            if r["min_moves"] is not None and r["partitions_moved"] is not None]
     if not pts:
-        return False
-    fig, ax = plt.subplots(figsize=(4.5, 4))
+        return None
+    fig, ax = plt.subplots(figsize=(4.5, 4.3), layout="constrained")
     xs, ys = zip(*pts)
     ax.scatter(xs, ys, s=12, alpha=0.6, color="#a47")
     top = max(max(xs), max(ys), 1)
     ax.plot([0, top], [0, top], color="#888", linewidth=1, label="moved = minimum")
     ax.set_xlabel("minimum necessary moves")
     ax.set_ylabel("partitions moved")
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    _counts(ax.xaxis)
+    _counts(ax.yaxis)
+    fig.legend(loc="outside upper center", fontsize=8, frameon=False)
+    return fig
 
 
-def _timeline_section(analysis, out: Path) -> str:
-    """Every group's timeline, TIMELINE_PAGE groups a picture; the groups of one log share its time axis."""
+# ------------------------------------------------------------------ timelines
+@dataclass
+class Action:
+    """A scenario action drawn on a timeline: ``at_s`` seconds from the log's start; ``groups``:
+    the group ids it acts on (None: every group)."""
+    at_s: float
+    label: str
+    groups: frozenset | None
+
+
+def _who(ev: dict) -> str:
+    if ev.get("members") is not None:
+        return "m" + ",".join(str(m) for m in ev["members"])
+    if ev.get("count") is not None:
+        return f"{ev['count']} members"
+    return "all members"
+
+
+def _seconds(ms) -> str:
+    return f"{(ms or 0) / 1000:g} s"
+
+
+def action_label(ev: dict) -> str:
+    """A scenario action in a few words ("crash 5 members", "clicks to 18 partitions")."""
+    a = ev.get("action")
+    if a == "crash":
+        text = f"crash {_who(ev)}" + (f", back after {_seconds(ev['restart_after_ms'])}"
+                                      if ev.get("restart_after_ms") else "")
+    elif a == "slow":
+        what = "freeze" if ev.get("kind", "heartbeat") == "heartbeat" else "poll stall"
+        text = f"{_who(ev)} {what} {_seconds(ev.get('duration_ms'))}"
+    elif a == "subscribe":
+        text = "subscribe " + "+".join(ev.get("topics") or [])
+    elif a == "add_partitions":
+        text = f"{ev.get('topic')} to {ev.get('partitions')} partitions"
+    elif a == "move_coordinator":
+        text = "coordinator moves" + (f" to node {ev['node']}" if ev.get("node") is not None else "")
+    elif a in ("node_down", "node_up"):
+        text = f"node {ev.get('node')} {'down' if a == 'node_down' else 'up'}"
+    elif a == "restart":
+        text = "rolling restart" + (f" {_who(ev)}" if ev.get("members") or ev.get("count") else "")
+    elif a == "join":
+        text = f"+{ev.get('count', 1)} members"
+    elif a == "leave":
+        text = f"{_who(ev)} leave"
+    elif a == "network_partition":
+        text = f"network partition {_seconds(ev.get('duration_ms'))}"
+    else:
+        text = str(a)
+    return f"{ev['group']}: {text}" if ev.get("group") and a != "move_coordinator" else \
+        (f"{text} ({ev['group']})" if ev.get("group") else text)
+
+
+def scenario_actions(entry: dict) -> list[Action]:
+    """The actions of a log's scenario (scenario.json's events), on the log's time axis: a
+    simulation's virtual time starts at 0, a fleet's scenario with its log."""
+    doc = entry.get("scenario_doc") or {}
+    start = entry.get("start_ms") or 0
+    origin = 0 if doc.get("mode") == "simulate" else start
+    ids = {}
+    for g in doc.get("groups") or []:
+        count = g.get("count") or 1
+        width = len(str(count - 1))
+        ids[g.get("name")] = [g.get("name")] if count == 1 else [f"{g.get('name')}-{i:0{width}d}" for i in range(count)]
+    out = []
+    for ev in doc.get("events") or []:
+        group = ev.get("group")
+        groups = None if group is None else frozenset(ids.get(group, [group]))
+        out.append(Action((origin + (ev.get("at_ms") or 0) - start) / 1000, action_label(ev), groups))
+    return out
+
+
+@dataclass
+class Panel:
+    """One group's timeline: steps of members and partitions without an owner (None: unknown),
+    rebalances as (start, duration) in seconds, the scenario's actions on it."""
+    title: str
+    xs: list
+    members: list
+    unowned: list | None
+    rebalances: list
+    actions: list
+
+
+def timeline_figure(panels: list[Panel], end_s: float, actions: list[Action] | None = None,
+                    columns: int = TIMELINE_COLUMNS):
+    """Small multiples, ``columns`` a row, on one time axis and one scale each for members (left,
+    blue) and partitions without an owner (right, red); rebalances shaded, each start marked; the
+    scenario's actions dashed, named in a strip above each column; the legend above."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    n = len(panels)
+    ncols = min(columns, n)
+    nrows = math.ceil(n / ncols)
+    # fixed margins, in inches (a layout engine measuring every tick label took half the time):
+    # the legend, the actions' strip, each row's two-line titles, the time axis' labels
+    legend, strip, title, bottom, side, between = 0.4, 0.6 if actions else 0.0, 0.4, 0.55, 0.6, 0.3
+    row = 1.5 + title
+    width, height = 9 if ncols == 1 else 4.6 * ncols, legend + strip + nrows * row + bottom
+    fig = plt.figure(figsize=(width, height))
+    panel_width = (width - 2 * side - (ncols - 1) * between) / ncols
+    grid = fig.add_gridspec(nrows, ncols, left=side / width, right=1 - side / width, bottom=bottom / height,
+                            top=1 - (legend + strip + title) / height, hspace=title / (row - title),
+                            wspace=between / panel_width)
+    strips = fig.add_gridspec(1, ncols, left=side / width, right=1 - side / width, wspace=between / panel_width,
+                              top=1 - legend / height, bottom=1 - (legend + strip) / height) if actions else None
+    top_members = max([max(p.members, default=0) for p in panels] + [1])
+    top_unowned = max([max(p.unowned, default=0) for p in panels if p.unowned] + [1])
+    first = None
+    for i, p in enumerate(panels):
+        at_row, col = divmod(i, ncols)
+        ax = fig.add_subplot(grid[at_row, col], sharex=first)
+        first = first or ax
+        xs = p.xs + [end_s]
+        ax.step(xs, p.members + p.members[-1:], where="post", color=_BLUE, linewidth=1.2)
+        ax.set_ylim(0, top_members * 1.15)
+        _counts(ax.yaxis, 4)
+        if p.rebalances:     # one collection each (an artist per rebalance: 5x slower to draw)
+            ax.broken_barh(p.rebalances, (0, 1), transform=ax.get_xaxis_transform(), color=_SHADE, alpha=0.6,
+                           linewidth=0)
+            ax.vlines([x for x, _ in p.rebalances], 0, 1, transform=ax.get_xaxis_transform(), color=_START,
+                      linewidth=0.5)
+        for a in p.actions:
+            ax.axvline(a.at_s, color=_ACTION, linestyle="--", linewidth=0.9)
+        last_in_row = col == ncols - 1 or i == n - 1
+        if p.unowned is not None:
+            right = ax.twinx()
+            right.step(xs, p.unowned + p.unowned[-1:], where="post", color=_RED, linewidth=1)
+            right.set_ylim(0, top_unowned * 1.15)
+            _counts(right.yaxis, 4)
+            right.tick_params(labelsize=7, colors=_RED, labelright=last_in_row)
+            if last_in_row:
+                right.set_ylabel("without an owner", fontsize=8, color=_RED)
+        ax.tick_params(labelsize=7, labelleft=col == 0, labelbottom=i + ncols >= n)
+        ax.tick_params(axis="y", colors=_BLUE)
+        if col == 0:
+            ax.set_ylabel("members", fontsize=8, color=_BLUE)
+        ax.set_xlim(0, end_s)
+        ax.set_title(p.title, fontsize=8, loc="left")
+    if actions:
+        for col in range(ncols):
+            _action_strip(fig.add_subplot(strips[0, col], sharex=first), actions, end_s)
+    fig.text(0.5, 0.08 / height, "seconds from the log's start", fontsize=9, ha="center", va="bottom")
+    handles = [Line2D([], [], color=_BLUE, label="members"),
+               Line2D([], [], color=_RED, label="partitions without an owner"),
+               Patch(color=_SHADE, label="rebalance (its start marked)")]
+    if actions:
+        handles.append(Line2D([], [], color=_ACTION, linestyle="--", label="scenario action"))
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1), ncols=len(handles), fontsize=8,
+               frameon=False)
+    return fig
+
+
+def _action_strip(ax, actions: list[Action], end_s: float) -> None:
+    """The scenario's actions named above a column of timelines: a dashed tick each, the names
+    on three staggered levels so that neighbours do not overwrite each other, each name on the
+    side of its tick towards the middle (and cut at the column's edge)."""
+    ax.set_ylim(0, 1)
+    ax.axis("off")
+    for i, a in enumerate(sorted(actions, key=lambda a: a.at_s)):
+        y = (0.8, 0.5, 0.2)[i % 3]
+        ax.axvline(a.at_s, ymax=y, color=_ACTION, linestyle="--", linewidth=0.9)
+        right_half = a.at_s > end_s / 2
+        text = ax.text(a.at_s, y, (a.label + " ") if right_half else (" " + a.label), fontsize=7, va="center",
+                       ha="right" if right_half else "left", color=_ACTION, clip_on=True)
+        text.set_in_layout(False)
+
+
+def _timeline_section(analysis, out: Path, cell_params: dict | None = None, compare: str | None = None) -> str:
+    """Every group's timeline, the runs of one scenario together (TIMELINE_PAGE groups a picture),
+    each run named by its parameters in a sweep (with a compared axis: its values across, one
+    situation a row); the scenario's actions marked and listed."""
     series = defaultdict(list)
     for p in analysis.timeline:
         series[(p["log"], p["group"])].append(p)
     if not series:
         return ""
-    keys = sorted(series)
-    parts = [f"<h3>Timeline per group</h3><p>Members and partitions without an owner over time, in seconds from "
-             f"each log's start; rebalances shaded, each start marked (so the shortest show). {len(keys)} groups.</p>"]
-    for page, first in enumerate(range(0, len(keys), TIMELINE_PAGE), 1):
-        chunk = keys[first:first + TIMELINE_PAGE]
-        name = f"timeline-{page}.png"
-        _plot_timeline(analysis, series, chunk, out / name)
-        label = f"{chunk[0][0]} / {chunk[0][1]} to {chunk[-1][0]} / {chunk[-1][1]}"
-        parts.append(f"<h4>{html.escape(label)}</h4><img src='{name}' alt='timeline of {html.escape(label)}'>")
-    return "\n".join(parts)
-
-
-def _plot_timeline(analysis, series: dict, keys: list, path: Path) -> None:
-    import matplotlib.pyplot as plt
-    log_start = {entry["log"]: entry.get("start_ms") for entry in analysis.logs}
+    entries = {e["log"]: e for e in analysis.logs}
+    params = {e["log"]: (cell_params or {}).get(e.get("cell")) for e in analysis.logs}
+    names, common = cell_names(cell_params, leave_out=("scenario", compare))
+    values = []           # the compared axis' values, in the grid's order
+    for p in (cell_params or {}).values():
+        if compare in p and p[compare] not in values:
+            values.append(p[compare])
     rebalances = defaultdict(list)
     for r in analysis.rebalances:
         if r["start_ms"] is not None:
             rebalances[(r["log"], r["group"])].append((r["start_ms"], r["duration_ms"] or 0))
+    groups_of = defaultdict(set)
+    for log, group in series:
+        groups_of[log].add(group)
 
-    def origin(key):
-        start = log_start.get(key[0])
-        return start if start is not None else min(p["ts_ms"] for p in series[key])
-    end = max((p["ts_ms"] - origin(k)) / 1000 for k in keys for p in series[k])
-    height = 1.6 * len(keys) + 0.6
-    fig, axes = plt.subplots(len(keys), 1, figsize=(9, height), squeeze=False, sharex=True)
-    for ax, key in zip(axes[:, 0], keys):
-        t0 = origin(key)
-        pts = sorted(series[key], key=lambda p: p["ts_ms"])
-        xs = [(p["ts_ms"] - t0) / 1000 for p in pts] + [end]
-        members = [p["members"] or 0 for p in pts]
-        ax.step(xs, members + members[-1:], where="post", color="#47a", label="members")
-        if any(p["unowned"] is not None for p in pts):
-            unowned = [p["unowned"] or 0 for p in pts]
-            ax.step(xs, unowned + unowned[-1:], where="post", color="#c44", label="partitions without owner")
-        spans = [((s - t0) / 1000, d / 1000) for s, d in rebalances[key]]
-        if spans:     # one collection each (an artist per rebalance: 5x slower to draw)
-            ax.broken_barh(spans, (0, 1), transform=ax.get_xaxis_transform(), color="#fc8", alpha=0.6, linewidth=0)
-            ax.vlines([x for x, _ in spans], 0, 1, transform=ax.get_xaxis_transform(), color="#e80", linewidth=0.6)
-        ax.set_title(f"{key[0]} / {key[1]}: {len(rebalances[key])} rebalances", fontsize=9, loc="left")
-        ax.tick_params(labelsize=8)
-    axes[0, 0].legend(fontsize=8, loc="upper right")
-    axes[-1, 0].set_xlabel("seconds from the log's start")
-    # fixed margins: tight_layout measured every tick label (half the time)
-    fig.subplots_adjust(left=0.07, right=0.98, top=1 - 0.3 / height, bottom=0.5 / height, hspace=0.45)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    def scenario_of(log):
+        entry = entries.get(log, {})
+        return entry.get("scenario") or (entry.get("scenario_doc") or {}).get("name")
+
+    def title(key):
+        """A grid cell's run by its parameters, its compared value first; another log's by name."""
+        log, group = key
+        run = params.get(log)
+        if run is None:
+            return f"{log} / {group}"
+        first = [str(run[compare])] if compare in run else []
+        rest = [names[entries[log]["cell"]]] if names[entries[log]["cell"]] != entries[log]["cell"] else []
+        if len(groups_of[log]) > 1:
+            rest.append(group)
+        return ", ".join(first + rest) or log
+
+    def order(key):       # with a compared axis: one situation a row, its values across
+        run = params.get(key[0])
+        if run is None or compare not in run:
+            return (0, key)
+        situation = tuple((k, str(v)) for k, v in run.items() if k != compare)
+        return (1, situation, key[1], values.index(run[compare]), key)
+
+    by_scenario = defaultdict(list)
+    for key in sorted(series, key=order):
+        by_scenario[scenario_of(key[0])].append(key)
+    columns = len(values) if compare and 2 <= len(values) <= 4 else TIMELINE_COLUMNS
+    page_size = TIMELINE_PAGE - TIMELINE_PAGE % columns
+    total = len(series)
+    shared = (" Every run: " + html.escape(", ".join(f"{k}={v}" for k, v in common.items() if k != "scenario"))
+              + ".") if common else ""
+    parts = [f"<h3>Timeline per group</h3><p>Members (blue, left scale) and partitions without an owner (red, "
+             f"right scale) over time, in seconds from each log's start; rebalances shaded, each start marked (so "
+             f"the shortest show); the scenario's actions dashed. The runs of one scenario side by side, on one "
+             f"time axis and scale{f', a column per {html.escape(compare)}' if columns == len(values) else ''}. "
+             f"{total} groups.{shared}</p>"]
+    page = 0
+    for scenario, keys in by_scenario.items():
+        actions = scenario_actions(entries.get(keys[0][0], {}))
+        if actions:
+            listed = "; ".join(f"{a.at_s:g} s: {html.escape(a.label)}" for a in sorted(actions, key=lambda a: a.at_s))
+            parts.append(f"<p>Scenario <b>{html.escape(str(scenario))}</b>, its actions (dashed): {listed}.</p>")
+        for first in range(0, len(keys), page_size):
+            page += 1
+            chunk = keys[first:first + page_size]
+            panels, end_s = [], 0.0
+            for key in chunk:
+                entry = entries.get(key[0], {})
+                pts = sorted(series[key], key=lambda p: p["ts_ms"])
+                t0 = entry.get("start_ms")
+                t0 = t0 if t0 is not None else pts[0]["ts_ms"]
+                duration = (entry.get("scenario_doc") or {}).get("duration_s")
+                xs = [(p["ts_ms"] - t0) / 1000 for p in pts]
+                end_s = max(end_s, xs[-1], float(duration or 0))
+                has_unowned = any(p["unowned"] is not None for p in pts)
+                panels.append(Panel(
+                    title=f"{title(key)}\n{len(rebalances[key])} rebalances", xs=xs,
+                    members=[p["members"] or 0 for p in pts],
+                    unowned=[p["unowned"] or 0 for p in pts] if has_unowned else None,
+                    rebalances=[((s - t0) / 1000, d / 1000) for s, d in rebalances[key]],
+                    actions=[a for a in scenario_actions(entry) if a.groups is None or key[1] in a.groups]))
+            name = f"timeline-{page}.png"
+            _save(timeline_figure(panels, end_s, actions, columns), out / name, dpi=80)
+            if all(params.get(log) is not None for log, _ in chunk):
+                heading = f"{scenario}: {len(chunk)} runs"
+            else:
+                label = f"{chunk[0][0]} / {chunk[0][1]} to {chunk[-1][0]} / {chunk[-1][1]}"
+                heading = f"{scenario}: {label}" if scenario else label
+            alt = "timelines of " + "; ".join(p.title.replace("\n", ": ") for p in panels)
+            parts.append(f"<h4>{html.escape(heading)}</h4><img src='{name}' alt='{html.escape(alt)}'>")
+    return "\n".join(parts)

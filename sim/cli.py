@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
+from dataclasses import dataclass
 
 
 def register(subparsers) -> None:
@@ -132,8 +134,7 @@ def _simulate(args) -> int:
                                          progress=not args.no_progress and sys.stderr.isatty())
     if args.out:
         write_outputs(args.out, events, resolved, summary)
-    print_summary(summary)
-    return 0
+    return print_summary(summary, scenario=sc)
 
 
 def parse_processes(text: str) -> int:
@@ -207,12 +208,12 @@ def _fleet(args) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    print_summary(runner.summary(runner.sorted_events))
-    return 0
+    return print_summary(runner.summary(runner.sorted_events), scenario=sc)
 
 
-def print_summary(summary: dict, max_rows: int = 40) -> None:
-    """The summary as a rich table (one row per group, then totals)."""
+def print_summary(summary: dict, max_rows: int = 40, scenario=None) -> int:
+    """The summary as a rich table (one row per group, then totals), the run's verdict line and
+    the notes that explain it; returns the exit status (:func:`verdict`)."""
     from rich.console import Console
     from rich.table import Table
     head = f"{summary['mode']} {summary['scenario']} (seed {summary['seed']}): {summary['events']} events, " \
@@ -223,6 +224,7 @@ def print_summary(summary: dict, max_rows: int = 40) -> None:
         head += f", {summary['processes']} processes"
     if summary.get("virtual_s"):
         head += f", {summary['virtual_s']} s virtual ({summary['virtual_s_per_wall_s']} virtual s per wall s)"
+    outcome = verdict(summary, scenario)
     table = Table(title=head)
     cols = ("group", "state", "gen", "members", "rebalances", "max ms", "moved", "revoked", "lost",
             "commits", "stops", "expired", "violations", "zombies", "check")
@@ -236,31 +238,160 @@ def print_summary(summary: dict, max_rows: int = 40) -> None:
             totals[k] += g.get(k, 0)
         if i < max_rows:
             final = g.get("final", {})
+            check = str(final.get("check", "")) + (" (expected)" if name in outcome.added_late else "")
             table.add_row(name, str(g.get("state")), str(g.get("generation")), str(g.get("members")),
                           str(g.get("rebalances", 0)), str(g.get("rebalance_ms_max", 0)),
                           str(g.get("moved_partitions", 0)), str(g.get("revoked_partitions", 0)),
                           str(g.get("lost_partitions", 0)), str(g.get("commits", 0)),
                           ", ".join(f"{k} {v}" for k, v in g.get("stops", {}).items()), str(g.get("expired", 0)),
-                          str(g.get("ownership_violations", 0)), str(g.get("zombie_overlaps", 0)),
-                          str(final.get("check", "")))
+                          str(g.get("ownership_violations", 0)), str(g.get("zombie_overlaps", 0)), check)
     if len(groups) > max_rows:
         table.add_row(f"... {len(groups) - max_rows} more", *[""] * (len(cols) - 1))
     checks = [g.get("final", {}).get("check") for g in groups.values()]
+    total_check = f"{checks.count('ok')}/{len(checks)} ok" + \
+        (f", {len(outcome.added_late)} expected" if outcome.added_late else "")
     table.add_row(f"total ({len(groups)})", "", "", "", str(totals["rebalances"]), "",
                   str(totals["moved_partitions"]), str(totals["revoked_partitions"]),
                   str(totals["lost_partitions"]), str(totals["commits"]), "", str(totals["expired"]),
-                  str(totals["ownership_violations"]), str(totals["zombie_overlaps"]),
-                  f"{checks.count('ok')}/{len(checks)} ok")
+                  str(totals["ownership_violations"]), str(totals["zombie_overlaps"]), total_check)
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)
     console.print(table)
-    for note in summary.get("notes", []):
+    print(outcome.line)
+    for note in summary.get("notes", []) + outcome.notes:
         print(f"note: {note}")
     if totals["zombie_overlaps"]:
         print(f"note: {totals['zombie_overlaps']} zombie overlap(s): partitions assigned while a client the "
               "coordinator had removed from the group (a frozen member, say) still believed it owned them; "
               "expected, not violations")
+    return outcome.exit_status
+
+
+@dataclass
+class Verdict:
+    """A run's verdict: ``line`` (one line: "verdict: OK", "NOT SETTLED" or "FAILED", and why),
+    ``notes`` explaining it, the groups whose only unowned partitions are partitions added too late
+    for the members to see them (``added_late``), and the exit status: 1 when ownership was violated
+    (a partition given to a member while another member of the group still owned it), else 0 (a
+    group may not have settled by the run's end, which the line says)."""
+    line: str
+    notes: list[str]
+    added_late: list[str]
+    exit_status: int
+
+
+def verdict(summary: dict, scenario=None) -> Verdict:
+    """The run's verdict from its summary's final checks (``final.check`` of each group: "ok",
+    "unsettled...", "violated...") and ownership violations; ``scenario`` (a Scenario) explains
+    partitions left unowned because they were added too late in the run for the members to see
+    them (:func:`late_partitions`)."""
+    groups = summary["groups"]
+    violated, unsettled, added_late, notes, late_unowned = [], [], [], [], 0
+    for name, g in groups.items():
+        check = str(g.get("final", {}).get("check", ""))
+        if check.startswith("violated") or g.get("ownership_violations"):
+            violated.append(name)
+            continue
+        if check == "ok":
+            continue
+        unowned = re.fullmatch(r"unsettled: (\d+) partitions unowned", check)
+        late = late_partitions(scenario, name, summary.get("virtual_s")) if scenario is not None and unowned else []
+        if unowned and late and int(unowned.group(1)) <= sum(a.partitions for a in late):
+            added_late.append(name)
+            late_unowned += int(unowned.group(1))
+            notes.append(f"{name}: " + _late_note(int(unowned.group(1)), late))
+        else:
+            final = g.get("final", {})
+            why = [f"state {final['state']}"] if final.get("state") else []
+            if final.get("members") is not None and final.get("running_clients") is not None:
+                why.append(f"{final['members']} members of {final['running_clients']} running clients")
+            unsettled.append(f"{name}: {check or 'no check'}" + (f" ({', '.join(why)})" if why else ""))
+    every = "the group" if len(groups) == 1 else f"all {len(groups)} groups"
+    if violated:
+        line = (f"verdict: FAILED: ownership violated in {len(violated)} of {len(groups)} group(s) "
+                f"({_names(violated)}): a partition given to a member while another member still owned it")
+    elif unsettled:
+        line = (f"verdict: NOT SETTLED: no ownership violations, but {len(unsettled)} of {len(groups)} group(s) had "
+                f"not settled when the run ended ({_names(unsettled)}); a longer run (--duration) may let them")
+    elif added_late:
+        line = (f"verdict: OK: no ownership violations, and {every} settled but for {late_unowned} partition(s) "
+                f"added late in the run that the members had not seen yet ({_names(added_late)}): expected, "
+                f"see the note")
+    else:
+        line = f"verdict: OK: no ownership violations, and {every} settled"
+    zombies = sum(g.get("zombie_overlaps", 0) for g in groups.values())
+    if zombies and not violated:
+        line += f"; {zombies} zombie overlap(s): expected, see the note"
+    return Verdict(line, _merged(notes), added_late, 1 if violated else 0)
+
+
+@dataclass
+class LateAction:
+    """An ``add_partitions`` action too late in the run for the members to have seen it."""
+    topic: str
+    before: int
+    after: int
+    at_ms: int
+    seen_by_ms: int           # the latest a member sees it: at_ms + metadata.max.age.ms
+    end_ms: int               # the run's end
+
+    @property
+    def partitions(self) -> int:
+        return self.after - self.before
+
+
+def late_partitions(scenario, group: str, end_s: float | None = None) -> list[LateAction]:
+    """The ``add_partitions`` actions a classic group's members may not have seen by the run's end:
+    on a topic the group subscribes to (at the end), less than the members' metadata.max.age.ms
+    before the end (a member sees new partitions at its next metadata refresh, at the latest that
+    long after its previous one). A consumer group (KIP-848) is assigned by the coordinator, which
+    knows the partitions at once: none."""
+    from groupcoord.client.consumer_config import CONSUMER_CONFIGS
+    try:
+        spec = scenario.spec_of(group)
+    except KeyError:
+        return []
+    if spec.consumer:
+        return []
+    end_ms = int(end_s * 1000) if end_s else scenario.duration_ms
+    max_age = int(spec.config.get("metadata.max.age.ms", CONSUMER_CONFIGS["metadata.max.age.ms"].default))
+    topics, counts, late = set(spec.topics), dict(scenario.topics), []
+    for ev in sorted(scenario.events, key=lambda e: e.at_ms):
+        if ev.at_ms > end_ms:
+            break
+        target = ev.params.get("group")
+        if ev.action == "subscribe" and target in (None, spec.name, group):
+            topics = set(ev.params["topics"])
+        elif ev.action == "add_partitions":
+            topic, after = ev.params["topic"], ev.params["partitions"]
+            before, counts[topic] = counts.get(topic, 0), after
+            if after > before and ev.at_ms + max_age > end_ms:
+                late.append(LateAction(topic, before, after, ev.at_ms, ev.at_ms + max_age, end_ms))
+    return [a for a in late if a.topic in topics]
+
+
+def _late_note(unowned: int, late: list[LateAction]) -> str:
+    grown = "; ".join(f"{a.topic} grew from {a.before} to {a.after} partitions at {a.at_ms / 1000:g} s" for a in late)
+    seen_by, end = max(a.seen_by_ms for a in late) / 1000, late[0].end_ms / 1000
+    max_age = (late[0].seen_by_ms - late[0].at_ms) / 1000
+    return (f"{unowned} partition(s) unowned at the end, no more than were added late: {grown}. A member sees new "
+            f"partitions at its next metadata refresh, at the latest metadata.max.age.ms ({max_age:g} s) after its "
+            f"previous one (so by {seen_by:g} s), and the run ended at {end:g} s. Expected, not a violation: a run "
+            f"past {seen_by:g} s lets the members take them")
+
+
+def _merged(notes: list[str]) -> list[str]:
+    """Notes that differ only by the group they start with, as one note naming the groups."""
+    by_text: dict[str, list[str]] = {}
+    for note in notes:
+        group, _, text = note.partition(": ")
+        by_text.setdefault(text, []).append(group)
+    return [f"{_names(groups)}: {text}" for text, groups in by_text.items()]
+
+
+def _names(items: list[str], most: int = 3) -> str:
+    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
 
 
 def _sweep(args) -> int:
@@ -268,7 +399,7 @@ def _sweep(args) -> int:
     from groupcoord.analytics.cli import done
     from groupcoord.analytics.job import LogError, check_out
 
-    from .sweep import GridError, sweep
+    from .sweep import GridError, load_grid, sweep
     try:
         if not storage.is_uri(storage.local(args.out)):
             check_out(storage.local(args.out))      # before Spark starts
@@ -284,4 +415,5 @@ def _sweep(args) -> int:
     except (GridError, LogError, storage.LocationError) as e:
         print(f"groupcoord sweep: {e}", file=sys.stderr)
         return 2
-    return done(analysis)
+    cells = {c.cell: c.describe() for c in load_grid(args.grid, axes).cells}   # the verdicts name them so
+    return done(analysis, cell_params=cells)

@@ -1,0 +1,51 @@
+"""What `groupcoord analyze` prints: one verdict line per run, then where the report is, and none of
+Spark's start-up lines before them (its session logs errors only, :data:`job.LOG4J2_PROPERTIES`)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from groupcoord.analytics import job
+from groupcoord.analytics.cli import done
+
+DATA = Path(__file__).parent / "data"
+#: printed by the JVM itself for the module Spark's launcher adds (--add-modules=jdk.incubator.vector),
+#: before any logging exists: no log configuration reaches it
+JVM_INCUBATOR_LINE = "WARNING: Using incubator modules: jdk.incubator.vector"
+
+
+def test_done_prints_a_verdict_line_per_run_then_the_report(tmp_path, capsys):
+    analysis = job.Analysis(
+        out=str(tmp_path), tables={}, events=40, seconds=1.5, rebalances=[], timeline=[], violations=[],
+        logs=[{"log": "c000", "cell": "c000"}, {"log": "c001", "cell": "c001"}],
+        summary=[{"log": "c000", "cell": "c000", "rebalances": 2, "violations": 0},
+                 {"log": "c001", "cell": "c001", "rebalances": 3, "violations": 1}],
+        invariants=[{"log": "c000", "invariant": "single_owner", "checked": 4, "failed": 0, "status": "pass"},
+                    {"log": "c001", "invariant": "single_owner", "checked": 4, "failed": 1, "status": "fail"}])
+    cells = {"c000": {"strategy": "range", "seed": 1}, "c001": {"strategy": "cooperative-sticky", "seed": 1}}
+    assert done(analysis, cells) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "PASS: c000 strategy=range: every invariant held; 2 rebalances",
+        "FAIL: c001 strategy=cooperative-sticky: 1 violation of 'no partition owned by two members at once' (1)",
+        f"2 log(s), 40 events in 1.5 s; report: {tmp_path}/report.html; 1 invariant violation(s)"]
+
+
+def test_the_session_is_configured_to_log_errors_only():
+    config = Path(job.log4j2_config().removeprefix("file://")).read_text()
+    assert config == job.LOG4J2_PROPERTIES and "rootLogger.level = error" in config
+
+
+def test_analyze_prints_its_verdicts_first_and_no_spark_lines(tmp_path):
+    """A Spark session of its own (a new JVM, as a user's command starts): about 20 s."""
+    r = subprocess.run([sys.executable, "-m", "groupcoord.cli", "analyze", str(DATA / "eager"),
+                        str(DATA / "serve-events.jsonl"), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    # before: the default log4j profile's notes, the host's loopback address, the native Hadoop
+    # library, "Setting default log level", "Setting Spark log level" (eight lines)
+    assert [line for line in r.stderr.splitlines() if line != JVM_INCUBATOR_LINE] == []
+    lines = r.stdout.splitlines()
+    assert lines[0] == "PASS: eager (eager-by-hand, seed 7): every invariant held; 3 rebalances, p95 25 ms"
+    assert lines[1].startswith("PASS: serve-events: 1 invariant held; not checked (coordinator events only): ")
+    assert lines[2].startswith("2 log(s), ") and len(lines) == 3

@@ -104,6 +104,9 @@ def test_classic_members_of_three_clients_and_consumer_protocol_members_share_on
                closing(js.member("kafkajs", GROUP, topics, None)).start()]
     with OwnershipWatch(c) as watch:
         wait_cover(c, classic, "classic")
+        # the watch has sampled the classic group before the upgrade (its thread may start late on a
+        # loaded machine)
+        wait_until(lambda: watch.types, message="the watch's first sample of the group")
 
         # two members of the consumer protocol: the classic group is upgraded
         modern = [closing(ConsumerProtocolMember(f"confluent-{i}", c.bootstrap, GROUP, topics, None)).start()

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .releases import RELEASES
+from .releases import RELEASES, at_least
 
 INT32_MAX = 2**31 - 1
 
@@ -18,13 +18,15 @@ INT32_MAX = 2**31 - 1
 @dataclass(frozen=True)
 class Setting:
     """A broker config as Kafka's ConfigDef defines it: its type (``kind``; ``long`` for Kafka's LONG
-    rather than INT), default, and validator (``at_least``, ``choices``)."""
+    rather than INT), default, and validator (``at_least``, ``at_most``: Kafka's ``atLeast`` and
+    ``between``; ``choices``)."""
     key: str
     default: Any
     doc: str
     kind: type = int
     choices: tuple = ()
     at_least: int | None = None
+    at_most: int | None = None
     long: bool = False
     ignore_case: bool = False       # choices compared case-insensitively (CaseInsensitiveValidString)
 
@@ -35,7 +37,7 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("group.initial.rebalance.delay.ms", 3000, "Delay of the first join phase of a group that starts from Empty."),
     Setting("group.max.size", INT32_MAX, "Most members a classic group may have.", at_least=1),
     # the consumer group protocol (KIP-848), Kafka 4.x's names and defaults
-    Setting("group.coordinator.rebalance.protocols", "classic,consumer", "The group protocols served: classic, consumer or both (comma-separated). Without consumer, ConsumerGroupHeartbeat and ConsumerGroupDescribe are answered UNSUPPORTED_VERSION.", str),
+    Setting("group.coordinator.rebalance.protocols", "classic,consumer", "The group protocols served: classic, consumer or both (comma-separated). Without consumer, ConsumerGroupHeartbeat and ConsumerGroupDescribe are answered UNSUPPORTED_VERSION. share may be listed and changes nothing, as from Kafka 4.1 (4.2 and 4.3 warn that it is deprecated): share groups follow the share.version feature (group.share.enable).", str),
     Setting("group.consumer.heartbeat.interval.ms", 5000, "How often members of a consumer group heartbeat (what the heartbeat response tells them).", at_least=1),
     Setting("group.consumer.min.heartbeat.interval.ms", 5000, "Smallest allowed group.consumer.heartbeat.interval.ms.", at_least=1),
     Setting("group.consumer.max.heartbeat.interval.ms", 15000, "Largest allowed group.consumer.heartbeat.interval.ms.", at_least=1),
@@ -50,6 +52,29 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("group.consumer.min.assignment.interval.ms", 0, "Smallest allowed consumer.assignment.interval.ms of a group (Kafka 4.3).", at_least=0),
     Setting("group.consumer.max.assignment.interval.ms", 15000, "Largest allowed consumer.assignment.interval.ms of a group (Kafka 4.3).", at_least=0),
     Setting("group.consumer.regex.refresh.interval.ms", 600000, "The longest a consumer group's regex subscriptions go without being resolved again, new topics or not (Kafka 4.1's internal config; at least 10000, Kafka's fixed minimum between two resolutions of a group).", at_least=10000),
+    # share groups (KIP-932): Kafka's GroupCoordinatorConfig and ShareGroupConfig, their names, defaults and bounds
+    Setting("group.share.enable", False, "Kafka 4.1 and 4.2's internal switch: share groups on whatever the share.version feature says. A 4.1 cluster is formatted with share.version 0 (share groups off: ShareGroupHeartbeat and ShareGroupDescribe answer UNSUPPORTED_VERSION); from 4.2 share.version is 1 and this changes nothing (Kafka 4.3 removed it).", bool),
+    Setting("group.share.session.timeout.ms", 45000, "How long a share group member may go without a heartbeat before it is removed.", at_least=1),
+    Setting("group.share.min.session.timeout.ms", 45000, "Smallest allowed share.session.timeout.ms of a group.", at_least=1),
+    Setting("group.share.max.session.timeout.ms", 60000, "Largest allowed share.session.timeout.ms of a group.", at_least=1),
+    Setting("group.share.heartbeat.interval.ms", 5000, "How often members of a share group heartbeat (what the heartbeat response tells them).", at_least=1),
+    Setting("group.share.min.heartbeat.interval.ms", 5000, "Smallest allowed share.heartbeat.interval.ms of a group.", at_least=1),
+    Setting("group.share.max.heartbeat.interval.ms", 15000, "Largest allowed share.heartbeat.interval.ms of a group.", at_least=1),
+    Setting("group.share.max.size", 200, "Most members a share group may have.", at_least=1, at_most=1000),
+    Setting("group.share.assignors", "simple", "The share groups' server-side assignor: exactly one, simple (Kafka's SimpleAssignor; its class name is taken too).", str),
+    Setting("group.share.assignment.interval.ms", 1000, "Kafka 4.3 (KIP-1263): the least time between two computations of a share group's target assignment; a change within it waits for a heartbeat after it (0: at once, as before 4.3).", at_least=0),
+    Setting("group.share.min.assignment.interval.ms", 0, "Smallest allowed share.assignment.interval.ms of a group (Kafka 4.3).", at_least=0),
+    Setting("group.share.max.assignment.interval.ms", 15000, "Largest allowed share.assignment.interval.ms of a group (Kafka 4.3).", at_least=0),
+    Setting("group.share.record.lock.duration.ms", 30000, "How long a record a share consumer acquired stays locked to it (the acquisition lock).", at_least=1000, at_most=3600000),
+    Setting("group.share.min.record.lock.duration.ms", 15000, "Smallest allowed share.record.lock.duration.ms of a group.", at_least=1000, at_most=30000),
+    Setting("group.share.max.record.lock.duration.ms", 60000, "Largest allowed share.record.lock.duration.ms of a group.", at_least=30000, at_most=3600000),
+    Setting("group.share.delivery.count.limit", 5, "How many times a record is delivered to a share group before it is archived.", at_least=2, at_most=10),
+    Setting("group.share.min.delivery.count.limit", 2, "Smallest allowed share.delivery.count.limit of a group (Kafka 4.3).", at_least=2, at_most=5),
+    Setting("group.share.max.delivery.count.limit", 10, "Largest allowed share.delivery.count.limit of a group (Kafka 4.3).", at_least=5, at_most=25),
+    Setting("group.share.partition.max.record.locks", 2000, "Most records of a share-partition in flight (acquired, or acknowledged behind one that is not).", at_least=100, at_most=10000),
+    Setting("group.share.min.partition.max.record.locks", 100, "Smallest allowed share.partition.max.record.locks of a group (Kafka 4.3).", at_least=100, at_most=2000),
+    Setting("group.share.max.partition.max.record.locks", 4000, "Largest allowed share.partition.max.record.locks of a group (Kafka 4.3).", at_least=2000, at_most=10000),
+    Setting("group.share.max.share.sessions", 2000, "Most share sessions a broker holds.", at_least=1),
     Setting("offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets; a group's coordinator is the leader of abs(hash(group)) % this.", at_least=1),
     Setting("offsets.retention.minutes", 10080, "How long committed offsets of an empty group are kept.", at_least=1),
     Setting("offsets.retention.check.interval.ms", 600000, "How often expired offsets are swept.", at_least=1, long=True),
@@ -97,6 +122,12 @@ PROFILES: dict[str, dict[str, Any]] = {
         "group.consumer.min.session.timeout.ms": 1000,
         # a target assignment at once, as Kafka's own request tests set it (Kafka 4.3's default: 1 s)
         "group.consumer.assignment.interval.ms": 0,
+        # share groups the same way: a share consumer gets its partitions a heartbeat after it joins
+        "group.share.heartbeat.interval.ms": 250,
+        "group.share.min.heartbeat.interval.ms": 100,
+        "group.share.session.timeout.ms": 6000,
+        "group.share.min.session.timeout.ms": 1000,
+        "group.share.assignment.interval.ms": 0,
     },
 }
 
@@ -104,6 +135,10 @@ PROFILES: dict[str, dict[str, Any]] = {
 class ConfigError(ValueError):
     pass
 
+
+#: the names group.share.assignors may give: Kafka's one share group assignor, by name or class name
+SHARE_ASSIGNOR_NAMES: dict[str, str] = {"simple": "simple",
+                                        "org.apache.kafka.coordinator.group.assignor.SimpleAssignor": "simple"}
 
 #: the names group.consumer.assignors may give, in Kafka's default order: those of the consumer
 #: group's server-side assignors (group/assignors' ASSIGNORS, which a test keeps the same)
@@ -157,6 +192,8 @@ def _convert(key: str, value: Any) -> Any:
         raise _invalid(key, value, f"Not a number of type {'LONG' if setting.long else 'INT'}")
     if setting.at_least is not None and number < setting.at_least:
         raise _invalid(key, value, f"Value must be at least {setting.at_least}")
+    if setting.at_most is not None and number > setting.at_most:
+        raise _invalid(key, value, f"Value must be no more than {setting.at_most}")
     return number
 
 
@@ -177,9 +214,9 @@ def read_properties(path: str) -> dict[str, str]:
 def _check(values: dict[str, Any]) -> None:
     """The checks of Kafka's GroupCoordinatorConfig between settings."""
     protocols = [p.strip() for p in values["group.coordinator.rebalance.protocols"].split(",") if p.strip()]
-    unknown = [p for p in protocols if p not in ("classic", "consumer")]
+    unknown = [p for p in protocols if p not in ("classic", "consumer", "share")]
     if unknown or "classic" not in protocols:
-        raise ConfigError("group.coordinator.rebalance.protocols must list classic, and may list consumer; "
+        raise ConfigError("group.coordinator.rebalance.protocols must list classic, and may list consumer and share; "
                           f"got {values['group.coordinator.rebalance.protocols']!r}")
     # GroupCoordinatorConfig's requirements, in its words
     for what in ("heartbeat.interval", "session.timeout", "assignment.interval"):
@@ -192,11 +229,52 @@ def _check(values: dict[str, Any]) -> None:
             raise ConfigError(f"{key} must be less than or equal to {hi_key}")
     if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
         raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+    _check_share(values)
     names = assignor_names(values["group.consumer.assignors"])
     unknown = [n for n in names if n not in SERVER_ASSIGNOR_NAMES]
     if unknown or not names:
         raise ConfigError(f"group.consumer.assignors: unknown assignor(s) {unknown or '(none given)'}; "
                           f"known: {', '.join(SERVER_ASSIGNOR_NAMES)}")
+
+
+def _check_share(values: dict[str, Any]) -> None:
+    """The share group configs' requirements between them: GroupCoordinatorConfig's and
+    ShareGroupConfig.validate's, in their words (the minimums and maximums of delivery count limits
+    and record locks came with Kafka 4.3, as did the assignment interval)."""
+    bounded = ["heartbeat.interval", "session.timeout"]
+    if at_least(values["groupcoord.kafka.version"], "4.3"):
+        bounded.append("assignment.interval")
+    for what in bounded:            # GroupCoordinatorConfig
+        key, lo_key, hi_key = (f"group.share.{m}{what}.ms" for m in ("", "min.", "max."))
+        _require(values, hi_key, ">=", lo_key)
+        _require(values, key, ">=", lo_key)
+        _require(values, key, "<=", hi_key)
+    _require(values, "group.share.heartbeat.interval.ms", "<", "group.share.session.timeout.ms")
+    given = [n.strip() for n in str(values["group.share.assignors"]).split(",") if n.strip()]
+    if len(given) != 1:
+        raise ConfigError(f"group.share.assignors must contain exactly one assignor, but found {len(given)}")
+    if given[0] not in SHARE_ASSIGNOR_NAMES:
+        raise ConfigError(f"group.share.assignors: unknown assignor {given[0]!r}; known: simple")
+    # ShareGroupConfig.validate
+    _require(values, "group.share.record.lock.duration.ms", ">=", "group.share.min.record.lock.duration.ms")
+    _require(values, "group.share.max.record.lock.duration.ms", ">=", "group.share.record.lock.duration.ms")
+    if at_least(values["groupcoord.kafka.version"], "4.3"):
+        for what in ("delivery.count.limit", "partition.max.record.locks"):
+            key, lo_key, hi_key = (f"group.share.{m}{what}" for m in ("", "min.", "max."))
+            _require(values, hi_key, ">=", key)
+            _require(values, key, ">=", lo_key)
+    _require(values, "group.share.max.share.sessions", ">=", "group.share.max.size")
+
+
+_RELATIONS = {">=": ("greater than or equal to", lambda a, b: a >= b),
+              "<=": ("less than or equal to", lambda a, b: a <= b), "<": ("less than", lambda a, b: a < b)}
+
+
+def _require(values: dict[str, Any], key: str, relation: str, other: str) -> None:
+    """Kafka's ``Utils.require`` of one setting against another: "<key> must be <relation> <other>"."""
+    words, holds = _RELATIONS[relation]
+    if not holds(values[key], values[other]):
+        raise ConfigError(f"{key} must be {words} {other}")
 
 
 class BrokerConfig:

@@ -121,6 +121,21 @@ members have events of their own:
     "regex_resolved" (resolving the group's regular expressions changed its topics) |
     "member_left" | "member_fenced".
 
+Share groups (KIP-932) share ``group.created`` (``cause`` "share_group_heartbeat"), ``group.deleted``,
+``group.state_change`` (their states "Empty", "Stable") and have member events of their own;
+``generation`` is their group epoch:
+
+``share.member_joined``   a member joined with ShareGroupHeartbeat (epoch 0). ``member``, ``client_id``,
+    ``client_host``, ``subscribed_topics`` (names).
+``share.member_left``     a member left (epoch -1). ``member``, ``initiator``: "member".
+``share.member_fenced``   the coordinator removed a member. ``member``, ``reason``: "session_timeout";
+    ``timeout_ms``.
+``share.group_epoch_bumped`` the group epoch went up: a new target assignment follows. Emitted right
+    before the event of the change that bumped it. ``member`` (whose heartbeat, leave or fencing bumped
+    it), ``reason``: "member_joined" | "subscription_changed" | "metadata_changed" (a subscribed topic
+    was created, deleted or grew) | "assignment_pending" (partitions whose share-partition state was
+    initialized since wait to be assigned) | "member_left" | "member_fenced".
+
 Heartbeats never emit events. The default ``emit`` (:func:`default_emit`) logs each event
 through structlog (logger ``groupcoord.events``) at the level :data:`EVENT_LEVELS` gives its type:
 info for what an operator follows (groups created and deleted, state changes, members joining,
@@ -167,6 +182,10 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "consumer.member_left": ("member", "instance_id", "static", "initiator"),
     "consumer.member_fenced": ("member", "instance_id", "reason", "timeout_ms"),
     "consumer.group_epoch_bumped": ("member", "reason"),
+    "share.member_joined": ("member", "client_id", "client_host", "subscribed_topics"),
+    "share.member_left": ("member", "initiator"),
+    "share.member_fenced": ("member", "reason", "timeout_ms"),
+    "share.group_epoch_bumped": ("member", "reason"),
 }
 
 #: Event type -> the level :func:`default_emit` logs it at (a type not listed: info).
@@ -197,7 +216,8 @@ class BaseEvent(TypedDict):
 
 class GroupCreated(BaseEvent):
     protocol_type: str | None
-    cause: Literal["join_group", "offset_commit", "consumer_group_heartbeat", "upgrade", "downgrade"]
+    cause: Literal["join_group", "offset_commit", "consumer_group_heartbeat", "upgrade", "downgrade",
+                   "share_group_heartbeat"]
 
 
 class GroupStateChange(BaseEvent):
@@ -351,6 +371,30 @@ class ConsumerGroupEpochBumped(BaseEvent):
                     "member_fenced"]
 
 
+class ShareMemberJoined(BaseEvent):
+    member: str
+    client_id: str
+    client_host: str
+    subscribed_topics: list[str]
+
+
+class ShareMemberLeft(BaseEvent):
+    member: str
+    initiator: Literal["member"]
+
+
+class ShareMemberFenced(BaseEvent):
+    member: str
+    reason: Literal["session_timeout"]
+    timeout_ms: int
+
+
+class ShareGroupEpochBumped(BaseEvent):
+    member: str | None
+    reason: Literal["member_joined", "subscription_changed", "metadata_changed", "assignment_pending", "member_left",
+                    "member_fenced"]
+
+
 #: Event type -> its TypedDict.
 EVENT_TYPES: dict[str, type] = {
     "group.created": GroupCreated,
@@ -375,6 +419,10 @@ EVENT_TYPES: dict[str, type] = {
     "consumer.member_left": ConsumerMemberLeft,
     "consumer.member_fenced": ConsumerMemberFenced,
     "consumer.group_epoch_bumped": ConsumerGroupEpochBumped,
+    "share.member_joined": ShareMemberJoined,
+    "share.member_left": ShareMemberLeft,
+    "share.member_fenced": ShareMemberFenced,
+    "share.group_epoch_bumped": ShareGroupEpochBumped,
 }
 
 _log = None

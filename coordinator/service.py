@@ -34,24 +34,27 @@ from .timer import Timers
 
 log = structlog.get_logger("groupcoord.service")
 
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return None if value is None else int(value)
-    except ValueError:
-        return None                 # (a value no release could have written: ignored)
-
-
 #: Kafka 4.3's default group.coordinator.rebalance.protocols (KIP-1237 names those a setting disables)
 _KAFKA_PROTOCOLS = ("classic", "consumer", "streams")
 
 
 def _warn_deprecated(config, release: str) -> None:
-    """Kafka 4.3 deprecates group.coordinator.rebalance.protocols (KIP-1237): set at all, it warns at
-    start-up (``KafkaConfig.groupCoordinatorRebalanceProtocols``), in its words."""
+    """``KafkaConfig.groupCoordinatorRebalanceProtocols``' warnings at start-up, in its words: from
+    Kafka 4.2, ``share`` listed in group.coordinator.rebalance.protocols is deprecated (share groups
+    follow the share.version feature); 4.3 deprecates the config itself (KIP-1237): set at all, it
+    warns."""
     key = "group.coordinator.rebalance.protocols"
+    given = {p.strip() for p in str(config[key]).split(",")}
+    if "share" in given and at_least(release, "4.2"):
+        if at_least(release, "4.3"):
+            share = (f"'share' in `{key}` is deprecated. Share groups are controlled by the 'share.version' feature. "
+                     "This config will be removed in Kafka 5.0.")
+        else:
+            share = (f"'share' in {key} is deprecated. Share groups are controlled by the 'share.version' feature; "
+                     "this broker config will be ignored in a future release.")
+        log.warning("config_deprecated", config=key, message=share)
     if key not in config.explicit or not at_least(release, "4.3"):
         return
-    given = {p.strip() for p in str(config[key]).split(",")}
     disabled = [p for p in _KAFKA_PROTOCOLS if p not in given]
     message = f"The config `{key}` is deprecated and will be removed in Kafka 5.0."
     if disabled:
@@ -122,7 +125,7 @@ class Service:
         for (resource_type, group_id), configs in state.configs.items():
             if resource_type == GROUP_RESOURCE:
                 for name, value in configs.items():
-                    group_configs.restore(group_id, name, _int_or_none(value))
+                    group_configs.restore(group_id, name, value)     # (by its type; a bad one ignored)
         if state.topics:
             log.info("loaded topics", topics=len(state.topics),
                      partitions=sum(t.partitions for t in state.topics.values()))

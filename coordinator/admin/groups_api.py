@@ -27,7 +27,7 @@ from groupcoord.protocol.errors import ErrorCode
 from ..group.classic.group import DEAD, EMPTY
 from ..group.offsets import OffsetCommitRequest, OffsetFetchRequest
 from ..group.runtime import GROUP_TYPES
-from ..handlers.describe_configs import SOURCE_NAMES, group_configs
+from ..handlers.describe_configs import BOOLEAN, SOURCE_NAMES, STRING, group_configs
 from .app import changed, json_body
 from .errors import ApiError, error_responses
 
@@ -172,8 +172,17 @@ async def remove_static_member(request: web.Request) -> web.Response:
 def _group_configs_json(service, group_id: str) -> dict:
     """The group's dynamic configs as DescribeConfigs gives them: name -> {value, source}."""
     return {"group_id": group_id, "configs": {
-        c["name"]: {"value": int(c["value"]), "source": SOURCE_NAMES[c["config_source"]]}
+        c["name"]: {"value": _typed(c), "source": SOURCE_NAMES[c["config_source"]]}
         for c in group_configs(service, group_id, synonyms=False)}}
+
+
+def _typed(config: dict):
+    """A DescribeConfigs entry's value as JSON types it: an INT a number, a BOOLEAN true or false, a
+    STRING (share.auto.offset.reset) a string."""
+    value = config["value"]
+    if config["config_type"] == BOOLEAN:
+        return value == "true"
+    return value if config["config_type"] == STRING else int(value)
 
 
 @routes.get("/api/groups/{group_id}/configs")
@@ -274,6 +283,10 @@ _STATE = {"type": "string", "enum": list(dict.fromkeys(state for t in GROUP_TYPE
           "description": "the group's state, one of its type's (Kafka's names: "
                          + "; ".join(f"{t.type}: {', '.join(t.states)}" for t in GROUP_TYPES) + ")"}
 _NULLABLE_STRING = {"type": "string", "nullable": True}
+#: a group config's value: most are numbers; share.auto.offset.reset and share.isolation.level are
+#: strings, share.renew.acknowledge.enable a boolean
+_CONFIG_VALUE = {"oneOf": [{"type": "integer"}, {"type": "string"}, {"type": "boolean"}],
+                 "description": "a number, a string or a boolean"}
 _COORDINATOR = {"type": "object", "required": ["partition", "node"],
                 "description": "the __consumer_offsets partition of the group and the node leading it",
                 "properties": {"partition": {"type": "integer"}, "node": {"type": "integer"}}}
@@ -322,13 +335,13 @@ SCHEMAS = {
             "type": "object", "description": "config name -> its value and source (DYNAMIC_GROUP_CONFIG: set "
                                              "for the group; DEFAULT_CONFIG, STATIC_BROKER_CONFIG: the broker's)",
             "additionalProperties": {"type": "object", "required": ["value", "source"], "properties": {
-                "value": {"type": "integer"}, "source": {"type": "string"}}}}},
+                "value": _CONFIG_VALUE, "source": {"type": "string"}}}}},
     },
     "GroupConfigsChange": {
         "type": "object", "required": ["configs"], "additionalProperties": False,
         "properties": {
             "configs": {"type": "object", "description": "config name -> new value, or null to delete it",
-                        "additionalProperties": {"type": "integer", "nullable": True}},
+                        "additionalProperties": {**_CONFIG_VALUE, "nullable": True}},
             "validate_only": {"type": "boolean", "description": "check, change nothing"}},
     },
     "GroupDeleted": {

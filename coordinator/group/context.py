@@ -27,7 +27,7 @@ class Group(Protocol):
     """What the runtime, the offset manager, ListGroups, DeleteGroups, the admin API and the metrics
     ask of a group of any type."""
     group_id: str
-    type: str                   # "classic", "consumer" (ListGroups' GroupType)
+    type: str                   # "classic", "consumer", "share" (ListGroups' GroupType)
     protocol_type: str | None   # ListGroups' ProtocolType
     state: str                  # Kafka's state name of the type
     members: dict               # member id -> member (each with member_id, instance_id, client_id)
@@ -53,6 +53,10 @@ class Group(Protocol):
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None: ...
 
     def validate_offset_delete(self) -> int | None: ...
+
+    # (optional) Kafka's ``Group.shouldExpire``: False keeps the offset retention sweep from deleting
+    # an empty group of the type (a share group); without it, True
+    # def should_expire(self) -> bool: ...
 
 
 class GroupTypeManager(Protocol):
@@ -80,6 +84,10 @@ class GroupTypeManager(Protocol):
     def sync_group(self, respond, req, group) -> None: ...
     def heartbeat_error(self, req, group) -> int: ...
     def leave(self, group, group_id: str, idents: list, initiator: str) -> dict: ...
+    # (optional) ``gives_way``: False when an empty group of the type does not give way to a classic
+    # group a JoinGroup brings (a share group: INCONSISTENT_GROUP_PROTOCOL); without it, True.
+    # (optional) ``delete_error(group)``: what keeps an empty group from being deleted by DeleteGroups
+    # (an error code, or None: deleted); a share group's share-partition state is deleted first.
 
     #: the admin API's view of its groups (its package's ``view`` module): ``summary_json(group,
     #: manager)`` (with protocol_type, protocol, generation and leader, then the type's own),

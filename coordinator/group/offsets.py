@@ -381,7 +381,8 @@ class OffsetManager:
 
     def cleanup_group_metadata(self) -> tuple[int, int]:
         """One retention sweep (Kafka's ``cleanupGroupMetadata``): expire offsets by each group's
-        expiration condition, then delete Empty groups left without offsets.
+        expiration condition, then delete Empty groups left without offsets (of the types whose
+        groups expire: not share groups).
 
         Runs by itself every ``offsets.retention.check.interval.ms``; returns
         (offsets expired, groups deleted)."""
@@ -389,6 +390,9 @@ class OffsetManager:
         now = ctx.clock()
         expired_total = deleted_groups = 0
         for group in list(ctx.groups.values()):
+            should_expire = getattr(group, "should_expire", None)       # (Kafka's Group.shouldExpire)
+            if should_expire is not None and not should_expire():
+                continue
             all_expired, gone = self._expired_offsets(group, now)
             if gone:
                 self._tombstones(group.group_id, gone)

@@ -7,6 +7,7 @@ their records, and routes each request to the manager of its group's type:
 - :mod:`.classic` (``ClassicGroupManager``): the classic protocol's groups;
 - :mod:`.consumer` (``ConsumerGroupManager``): KIP-848's consumer groups, including the classic
   protocol's members inside them;
+- :mod:`.share` (``ShareGroupManager``): KIP-932's share groups;
 - :mod:`.offsets` (``OffsetManager``): every group's committed offsets, by group id.
 
 What is not a type's own is here: ListGroups and DeleteGroups over every type, loading, and the
@@ -20,7 +21,7 @@ returns (:func:`~.context.entry`), so a ``respond`` callback may call back into 
 
 Timer keys: the types' (``("hb", ...)``, ``("join", ...)``, ``("sync", ...)`` of classic groups;
 ``("cg-session", ...)``, ``("cg-rebalance", ...)``, ``("cg-join", ...)``, ``("cg-sync", ...)`` of consumer
-groups) and ``("offsets-expiry",)``.
+groups; ``("sg-session", ...)`` of share groups) and ``("offsets-expiry",)``.
 """
 from __future__ import annotations
 
@@ -42,9 +43,11 @@ from .classic.requests import (
 )
 from .consumer.group import ConsumerGroup
 from .consumer.manager import ConsumerGroupManager
-from .consumer.requests import ConsumerGroupHeartbeatRequest
+from .consumer.requests import ConsumerGroupHeartbeatRequest, heartbeat_error as consumer_heartbeat_error
 from .context import AUTHORIZED_OPERATIONS_OMITTED, GroupContext, entry
 from .offsets import OffsetManager
+from .share.manager import ShareGroupManager
+from .share.requests import ShareGroupHeartbeatRequest
 
 
 #: AuthorizedOperations of a group when no authorizer is configured: READ, DELETE, DESCRIBE,
@@ -62,7 +65,7 @@ __all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "GROUP_AUTHORIZED_OPERATIONS", "Grou
 
 
 #: The group types: a type is a package with a manager (its ``type`` the name ListGroups gives it).
-GROUP_TYPES = (ClassicGroupManager, ConsumerGroupManager)
+GROUP_TYPES = (ClassicGroupManager, ConsumerGroupManager, ShareGroupManager)
 
 
 def default_member_id_factory(prefix: str) -> str:
@@ -106,6 +109,9 @@ class GroupCoordinator:
         self._types = {manager.type: manager for manager in (t(ctx) for t in GROUP_TYPES)}
         self.classic: ClassicGroupManager = self._types["classic"]
         self.consumer: ConsumerGroupManager = self._types["consumer"]
+        self.share: ShareGroupManager = self._types["share"]
+        #: the emulated release serves share groups (4.2+; 4.1 with group.share.enable)
+        self.share_groups_enabled = self.share.enabled
         self.group_configs = ctx.group_configs
         self.offsets = OffsetManager(ctx, self._simple_group, self.classic.member_committed, self.delete_group)
         self.offsets.emit_commits = emit_offset_commits
@@ -240,8 +246,9 @@ class GroupCoordinator:
             return
         group = self._groups.get(group_id)
         if group is not None and group.type != "classic":
-            if not group.is_empty():
-                self._types[group.type].join_group(respond, req, group)
+            manager = self._types[group.type]
+            if not group.is_empty() or not getattr(manager, "gives_way", True):
+                manager.join_group(respond, req, group)
                 return
             group = self._give_way(group, "classic", "join_group")
         self.classic.join_group(respond, req, group)
@@ -343,8 +350,21 @@ class GroupCoordinator:
     # ==================================================================== the consumer protocol
     @entry
     def consumer_group_heartbeat(self, respond: Callable[[dict], None], req: ConsumerGroupHeartbeatRequest) -> None:
-        """ConsumerGroupHeartbeat of a request the API layer validated."""
+        """ConsumerGroupHeartbeat of a request the API layer validated. A group of a type the consumer
+        group does not take over (a share group) is not one (Kafka's ``getOrMaybeCreateConsumerGroup``
+        and ``consumerGroup``, whatever the member epoch)."""
+        group = self._groups.get(req.group_id)
+        if group is not None and group.type not in ("classic", "consumer") and not self.ctx.is_loading(req.group_id):
+            self.ctx.reply(respond, consumer_heartbeat_error(_E.GROUP_ID_NOT_FOUND,
+                                                             f"Group {req.group_id} is not a consumer group."))
+            return
         self.ctx.reply(respond, self.consumer.heartbeat(req))
+
+    # ==================================================================== share groups
+    @entry
+    def share_group_heartbeat(self, respond: Callable[[dict], None], req: ShareGroupHeartbeatRequest) -> None:
+        """ShareGroupHeartbeat of a request the API layer validated."""
+        self.ctx.reply(respond, self.share.heartbeat(req))
 
     # ==================================================================== ListGroups
     def list_groups(self, respond: Callable[[dict], None], *, states_filter: Iterable[str] | None = None,
@@ -389,10 +409,17 @@ class GroupCoordinator:
             elif not group.is_empty():
                 code = int(_E.NON_EMPTY_GROUP)
             else:
-                self.delete_group(group, self._clock(), "delete_groups")
-                code = _NONE
+                code = self._deletion_error(group) or _NONE
+                if not code:
+                    self.delete_group(group, self._clock(), "delete_groups")
             results.append({"group_id": group_id, "error_code": code})
         respond({"throttle_time_ms": 0, "results": results})
+
+    def _deletion_error(self, group) -> int | None:
+        """What keeps an empty group from being deleted, from its type (optional: a share group whose
+        share-partition state could not be deleted keeps the error, as Kafka chains the deletions)."""
+        delete_error = getattr(self._types[group.type], "delete_error", None)
+        return None if delete_error is None else delete_error(group)
 
     def delete_group(self, group, now: int, reason: str) -> None:
         """Delete a group and its offsets (DeleteGroups, or the retention sweep): the offsets'

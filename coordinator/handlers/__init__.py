@@ -15,7 +15,9 @@ The versions served depend on the Kafka release emulated (``groupcoord.kafka.ver
 module whose range differs from what its message declares has ``VERSIONS = {release: (lo, hi)}``,
 each range served from that release on, up to the next one listed (releases before the first one
 listed serve the message's declared range), and ``ADVERTISED`` likewise where Kafka advertises
-other versions than it serves (Produce).
+other versions than it serves (Produce). A module that came with a later release than the oldest
+one emulated has ``SINCE`` (the first release that serves it): the releases before it neither
+serve nor advertise it (ShareGroupHeartbeat: Kafka 4.1).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import pkgutil
 from groupcoord.protocol.messages import APIS
 
 from ..config import SETTINGS
-from ..releases import since
+from ..releases import at_least, since
 
 
 def _found() -> dict:
@@ -51,14 +53,20 @@ KAFKA_RELEASES = SETTINGS["groupcoord.kafka.version"].choices
 
 def served_versions(release: str) -> dict[int, tuple[int, int]]:
     """Per API key, the versions a broker of that Kafka release answers; any other version of
-    a request closes the connection (ApiVersions excepted), as Kafka's SocketServer does."""
-    return {key: _served(module, release) for key, module in HANDLERS.items()}
+    a request, or an API the release does not have, closes the connection (ApiVersions excepted),
+    as Kafka's SocketServer does."""
+    return {key: _served(module, release) for key, module in HANDLERS.items() if _has(module, release)}
 
 
 def advertised_versions(release: str) -> dict[int, tuple[int, int]]:
     """Per API key, the versions ApiVersions lists for that release."""
     return {key: since(getattr(module, "ADVERTISED", {}), release) or _served(module, release)
-            for key, module in HANDLERS.items()}
+            for key, module in HANDLERS.items() if _has(module, release)}
+
+
+def _has(module, release: str) -> bool:
+    """Whether the release has the API at all (``SINCE``)."""
+    return at_least(release, getattr(module, "SINCE", release))
 
 
 def _served(module, release: str) -> tuple[int, int]:
@@ -69,13 +77,15 @@ def _served(module, release: str) -> tuple[int, int]:
 def api_table() -> str:
     """The README's table of the APIs served, per Kafka release, made from this registry (Markdown)."""
     def span(lo_hi) -> str:
+        if lo_hi is None:
+            return "—"          # the release does not have it
         lo, hi = lo_hi
         return str(lo) if lo == hi else f"{lo}–{hi}"
     served = {release: served_versions(release) for release in KAFKA_RELEASES}
     head = "| API | key | " + " | ".join(KAFKA_RELEASES) + " |"
     lines = [head, "|---|---|" + "---|" * len(KAFKA_RELEASES)]
     for key in HANDLERS:
-        lines.append(f"| {APIS[key].name} | {key} | " + " | ".join(span(served[r][key]) for r in KAFKA_RELEASES) + " |")
+        lines.append(f"| {APIS[key].name} | {key} | " + " | ".join(span(served[r].get(key)) for r in KAFKA_RELEASES) + " |")
     return "\n".join(lines)
 
 

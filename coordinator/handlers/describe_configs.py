@@ -39,6 +39,8 @@ SOURCE_NAMES = {DYNAMIC_TOPIC_CONFIG: "DYNAMIC_TOPIC_CONFIG", STATIC_BROKER_CONF
                 DEFAULT_CONFIG: "DEFAULT_CONFIG", GROUP_CONFIG: "DYNAMIC_GROUP_CONFIG"}
 #: DescribeConfigsResponse.ConfigType
 BOOLEAN, STRING, INT, LONG = 1, 2, 3, 5
+#: a group config's type (GroupConfigs.kinds) -> its ConfigType
+_GROUP_CONFIG_TYPES = {"INT": INT, "STRING": STRING, "BOOLEAN": BOOLEAN}
 
 
 def _entry(name: str, value, source: int, synonyms: list, config_type: int, read_only: bool,
@@ -77,7 +79,7 @@ def group_configs(service, group_id: str, synonyms: bool) -> list[dict]:
             chain = own + [(broker_key, config[broker_key], broker_source)]
         else:
             chain = own or [(name, value, DEFAULT_CONFIG)]
-        out.append(_entry(name, value, chain[0][2], chain, INT, False, synonyms))
+        out.append(_entry(name, value, chain[0][2], chain, _GROUP_CONFIG_TYPES[configs.kinds[name]], False, synonyms))
     return out
 
 

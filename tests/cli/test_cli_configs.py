@@ -90,7 +90,10 @@ def test_a_group_config_is_altered_described_and_deleted(groupcoord):
     r = run(*configs, "--entity-type", "groups", "--entity-name", "billing", "--describe", "--all")
     assert [line.split("=")[0] for line in r.out.splitlines()] == [
         "All configs for group billing are:", "  consumer.assignment.interval.ms",
-        "  consumer.heartbeat.interval.ms", "  consumer.session.timeout.ms"]
+        "  consumer.heartbeat.interval.ms", "  consumer.session.timeout.ms", "  share.assignment.interval.ms",
+        "  share.auto.offset.reset", "  share.delivery.count.limit", "  share.heartbeat.interval.ms",
+        "  share.isolation.level", "  share.partition.max.record.locks", "  share.record.lock.duration.ms",
+        "  share.renew.acknowledge.enable", "  share.session.timeout.ms"]
 
     # the broker refuses: its message, exit 1, nothing changed
     r = run(*configs, "--group", "billing", "--alter", "--add-config", "consumer.session.timeout.ms=1")

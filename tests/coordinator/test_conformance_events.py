@@ -98,8 +98,10 @@ def test_every_event_type_is_emitted_somewhere(make_harness):
     h.join("g3", version=3, session=30000, rebalance=20000)  # joins, never syncs: sync timeout
     h.advance(0)
     h.run_until(h.now + 20000)
-    # (the consumer groups' own events: test_conformance_consumer_group.py)
-    assert {e["event"] for e in h.events} == {kind for kind in EVENT_FIELDS if not kind.startswith("consumer.")}
+    # (the consumer groups' own events: test_conformance_consumer_group.py; the share groups':
+    # test_conformance_share_group.py)
+    assert {e["event"] for e in h.events} == {kind for kind in EVENT_FIELDS
+                                              if not kind.startswith(("consumer.", "share."))}
 
 
 def test_static_rejoin_with_empty_member_id_is_rejected_when_group_is_full(make_harness):

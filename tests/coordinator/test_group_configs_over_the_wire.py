@@ -92,9 +92,13 @@ def test_describe_a_groups_configs_with_their_sources_as_the_release_gives_them(
     svc = service(**{"groupcoord.kafka.version": release, "group.consumer.session.timeout.ms": 50000})
     alter(svc, "g", ("consumer.heartbeat.interval.ms", SET, "6000"))
     configs = by_name(describe(svc, GROUP, "g"))
-    expected = {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"}
+    expected = {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "share.session.timeout.ms",
+                "share.heartbeat.interval.ms", "share.record.lock.duration.ms", "share.auto.offset.reset",
+                "share.isolation.level"}
     if release == "4.3":
-        expected.add("consumer.assignment.interval.ms")
+        expected |= {"consumer.assignment.interval.ms", "share.delivery.count.limit",
+                     "share.partition.max.record.locks", "share.renew.acknowledge.enable",
+                     "share.assignment.interval.ms"}
     assert set(configs) == expected
     hb, session = configs["consumer.heartbeat.interval.ms"], configs["consumer.session.timeout.ms"]
     assert (hb["value"], hb["config_source"], hb["read_only"], hb["config_type"]) == ("6000", GROUP_CONFIG, False, 3)

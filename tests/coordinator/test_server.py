@@ -257,14 +257,16 @@ async def test_unsupported_version_of_another_api_closes_only_that_connection():
         assert gc.server.stats["closed_malformed"] == 1
 
 
-@pytest.mark.parametrize("api_key,version,reason", [
-    (76, 1, "Received request api key SHARE_GROUP_HEARTBEAT with version 1 which is not enabled"),
-    (999, 0, "Received request api key 999 with version 0 which is not enabled"),
-    (12, 42, "unsupported version: Heartbeat v42 (Kafka 4.3 serves v0-4)"),
+@pytest.mark.parametrize("api_key,version,release,reason", [
+    (76, 1, "3.9", "Received request api key SHARE_GROUP_HEARTBEAT with version 1 which is not enabled"),
+    (88, 0, "4.3", "Received request api key STREAMS_GROUP_HEARTBEAT with version 0 which is not enabled"),
+    (999, 0, "4.3", "Received request api key 999 with version 0 which is not enabled"),
+    (12, 42, "4.3", "unsupported version: Heartbeat v42 (Kafka 4.3 serves v0-4)"),
 ])
-async def test_a_request_not_served_is_closed_with_a_log_line_naming_it(api_key, version, reason):
+async def test_a_request_not_served_is_closed_with_a_log_line_naming_it(api_key, version, release, reason):
     # Kafka's SocketServer closes the connection of a request whose API or version it does not enable
-    async with running() as gc:
+    # (Kafka 3.9 has no ShareGroupHeartbeat; streams groups are not emulated)
+    async with running(config={"groupcoord.kafka.version": release}) as gc:
         with capture_logs() as logs:
             c = await Client.connect(gc.bootstrap_servers)
             payload = struct.pack(">hhih", api_key, version, 1, 4) + b"test" + b"\x00"

@@ -20,10 +20,14 @@ pytestmark = pytest.mark.interop
 TOPICS = {"alpha": 4, "beta": 3}
 PARTITIONS = all_partitions(TOPICS)
 #: the group configs each release defines (Kafka's GroupConfig, consumer group ones)
+_SHARE_CONFIGS = {"share.session.timeout.ms", "share.heartbeat.interval.ms", "share.record.lock.duration.ms",
+                  "share.auto.offset.reset", "share.isolation.level"}
 GROUP_CONFIGS = {"4.3": {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms",
-                         "consumer.assignment.interval.ms"},
-                 "4.2": {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"},
-                 "4.1": {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"}}
+                         "consumer.assignment.interval.ms", *_SHARE_CONFIGS, "share.delivery.count.limit",
+                         "share.partition.max.record.locks", "share.renew.acknowledge.enable",
+                         "share.assignment.interval.ms"},
+                 "4.2": {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", *_SHARE_CONFIGS},
+                 "4.1": {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", *_SHARE_CONFIGS}}
 
 
 def _versions_seen(c) -> dict[int, set[int]]:

@@ -74,6 +74,8 @@ REQUESTS = {
          "server_assignor": None, "topic_partitions": []},
     69: {"group_ids": ["g", "h"], "include_authorized_operations": False},
     74: {"resource_types": [32]},
+    76: {"group_id": "g", "member_id": "m", "member_epoch": 0, "rack_id": None, "subscribed_topic_names": ["t"]},
+    77: {"group_ids": ["g", "h"], "include_authorized_operations": False},
 }
 
 #: where the error goes: (path to a list of entries, or None for the top level)
@@ -91,8 +93,9 @@ PER_ENTRY = {
     42: lambda r: r["results"],
     44: lambda r: r["responses"],
     69: lambda r: r["groups"],
+    77: lambda r: r["groups"],
 }
-EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 32: 2, 37: 2, 42: 2, 44: 2, 69: 2}
+EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 32: 2, 37: 2, 42: 2, 44: 2, 69: 2, 77: 2}
 
 
 def _cases():
@@ -104,7 +107,7 @@ def _cases():
 
 def test_every_api_has_a_sample_request():
     assert set(REQUESTS) == set(HANDLERS)
-    assert len(HANDLERS) == 27
+    assert len(HANDLERS) == 29
     assert set(HANDLERS) <= set(APIS)
 
 

@@ -182,7 +182,7 @@ async def test_consumer_group_metrics_as_kafka_names_them():
             m = await scrape(http, gc.admin_url)
             assert m.by_label("groupcoord_consumer_group_count", "state") == {
                 "Empty": 0, "Assigning": 0, "Reconciling": 1, "Stable": 0, "Dead": 0}
-            assert m.by_label("groupcoord_group_count", "protocol") == {"classic": 0, "consumer": 1}
+            assert m.by_label("groupcoord_group_count", "protocol") == {"classic": 0, "consumer": 1, "share": 0}
             assert m.value("groupcoord_num_groups") == 0                  # NumGroups: classic groups
             assert m.value("groupcoord_consumer_group_rebalance_total", reason="member_joined") == 2
             assert m.value("groupcoord_group_generation", group="kip848") == 3       # (from 1: Kafka 4.3)

@@ -19,6 +19,7 @@ import re
 import sys
 
 from groupcoord.client.admin import RESOURCE_TYPES, AdminClient, AdminError, ConfigEntry
+from groupcoord.coordinator import config as coordinator_config
 from groupcoord.coordinator.config import PROFILES, SETTINGS
 from groupcoord.protocol.errors import ErrorCode, KafkaError, ProtocolError
 
@@ -156,11 +157,8 @@ def check_options(args) -> None:
 
 
 def _is_int(text: str) -> bool:
-    try:
-        int(text)
-    except ValueError:
-        return False
-    return -2**31 <= int(text) < 2**31
+    """Java's Integer.parseInt: ASCII digits with an optional sign, within 32 bits."""
+    return re.fullmatch(r"[+-]?[0-9]+", text) is not None and -2**31 <= int(text) < 2**31
 
 
 def parse_add_config(text: str) -> dict[str, str]:
@@ -176,20 +174,11 @@ def parse_add_config(text: str) -> dict[str, str]:
 
 
 def read_properties(path: str) -> dict[str, str]:
-    """A Java properties file (key=value or key: value; '#' and '!' comments; blank lines)."""
-    out = {}
+    """--add-config-file: a properties file, read as ``groupcoord serve --config`` reads one."""
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError as exc:
-        raise ConfigCommandError(f"{path} ({exc.strerror})") from None
-    for raw in lines:
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        match = re.match(r"([^=:\s]+)\s*[=:]?\s*(.*)", line)
-        out[match.group(1)] = match.group(2)
-    return out
+        return coordinator_config.read_properties(path)
+    except (coordinator_config.ConfigError, OSError, UnicodeDecodeError) as exc:
+        raise ConfigCommandError(f"--add-config-file {path}: {exc}") from None
 
 
 def configs_to_add(args) -> dict[str, str]:
@@ -344,7 +333,7 @@ async def _exists(admin: AdminClient, kind: str, name: str) -> bool:
     if kind == "topics":
         return name in await admin.describe_topics()
     if kind == "brokers":
-        return name == "" or (_is_int(name) and int(name) in await admin.brokers())
+        return name == "" or name in {str(node_id) for node_id in await admin.brokers()}
     if any(g.group_id == name for g in await admin.list_groups(protocol_types=None)):
         return True
     with_configs = await _group_config_resources(admin)

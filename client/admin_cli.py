@@ -906,8 +906,8 @@ def topic_id_string(topic_id) -> str:
 
 
 def _describe_topics(topics: dict) -> None:
-    """TopicDescription and PartitionDescription.printDescription. Topic configs need DescribeConfigs,
-    which our codec does not speak: "Configs:" stays empty."""
+    """TopicDescription and PartitionDescription.printDescription. "Configs:" stays empty (``groupcoord
+    configs --topic T`` shows a topic's configs)."""
     for name in sorted(topics):
         t = topics[name]
         if isinstance(t, KafkaError):

@@ -75,8 +75,8 @@ CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS = ("partition.assignment.strategy", "heart
 
 CONSUMER_CONFIGS: dict[str, ConfigDef] = {d.key: d for d in [
     _d("bootstrap.servers", [], "list", "host:port pairs used to reach the cluster the first time."),
-    _d("client.id", "", "str", "Client id sent in request headers; prefix of dynamic member ids. Not given: "
-                               "consumer-<group.id>-<n>, as Kafka's consumer names itself."),
+    _d("client.id", "", "str", "Client id sent in request headers; prefix of dynamic member ids. None or "
+                               "empty: consumer-<group.id>-<group.instance.id or n>, as Kafka's consumer names itself."),
     _d("client.rack", "", "str", "Rack of this consumer (subscription v3 rack id); empty for none."),
     _d("group.id", None, "str", "Consumer group to join; None disables group management.", nullable=True),
     _d("group.instance.id", None, "str", "Static member id (KIP-345); None for a dynamic member.",
@@ -284,11 +284,13 @@ class ConsumerConfig(Mapping[str, Any]):
                 raise ConfigError("group.instance.id", "needs group.id")
         if v["retry.backoff.max.ms"] < v["retry.backoff.ms"]:
             v["retry.backoff.max.ms"] = v["retry.backoff.ms"]
-        if "client.id" not in self._given:
-            # Kafka's ConsumerConfig.maybeOverrideClientId: "consumer-<group>-<n>", numbered in this
-            # process from 1 (kept from then on, overrides included); the coordinator prefixes member ids with it
-            group = v["group.id"]
-            v["client.id"] = f"consumer-{group + '-' if group is not None else ''}{next(_CLIENT_ID_SEQUENCE)}"
+        if not v["client.id"]:
+            # Kafka's ConsumerConfig.maybeOverrideClientId: none or "" is "consumer-<group>-<instance id>",
+            # or "consumer-<group>-<n>" numbered in this process from 1 (Java's null group: "null"); kept
+            # from then on, overrides included. The coordinator prefixes member ids with it
+            group = "null" if v["group.id"] is None else v["group.id"]
+            part = gid if gid is not None else next(_CLIENT_ID_SEQUENCE)
+            v["client.id"] = f"consumer-{group}-{part}"
             self._given = self._given | {"client.id"}
         if v["reconnect.backoff.max.ms"] < v["reconnect.backoff.ms"]:
             v["reconnect.backoff.max.ms"] = v["reconnect.backoff.ms"]

@@ -37,6 +37,9 @@ logger = structlog.get_logger("groupcoord.cluster")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 MAX_TOPIC_NAME = 249
+#: the most partitions a topic may have here (Kafka has no such limit, but a request for a billion
+#: would hold the event loop and the memory: refused with INVALID_PARTITIONS)
+MAX_PARTITIONS = 100_000
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 

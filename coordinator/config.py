@@ -219,7 +219,9 @@ def _check(values: dict[str, Any]) -> None:
         raise ConfigError("group.coordinator.rebalance.protocols must list classic, and may list consumer and share; "
                           f"got {values['group.coordinator.rebalance.protocols']!r}")
     # GroupCoordinatorConfig's requirements, in its words
-    for what in ("heartbeat.interval", "session.timeout", "assignment.interval"):
+    # (the assignment interval is Kafka 4.3's: before, its configs do not exist and are not checked)
+    new_interval = at_least(values["groupcoord.kafka.version"], "4.3")
+    for what in ("heartbeat.interval", "session.timeout") + (("assignment.interval",) if new_interval else ()):
         key, lo_key, hi_key = (f"group.consumer.{m}{what}.ms" for m in ("", "min.", "max."))
         if values[hi_key] < values[lo_key]:
             raise ConfigError(f"{hi_key} must be greater than or equal to {lo_key}")

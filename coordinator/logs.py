@@ -54,7 +54,10 @@ def quiet_unless_configured() -> None:
     through Python's ``logging``, under the ``groupcoord`` loggers, so only warnings show until the
     program asks for more (``logging.basicConfig(level=logging.INFO)``, or
     ``logging.getLogger("groupcoord").setLevel(logging.DEBUG)`` with a handler; pytest shows them
-    with a failed test). A program that configured structlog itself keeps its configuration."""
+    with a failed test). structlog's configuration is global: a program that configured structlog
+    keeps its configuration (and gets groupcoord's lines through it), but one that logs with
+    structlog's defaults, unconfigured, finds them replaced by this route through ``logging`` once
+    groupcoord is embedded: configure structlog first to keep them."""
     if structlog.is_configured():
         return
     structlog.configure(

@@ -60,7 +60,7 @@ GONE_CHECK_SECONDS = 1.0  # how often an idle stream looks whether its client we
 
 HISTORY_FILE = "rebalance-history.jsonl"  # under the data dir
 HISTORY_SIZE = 5_000                      # events put back into the ring at start
-HISTORY_TYPES = ("group.", "rebalance.", "member.", "consumer.")
+HISTORY_TYPES = ("group.", "rebalance.", "member.", "consumer.", "share.")
 HISTORY_SKIPPED = ("member.pending",)     # one per KIP-394 join: noise in a history
 
 

@@ -23,6 +23,18 @@ from .configs import GroupConfigs
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
+#: the reason Kafka's admin client gives a LeaveGroup when none is given (KafkaAdminClient's
+#: DEFAULT_LEAVE_GROUP_REASON): the member is removed by an admin
+ADMIN_LEAVE_REASON = "member was removed by an admin"
+
+
+def leave_initiator(member_id: str, reason: str | None, initiator: str) -> str:
+    """Who a LeaveGroup's member removal comes from: "admin" for one named by its instance id alone or
+    with the admin client's reason, else ``initiator`` (the request's: "member", or "admin" for the
+    admin API's removal)."""
+    return "admin" if not member_id or reason == ADMIN_LEAVE_REASON else initiator
+
+
 class Group(Protocol):
     """What the runtime, the offset manager, ListGroups, DeleteGroups, the admin API and the metrics
     ask of a group of any type."""

@@ -56,9 +56,6 @@ GROUP_AUTHORIZED_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 <<
 
 _NONE = 0
 _E = ErrorCode
-#: the reason Kafka's admin client gives a LeaveGroup when none is given (KafkaAdminClient's
-#: DEFAULT_LEAVE_GROUP_REASON): the member is removed by an admin
-ADMIN_LEAVE_REASON = "member was removed by an admin"
 
 __all__ = ["AUTHORIZED_OPERATIONS_OMITTED", "GROUP_AUTHORIZED_OPERATIONS", "GroupCoordinator", "HeartbeatRequest",
            "JoinGroupRequest", "LeaveGroupRequest", "SyncGroupRequest", "join_error", "sync_error"]
@@ -275,8 +272,7 @@ class GroupCoordinator:
     def leave_group(self, respond: Callable[[dict], None], req: LeaveGroupRequest) -> None:
         """LeaveGroup of a request the API layer validated (:meth:`LeaveGroupRequest.error`).
         Response in the v3+ shape."""
-        admin = any(reason == ADMIN_LEAVE_REASON for _, _, reason in req.members)
-        self.ctx.reply(respond, self._leave(req.group_id, req.members, "admin" if admin else "member"))
+        self.ctx.reply(respond, self._leave(req.group_id, req.members, "member"))
 
     @entry
     def remove_member(self, group_id: str, member_id: str = "", group_instance_id: str | None = None,

@@ -6,7 +6,8 @@ Per topic: a name given twice is INVALID_REQUEST ("Duplicate topic name."); with
 TOPIC_AUTHORIZATION_FAILED; an unknown topic UNKNOWN_TOPIC_OR_PARTITION; a count that is not an increase
 INVALID_PARTITIONS in Kafka's words; manual assignments must give one replica list per new partition,
 each of the topic's replication factor, of known brokers, none twice (INVALID_REPLICA_ASSIGNMENT); the
-first broker of a list leads its partition. ValidateOnly checks and changes nothing. A consumer group
+first broker of a list leads its partition (until a restart: the replica lists are not kept).
+More than ``cluster.MAX_PARTITIONS`` is INVALID_PARTITIONS. ValidateOnly checks and changes nothing. A consumer group
 subscribed to the topic sees the new partitions as it sees a topic grow.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 
+from ..cluster import MAX_PARTITIONS
 from ..security import ALTER, TOPIC, authorize
 
 API_KEY = ApiKey.CREATE_PARTITIONS
@@ -66,6 +68,9 @@ def grow(ctx, t: dict, validate_only: bool) -> None:
     if count < current:
         raise _Refused(ErrorCode.INVALID_PARTITIONS, f"The topic {name} currently has {current} partition(s); "
                                                      f"{count} would not be an increase.")
+    if count > MAX_PARTITIONS:
+        raise _Refused(ErrorCode.INVALID_PARTITIONS, f"{count} partitions are more than groupcoord serves for a "
+                                                     f"topic ({MAX_PARTITIONS}).")
     additional = count - current
     if assignments is not None and len(assignments) != additional:
         raise _Refused(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional "

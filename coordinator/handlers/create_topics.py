@@ -4,7 +4,7 @@ from __future__ import annotations
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode, error_message
 
-from ..cluster import validate_topic_name
+from ..cluster import MAX_PARTITIONS, validate_topic_name
 
 API_KEY = ApiKey.CREATE_TOPICS
 VERSIONS = {"4.1": (2, 7)}      # Kafka 4.0 removed v0-1 (KIP-896)
@@ -33,6 +33,9 @@ def handle(ctx, version, body, respond):
             code, message = ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists."
         elif count <= 0:
             code, message = ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
+        elif count > MAX_PARTITIONS:
+            code, message = (ErrorCode.INVALID_PARTITIONS,
+                             f"{count} partitions are more than groupcoord serves for a topic ({MAX_PARTITIONS}).")
         elif rf <= 0 or rf > len(cluster.nodes):
             code, message = (ErrorCode.INVALID_REPLICATION_FACTOR,
                              f"Replication factor: {rf} larger than available brokers: {len(cluster.nodes)}.")

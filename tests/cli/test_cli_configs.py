@@ -24,6 +24,7 @@ from test_cli_groups_topics import free_port, run
     (["--entity-name", "x", "--group", "g"],
      "--entity-{type,name,default} should not be used in conjunction with specific entity flags"),
     (["--broker", "one"], "The entity name for brokers must be a valid integer broker id, but it is: one"),
+    (["--broker", "1_0"], "The entity name for brokers must be a valid integer broker id, but it is: 1_0"),
     (["--entity-type", "groups", "--entity-default", "--describe"],
      "--entity-default must not be specified with --describe of groups"),
     (["--entity-type", "groups", "--alter", "--add-config", "a=1"],
@@ -49,6 +50,16 @@ def test_add_config_is_split_as_kafka_configs_splits_it(tmp_path):
     f = tmp_path / "group.properties"
     f.write_text("# a comment\n! another\n\nconsumer.session.timeout.ms = 60000\nconsumer.heartbeat.interval.ms:6000\n")
     assert read_properties(str(f)) == {"consumer.session.timeout.ms": "60000", "consumer.heartbeat.interval.ms": "6000"}
+    # what cannot be read is one line, as groupcoord serve --config says it
+    bad = tmp_path / "bad.properties"
+    bad.write_bytes(b"consumer.session.timeout.ms\n")
+    with pytest.raises(ConfigCommandError, match=r"^--add-config-file .*bad.properties: .*:1: expected key=value$"):
+        read_properties(str(bad))
+    bad.write_bytes(b"a=\xff\xfe\n")
+    with pytest.raises(ConfigCommandError, match=r"^--add-config-file .*bad.properties: .*codec can't decode"):
+        read_properties(str(bad))
+    with pytest.raises(ConfigCommandError, match=r"No such file"):
+        read_properties(str(tmp_path / "missing.properties"))
 
 
 def test_without_an_entity_the_broker_configs_and_defaults_are_listed():

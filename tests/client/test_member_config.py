@@ -25,14 +25,16 @@ def test_kafka_defaults():
 
 
 def test_a_consumer_without_a_client_id_names_itself_as_kafkas_does():
-    # ConsumerConfig.maybeOverrideClientId: consumer-<group>-<n>, numbered in the process; a client id
-    # given (even "") is kept; the name stays through overrides
+    # ConsumerConfig.maybeOverrideClientId: a client id none or "" is consumer-<group>-<n>, numbered in
+    # the process, or consumer-<group>-<instance id> for a static member (Java's null group: "null"); the
+    # name stays through overrides
     first = ConsumerConfig({"group.id": "billing"})
     n = int(first["client.id"].rsplit("-", 1)[1])
     assert first["client.id"] == f"consumer-billing-{n}"
-    assert ConsumerConfig({"group.id": "billing"})["client.id"] == f"consumer-billing-{n + 1}"
-    assert ConsumerConfig({})["client.id"] == f"consumer-{n + 2}"
-    assert ConsumerConfig({"group.id": "g", "client.id": ""})["client.id"] == ""
+    assert ConsumerConfig({"group.id": "billing", "client.id": ""})["client.id"] == f"consumer-billing-{n + 1}"
+    assert ConsumerConfig({})["client.id"] == f"consumer-null-{n + 2}"
+    assert ConsumerConfig({"group.id": "g", "group.instance.id": "i-1"})["client.id"] == "consumer-g-i-1"
+    assert ConsumerConfig({"group.id": "g", "client.id": "mine"})["client.id"] == "mine"
     assert first.with_overrides({"session.timeout.ms": 10000})["client.id"] == first["client.id"]
 
 

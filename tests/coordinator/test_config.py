@@ -89,3 +89,14 @@ def test_a_negative_initial_rebalance_delay_is_no_delay():
     call = h.join_new()
     h.advance(0)
     assert call.done and call.result["generation_id"] == 1 and h.state() == "CompletingRebalance"
+
+
+def test_the_assignment_interval_is_checked_only_where_the_release_has_it():
+    # KIP-1263's configs are Kafka 4.3's: a 4.1 broker does not know them
+    refused = "group.consumer.assignment.interval.ms must be greater than or equal to " \
+              "group.consumer.min.assignment.interval.ms"
+    with pytest.raises(ConfigError, match=re.escape(refused)):
+        BrokerConfig({"group.consumer.min.assignment.interval.ms": 5000}, environ={})
+    cfg = BrokerConfig({"group.consumer.min.assignment.interval.ms": 5000, "groupcoord.kafka.version": "4.1"},
+                       environ={})
+    assert cfg["group.consumer.min.assignment.interval.ms"] == 5000

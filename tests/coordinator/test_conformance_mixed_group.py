@@ -208,16 +208,18 @@ def test_who_initiated_a_consumer_members_leave_is_told():
     """consumer.member_left's initiator: the member's own heartbeat at epoch -1 or -2, the admin
     client's LeaveGroup (its reason, KafkaAdminClient.DEFAULT_LEAVE_GROUP_REASON), the admin API."""
     h = harness()
-    for m in ("m1", "m2", "m3"):
+    for m in ("m1", "m2", "m3", "m4"):
         hb(h, m, 0)
     hb(h, "s1", 0, instance_id="i-s1")
     hb(h, "m1", -1)
     hb(h, "s1", -2, instance_id="i-s1")
-    resp = h.leave(GROUP, ("m2", None, "member was removed by an admin"))
-    assert resp["members"][0]["error_code"] == 0
+    # one batch: the admin client's reason is the member's, not the batch's
+    resp = h.leave(GROUP, ("m2", None, "member was removed by an admin"), ("m4", None, "bye"))
+    assert [m["error_code"] for m in resp["members"]] == [0, 0]
     assert h.gc.remove_member(GROUP, "m3", reason="fault") == 0
     assert [(e["member"], e["static"], e["initiator"]) for e in h.events_of("consumer.member_left")] == [
-        ("m1", False, "member"), ("s1", True, "member"), ("m2", False, "admin"), ("m3", False, "admin")]
+        ("m1", False, "member"), ("s1", True, "member"), ("m2", False, "admin"), ("m4", False, "member"),
+        ("m3", False, "admin")]
 
 
 def test_a_classic_members_commit_checks_its_generation():

@@ -119,6 +119,20 @@ def test_a_member_rejoins_with_epoch_zero():
     assert h.new_records() == [] and h.group().group_epoch == epoch        # nothing changed, nothing written
 
 
+def test_before_4_2_a_rejoin_at_epoch_zero_is_a_smaller_epoch():
+    # KAFKA-19233's share half is Kafka 4.2's: 4.1's throwIfShareGroupMemberEpochIsInvalid fences a member
+    # that moved past epoch 0 unless 0 is its previous epoch
+    h = ShareHarness(release="4.1", topics={"foo": 3}, group_share_enable=True)
+    first = h.hb("m1", 0, ["foo"])["member_epoch"]
+    epoch = h.hb("m1", first)["member_epoch"]
+    assert epoch == first + 1 and h.group().members["m1"].previous_member_epoch == first
+    resp = h.hb("m1", 0, ["foo"])
+    assert (resp["error_code"], resp["error_message"]) == (E.FENCED_MEMBER_EPOCH, (
+        f"The share group member has a smaller member epoch (0) than the one known by the group coordinator "
+        f"({epoch}), and it does not match the previous member epoch ({first}). The member must abandon all its "
+        "partitions and rejoin."))
+
+
 def test_member_epochs_are_checked():
     # GroupMetadataManager.throwIfShareGroupMemberEpochIsInvalid, in its words: a greater epoch is fenced,
     # a smaller one only when it is not the previous one (a lost response)

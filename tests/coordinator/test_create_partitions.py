@@ -39,6 +39,8 @@ def test_a_topic_grows_and_the_refusals_are_kafkas():
     body = {"topics": [{"name": "orders", "count": 9, "assignments": None}] * 2, "timeout_ms": 1, "validate_only": False}
     assert call(svc, CREATE_PARTITIONS, 0, body)["results"] == [
         {"name": "orders", "error_code": E.INVALID_REQUEST, "error_message": "Duplicate topic name."}]
+    assert grow(svc, ("orders", 2**31 - 1)) == {
+        "orders": (E.INVALID_PARTITIONS, "2147483647 partitions are more than groupcoord serves for a topic (100000).")}
     # validate-only checks and changes nothing
     assert grow(svc, ("orders", 8), validate_only=True) == {"orders": (0, None)}
     assert svc.cluster.topics["orders"].partition_count == 4
@@ -73,3 +75,13 @@ def test_a_consumer_group_gets_the_new_partitions():
                               "subscribed_topic_names": None, "topic_partitions": None})
     assert again["member_epoch"] > first["member_epoch"]
     assert sorted(p for t in again["assignment"]["topic_partitions"] for p in t["partitions"]) == [0, 1, 2, 3, 4]
+
+
+def test_a_topic_of_a_billion_partitions_is_refused_at_creation_too():
+    svc = service()
+    body = {"topics": [{"name": "huge", "num_partitions": 10**9, "replication_factor": -1, "assignments": [],
+                        "configs": []}], "timeout_ms": 1000, "validate_only": False}
+    [result] = call(svc, 19, 7, body)["topics"]
+    assert (result["error_code"], result["error_message"]) == (
+        E.INVALID_PARTITIONS, "1000000000 partitions are more than groupcoord serves for a topic (100000).")
+    assert "huge" not in svc.cluster.topics

@@ -23,7 +23,7 @@ from typing import Callable
 
 from groupcoord.protocol.errors import ErrorCode
 
-from ..context import GroupContext, entry
+from ..context import GroupContext, entry, leave_initiator
 from .group import (
     COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, PREPARING_REBALANCE, STABLE, ClassicGroup, GroupState, Member,
 )
@@ -747,11 +747,13 @@ class ClassicGroupManager:
                 group.remove(member_id)
                 self._cancel_heartbeat(group_id, member_id)
                 self._event(group, "member.left", now, {"member": member_id, "instance_id": instance_id,
-                                                        "reason": reason, "pending": True, "initiator": initiator})
+                                                        "reason": reason, "pending": True,
+                                                        "initiator": leave_initiator(member_id, reason, initiator)})
             else:
                 e = group.validate_member(member_id, instance_id)
                 if e is None:
-                    self._remove_current_member(group, member_id, reason, now, initiator)
+                    self._remove_current_member(group, member_id, reason, now,
+                                                leave_initiator(member_id, reason, initiator))
                 else:
                     error = int(e)
             if error == _NONE:

@@ -33,6 +33,7 @@ from groupcoord.protocol.errors import DecodeError, ErrorCode
 
 from ...releases import at_least
 from ..classic.group import DEAD, STABLE, ClassicGroup, Member
+from ..context import leave_initiator
 from .group import ClassicMemberMetadata, ConsumerGroup, ConsumerGroupMember, MemberState, OwnershipError
 
 _E = ErrorCode
@@ -256,7 +257,7 @@ class ClassicMembers:
         """``classicGroupLeaveToConsumerGroup``: every member named leaves, in one step (``initiator``
         "member" or "admin"; one named by its instance id alone is removed by an admin)."""
         results, leaving, initiators = [], [], {}
-        for member_id, instance_id, _reason in idents:
+        for member_id, instance_id, reason in idents:
             error = 0
             if instance_id is None:
                 member = group.members.get(member_id)
@@ -270,7 +271,7 @@ class ClassicMembers:
                     error = int(_E.FENCED_INSTANCE_ID)
             if not error and member.member_id not in initiators:
                 leaving.append(member)
-                initiators[member.member_id] = initiator if member_id else "admin"
+                initiators[member.member_id] = leave_initiator(member_id, reason, initiator)
             results.append({"member_id": member_id, "group_instance_id": instance_id, "error_code": error})
         if leaving:
             self.cm.fence(group, leaving, now, "consumer.member_left",

@@ -73,10 +73,11 @@ class FencedMemberEpoch(Exception):
     """FENCED_MEMBER_EPOCH, with Kafka's message."""
 
 
-def check_member_epoch(member: ShareGroupMember, epoch: int) -> None:
-    """``throwIfShareGroupMemberEpochIsInvalid``: epoch 0 (a rejoin) always; a greater epoch never; a
-    smaller one only when it is the previous one (the response with the new epoch was lost)."""
-    if epoch == JOIN_EPOCH:
+def check_member_epoch(member: ShareGroupMember, epoch: int, rejoin_at_epoch_0: bool = True) -> None:
+    """``throwIfShareGroupMemberEpochIsInvalid``: epoch 0 (a rejoin) always from Kafka 4.2 (KAFKA-19233,
+    ``rejoin_at_epoch_0``; before, as any smaller epoch); a greater epoch never; a smaller one only when
+    it is the previous one (the response with the new epoch was lost)."""
+    if epoch == JOIN_EPOCH and rejoin_at_epoch_0:
         return
     if epoch > member.member_epoch:
         raise FencedMemberEpoch(f"The share group member has a greater member epoch ({epoch}) than the one known by "

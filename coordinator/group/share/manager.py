@@ -133,6 +133,7 @@ class ShareGroupManager:
         self.new_groups_at_epoch_1 = at_least(release, "4.3")            # KAFKA-20268
         self.assignment_interval = at_least(release, "4.3")              # KIP-1263
         self.subscription_aware = at_least(release, "4.2")               # ShareGroupAssignmentBuilder
+        self.rejoin_at_epoch_0 = at_least(release, "4.2")                # KAFKA-19233
         # Kafka 4.2's GroupCoordinatorConfig.shareGroupInitializeRetryIntervalMs (internal, 30 s); 4.1:
         # twice offsets.commit.timeout.ms (5 s)
         self.initialize_retry_interval_ms = 30_000 if at_least(release, "4.2") else 10_000
@@ -363,7 +364,7 @@ class ShareGroupManager:
                 raise HeartbeatError(_E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
             member = ShareGroupMember(member_id)
         try:
-            check_member_epoch(member, epoch)
+            check_member_epoch(member, epoch, self.rejoin_at_epoch_0)
         except FencedMemberEpoch as e:
             raise HeartbeatError(_E.FENCED_MEMBER_EPOCH, str(e)) from None
         new_member = member_id not in group.members

@@ -3,9 +3,11 @@
 For every (API, version) that both declare, hypothesis generates messages from our
 version-specific struct; we encode them and kafka-python decodes them, kafka-python
 encodes them and we decode them, field for field, and both encodings are compared
-byte for byte. Requests and responses alike. The consumer group protocol's APIs (KIP-848),
-which kafka-python does not declare, are skipped with the reason (test_consumer_group_messages.py
-checks them against bytes written out by hand and against a real client).
+byte for byte. Requests and responses alike. The consumer group protocol's APIs (KIP-848) and the
+share groups' (KIP-932), which kafka-python does not declare, are skipped with the reason
+(test_consumer_group_messages.py checks the former against bytes written out by hand and against a
+real client; the share group's are checked against confluent-kafka's ShareConsumer in
+tests/coordinator/test_share_group_wire.py).
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ THEIRS = their_classes()
 NOT_IN_KAFKA_PYTHON = {
     int(ApiKey.CONSUMER_GROUP_HEARTBEAT): "kafka-python 3.0.12 has no ConsumerGroupHeartbeat (68) schema",
     int(ApiKey.CONSUMER_GROUP_DESCRIBE): "kafka-python 3.0.12 has no ConsumerGroupDescribe (69) schema",
+    int(ApiKey.SHARE_GROUP_HEARTBEAT): "kafka-python 3.0.12 has no ShareGroupHeartbeat (76) schema",
+    int(ApiKey.SHARE_GROUP_DESCRIBE): "kafka-python 3.0.12 has no ShareGroupDescribe (77) schema",
 }
 
 

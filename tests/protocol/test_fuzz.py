@@ -83,10 +83,11 @@ def test_lengths_rewritten_negative_or_huge(spec: MessageSpec, version: int):
 
 
 def test_messages_with_nullable_structs():
-    """The marker cases below reach every message that has a nullable struct: today only
-    ConsumerGroupHeartbeat's response (its Assignment)."""
+    """The marker cases below reach every message that has a nullable struct: today the responses of
+    ConsumerGroupHeartbeat and ShareGroupHeartbeat (their Assignment)."""
     assert {(p.values[0].name, p.values[1]) for p in MARKER_PARAMS} == {
-        ("ConsumerGroupHeartbeatResponse", 0), ("ConsumerGroupHeartbeatResponse", 1)}
+        ("ConsumerGroupHeartbeatResponse", 0), ("ConsumerGroupHeartbeatResponse", 1),
+        ("ShareGroupHeartbeatResponse", 1)}
 
 
 @pytest.mark.parametrize("spec,version", MARKER_PARAMS)

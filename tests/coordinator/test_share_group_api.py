@@ -30,8 +30,10 @@ class Clock:
 
 
 def service(directory=None, clock=None, **config) -> Service:
-    """A service (Kafka 4.3, its target assignments at once as the test profile has them)."""
+    """A service (Kafka 4.3, share groups on, its target assignments at once as the test profile has
+    them)."""
     config.setdefault("group.share.assignment.interval.ms", 0)
+    config.setdefault("group.share.enable", True)
     store = st.LogStore(str(directory)) if directory is not None else None
     svc = Service(BrokerConfig(config, environ={}), clock=clock or Clock(), emit=lambda e: None, store=store)
     if store is not None:
@@ -71,12 +73,13 @@ def test_the_share_group_apis_per_release():
     assert HEARTBEAT not in served_versions("3.9") and DESCRIBE not in served_versions("3.9")
 
 
-@pytest.mark.parametrize("release,enable,on", [("4.1", False, False), ("4.1", True, True), ("4.2", False, True),
-                                               ("4.3", False, True)])
+@pytest.mark.parametrize("release,enable,on", [("4.1", False, False), ("4.1", True, True), ("4.2", False, False),
+                                               ("4.3", False, False), ("4.3", True, True)])
 def test_share_groups_on_and_off(release, enable, on):
     # SGHT testShareGroupHeartbeatIsInAccessibleWhenConfigsDisabled / ...IsAccessibleWhenShareGroupIsEnabled,
     # SGDT testShareGroupDescribeIsInAccessibleWhenConfigsDisabled: Kafka 4.1 formats a cluster at
-    # share.version 0 (group.share.enable, its internal switch, turns share groups on)
+    # share.version 0 (group.share.enable, its internal switch, turns share groups on); 4.2+ has them on,
+    # groupcoord not until it serves ShareFetch (a ShareConsumer fails at once rather than waiting for records)
     svc = service(**{"groupcoord.kafka.version": release, "group.share.enable": enable})
     svc.create_topic("foo", 2)
     resp = heartbeat(svc, "m1", 0, ["foo"])
@@ -232,10 +235,10 @@ def test_share_in_the_rebalance_protocols_changes_nothing_but_a_warning(release,
     # KafkaConfig.groupCoordinatorRebalanceProtocols: 'share' is taken (it enabled share groups in 4.0
     # only); Kafka 4.2 and 4.3 warn that it is deprecated
     with capture_logs() as logs:
-        svc = service(**{"groupcoord.kafka.version": release,
+        svc = service(**{"groupcoord.kafka.version": release, "group.share.enable": False,
                          "group.coordinator.rebalance.protocols": "classic,consumer,share"})
     assert [e["message"] for e in logs if e["event"] == "config_deprecated"] == warnings
-    assert svc.group_coordinator.share_groups_enabled == (release != "4.1")
+    assert not svc.group_coordinator.share_groups_enabled
 
 
 # ============================================================================ durability

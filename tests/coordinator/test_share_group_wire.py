@@ -9,6 +9,7 @@ import socket
 import struct
 import time
 
+import pytest
 from test_server import Client
 
 from groupcoord.coordinator.embed import ThreadedCoordinator, running
@@ -19,7 +20,7 @@ HEARTBEAT, DESCRIBE, API_VERSIONS = 76, 77, 18
 
 async def test_api_versions_lists_the_share_group_apis():
     for release, listed in (("4.3", True), ("4.1", True), ("3.9", False)):
-        async with running(config={"groupcoord.kafka.version": release}) as gc:
+        async with running(config={"groupcoord.kafka.version": release, "group.share.enable": True}) as gc:
             c = await Client.connect(gc.bootstrap_servers)
             keys = {k["api_key"]: (k["min_version"], k["max_version"]) for k in (await c.call(API_VERSIONS, 3, {
                 "client_software_name": "test", "client_software_version": "1"}))["api_keys"]}
@@ -29,7 +30,7 @@ async def test_api_versions_lists_the_share_group_apis():
 
 async def test_a_member_joins_gets_its_partitions_and_leaves_over_tcp():
     # ShareGroupHeartbeatRequestTest testMemberLeavingAndRejoining's first steps, with the test profile
-    async with running(topics={"orders": 3}) as gc:
+    async with running(topics={"orders": 3}, config={"group.share.enable": True}) as gc:
         c = await Client.connect(gc.bootstrap_servers)
 
         async def heartbeat(epoch: int, topics=None) -> dict:
@@ -73,7 +74,7 @@ def _read(s: socket.socket, n: int) -> bytes:
 def test_confluent_kafka_share_consumers_join_and_share_the_partitions():
     from confluent_kafka import ShareConsumer
 
-    with ThreadedCoordinator(topics={"orders": 4}) as gc:
+    with ThreadedCoordinator(topics={"orders": 4}, config={"group.share.enable": True}) as gc:
         consumers = [ShareConsumer({"bootstrap.servers": gc.bootstrap_servers, "group.id": "queue",
                                     "client.id": f"share-{i}"}) for i in range(3)]
         try:
@@ -100,3 +101,21 @@ def test_confluent_kafka_share_consumers_join_and_share_the_partitions():
         while _describe(gc.bootstrap_servers, "queue")["group_state"] != "Empty" and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _describe(gc.bootstrap_servers, "queue")["group_state"] == "Empty"     # they left (epoch -1)
+
+
+def test_until_share_fetch_is_served_a_share_consumer_fails_at_once():
+    """Share groups are off by default until groupcoord serves ShareFetch: librdkafka's ShareConsumer
+    gets Kafka's answer for share groups off, a fatal UNSUPPORTED_VERSION, rather than partitions and no
+    records for ever."""
+    from confluent_kafka import KafkaException, ShareConsumer
+
+    with ThreadedCoordinator(topics={"orders": 2}) as gc:
+        consumer = ShareConsumer({"bootstrap.servers": gc.bootstrap_servers, "group.id": "q"})
+        try:
+            consumer.subscribe(["orders"])
+            with pytest.raises(KafkaException, match="ShareGroupHeartbeat fatal error: Broker: API version not "
+                                                     "supported"):
+                for _ in range(40):            # (each poll waits up to 0.25 s: 10 s at most)
+                    consumer.poll(0.25)
+        finally:
+            consumer.close()

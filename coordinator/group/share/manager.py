@@ -93,13 +93,12 @@ class NoSharePartitionStates:
 
 
 def enabled(config) -> bool:
-    """Whether the emulated release serves share groups: from Kafka 4.2 (share.version 1 on a new
-    cluster); 4.1 when ``group.share.enable`` says so (its preview: share.version 0 by default); never
-    3.9."""
-    release = str(config["groupcoord.kafka.version"])
-    if at_least(release, "4.2"):
-        return True
-    return at_least(release, "4.1") and bool(config["group.share.enable"])
+    """Whether share groups are served: from Kafka 4.1 (never 3.9), when ``group.share.enable`` says so.
+    Kafka 4.2+ has them on by default (share.version 1), but until groupcoord serves ShareFetch and
+    ShareAcknowledge a share group would give its consumers partitions and no records: off, a
+    ShareConsumer gets Kafka's answer for share groups off (UNSUPPORTED_VERSION, librdkafka's fatal
+    error) at once."""
+    return at_least(str(config["groupcoord.kafka.version"]), "4.1") and bool(config["group.share.enable"])
 
 
 class ShareGroupManager:

@@ -4,11 +4,29 @@ share-partitions, members sharing partitions), conforming to the OpenAPI documen
 deleting it once it is empty."""
 from __future__ import annotations
 
+import aiohttp
+import pytest
+from admin_helpers import Http
 from test_admin_consumer_groups import conforms
 
 from groupcoord.coordinator.admin.cluster_api import kafka_uuid
+from groupcoord.coordinator.embed import running
 
 GROUP = "queue"
+
+
+@pytest.fixture
+async def admin_gc():
+    """The admin listener's coordinator of conftest.py, with share groups on (groupcoord keeps them off
+    until ShareFetch is served)."""
+    async with running(http=True, topics={"orders": 3, "audit": 2}, config={"group.share.enable": True}) as gc:
+        yield gc
+
+
+@pytest.fixture
+async def admin_http(admin_gc):
+    async with aiohttp.ClientSession() as session:
+        yield Http(session, admin_gc.admin_url)
 
 
 async def heartbeat(conn, member_id: str, epoch: int, topics=None) -> dict:

@@ -355,23 +355,23 @@ class PartitionLogView(Protocol):
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None: ...
 
 
-_DURATION = re.compile(r"([-+]?)P(?:([-+]?[0-9]+)D)?"
-                       r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
-                       re.IGNORECASE)
+# Java's Duration.parse: [-+]PnDTnHnMn.nS, case-insensitive, each number signed
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
+                       r"(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?", re.IGNORECASE)
 
 
-def _parse_java_duration_ns(text: str) -> int:
-    """java.time.Duration.parse, in nanoseconds; ValueError when it would throw."""
+def java_duration_ns(text: str) -> int | None:
+    """``java.time.Duration.parse(text)`` in nanoseconds, or None when Java refuses the text."""
     m = _DURATION.fullmatch(text)
     if m is None or (m.group(3) or "").upper() == "T" or not any(m.group(i) for i in (2, 4, 5, 6)):
-        raise ValueError(text)
+        return None
     days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 4, 5, 6))
-    fraction = int(((m.group(7) or "") + "000000000")[:9])
+    fraction = m.group(7) or ""
+    nanos = int(fraction.ljust(9, "0")) if fraction else 0
     if (m.group(6) or "").startswith("-"):
-        fraction = -fraction
-    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-    nanos = total * 1_000_000_000 + fraction
-    return -nanos if m.group(1) == "-" else nanos
+        nanos = -nanos
+    total_ns = ((days * 24 + hours) * 60 + minutes) * 60_000_000_000 + seconds * 1_000_000_000 + nanos
+    return -total_ns if m.group(1) == "-" else total_ns
 
 
 def parse_share_auto_offset_reset(value: str) -> tuple[str, int]:
@@ -380,11 +380,8 @@ def parse_share_auto_offset_reset(value: str) -> tuple[str, int]:
     if value in ("latest", "earliest"):
         return value, 0
     if value.startswith("by_duration:"):
-        try:
-            nanos = _parse_java_duration_ns(value[len("by_duration:"):])
-        except ValueError:
-            nanos = -1
-        if nanos >= 0:
+        nanos = java_duration_ns(value[len("by_duration:"):])
+        if nanos is not None and nanos >= 0:
             return "by_duration", nanos
     raise ValueError(f"Invalid value `{value}` for configuration share.auto.offset.reset. The value must be "
                      "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")

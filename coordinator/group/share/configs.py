@@ -11,9 +11,8 @@ interval (KIP-1240, KIP-1263).
 """
 from __future__ import annotations
 
-import re
-
 from ...releases import at_least
+from ...share.partition import java_duration_ns
 from ..configs import BOOLEAN, STRING
 
 SESSION_TIMEOUT, HEARTBEAT_INTERVAL = "share.session.timeout.ms", "share.heartbeat.interval.ms"
@@ -80,29 +79,7 @@ def auto_offset_reset(value: str) -> tuple[str, int | None] | None:
         return value, None
     prefix = "by_duration:"
     if value.startswith(prefix):
-        ms = java_duration_ms(value[len(prefix):])
-        if ms is not None and ms >= 0:
-            return "by_duration", ms
+        nanos = java_duration_ns(value[len(prefix):])
+        if nanos is not None and nanos >= 0:
+            return "by_duration", nanos // 1_000_000
     return None
-
-
-# Java's Duration.parse: [-+]PnDTnHnMn.nS, case-insensitive, each number signed
-_DURATION = re.compile(r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?"
-                       r"(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?", re.IGNORECASE)
-
-
-def java_duration_ms(text: str) -> int | None:
-    """``java.time.Duration.parse(text)`` in milliseconds (truncated, as ``toMillis``), or None when
-    Java refuses the text."""
-    m = _DURATION.fullmatch(text)
-    if m is None or m.group(3) == "T" or not any(m.group(i) for i in (2, 4, 5, 6)):
-        return None
-    days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 4, 5, 6))
-    fraction = m.group(7) or ""
-    nanos = int(fraction.ljust(9, "0")) if fraction else 0
-    if (m.group(6) or "").startswith("-"):
-        nanos = -nanos
-    total_ns = ((days * 24 + hours) * 60 + minutes) * 60_000_000_000 + seconds * 1_000_000_000 + nanos
-    if m.group(1) == "-":
-        total_ns = -total_ns
-    return total_ns // 1_000_000

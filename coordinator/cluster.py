@@ -120,6 +120,24 @@ class PartitionLog:
             total += len(batch)
         return b"".join(out)
 
+    def batches_from(self, offset: int, max_bytes: int) -> list[tuple[int, int, bytes]]:
+        """(base offset, last offset, bytes) of the batches from the one holding offset on, up to
+        max_bytes (at least one batch): a share-partition's log read."""
+        if offset >= self.log_end_offset or not self.batches:
+            return []
+        bases = self.bases
+        i = max(0, bisect.bisect_right(bases, offset) - 1)
+        out = []
+        total = 0
+        for j in range(i, len(bases)):
+            batch = self.batches[j]
+            if out and total + len(batch) > max_bytes:
+                break
+            last = bases[j + 1] - 1 if j + 1 < len(bases) else self.log_end_offset - 1
+            out.append((bases[j], last, batch))
+            total += len(batch)
+        return out
+
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ts, by batch max timestamps."""
         for batch in self.batches:

@@ -37,7 +37,7 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("group.initial.rebalance.delay.ms", 3000, "Delay of the first join phase of a group that starts from Empty."),
     Setting("group.max.size", INT32_MAX, "Most members a classic group may have.", at_least=1),
     # the consumer group protocol (KIP-848), Kafka 4.x's names and defaults
-    Setting("group.coordinator.rebalance.protocols", "classic,consumer", "The group protocols served: classic, consumer or both (comma-separated). Without consumer, ConsumerGroupHeartbeat and ConsumerGroupDescribe are answered UNSUPPORTED_VERSION. share may be listed and changes nothing, as from Kafka 4.1 (4.2 and 4.3 warn that it is deprecated): share groups follow the share.version feature (group.share.enable).", str),
+    Setting("group.coordinator.rebalance.protocols", "classic,consumer", "The group protocols served: classic, consumer or both (comma-separated). Without consumer, ConsumerGroupHeartbeat and ConsumerGroupDescribe are answered UNSUPPORTED_VERSION. share may be listed and changes nothing, as from Kafka 4.1 (4.2 and 4.3 warn that it is deprecated): share groups follow the share.version feature.", str),
     Setting("group.consumer.heartbeat.interval.ms", 5000, "How often members of a consumer group heartbeat (what the heartbeat response tells them).", at_least=1),
     Setting("group.consumer.min.heartbeat.interval.ms", 5000, "Smallest allowed group.consumer.heartbeat.interval.ms.", at_least=1),
     Setting("group.consumer.max.heartbeat.interval.ms", 15000, "Largest allowed group.consumer.heartbeat.interval.ms.", at_least=1),
@@ -53,7 +53,8 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("group.consumer.max.assignment.interval.ms", 15000, "Largest allowed consumer.assignment.interval.ms of a group (Kafka 4.3).", at_least=0),
     Setting("group.consumer.regex.refresh.interval.ms", 600000, "The longest a consumer group's regex subscriptions go without being resolved again, new topics or not (Kafka 4.1's internal config; at least 10000, Kafka's fixed minimum between two resolutions of a group).", at_least=10000),
     # share groups (KIP-932): Kafka's GroupCoordinatorConfig and ShareGroupConfig, their names, defaults and bounds
-    Setting("group.share.enable", False, "Kafka 4.1 and 4.2's internal switch: share groups on (ShareGroupHeartbeat and ShareGroupDescribe; without it they answer UNSUPPORTED_VERSION, as Kafka with share.version 0). Kafka 4.2+ has share groups on by default; groupcoord keeps them off until it serves ShareFetch and ShareAcknowledge, so that a ShareConsumer fails at once rather than getting partitions and no records.", bool),
+    Setting("group.share.enable", False, "Kafka 4.1 and 4.2's internal switch: share groups on whatever share.version says (Kafka 4.3 has no such config: ignored there).", bool),
+    Setting("share.version", -1, "The share.version feature's finalized level (kafka-features.sh): 1 serves share groups (ShareGroupHeartbeat, ShareFetch and the other share APIs; ApiVersions reports it), 0 does not (they answer UNSUPPORTED_VERSION). -1: the release's default, 0 at 4.1 (preview), 1 from 4.2.", at_least=-1, at_most=1),
     Setting("group.share.session.timeout.ms", 45000, "How long a share group member may go without a heartbeat before it is removed.", at_least=1),
     Setting("group.share.min.session.timeout.ms", 45000, "Smallest allowed share.session.timeout.ms of a group.", at_least=1),
     Setting("group.share.max.session.timeout.ms", 60000, "Largest allowed share.session.timeout.ms of a group.", at_least=1),

@@ -551,6 +551,7 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         self.server.connections.pop(self.conn_id, None)
         self.release()
+        self.service.connection_closed(self.node_id, self.conn_id)
 
     def release(self) -> None:
         listener, self.listener = self.listener, None

@@ -30,6 +30,7 @@ from .group.runtime import GroupCoordinator
 from .handlers import HANDLERS, advertised_versions, served_versions
 from .releases import at_least
 from .security import Security
+from .share.manager import SharePartitionManager
 from .timer import Timers
 
 log = structlog.get_logger("groupcoord.service")
@@ -104,8 +105,15 @@ class Service:
         # the group types read the cluster's topics, and hear of their changes
         self.group_coordinator.set_metadata_image(self.cluster)
         self.cluster.topic_listeners.append(self.group_coordinator.topics_changed)
-        # the API versions of the Kafka release emulated: answered, and listed by ApiVersions
         release = self.config["groupcoord.kafka.version"]
+        # the share-partition leaders' side of share groups (ShareFetch, ShareAcknowledge), whose
+        # share-partition states the group coordinator initializes and deletes
+        self.share_partitions = SharePartitionManager(cluster=self.cluster, timers=self.timers, clock=clock,
+                                                      config=self.config,
+                                                      group_configs=self.group_coordinator.group_configs,
+                                                      release=release)
+        self.group_coordinator.share.persister = self.share_partitions.states
+        # the API versions of the Kafka release emulated: answered, and listed by ApiVersions
         _warn_deprecated(self.config, release)
         self.served_versions = served_versions(release)
         self._advertised = advertised_versions(release)
@@ -186,6 +194,11 @@ class Service:
         if put is not None:
             for name, value in changes.items():
                 put(GROUP_RESOURCE, group_id, name, None if value is None else str(value))
+
+    def connection_closed(self, node_id: int, connection_id) -> None:
+        """A driver tells that a client connection closed: its share sessions go and release what
+        their members hold (Kafka's share session cache, on a disconnect)."""
+        self.share_partitions.connection_closed(node_id, connection_id)
 
     def topic_name(self, topic_id) -> str | None:
         """The name of the topic of that id, None when there is none."""

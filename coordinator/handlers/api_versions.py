@@ -13,6 +13,7 @@ from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import APIS
 
+from ..group.share.manager import share_version
 from ..releases import since
 
 API_KEY = ApiKey.API_VERSIONS
@@ -38,10 +39,14 @@ FEATURES = {
 FEATURES_EPOCH = 1
 
 
-def features(release: str, version: int) -> dict:
+def features(release: str, version: int, share_level: int | None = None) -> dict:
     """ApiVersions' feature fields (v3+) for a broker of that release: below v4 only the supported
-    features whose lowest level is above 0 (KAFKA-17492); finalized levels of 0 are left out."""
-    table = since(FEATURES, release) or {}
+    features whose lowest level is above 0 (KAFKA-17492); finalized levels of 0 are left out.
+    ``share_level``: share.version as configured (None: the release's default)."""
+    table = dict(since(FEATURES, release) or {})
+    if share_level is not None and "share.version" in table:
+        lo, hi, _ = table["share.version"]
+        table["share.version"] = (lo, hi, share_level)
     return {"supported_features": [{"name": name, "min_version": lo, "max_version": hi}
                                    for name, (lo, hi, _) in table.items() if version >= 4 or lo > 0],
             "finalized_features_epoch": FEATURES_EPOCH if table else -1,
@@ -62,7 +67,8 @@ def handle(ctx, version, body, respond):
             return
     response = {"error_code": 0, "api_keys": api_keys(ctx.service), "throttle_time_ms": 0}
     if version >= 3:
-        response.update(features(ctx.service.config["groupcoord.kafka.version"], version))
+        config = ctx.service.config
+        response.update(features(config["groupcoord.kafka.version"], version, share_version(config)))
     respond(response)
 
 

@@ -15,7 +15,7 @@ NAMES = {
     37: "CreatePartitions", 42: "DeleteGroups",
     44: "IncrementalAlterConfigs", 47: "OffsetDelete",
     68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe", 74: "ListConfigResources",
-    76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe",
+    76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge",
 }
 
 # the versions Kafka 3.9 serves and lists (no share group APIs: their v0 was unstable); 4.1 differs
@@ -27,9 +27,11 @@ SERVED_3_9 = {
     32: (0, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0), 68: (0, 0), 69: (0, 0), 74: (0, 0),
 }
 SERVED_4_1 = {**SERVED_3_9, 0: (3, 9), 1: (4, 12), 2: (1, 7), 3: (0, 13), 8: (2, 9), 9: (1, 9), 15: (0, 6),
-              19: (2, 7), 20: (1, 6), 32: (1, 4), 68: (0, 1), 69: (0, 1), 74: (0, 1), 76: (1, 1), 77: (1, 1)}
-# 4.2 made OffsetCommit v10 and OffsetFetch v10 (topic ids) stable: 4.1 had them unstable, not served
-SERVED_4_2 = {**SERVED_4_1, 8: (2, 10), 9: (1, 10)}
+              19: (2, 7), 20: (1, 6), 32: (1, 4), 68: (0, 1), 69: (0, 1), 74: (0, 1), 76: (1, 1), 77: (1, 1),
+              78: (1, 1), 79: (1, 1)}
+# 4.2 made OffsetCommit v10 and OffsetFetch v10 (topic ids) stable: 4.1 had them unstable, not served;
+# ShareFetch and ShareAcknowledge v2 came with 4.2 (KIP-1206, KIP-1222)
+SERVED_4_2 = {**SERVED_4_1, 8: (2, 10), 9: (1, 10), 78: (1, 2), 79: (1, 2)}
 SERVED = {"4.3": SERVED_4_2, "4.2": SERVED_4_2, "4.1": SERVED_4_1, "3.9": SERVED_3_9}
 ADVERTISED = {"4.3": {**SERVED_4_2, 0: (0, 9)}, "4.2": {**SERVED_4_2, 0: (0, 9)},
               "4.1": {**SERVED_4_1, 0: (0, 9)}, "3.9": SERVED_3_9}    # Produce: KAFKA-18659

@@ -73,14 +73,17 @@ def test_the_share_group_apis_per_release():
     assert HEARTBEAT not in served_versions("3.9") and DESCRIBE not in served_versions("3.9")
 
 
-@pytest.mark.parametrize("release,enable,on", [("4.1", False, False), ("4.1", True, True), ("4.2", False, False),
-                                               ("4.3", False, False), ("4.3", True, True)])
-def test_share_groups_on_and_off(release, enable, on):
+@pytest.mark.parametrize("release,config,on", [
+    ("4.1", {}, False), ("4.1", {"group.share.enable": True}, True), ("4.1", {"share.version": 1}, True),
+    ("4.2", {}, True), ("4.2", {"share.version": 0}, False), ("4.2", {"share.version": 0, "group.share.enable": True}, True),
+    ("4.3", {}, True), ("4.3", {"share.version": 0}, False), ("4.3", {"share.version": 0, "group.share.enable": True}, False),
+])
+def test_share_groups_on_and_off(release, config, on):
     # SGHT testShareGroupHeartbeatIsInAccessibleWhenConfigsDisabled / ...IsAccessibleWhenShareGroupIsEnabled,
-    # SGDT testShareGroupDescribeIsInAccessibleWhenConfigsDisabled: Kafka 4.1 formats a cluster at
-    # share.version 0 (group.share.enable, its internal switch, turns share groups on); 4.2+ has them on,
-    # groupcoord not until it serves ShareFetch (a ShareConsumer fails at once rather than waiting for records)
-    svc = service(**{"groupcoord.kafka.version": release, "group.share.enable": enable})
+    # SGDT testShareGroupDescribeIsInAccessibleWhenConfigsDisabled: KafkaApis.isShareGroupProtocolEnabled,
+    # share.version 1 (a 4.1 cluster is formatted at 0, 4.2+ at 1) or, in 4.1 and 4.2, group.share.enable
+    # (4.3 has no such config)
+    svc = service(**{"groupcoord.kafka.version": release, "group.share.enable": False, **config})
     svc.create_topic("foo", 2)
     resp = heartbeat(svc, "m1", 0, ["foo"])
     [entry] = describe(svc, "q")
@@ -235,7 +238,7 @@ def test_share_in_the_rebalance_protocols_changes_nothing_but_a_warning(release,
     # KafkaConfig.groupCoordinatorRebalanceProtocols: 'share' is taken (it enabled share groups in 4.0
     # only); Kafka 4.2 and 4.3 warn that it is deprecated
     with capture_logs() as logs:
-        svc = service(**{"groupcoord.kafka.version": release, "group.share.enable": False,
+        svc = service(**{"groupcoord.kafka.version": release, "group.share.enable": False, "share.version": 0,
                          "group.coordinator.rebalance.protocols": "classic,consumer,share"})
     assert [e["message"] for e in logs if e["event"] == "config_deprecated"] == warnings
     assert not svc.group_coordinator.share_groups_enabled

@@ -103,19 +103,32 @@ def test_confluent_kafka_share_consumers_join_and_share_the_partitions():
         assert _describe(gc.bootstrap_servers, "queue")["group_state"] == "Empty"     # they left (epoch -1)
 
 
-def test_until_share_fetch_is_served_a_share_consumer_fails_at_once():
-    """Share groups are off by default until groupcoord serves ShareFetch: librdkafka's ShareConsumer
-    gets Kafka's answer for share groups off, a fatal UNSUPPORTED_VERSION, rather than partitions and no
-    records for ever."""
-    from confluent_kafka import KafkaException, ShareConsumer
+def test_confluent_kafka_share_consumers_get_every_record_once():
+    """Kafka 4.3 by default (share groups on): three ShareConsumers on four partitions receive every
+    produced record, each once (none redelivered: implicit acknowledgement accepts them)."""
+    from confluent_kafka import Producer, ShareConsumer
 
-    with ThreadedCoordinator(topics={"orders": 2}) as gc:
-        consumer = ShareConsumer({"bootstrap.servers": gc.bootstrap_servers, "group.id": "q"})
+    with ThreadedCoordinator(topics={"orders": 4}) as gc:
+        # (the default, latest, would skip what is produced before the share-partitions are first fetched)
+        gc.call(gc.service.alter_group_configs, "q", {"share.auto.offset.reset": "earliest"})
+        consumers = [ShareConsumer({"bootstrap.servers": gc.bootstrap_servers, "group.id": "q", "client.id": f"s{i}"})
+                     for i in range(3)]
         try:
-            consumer.subscribe(["orders"])
-            with pytest.raises(KafkaException, match="ShareGroupHeartbeat fatal error: Broker: API version not "
-                                                     "supported"):
-                for _ in range(40):            # (each poll waits up to 0.25 s: 10 s at most)
-                    consumer.poll(0.25)
+            for c in consumers:
+                c.subscribe(["orders"])
+            producer = Producer({"bootstrap.servers": gc.bootstrap_servers})
+            for i in range(300):
+                producer.produce("orders", value=b"%d" % i, partition=i % 4)
+            producer.flush(10)
+            deliveries: dict[tuple[int, int], list[int]] = {}
+            deadline = time.monotonic() + 30
+            while len(deliveries) < 300 and time.monotonic() < deadline:
+                for c in consumers:
+                    for m in c.poll(0.1):
+                        assert m.error() is None, m.error()
+                        deliveries.setdefault((m.partition(), m.offset()), []).append(m.delivery_count())
         finally:
-            consumer.close()
+            for c in consumers:
+                c.close()
+    assert sorted(deliveries) == sorted((i % 4, i // 4) for i in range(300))
+    assert all(counts == [1] for counts in deliveries.values())

@@ -28,6 +28,8 @@ NOT_IN_KAFKA_PYTHON = {
     int(ApiKey.CONSUMER_GROUP_DESCRIBE): "kafka-python 3.0.12 has no ConsumerGroupDescribe (69) schema",
     int(ApiKey.SHARE_GROUP_HEARTBEAT): "kafka-python 3.0.12 has no ShareGroupHeartbeat (76) schema",
     int(ApiKey.SHARE_GROUP_DESCRIBE): "kafka-python 3.0.12 has no ShareGroupDescribe (77) schema",
+    int(ApiKey.SHARE_FETCH): "kafka-python 3.0.12 has no ShareFetch (78) schema",
+    int(ApiKey.SHARE_ACKNOWLEDGE): "kafka-python 3.0.12 has no ShareAcknowledge (79) schema",
 }
 
 

@@ -19,8 +19,8 @@ an empty assignment, and the partitions at its next heartbeat (which finds initi
 not yet assigned and bumps the group epoch for them).
 
 Which Kafka release each behaviour follows: the emulated one (``groupcoord.kafka.version``). Kafka
-3.9 has no share groups; 4.1 has them off unless enabled (``group.share.enable``, standing in for
-``share.version=1``); 4.2 and 4.3 on. From 4.2: the assignor's balanced builders (4.1 hashes member
+3.9 has no share groups; 4.1 has them off unless enabled (``share.version=1``, or
+``group.share.enable``); 4.2 and 4.3 on unless ``share.version=0``. From 4.2: the assignor's balanced builders (4.1 hashes member
 ids), a member's partitions filtered by its subscription and taken again when it changes it. From
 4.3: a new group at epoch 1, the assignment interval (KIP-1263), the delivery count and record lock
 group configs.
@@ -92,13 +92,25 @@ class NoSharePartitionStates:
         return 0
 
 
+def share_version(config) -> int:
+    """The share.version feature's finalized level: the ``share.version`` setting, else the release's
+    (0 at Kafka 4.1, 1 from 4.2; 3.9 has no such feature: 0)."""
+    release = str(config["groupcoord.kafka.version"])
+    level = int(config["share.version"])
+    if not at_least(release, "4.1"):
+        return 0
+    if level >= 0:
+        return level
+    return 1 if at_least(release, "4.2") else 0
+
+
 def enabled(config) -> bool:
-    """Whether share groups are served: from Kafka 4.1 (never 3.9), when ``group.share.enable`` says so.
-    Kafka 4.2+ has them on by default (share.version 1), but until groupcoord serves ShareFetch and
-    ShareAcknowledge a share group would give its consumers partitions and no records: off, a
-    ShareConsumer gets Kafka's answer for share groups off (UNSUPPORTED_VERSION, librdkafka's fatal
-    error) at once."""
-    return at_least(str(config["groupcoord.kafka.version"]), "4.1") and bool(config["group.share.enable"])
+    """Whether share groups are served (KafkaApis.isShareGroupProtocolEnabled): share.version 1, or on
+    Kafka 4.1 and 4.2 ``group.share.enable``; never on 3.9."""
+    release = str(config["groupcoord.kafka.version"])
+    if not at_least(release, "4.1"):
+        return False
+    return share_version(config) >= 1 or (not at_least(release, "4.3") and bool(config["group.share.enable"]))
 
 
 class ShareGroupManager:

@@ -1,0 +1,624 @@
+"""The share-partition leaders' side of share groups: share sessions, ShareFetch and ShareAcknowledge
+(Kafka's ``SharePartitionManager``, ``ShareSessionCache``, ``DelayedShareFetch`` and the share half of
+``KafkaApis``), sans-I/O.
+
+One :class:`SharePartitionManager` serves every node of the emulated cluster: the logs are shared, each
+share-partition (a :class:`~.partition.SharePartition`) is loaded on the node leading its partition (and
+loaded again from its persisted state when the leadership moves), and each node has its own share
+sessions, keyed by (group id, member id) and tied to the connection that opened them.
+
+Share sessions (``newContext``, ``acknowledgeSessionUpdate``): ShareFetch at epoch 0 opens one (replacing
+any, its records left to their locks; acknowledgements refused: INVALID_REQUEST; at
+``group.share.max.share.sessions`` SHARE_SESSION_LIMIT_REACHED, after MaxWaitMs); at epoch n it must
+find the session at n (else SHARE_SESSION_NOT_FOUND or INVALID_SHARE_SESSION_EPOCH, the session kept),
+adds the request's partitions, forgets ForgottenTopicsData and moves to n + 1 (after INT_MAX: 1); at -1
+it acknowledges, fetches nothing, and closes the session. ShareAcknowledge at 0 is
+INVALID_SHARE_SESSION_EPOCH; at n it moves the epoch as a fetch does; at -1 it closes the session after
+its acknowledgements. A closed session, or its connection's close, releases what the member holds in
+the session's partitions.
+
+A fetch (``DelayedShareFetch``) acquires from the session's partitions, rotated by the session epoch;
+it answers at once when the records it can acquire reach MinBytes (or it has an error, or MaxWaitMs is
+0), else it waits until they do or MaxWaitMs passes; a produce, an acknowledgement, a release or an
+expired lock on one of its partitions tries it again. MaxRecords is shared by the partitions in turn;
+MaxBytes (at most ``fetch.max.bytes``) is split evenly among them. The records sent are the log's
+batches covering the acquired ranges.
+
+Purity: no sockets, no asyncio; time is the injected clock, the long polls are keyed timers
+``("share-fetch", node, connection, correlation id)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Hashable
+
+import structlog
+
+from groupcoord.protocol.errors import ErrorCode, KafkaError
+
+from ..releases import at_least
+from .partition import (LogBatch, ShareAcknowledgementBatch, ShareAcquireMode, SharePartition,
+                        SharePartitionConfig, acknowledgement_batches_valid)
+from .states import ShareStates, StateKey
+
+__all__ = ["FETCH_MAX_BYTES", "ShareSession", "SharePartitionManager", "acknowledge_error", "fetch_error", "next_epoch"]
+
+_E = ErrorCode
+_log = structlog.get_logger("groupcoord.share")
+
+INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+#: Kafka's fetch.max.bytes default (55 MiB), the cap of a ShareFetch's MaxBytes
+FETCH_MAX_BYTES = 57_671_680
+_INT_MAX = 2**31 - 1
+
+TopicPartition = tuple[Hashable, int]       # (topic id, partition)
+
+
+def next_epoch(epoch: int) -> int:
+    """ShareRequestMetadata.nextEpoch: after INT_MAX comes 1 (0 and -1 are the open and close epochs)."""
+    return 1 if epoch >= _INT_MAX else epoch + 1
+
+
+@dataclass(eq=False)
+class ShareSession:
+    """A member's share session on one node: its epoch (the one the next request must carry) and its
+    partitions, in the order they joined it."""
+    group_id: str
+    member_id: str
+    node_id: int
+    connection_id: Hashable
+    epoch: int = 1
+    partitions: dict[TopicPartition, None] = field(default_factory=dict)
+
+
+class _SessionLimitReached(Exception):
+    pass
+
+
+@dataclass
+class _Context:
+    """What newContext decided: the partitions to fetch (None: a final context, nothing fetched) and
+    those the response must carry even without data (a full context's, a subsequent one's added)."""
+    session: ShareSession | None
+    fetch: list[TopicPartition] | None
+    full: bool
+    added: set[TopicPartition]
+
+
+class SharePartitionManager:
+    """The share-partitions and share sessions of the emulated cluster (see the module).
+
+    ``cluster``         the cluster (topics by id, their logs and leaders, the nodes; its waiters hear of
+                        appends);
+    ``group_configs``   the group configs (share.record.lock.duration.ms and the others, by group);
+    ``config``          the broker config (group.share.*), ``release`` the Kafka release emulated.
+    """
+
+    def __init__(self, *, cluster, timers, clock: Callable[[], int], config, group_configs, release: str) -> None:
+        self.cluster = cluster
+        self.timers = timers
+        self.clock = clock
+        self.config = config
+        self.group_configs = group_configs
+        self.release = release
+        self.states = ShareStates(clock=clock, on_delete=self._states_deleted)
+        self.max_sessions = int(config["group.share.max.share.sessions"])
+        self._partitions: dict[StateKey, tuple[int, SharePartition]] = {}     # key -> (node, partition)
+        self._sessions: dict[tuple[int, str, str], ShareSession] = {}         # (node, group, member)
+        self._sessions_per_node: dict[int, int] = {}
+        self._by_connection: dict[tuple[int, Hashable], set[tuple[int, str, str]]] = {}
+        self._parked: set[_ParkedFetch] = set()
+        cluster.add_waiter(self)
+
+    # ---- what the service and the admin API read ----
+
+    def share_partitions(self) -> dict[StateKey, SharePartition]:
+        """The loaded share-partitions."""
+        return {k: sp for k, (_, sp) in self._partitions.items()}
+
+    def sessions(self) -> list[ShareSession]:
+        return list(self._sessions.values())
+
+    # ---- configs ----
+
+    def partition_config(self, group_id: str) -> SharePartitionConfig:
+        """The group's share configs as a share-partition reads them (group config, else broker)."""
+        configs, broker = self.group_configs, self.config
+        defined = configs.defined
+
+        def value(group_name: str, broker_name: str):
+            return configs.get(group_id, group_name) if group_name in defined else broker[broker_name]
+        return SharePartitionConfig(
+            record_lock_duration_ms=int(value("share.record.lock.duration.ms", "group.share.record.lock.duration.ms")),
+            delivery_count_limit=int(value("share.delivery.count.limit", "group.share.delivery.count.limit")),
+            partition_max_record_locks=int(value("share.partition.max.record.locks",
+                                                 "group.share.partition.max.record.locks")),
+            renew_acknowledge_enable=bool(configs.get(group_id, "share.renew.acknowledge.enable"))
+            if "share.renew.acknowledge.enable" in defined else True,
+            auto_offset_reset=str(configs.get(group_id, "share.auto.offset.reset"))
+            if "share.auto.offset.reset" in defined else "latest",
+            release_decreases_delivery_count=not at_least(self.release, "4.2"))
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        """AcquisitionLockTimeoutMs: the group's share.record.lock.duration.ms."""
+        return self.partition_config(group_id).record_lock_duration_ms
+
+    # ---- share-partitions ----
+
+    def _share_partition(self, group_id: str, topic_id, partition: int, node_id: int) -> SharePartition:
+        """The share-partition led by ``node_id``, loaded from its persisted state if needed (raises
+        KafkaError when it cannot be: not initialized, or share.auto.offset.reset finds nothing)."""
+        key = (group_id, topic_id, partition)
+        loaded = self._partitions.get(key)
+        config = self.partition_config(group_id)
+        if loaded is not None:
+            node, sp = loaded
+            if node == node_id:
+                sp.config = config
+                return sp
+            self._drop(key)             # the leadership moved: the new leader loads the persisted state
+        state = self.states.read(key)
+        if state is None:
+            raise KafkaError(_E.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"The share-partition state of {group_id}-{topic_id}:{partition} is not initialized")
+        topic = self.cluster.topics_by_id[topic_id]
+        sp = SharePartition(group_id, topic_id, partition, timers=self.timers, clock=self.clock, config=config,
+                            state=state, log=topic.partitions[partition],
+                            write_state=lambda write: self.states.write(key, write),
+                            on_change=lambda: self._changed(key))
+        self._partitions[key] = (node_id, sp)
+        return sp
+
+    def _loaded_on(self, key: StateKey, node_id: int) -> SharePartition | None:
+        loaded = self._partitions.get(key)
+        return loaded[1] if loaded is not None and loaded[0] == node_id else None
+
+    def _drop(self, key: StateKey) -> None:
+        loaded = self._partitions.pop(key, None)
+        if loaded is not None:
+            loaded[1].close()
+
+    def _states_deleted(self, keys: list[StateKey]) -> None:
+        for key in keys:
+            self._drop(key)
+
+    def drop_group(self, group_id: str) -> None:
+        """The group went: its share-partitions are dropped (their locks cancelled)."""
+        for key in [k for k in self._partitions if k[0] == group_id]:
+            self._drop(key)
+
+    # ---- share sessions ----
+
+    def _new_context(self, node_id: int, connection_id, group_id: str, member_id: str, epoch: int,
+                     wanted: list[TopicPartition], forgotten: list[TopicPartition], has_acks: bool) -> _Context:
+        key = (node_id, group_id, member_id)
+        if epoch == FINAL_EPOCH:
+            session = self._sessions.get(key)
+            if session is None:
+                raise KafkaError(_E.SHARE_SESSION_NOT_FOUND)
+            return _Context(session, None, True, set())
+        if epoch == INITIAL_EPOCH:
+            if has_acks:
+                raise KafkaError(_E.INVALID_REQUEST)
+            self._remove_session(key)           # (replaced: its records stay acquired until their locks expire)
+            if self._sessions_per_node.get(node_id, 0) >= self.max_sessions:
+                raise _SessionLimitReached()
+            session = ShareSession(group_id, member_id, node_id, connection_id,
+                                   partitions=dict.fromkeys(wanted))
+            self._add_session(key, session)
+            return _Context(session, list(session.partitions), True, set())
+        session = self._sessions.get(key)
+        if session is None:
+            raise KafkaError(_E.SHARE_SESSION_NOT_FOUND)
+        if session.epoch != epoch:
+            raise KafkaError(_E.INVALID_SHARE_SESSION_EPOCH)
+        added = {tp for tp in wanted if tp not in session.partitions}
+        session.partitions.update(dict.fromkeys(wanted))
+        for tp in forgotten:
+            session.partitions.pop(tp, None)
+        session.epoch = next_epoch(session.epoch)
+        return _Context(session, list(session.partitions), False, added)
+
+    def _acknowledge_session_update(self, node_id: int, group_id: str, member_id: str, epoch: int) -> ShareSession:
+        if epoch == INITIAL_EPOCH:
+            raise KafkaError(_E.INVALID_SHARE_SESSION_EPOCH)
+        session = self._sessions.get((node_id, group_id, member_id))
+        if session is None:
+            raise KafkaError(_E.SHARE_SESSION_NOT_FOUND)
+        if epoch != FINAL_EPOCH:
+            if session.epoch != epoch:
+                raise KafkaError(_E.INVALID_SHARE_SESSION_EPOCH)
+            session.epoch = next_epoch(session.epoch)
+        return session
+
+    def _add_session(self, key, session: ShareSession) -> None:
+        self._sessions[key] = session
+        self._sessions_per_node[session.node_id] = self._sessions_per_node.get(session.node_id, 0) + 1
+        self._by_connection.setdefault((session.node_id, session.connection_id), set()).add(key)
+
+    def _remove_session(self, key) -> ShareSession | None:
+        session = self._sessions.pop(key, None)
+        if session is None:
+            return None
+        self._sessions_per_node[session.node_id] -= 1
+        conn = (session.node_id, session.connection_id)
+        keys = self._by_connection.get(conn)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_connection[conn]
+        return session
+
+    def release_session(self, node_id: int, group_id: str, member_id: str) -> None:
+        """The session is closed (epoch -1): the member's acquired records in its partitions are released."""
+        session = self._remove_session((node_id, group_id, member_id))
+        if session is not None:
+            self._release(session)
+
+    def _release(self, session: ShareSession) -> None:
+        for topic_id, partition in session.partitions:
+            sp = self._loaded_on((session.group_id, topic_id, partition), session.node_id)
+            if sp is not None:
+                error = sp.release_acquired_records(session.member_id)
+                if error is not None:
+                    _log.warning("share records not released", group=session.group_id, member=session.member_id,
+                                 topic_id=str(topic_id), partition=partition, error=str(error))
+
+    def connection_closed(self, node_id: int, connection_id) -> None:
+        """A client connection closed: its sessions go and release their records, its waiting fetches
+        are dropped."""
+        for parked in [p for p in self._parked if p.node_id == node_id and p.connection_id == connection_id]:
+            parked.cancel()
+        for key in list(self._by_connection.get((node_id, connection_id), ())):
+            session = self._remove_session(key)
+            if session is not None:
+                self._release(session)
+
+    # ---- acknowledgements ----
+
+    def _acknowledge(self, node_id: int, group_id: str, member_id: str, topics: list, version: int,
+                     is_renew_ack: bool, readable: Callable[[str], bool]) -> dict[TopicPartition, tuple[int, str | None]]:
+        """KafkaApis.handleAcknowledgements then SharePartitionManager.acknowledge: per partition of
+        the request, (error code, message)."""
+        results: dict[TopicPartition, tuple[int, str | None]] = {}
+        topics_by_id = self.cluster.topics_by_id
+        for topic_id, partitions in _merged(topics):
+            topic = topics_by_id.get(topic_id)
+            for index, raw in partitions.items():
+                tp = (topic_id, index)
+                if topic is None:
+                    results[tp] = (_E.UNKNOWN_TOPIC_ID, None)
+                    continue
+                batches = [ShareAcknowledgementBatch(b["first_offset"], b["last_offset"], b["acknowledge_types"])
+                           for b in raw]
+                if not acknowledgement_batches_valid(batches, supports_renew=version >= 2, is_renew_ack=is_renew_ack):
+                    results[tp] = (_E.INVALID_REQUEST, None)
+                elif not readable(topic.name):
+                    results[tp] = (_E.TOPIC_AUTHORIZATION_FAILED, None)
+                elif not 0 <= index < topic.partition_count:
+                    results[tp] = (_E.UNKNOWN_TOPIC_OR_PARTITION, None)
+                elif not batches:
+                    results[tp] = (_E.NONE, None)
+                else:
+                    sp = self._loaded_on((group_id, topic_id, index), node_id)
+                    if sp is None:
+                        results[tp] = (_E.UNKNOWN_TOPIC_OR_PARTITION, None)
+                        continue
+                    sp.config = self.partition_config(group_id)
+                    error = sp.acknowledge(member_id, batches)
+                    results[tp] = (_E.NONE, None) if error is None else (int(error.code), error.message)
+        return results
+
+    # ---- ShareFetch ----
+
+    def share_fetch(self, *, node_id: int, connection_id, correlation_id: int, version: int, body: dict,
+                    readable: Callable[[str], bool], respond: Callable[[dict], None]) -> None:
+        """A ShareFetch that passed the API layer's checks (share groups on, group id, group READ,
+        member id, the RENEW limits): answered through ``respond``, at once or after its wait."""
+        group_id, member_id, epoch = body["group_id"], body["member_id"], body["share_session_epoch"]
+        topics = body["topics"]
+        has_acks = any(p["acknowledgement_batches"] for t in topics for p in t["partitions"])
+        wanted = [(topic_id, index) for topic_id, partitions in _merged(topics) for index in partitions]
+        forgotten = [(t["topic_id"], p) for t in body["forgotten_topics_data"] for p in t["partitions"]]
+        lock_ms = self.lock_duration_ms(group_id)
+        try:
+            context = self._new_context(node_id, connection_id, group_id, member_id, epoch, wanted, forgotten,
+                                        has_acks)
+        except _SessionLimitReached:
+            # (answered after MaxWaitMs, as Kafka's idle share fetch timer task)
+            key = ("share-fetch", node_id, connection_id, correlation_id)
+            self.timers.schedule(key, self.clock() + max(0, body["max_wait_ms"]),
+                                 lambda: respond(fetch_error(_E.SHARE_SESSION_LIMIT_REACHED)))
+            return
+        except KafkaError as e:
+            respond(fetch_error(e.code))
+            return
+        is_renew_ack = version >= 2 and body.get("is_renew_ack", False)
+        acks = self._acknowledge(node_id, group_id, member_id, topics, version, is_renew_ack, readable) \
+            if has_acks else {}
+        fetch = _ShareFetch(self, node_id, connection_id, correlation_id, body, context, acks, lock_ms, respond)
+        if context.fetch is None or is_renew_ack:
+            fetch.partitions = []
+        else:
+            fetch.sort_out(readable)
+        if epoch == FINAL_EPOCH:
+            fetch.finish([])
+            self.release_session(node_id, group_id, member_id)
+            return
+        fetch.start()
+
+    # ---- ShareAcknowledge ----
+
+    def share_acknowledge(self, *, node_id: int, version: int, body: dict, readable: Callable[[str], bool]) -> dict:
+        """A ShareAcknowledge that passed the API layer's checks: its response."""
+        group_id, member_id, epoch = body["group_id"], body["member_id"], body["share_session_epoch"]
+        try:
+            self._acknowledge_session_update(node_id, group_id, member_id, epoch)
+        except KafkaError as e:
+            return acknowledge_error(e.code)
+        is_renew_ack = version >= 2 and body.get("is_renew_ack", False)
+        acks = self._acknowledge(node_id, group_id, member_id, body["topics"], version, is_renew_ack, readable)
+        if epoch == FINAL_EPOCH:
+            self.release_session(node_id, group_id, member_id)
+        endpoints: dict[int, dict] = {}
+        responses: dict = {}
+        for (topic_id, index), (code, message) in acks.items():
+            entry = {"partition_index": index, "error_code": code, "error_message": message,
+                     "current_leader": self._current_leader(topic_id, index, code, endpoints)}
+            responses.setdefault(topic_id, []).append(entry)
+        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+                "acquisition_lock_timeout_ms": self.lock_duration_ms(group_id),
+                "responses": [{"topic_id": t, "partitions": ps} for t, ps in responses.items()],
+                "node_endpoints": list(endpoints.values())}
+
+    # ---- wake-ups ----
+
+    def on_append(self, topic: str, partition: int) -> None:
+        """The cluster appended to a partition: the fetches waiting on it try again."""
+        t = self.cluster.topics.get(topic)
+        if t is not None and self._parked:
+            self._wake((t.topic_id, partition))
+
+    def _changed(self, key: StateKey) -> None:
+        if self._parked:
+            self._wake((key[1], key[2]), key[0])
+
+    def _wake(self, tp: TopicPartition, group_id: str | None = None) -> None:
+        for parked in list(self._parked):
+            if tp in parked.fetch.interested and (group_id is None or parked.fetch.group_id == group_id):
+                parked.retry()
+
+    def _current_leader(self, topic_id, index: int, code: int, endpoints: dict) -> dict:
+        """CurrentLeader of a partition entry: the leader, for NOT_LEADER_OR_FOLLOWER only (its endpoint
+        added to NodeEndpoints)."""
+        if code != _E.NOT_LEADER_OR_FOLLOWER:
+            return {"leader_id": 0, "leader_epoch": 0}
+        topic = self.cluster.topics_by_id.get(topic_id)
+        if topic is None:
+            return {"leader_id": -1, "leader_epoch": -1}
+        leader = self.cluster.leader_for(topic.name, index)
+        node = self.cluster.nodes.get(leader)
+        if node is not None and node.up:
+            endpoints[leader] = {"node_id": leader, "host": node.host, "port": node.port, "rack": node.rack}
+        return {"leader_id": leader, "leader_epoch": 0}
+
+
+class _ShareFetch:
+    """One ShareFetch from its session context to its response (DelayedShareFetch)."""
+
+    def __init__(self, manager: SharePartitionManager, node_id: int, connection_id, correlation_id: int, body: dict,
+                 context: _Context, acks: dict, lock_ms: int, respond: Callable[[dict], None]) -> None:
+        self.manager = manager
+        self.node_id = node_id
+        self.connection_id = connection_id
+        self.body = body
+        self.group_id = body["group_id"]
+        self.member_id = body["member_id"]
+        self.context = context
+        self.acks = acks
+        self.lock_ms = lock_ms
+        self.respond = respond
+        self.key = ("share-fetch", node_id, connection_id, correlation_id)
+        self.errors: dict[TopicPartition, tuple[int, str | None]] = {}
+        self.partitions: list[TopicPartition] = []       # what the fetch may acquire from, in its turn's order
+        self.interested: set[TopicPartition] = set()
+
+    def sort_out(self, readable: Callable[[str], bool]) -> None:
+        """The context's partitions: in error (unknown topic id, not authorized, unknown partition, not led
+        here), or to fetch, rotated by the session epoch (Kafka's round-robin PartitionRotateStrategy)."""
+        cluster = self.manager.cluster
+        fetch = []
+        for tp in self.context.fetch or ():
+            topic_id, index = tp
+            topic = cluster.topics_by_id.get(topic_id)
+            if topic is None:
+                self.errors[tp] = (_E.UNKNOWN_TOPIC_ID, None)
+            elif not readable(topic.name):
+                self.errors[tp] = (_E.TOPIC_AUTHORIZATION_FAILED, None)
+            elif not 0 <= index < topic.partition_count:
+                self.errors[tp] = (_E.UNKNOWN_TOPIC_OR_PARTITION, None)
+            elif cluster.leader_for(topic.name, index) != self.node_id:
+                self.errors[tp] = (_E.NOT_LEADER_OR_FOLLOWER, None)
+            else:
+                fetch.append(tp)
+        if fetch:
+            shift = self.context.session.epoch % len(fetch) if self.context.session is not None else 0
+            fetch = fetch[shift:] + fetch[:shift]
+        self.partitions = fetch
+        self.interested = set(fetch)
+
+    def start(self) -> None:
+        body = self.body
+        if not self.partitions or body["max_records"] <= 0 or self._max_bytes() <= 0 or body["max_wait_ms"] <= 0:
+            self.finish(self._acquire())
+            return
+        if self._ready():
+            self.finish(self._acquire())
+            return
+        parked = _ParkedFetch(self)
+        self.manager._parked.add(parked)
+        self.manager.timers.schedule(self.key, self.manager.clock() + body["max_wait_ms"], parked.expire)
+
+    def _max_bytes(self) -> int:
+        return min(self.body["max_bytes"], FETCH_MAX_BYTES)
+
+    def _partition_max_bytes(self) -> int:
+        return max(1, self._max_bytes() // max(1, len(self.partitions)))
+
+    def _load(self, tp: TopicPartition) -> SharePartition | None:
+        try:
+            return self.manager._share_partition(self.group_id, tp[0], tp[1], self.node_id)
+        except KafkaError as e:
+            self.errors[tp] = (int(e.code), e.message)
+            return None
+
+    def _log(self, tp: TopicPartition):
+        return self.manager.cluster.topics_by_id[tp[0]].partitions[tp[1]]
+
+    def _ready(self) -> bool:
+        """Whether enough can be acquired now (MinBytes, at most MaxBytes) or a partition is in error."""
+        wanted = max(1, min(self.body["min_bytes"], self._max_bytes()))
+        limit = self._partition_max_bytes()
+        available = 0
+        for tp in self.partitions:
+            sp = self._load(tp)
+            if sp is None:
+                return True
+            if not sp.can_acquire_records():
+                continue
+            log = self._log(tp)
+            offset = sp.next_fetch_offset()
+            if offset < log.log_start_offset:
+                return True
+            available += sum(len(data) for _, _, data in log.batches_from(offset, limit))
+            if available >= wanted:
+                return True
+        return False
+
+    def _acquire(self) -> list[dict]:
+        """Acquire from each partition in turn; the partition entries with records."""
+        body = self.body
+        remaining = body["max_records"]
+        mode = ShareAcquireMode(body.get("share_acquire_mode", 0)) if body.get("share_acquire_mode", 0) in (0, 1) \
+            else ShareAcquireMode.BATCH_OPTIMIZED
+        limit = self._partition_max_bytes()
+        entries = []
+        for tp in self.partitions:
+            if remaining <= 0:
+                break
+            sp = self._load(tp)
+            if sp is None or not sp.maybe_acquire_fetch_lock(self.key):
+                continue
+            try:
+                if not sp.can_acquire_records():
+                    continue
+                log = self._log(tp)
+                offset = sp.next_fetch_offset()
+                if offset < log.log_start_offset:
+                    sp.update_cache_and_offsets(log.log_start_offset)
+                    offset = sp.next_fetch_offset()
+                read = log.batches_from(offset, limit)
+                if not read:
+                    continue
+                acquired = sp.acquire(self.member_id, [LogBatch(base, last) for base, last, _ in read],
+                                      fetch_offset=offset, max_fetch_records=remaining,
+                                      batch_size=body["batch_size"], acquire_mode=mode)
+            finally:
+                sp.release_fetch_lock(self.key)
+            remaining -= acquired.count
+            ranges = acquired.acquired_records
+            records = b""
+            if ranges:
+                first, last = ranges[0].first_offset, ranges[-1].last_offset
+                records = b"".join(data for base, end, data in read if end >= first and base <= last)
+            entries.append(_partition_entry(tp[1], records=records, acquired=[
+                {"first_offset": r.first_offset, "last_offset": r.last_offset, "delivery_count": r.delivery_count}
+                for r in ranges]))
+            entries[-1]["_tp"] = tp
+        return entries
+
+    def finish(self, fetched: list[dict]) -> None:
+        """Build the response (ShareSessionContext.updateAndGenerateResponseData, then the
+        acknowledgements' results) and send it."""
+        manager = self.manager
+        endpoints: dict[int, dict] = {}
+        by_tp: dict[TopicPartition, dict] = {}
+        for entry in fetched:
+            tp = entry.pop("_tp")
+            if self.context.full or entry["acquired_records"] or tp in self.context.added:
+                by_tp[tp] = entry
+        for tp, (code, message) in self.errors.items():
+            by_tp[tp] = _partition_entry(tp[1], code=code, message=message)
+            by_tp[tp]["current_leader"] = manager._current_leader(tp[0], tp[1], code, endpoints)
+        for tp in self.context.added:
+            by_tp.setdefault(tp, _partition_entry(tp[1]))
+        for tp, (code, message) in self.acks.items():
+            entry = by_tp.setdefault(tp, _partition_entry(tp[1]))
+            entry["acknowledge_error_code"] = code
+            entry["acknowledge_error_message"] = message
+        responses: dict = {}
+        for (topic_id, _), entry in by_tp.items():
+            responses.setdefault(topic_id, []).append(entry)
+        self.respond({"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+                      "acquisition_lock_timeout_ms": self.lock_ms,
+                      "responses": [{"topic_id": t, "partitions": ps} for t, ps in responses.items()],
+                      "node_endpoints": list(endpoints.values())})
+
+
+class _ParkedFetch:
+    """A fetch waiting for MinBytes or MaxWaitMs."""
+
+    def __init__(self, fetch: _ShareFetch) -> None:
+        self.fetch = fetch
+        self.node_id = fetch.node_id
+        self.connection_id = fetch.connection_id
+        self.done = False
+
+    def retry(self) -> None:
+        if not self.done and self.fetch._ready():
+            self._complete()
+
+    def expire(self) -> None:
+        if not self.done:
+            self._complete()
+
+    def _complete(self) -> None:
+        self.cancel()
+        self.fetch.finish(self.fetch._acquire())
+
+    def cancel(self) -> None:
+        self.done = True
+        self.fetch.manager._parked.discard(self)
+        self.fetch.manager.timers.cancel(self.fetch.key)
+
+
+def _merged(topics: list) -> list[tuple[Hashable, dict[int, list]]]:
+    """The request's topics with duplicate topic ids merged (librdkafka sends a topic once per partition
+    at times): (topic id, {partition: acknowledgement batches}), in request order."""
+    merged: dict = {}
+    for t in topics:
+        partitions = merged.setdefault(t["topic_id"], {})
+        for p in t["partitions"]:
+            partitions.setdefault(p["partition_index"], []).extend(p.get("acknowledgement_batches") or ())
+    return list(merged.items())
+
+
+def _partition_entry(index: int, *, code: int = 0, message: str | None = None, records: bytes = b"",
+                     acquired: list | None = None) -> dict:
+    return {"partition_index": index, "error_code": int(code), "error_message": message,
+            "acknowledge_error_code": 0, "acknowledge_error_message": None,
+            "current_leader": {"leader_id": 0, "leader_epoch": 0}, "records": records,
+            "acquired_records": acquired or []}
+
+
+def fetch_error(code: int, message: str | None = None) -> dict:
+    """A ShareFetch failed whole (ShareFetchRequest.getErrorResponse): no partitions, lock timeout 0."""
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message,
+            "acquisition_lock_timeout_ms": 0, "responses": [], "node_endpoints": []}
+
+
+def acknowledge_error(code: int, message: str | None = None) -> dict:
+    """A ShareAcknowledge failed whole."""
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message,
+            "acquisition_lock_timeout_ms": 0, "responses": [], "node_endpoints": []}
+

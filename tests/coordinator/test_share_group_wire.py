@@ -9,7 +9,6 @@ import socket
 import struct
 import time
 
-import pytest
 from test_server import Client
 
 from groupcoord.coordinator.embed import ThreadedCoordinator, running

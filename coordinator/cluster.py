@@ -16,9 +16,10 @@ partitions it prefers, as Kafka's ``auto.leader.rebalance.enable`` does eventual
 
 Durable topics: with a ``store`` (a :class:`~.storage.LogStore`; set by the service), every
 change of the topics (created, deleted, partitions added) is written to it before it is made,
-and so is the end offset a produce moves a partition to, before the produce is acknowledged.
-:meth:`Cluster.restore_topics` brings them back at start; the records themselves stay in memory,
-so a restored partition is empty, starting at its kept end offset.
+and so are a produce's records (segment files, :mod:`.segments`) and the end offset it moves a
+partition to, before the produce is acknowledged. :meth:`Cluster.restore_topics` brings them back
+at start. Retention (:meth:`Cluster.apply_retention`, on the service's timer) deletes whole segments
+as Kafka does, by ``retention.ms`` and ``retention.bytes``.
 """
 from __future__ import annotations
 
@@ -84,27 +85,105 @@ class Node:
     up: bool = True
 
 
-class PartitionLog:
-    """Record batches of one partition, in memory, with offsets assigned on append."""
+class Segment:
+    """One segment of a partition's log (Kafka's LogSegment, in memory): its base offset, where its
+    batches start in the log's lists, its size and its largest record timestamp."""
 
-    __slots__ = ("batches", "bases", "log_start_offset", "log_end_offset", "size_bytes")
+    __slots__ = ("base_offset", "first", "size_bytes", "max_timestamp")
+
+    def __init__(self, base_offset: int, first: int) -> None:
+        self.base_offset = base_offset
+        self.first = first
+        self.size_bytes = 0
+        self.max_timestamp = -1
+
+
+class PartitionLog:
+    """Record batches of one partition, in memory, with offsets assigned on append, in segments
+    (rolled at ``segment.bytes``; retention deletes whole segments from the oldest, never the active
+    one, as Kafka's log does)."""
+
+    __slots__ = ("batches", "bases", "lasts", "log_start_offset", "log_end_offset", "size_bytes", "segments")
 
     def __init__(self, start_offset: int = 0) -> None:
         self.batches: list[bytes] = []
         self.bases: list[int] = []
+        self.lasts: list[int] = []
         self.log_start_offset = start_offset
         self.log_end_offset = start_offset
         self.size_bytes = 0
+        self.segments: list[Segment] = []
 
-    def append(self, batch: bytes, header: records.BatchHeader) -> int:
+    def segment_base(self, incoming_bytes: int, segment_bytes: int) -> int:
+        """The base offset of the segment ``incoming_bytes`` more go to: the active one, or a new one
+        at the log end when they would take it past ``segment_bytes`` (or there is none)."""
+        active = self.segments[-1] if self.segments else None
+        if active is None or (active.size_bytes and active.size_bytes + incoming_bytes > segment_bytes):
+            return self.log_end_offset
+        return active.base_offset
+
+    def append(self, batch: bytes, header: records.BatchHeader, segment_base: int | None = None) -> int:
+        """Append at the log end (the batch's base offset set to it), into the segment of
+        ``segment_base`` (None: the active one)."""
         base = self.log_end_offset
         if header.base_offset != base:
             batch = records.set_base_offset(batch, base)
+        self._add(batch, base, base + header.last_offset_delta, header.max_timestamp,
+                  base if segment_base is None and not self.segments else segment_base)
+        return base
+
+    def append_placed(self, batch: bytes, base: int, last: int, max_timestamp: int, segment_base: int) -> None:
+        """Append a batch whose base offset is already the log end, into the segment of ``segment_base``."""
+        self._add(batch, base, last, max_timestamp, segment_base)
+
+    def restore(self, batch: bytes, header: records.BatchHeader, segment_base: int) -> None:
+        """A batch read back from a segment file, at its own offsets."""
+        if not self.batches:
+            self.log_start_offset = self.log_end_offset = header.base_offset
+        self._add(batch, header.base_offset, header.last_offset, header.max_timestamp, segment_base)
+
+    def _add(self, batch: bytes, base: int, last: int, max_timestamp: int, segment_base: int | None) -> None:
+        if segment_base is not None and (not self.segments or self.segments[-1].base_offset != segment_base):
+            self.segments.append(Segment(segment_base, len(self.batches)))
+        segment = self.segments[-1]
+        segment.size_bytes += len(batch)
+        segment.max_timestamp = max(segment.max_timestamp, max_timestamp)
         self.batches.append(batch)
         self.bases.append(base)
-        self.log_end_offset = base + header.last_offset_delta + 1
+        self.lasts.append(last)
+        self.log_end_offset = max(self.log_end_offset, last + 1)
         self.size_bytes += len(batch)
-        return base
+
+    def retention_cut(self, now_ms: int, retention_ms: int, retention_bytes: int) -> int | None:
+        """The new log start offset after Kafka's retention (``deleteRetentionMsBreachedSegments``,
+        ``deleteRetentionSizeBreachedSegments``): the oldest segments, never the active one, whose
+        largest timestamp is more than ``retention_ms`` old, or while the log stays at least
+        ``retention_bytes`` without them (-1: no limit). None when nothing goes."""
+        size = self.size_bytes
+        keep = 0
+        for segment in self.segments[:-1]:
+            by_time = retention_ms >= 0 and now_ms - segment.max_timestamp > retention_ms
+            by_size = retention_bytes >= 0 and size - segment.size_bytes >= retention_bytes
+            if not (by_time or by_size):
+                break
+            size -= segment.size_bytes
+            keep += 1
+        return self.segments[keep].base_offset if keep else None
+
+    def delete_before(self, offset: int) -> None:
+        """Drop the segments wholly below ``offset`` (a segment base): the log starts there."""
+        gone = 0
+        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+            gone += 1
+            del self.segments[0]
+        if not gone:
+            return
+        cut = self.segments[0].first
+        self.size_bytes -= sum(len(b) for b in self.batches[:cut])
+        del self.batches[:cut], self.bases[:cut], self.lasts[:cut]
+        for segment in self.segments:
+            segment.first -= cut
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one holding offset on, up to max_bytes (at least one batch)."""
@@ -133,8 +212,7 @@ class PartitionLog:
             batch = self.batches[j]
             if out and total + len(batch) > max_bytes:
                 break
-            last = bases[j + 1] - 1 if j + 1 < len(bases) else self.log_end_offset - 1
-            out.append((bases[j], last, batch))
+            out.append((bases[j], self.lasts[j], batch))
             total += len(batch)
         return out
 
@@ -187,7 +265,11 @@ class Cluster:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self._topic_id_factory = topic_id_factory or (lambda name: uuid.uuid4())
-        self.store = None       # durable topics and end offsets (a storage.LogStore), or None
+        self.store = None       # durable topics, end offsets and records (a storage.LogStore), or None
+        self.store_for_restore = None       # where restore_topics reads records from (set by the service)
+        #: the broker's log configs (log.retention.ms, log.retention.bytes, log.segment.bytes), which a
+        #: topic's configs override
+        self.log_defaults = {"retention.ms": 604_800_000, "retention.bytes": -1, "segment.bytes": 1_073_741_824}
         ids = sorted(self.nodes)
         self._ids = ids
         # offsets-topic partition -> node leading it (its groups' coordinator); moved by
@@ -322,11 +404,55 @@ class Cluster:
         return topic
 
     def restore_topics(self, topics: dict, end_offsets: dict[tuple[uuid.UUID, int], int]) -> None:
-        """Topics read back from the store (a storage.TopicValue by name), each partition empty at
-        its kept end offset (log start = log end, as after retention). Nothing is written."""
+        """Topics read back from the store (a storage.TopicValue by name), each partition with the
+        records its segment files kept (a partition without any, from a data dir of an earlier
+        version, starts empty at its kept end offset: log start = log end). Nothing is written."""
+        store = self.store_for_restore
         for name, t in topics.items():
-            parts = [PartitionLog(end_offsets.get((t.topic_id, p), 0)) for p in range(t.partitions)]
+            parts = []
+            for p in range(t.partitions):
+                kept_end = end_offsets.get((t.topic_id, p), 0)
+                log = PartitionLog(kept_end)
+                if store is not None:       # (a torn tail cut: the log ends where its records do)
+                    for segment_base, batch, header in store.load_records(name, p):
+                        log.restore(batch, header, segment_base)
+                parts.append(log)
             self._add_topic(Topic(name, t.topic_id, parts, t.replication_factor, dict(t.configs)))
+
+    # ---- the log's configs (a topic's, else the broker's) ---------------------------
+    def log_config(self, topic: Topic, name: str) -> int:
+        """A topic's ``retention.ms``, ``retention.bytes`` or ``segment.bytes``, else the broker's
+        ``log.<name>`` (:attr:`log_defaults`)."""
+        value = topic.configs.get(name)
+        if value is not None:
+            try:
+                return int(value)
+            except ValueError:
+                pass
+        return self.log_defaults[name]
+
+    def apply_retention(self, now_ms: int) -> list[tuple[str, int, int]]:
+        """Kafka's log retention over every partition (whole segments from the oldest, never the
+        active one); the segment files below the new log start offsets go. Returns (topic, partition,
+        new log start offset) of each partition cut."""
+        cut = []
+        for topic in list(self.topics.values()):
+            if topic.internal:
+                continue
+            ms, size = self.log_config(topic, "retention.ms"), self.log_config(topic, "retention.bytes")
+            for p, log in enumerate(topic.partitions):
+                start = log.retention_cut(now_ms, ms, size)
+                if start is None:
+                    continue
+                if self.store is not None:
+                    try:
+                        self.store.delete_records_before(topic.name, p, start)
+                    except OSError as exc:
+                        logger.warning("segments not deleted", topic=topic.name, partition=p, error=str(exc))
+                        continue
+                log.delete_before(start)
+                cut.append((topic.name, p, log.log_start_offset))
+        return cut
 
     def _add_topic(self, topic: Topic) -> None:
         topic.leaders = [self._initial_leader(p) for p in range(topic.partition_count)]
@@ -402,19 +528,27 @@ class Cluster:
             pos += header.size
         if not staged:
             return ErrorCode.CORRUPT_MESSAGE, -1
-        store = self.store
-        if store is not None:       # the new end offset is kept before the batches are taken
-            end = log.log_end_offset + sum(header.last_offset_delta + 1 for _, header in staged)
-            try:
-                store.put_end_offset(self.topics[topic].topic_id, partition, end)
-            except OSError as exc:      # a full disk: Kafka answers the partition KAFKA_STORAGE_ERROR
-                logger.warning("end offset not kept", topic=topic, partition=partition, error=str(exc))
-                return ErrorCode.KAFKA_STORAGE_ERROR, -1
-        first = -1
+        # the batches at their offsets, kept (segment file, end offset) before they are taken
+        placed = []
+        base = log.log_end_offset
         for batch, header in staged:
-            base = log.append(batch, header)
-            if first < 0:
-                first = base
+            if header.base_offset != base:
+                batch = records.set_base_offset(batch, base)
+            placed.append((batch, base, base + header.last_offset_delta, header.max_timestamp))
+            base += header.last_offset_delta + 1
+        t = self.topics[topic]
+        segment_base = log.segment_base(sum(len(b[0]) for b in placed), self.log_config(t, "segment.bytes"))
+        store = self.store
+        if store is not None:
+            try:
+                store.append_records(topic, partition, segment_base, b"".join(b[0] for b in placed))
+                store.put_end_offset(t.topic_id, partition, base)
+            except OSError as exc:      # a full disk: Kafka answers the partition KAFKA_STORAGE_ERROR
+                logger.warning("records not kept", topic=topic, partition=partition, error=str(exc))
+                return ErrorCode.KAFKA_STORAGE_ERROR, -1
+        first = placed[0][1]
+        for batch, batch_base, last, max_timestamp in placed:
+            log.append_placed(batch, batch_base, last, max_timestamp, segment_base)
         self._notify(topic, partition)
         return ErrorCode.NONE, first
 

@@ -53,6 +53,10 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("group.consumer.max.assignment.interval.ms", 15000, "Largest allowed consumer.assignment.interval.ms of a group (Kafka 4.3).", at_least=0),
     Setting("group.consumer.regex.refresh.interval.ms", 600000, "The longest a consumer group's regex subscriptions go without being resolved again, new topics or not (Kafka 4.1's internal config; at least 10000, Kafka's fixed minimum between two resolutions of a group).", at_least=10000),
     # share groups (KIP-932): Kafka's GroupCoordinatorConfig and ShareGroupConfig, their names, defaults and bounds
+    Setting("log.retention.ms", 604800000, "How long a topic's records are kept (Kafka's log.retention.ms; a topic's retention.ms overrides it): whole segments whose newest record is older go. -1: for ever.", at_least=-1, long=True),
+    Setting("log.retention.bytes", -1, "How large a partition's log may grow before its oldest segments go (a topic's retention.bytes overrides it). -1: no limit.", long=True),
+    Setting("log.segment.bytes", 1073741824, "The size at which a partition's log rolls to a new segment (a topic's segment.bytes overrides it).", at_least=1048576),
+    Setting("log.retention.check.interval.ms", 300000, "How often log retention runs.", at_least=1, long=True),
     Setting("group.share.enable", False, "Kafka 4.1 and 4.2's internal switch: share groups on whatever share.version says (Kafka 4.3 has no such config: ignored there).", bool),
     Setting("share.version", -1, "The share.version feature's finalized level (kafka-features.sh): 1 serves share groups (ShareGroupHeartbeat, ShareFetch and the other share APIs; ApiVersions reports it), 0 does not (they answer UNSUPPORTED_VERSION). -1: the release's default, 0 at 4.1 (preview), 1 from 4.2.", at_least=-1, at_most=1),
     Setting("group.share.session.timeout.ms", 45000, "How long a share group member may go without a heartbeat before it is removed.", at_least=1),

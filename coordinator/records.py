@@ -7,7 +7,7 @@ A record's payload is its key (an int16 kind, Kafka's key version, then the key'
 offsets logs hold OffsetCommit (kind 1) and GroupMetadata (kind 2) records and the records each other
 group type registers (:meth:`Log.register`; the consumer groups' kinds 3, 5 to 8 and 16, Kafka's,
 their values flexible as Kafka's), the cluster metadata log Topic (kind 1), EndOffset (kind 2) and
-Config (kind 3) records. The classes of :mod:`.storage` are what the rest of
+Config (kind 3) records, the share state log ShareSnapshot (kind 0) records. The classes of :mod:`.storage` are what the rest of
 the coordinator uses; these declarations fix their bytes.
 """
 from __future__ import annotations
@@ -129,6 +129,31 @@ CONFIG_VALUE = _record("ConfigValue", [
 ])
 METADATA_LOG = Log("metadata", {1: (TOPIC_KEY, TOPIC_VALUE), 2: (END_OFFSET_KEY, END_OFFSET_VALUE),
                                 3: (CONFIG_KEY, CONFIG_VALUE)})
+
+# the share coordinator's log (Kafka's __share_group_state): a share-partition's whole state, as Kafka's
+# ShareSnapshotKey/ShareSnapshotValue (record type 0) declare it; groupcoord writes a snapshot at each
+# change (no ShareUpdate records), so the latest record of a key is its state and compaction keeps it
+SHARE_SNAPSHOT_KEY = _record("ShareSnapshotKey", [
+    F("GroupId", "string"),
+    F("TopicId", "uuid"),
+    F("Partition", "int32"),
+])
+SHARE_SNAPSHOT_VALUE = group_record_value("ShareSnapshotValue", [
+    F("SnapshotEpoch", "int32"),
+    F("StateEpoch", "int32"),
+    F("LeaderEpoch", "int32"),
+    F("StartOffset", "int64"),
+    F("DeliveryCompleteCount", "int32", tag=0, default=-1),
+    F("CreateTimestamp", "int64"),
+    F("WriteTimestamp", "int64"),
+    F("StateBatches", A(S(
+        F("FirstOffset", "int64"),
+        F("LastOffset", "int64"),
+        F("DeliveryState", "int8"),
+        F("DeliveryCount", "int16"),
+    ))),
+])
+SHARE_STATE_LOG = Log("share state", {0: (SHARE_SNAPSHOT_KEY, SHARE_SNAPSHOT_VALUE)})
 
 _KIND = struct.Struct(">h")
 _VALUE_HEADER = struct.Struct(">bh")       # a value follows, its version

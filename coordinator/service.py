@@ -113,21 +113,46 @@ class Service:
                                                       group_configs=self.group_coordinator.group_configs,
                                                       release=release)
         self.group_coordinator.share.persister = self.share_partitions.states
+        self.cluster.log_defaults = {"retention.ms": self.config["log.retention.ms"],
+                                     "retention.bytes": self.config["log.retention.bytes"],
+                                     "segment.bytes": self.config["log.segment.bytes"]}
         # the API versions of the Kafka release emulated: answered, and listed by ApiVersions
         _warn_deprecated(self.config, release)
         self.served_versions = served_versions(release)
         self._advertised = advertised_versions(release)
         if hasattr(self.store, "load_topics"):
             self._restore_topics()
+        if hasattr(self.store, "load_share_states"):
+            states = self.share_partitions.states
+            states.restore(self.store.load_share_states().items())
+            states.log = self._keep_share_state
+        self._schedule_retention()
         self._next_producer_id = 1000
         # fault injection (faults.py): hooks itself into before_request / the bus only when used
         self.faults = FaultEngine(self)
+
+    def _keep_share_state(self, key, kind: str, value) -> None:
+        """The share state log gets each share-partition's state as it changes (its latest whole state)."""
+        group_id, topic_id, partition = key
+        self.store.put_share_state(group_id, topic_id, partition, value)
+
+    def _schedule_retention(self) -> None:
+        """Kafka's log retention check, every log.retention.check.interval.ms."""
+        def check() -> None:
+            cut = self.cluster.apply_retention(self.clock())
+            if cut:
+                log.info("log retention", partitions=len(cut))
+            self._schedule_retention()
+        self.timers.schedule(("log-retention",), self.clock() + int(self.config["log.retention.check.interval.ms"]),
+                             check)
 
     def _restore_topics(self) -> None:
         """Bring back the store's topics (before any listener opens: a Metadata request would
         auto-create them), then keep every topic change and end offset in it."""
         state = self.store.load_topics()
+        self.cluster.store_for_restore = self.store
         self.cluster.restore_topics(state.topics, state.end_offsets)
+        self.cluster.store_for_restore = None
         self.cluster.store = self.store
         group_configs = self.group_coordinator.group_configs
         for (resource_type, group_id), configs in state.configs.items():

@@ -86,6 +86,8 @@ import crc32c as _crc32c
 import structlog
 
 from . import records
+from .segments import SegmentFiles
+from .share.partition import PersisterStateBatch, ShareSnapshot
 
 log = structlog.get_logger("groupcoord.storage")
 
@@ -350,6 +352,47 @@ def decode_metadata_payload(payload) -> tuple:
         key = EndOffsetKey(k["topic_id"], k["partition"])
         value = None if v is None else EndOffsetValue(v["end_offset"])
     return key, value, key_len
+
+
+@dataclass(frozen=True, slots=True)
+class ShareStateKey:
+    """A share-partition of the share state log: (group id, topic id, partition)."""
+    group: str
+    topic_id: uuid.UUID
+    partition: int
+
+
+def _share_state_fields(key: ShareStateKey, value) -> tuple[int, dict, dict | None]:
+    k = {"group_id": key.group, "topic_id": key.topic_id, "partition": key.partition}
+    if value is None:
+        return 0, k, None
+    return 0, k, {"snapshot_epoch": value.snapshot_epoch, "state_epoch": value.state_epoch,
+                  "leader_epoch": value.leader_epoch, "start_offset": value.start_offset,
+                  "delivery_complete_count": value.delivery_complete_count,
+                  "create_timestamp": value.create_timestamp, "write_timestamp": value.write_timestamp,
+                  "state_batches": [{"first_offset": b.first_offset, "last_offset": b.last_offset,
+                                     "delivery_state": b.delivery_state, "delivery_count": b.delivery_count}
+                                    for b in value.state_batches]}
+
+
+def encode_share_state_record(key: ShareStateKey, value) -> tuple[bytes, bytes]:
+    """(the key's bytes, the payload) of a share state record (value: a share.partition.ShareSnapshot)."""
+    return records.encode(records.SHARE_STATE_LOG, *_share_state_fields(key, value))
+
+
+def decode_share_state_payload(payload) -> tuple:
+    """(key, ShareSnapshot or None, length of the key's bytes). Raises ValueError when malformed."""
+    _, k, v, key_len = records.decode(records.SHARE_STATE_LOG, payload)
+    key = ShareStateKey(k["group_id"], k["topic_id"], k["partition"])
+    if v is None:
+        return key, None, key_len
+    return key, ShareSnapshot(
+        state_epoch=v["state_epoch"], start_offset=v["start_offset"],
+        state_batches=tuple(PersisterStateBatch(b["first_offset"], b["last_offset"], b["delivery_state"],
+                                                b["delivery_count"]) for b in v["state_batches"]),
+        leader_epoch=v["leader_epoch"], delivery_complete_count=v["delivery_complete_count"],
+        snapshot_epoch=v["snapshot_epoch"], create_timestamp=v["create_timestamp"],
+        write_timestamp=v["write_timestamp"]), key_len
 
 
 def encode_frame(key: Key, value: Value) -> bytes:
@@ -637,6 +680,10 @@ class LogStore:
         self._dirty: set[int] = set()
         self._meta: _LogFile | None = None      # the cluster metadata log, opened on first use
         self._meta_dirty = False
+        self._share: _LogFile | None = None     # the share state log, opened on first use
+        self._share_dirty = False
+        #: the data plane's records (segment files per partition)
+        self.segments = SegmentFiles(directory)
         self._last_sync = time.monotonic()
         self.compactions = 0
         os.makedirs(directory, exist_ok=True)
@@ -708,6 +755,10 @@ class LogStore:
             plog = self._logs.get(partition)
             if plog is not None:
                 plog.fsync()
+        self.segments.sync()
+        if self._share_dirty and self._share is not None:
+            self._share_dirty = False
+            self._share.fsync()
 
     def _should_compact(self, plog: _LogFile) -> bool:
         return plog.size >= self.compact_min_bytes and plog.size > self.compact_ratio * plog.live_bytes
@@ -744,9 +795,62 @@ class LogStore:
         self._append_meta([(TopicKey(name), value)], fsync_now=self.fsync != "never")
 
     def delete_topic(self, name: str, topic_id: uuid.UUID, partitions: int) -> None:
-        """A topic was deleted: tombstones for it and its end offsets, fsynced as by put_topic."""
+        """A topic was deleted: tombstones for it and its end offsets, fsynced as by put_topic; its
+        segment files go."""
         records = [(TopicKey(name), None)] + [(EndOffsetKey(topic_id, p), None) for p in range(partitions)]
         self._append_meta(records, fsync_now=self.fsync != "never")
+        for p in range(partitions):
+            self.segments.delete_partition(name, p)
+
+    # ---- the data plane: segment files ----------------------------------------
+    def append_records(self, topic: str, partition: int, segment_base: int, data: bytes) -> None:
+        """A produce's batches (their offsets set), written to the partition's segment of
+        ``segment_base`` before the produce is acknowledged; fsynced as the other logs are."""
+        self.segments.append(topic, partition, segment_base, data)
+        if self.fsync == "always":
+            self.segments.sync()
+
+    def load_records(self, topic: str, partition: int):
+        """(segment base, batch, header) of each batch kept for the partition, in order."""
+        return self.segments.load(topic, partition)
+
+    def delete_records_before(self, topic: str, partition: int, offset: int) -> None:
+        """Retention moved the log start to ``offset``: the segment files below it go."""
+        self.segments.delete_before(topic, partition, offset)
+
+    # ---- the share state log --------------------------------------------------
+    def share_state_path(self) -> str:
+        return os.path.join(self.directory, "__share_group_state.log")
+
+    def load_share_states(self) -> dict:
+        """Read (and repair) the share state log: (group, topic id, partition) -> ShareSnapshot."""
+        if self._share is not None:
+            self._share.close()
+        self._share = _LogFile(self.share_state_path(), decode_share_state_payload)
+        frames = self._share.open()
+        if self._should_compact(self._share):
+            self._compact(self._share)
+        states: dict = {}
+        for key, value, _, _ in frames:
+            k = (key.group, key.topic_id, key.partition)
+            if value is None:
+                states.pop(k, None)
+            else:
+                states[k] = value
+        return states
+
+    def put_share_state(self, group: str, topic_id: uuid.UUID, partition: int, snapshot) -> None:
+        """A share-partition's state changed (a ShareSnapshot; None: deleted): written before the
+        change is acknowledged (Kafka answers an acknowledgement once its state write is committed)."""
+        if self._share is None:
+            self.load_share_states()
+        self._share.append([(ShareStateKey(group, topic_id, partition), snapshot)], encode_share_state_record)
+        if self.fsync == "always":
+            self._share.fsync()
+        elif self.fsync == "interval":
+            self._share_dirty = True
+        if self._should_compact(self._share):
+            self._compact(self._share)
 
     def put_config(self, resource_type: int, resource_name: str, name: str, value: str | None) -> None:
         """A dynamic config was set (None: deleted): written and (unless fsync is "never") fsynced."""
@@ -788,6 +892,10 @@ class LogStore:
         if self._meta is not None:
             self._meta.close()
             self._meta = None
+        if self._share is not None:
+            self._share.close()
+            self._share = None
+        self.segments.close()
 
 
 # ============================================================================ replay

@@ -61,7 +61,7 @@ class ErrorCode(enum.IntEnum):
     NONE = (0, False, None, "")
     OFFSET_OUT_OF_RANGE = (1, False, "OffsetOutOfRangeException", "The requested offset is outside the range the server holds.")
     CORRUPT_MESSAGE = (2, True, "CorruptRecordException", "The message failed its CRC check, is oversized, lacks a key on a compacted topic, or is otherwise corrupt.")
-    UNKNOWN_TOPIC_OR_PARTITION = (3, True, "UnknownTopicOrPartitionException", "This server does not host the topic-partition.")
+    UNKNOWN_TOPIC_OR_PARTITION = (3, True, "UnknownTopicOrPartitionException", "This server does not host this topic-partition.")
     INVALID_FETCH_SIZE = (4, False, "InvalidFetchSizeException", "The requested fetch size is not valid.")
     LEADER_NOT_AVAILABLE = (5, True, "LeaderNotAvailableException", "The topic-partition has no leader because a leader election is under way.")
     NOT_LEADER_OR_FOLLOWER = (6, True, "NotLeaderOrFollowerException", "This broker is not the leader (or, for replica requests, not a replica) of the topic-partition.")

@@ -27,13 +27,14 @@ def handle(ctx, version, body, respond):
         return
     group_id = body["group_id"]
     if group_id is None:
-        respond(acknowledge_error(ErrorCode.INVALID_REQUEST, "Invalid group id in the request."))
+        respond(acknowledge_error(ErrorCode.INVALID_REQUEST))
         return
     if not authorize(ctx, READ, GROUP, group_id):
         respond(acknowledge_error(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         return
-    if member_id_error(service.config["groupcoord.kafka.version"], body["member_id"]):
-        respond(acknowledge_error(ErrorCode.INVALID_REQUEST, "Invalid member id in the request."))
+    error = member_id_error(service.config["groupcoord.kafka.version"], body["member_id"])
+    if error is not None:
+        respond(acknowledge_error(error))
         return
     respond(service.share_partitions.share_acknowledge(
         node_id=ctx.node_id, version=version, body=body, readable=lambda topic: authorize(ctx, READ, TOPIC, topic)))

@@ -17,7 +17,7 @@ INVALID_SHARE_SESSION_EPOCH; at n it moves the epoch as a fetch does; at -1 it c
 its acknowledgements. A closed session, or its connection's close, releases what the member holds in
 the session's partitions.
 
-A fetch (``DelayedShareFetch``) acquires from the session's partitions, rotated by the session epoch;
+A fetch (``DelayedShareFetch``) acquires from the session's partitions, rotated by the request's session epoch;
 it answers at once when the records it can acquire reach MinBytes (or it has an error, or MaxWaitMs is
 0), else it waits until they do or MaxWaitMs passes; a produce, an acknowledgement, a release or an
 expired lock on one of its partitions tries it again. MaxRecords is shared by the partitions in turn;
@@ -50,6 +50,8 @@ INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 #: Kafka's fetch.max.bytes default (55 MiB), the cap of a ShareFetch's MaxBytes
 FETCH_MAX_BYTES = 57_671_680
 _INT_MAX = 2**31 - 1
+#: Kafka's message of UNKNOWN_TOPIC_OR_PARTITION (Errors.java), what an exception built without one carries
+_NOT_HOSTED = _E.UNKNOWN_TOPIC_OR_PARTITION.message
 
 TopicPartition = tuple[Hashable, int]       # (topic id, partition)
 
@@ -302,7 +304,8 @@ class SharePartitionManager:
                 else:
                     sp = self._loaded_on((group_id, topic_id, index), node_id)
                     if sp is None:
-                        results[tp] = (_E.UNKNOWN_TOPIC_OR_PARTITION, None)
+                        # (Errors.UNKNOWN_TOPIC_OR_PARTITION.exception()'s message, as mapAcknowledgementFutures sends it)
+                        results[tp] = (_E.UNKNOWN_TOPIC_OR_PARTITION, _NOT_HOSTED)
                         continue
                     sp.config = self.partition_config(group_id)
                     error = sp.acknowledge(member_id, batches)
@@ -425,7 +428,7 @@ class _ShareFetch:
 
     def sort_out(self, readable: Callable[[str], bool]) -> None:
         """The context's partitions: in error (unknown topic id, not authorized, unknown partition, not led
-        here), or to fetch, rotated by the session epoch (Kafka's round-robin PartitionRotateStrategy)."""
+        here), or to fetch, rotated by the request's session epoch (Kafka's round-robin PartitionRotateStrategy)."""
         cluster = self.manager.cluster
         fetch = []
         for tp in self.context.fetch or ():
@@ -442,14 +445,18 @@ class _ShareFetch:
             else:
                 fetch.append(tp)
         if fetch:
-            shift = self.context.session.epoch % len(fetch) if self.context.session is not None else 0
+            epoch = self.body["share_session_epoch"]        # the request's, as KafkaApis passes it (not the next)
+            shift = epoch % len(fetch) if epoch >= 1 else 0
             fetch = fetch[shift:] + fetch[:shift]
         self.partitions = fetch
         self.interested = set(fetch)
 
     def start(self) -> None:
         body = self.body
-        if not self.partitions or body["max_records"] <= 0 or self._max_bytes() <= 0 or body["max_wait_ms"] <= 0:
+        if body["max_records"] <= 0 or self._max_bytes() <= 0:
+            self.finish([])         # nothing asked: nothing read (SharePartitionManager.processShareFetch)
+            return
+        if not self.partitions or body["max_wait_ms"] <= 0:
             self.finish(self._acquire())
             return
         if self._ready():
@@ -477,7 +484,7 @@ class _ShareFetch:
 
     def _ready(self) -> bool:
         """Whether enough can be acquired now (MinBytes, at most MaxBytes) or a partition is in error."""
-        wanted = max(1, min(self.body["min_bytes"], self._max_bytes()))
+        wanted = min(self.body["min_bytes"], self._max_bytes())     # (0: any acquirable partition will do)
         limit = self._partition_max_bytes()
         available = 0
         for tp in self.partitions:
@@ -496,7 +503,8 @@ class _ShareFetch:
         return False
 
     def _acquire(self) -> list[dict]:
-        """Acquire from each partition in turn; the partition entries with records."""
+        """Acquire from each partition in turn; an entry for each partition read, records or not
+        (ShareFetchUtils.processFetchResponse; once MaxRecords is spent, the later ones acquire nothing)."""
         body = self.body
         remaining = body["max_records"]
         mode = ShareAcquireMode(body.get("share_acquire_mode", 0)) if body.get("share_acquire_mode", 0) in (0, 1) \
@@ -504,8 +512,6 @@ class _ShareFetch:
         limit = self._partition_max_bytes()
         entries = []
         for tp in self.partitions:
-            if remaining <= 0:
-                break
             sp = self._load(tp)
             if sp is None or not sp.maybe_acquire_fetch_lock(self.key):
                 continue
@@ -517,16 +523,14 @@ class _ShareFetch:
                 if offset < log.log_start_offset:
                     sp.update_cache_and_offsets(log.log_start_offset)
                     offset = sp.next_fetch_offset()
-                read = log.batches_from(offset, limit)
-                if not read:
-                    continue
+                read = log.batches_from(offset, limit) if remaining > 0 else []
                 acquired = sp.acquire(self.member_id, [LogBatch(base, last) for base, last, _ in read],
                                       fetch_offset=offset, max_fetch_records=remaining,
-                                      batch_size=body["batch_size"], acquire_mode=mode)
+                                      batch_size=body["batch_size"], acquire_mode=mode) if read else None
             finally:
                 sp.release_fetch_lock(self.key)
-            remaining -= acquired.count
-            ranges = acquired.acquired_records
+            ranges = acquired.acquired_records if acquired is not None else []
+            remaining -= acquired.count if acquired is not None else 0
             records = b""
             if ranges:
                 first, last = ranges[0].first_offset, ranges[-1].last_offset
@@ -547,8 +551,9 @@ class _ShareFetch:
             tp = entry.pop("_tp")
             if self.context.full or entry["acquired_records"] or tp in self.context.added:
                 by_tp[tp] = entry
-        for tp, (code, message) in self.errors.items():
-            by_tp[tp] = _partition_entry(tp[1], code=code, message=message)
+        for tp, (code, _message) in self.errors.items():
+            # (no ErrorMessage: KafkaApis.getResponsePartitionData copies none into the response)
+            by_tp[tp] = _partition_entry(tp[1], code=code)
             by_tp[tp]["current_leader"] = manager._current_leader(tp[0], tp[1], code, endpoints)
         for tp in self.context.added:
             by_tp.setdefault(tp, _partition_entry(tp[1]))

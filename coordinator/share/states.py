@@ -9,9 +9,10 @@ as its :class:`~..group.share.manager.SharePartitionStates` (:meth:`ShareStates.
 
 Each share-partition's state is a :class:`~.partition.ShareSnapshot` keyed by (group id, topic id,
 partition); a write is merged into it as the share coordinator merges a ShareUpdate. With a ``log`` (a
-callable taking the key and the record: ``("snapshot", ShareSnapshot)``, ``("update", ShareUpdate)`` or
-``("delete", None)``), every change is handed to it before it takes effect, so a durable store can keep it
-and :meth:`ShareStates.replay` bring it back; an exception from the log fails the change.
+callable taking the key, ``"snapshot"`` and the share-partition's whole new state, or ``"delete"`` and
+None), every change is handed to it before it takes effect, so a durable store can keep the latest state
+of each share-partition and :meth:`ShareStates.restore` bring them back; an exception from the log fails
+the change (a write's exception fails the acknowledgement that made it).
 
 Fencing as Kafka's share coordinator: an initialize or a write with a state epoch older than the kept one
 is FENCED_STATE_EPOCH, a write with a leader epoch older than the kept one FENCED_LEADER_EPOCH, a write to
@@ -24,7 +25,7 @@ from typing import Callable, Hashable, Iterable
 
 from groupcoord.protocol.errors import ErrorCode, KafkaError
 
-from .partition import PartitionStateBatchData, ShareSnapshot, ShareUpdate
+from .partition import PartitionStateBatchData, ShareSnapshot
 
 __all__ = ["ShareStates", "StateKey"]
 
@@ -41,7 +42,7 @@ class ShareStates:
     def __init__(self, *, clock: Callable[[], int], log: Callable[[StateKey, str, object], None] | None = None,
                  on_delete: Callable[[list[StateKey]], None] | None = None) -> None:
         self._clock = clock
-        self._log = log
+        self.log = log
         self.on_delete = on_delete
         self._states: dict[StateKey, ShareSnapshot] = {}
 
@@ -101,26 +102,10 @@ class ShareStates:
             raise KafkaError(ErrorCode.FENCED_STATE_EPOCH, f"Share partition {_name(key)} has a newer state epoch")
         if write.leader_epoch != -1 and write.leader_epoch < kept.leader_epoch:
             raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH, f"Share partition {_name(key)} has a newer leader epoch")
-        update = ShareUpdate.from_write(write, kept.snapshot_epoch)
-        self._record(key, "update", update)
-        merged = kept.apply(update)
-        if write.state_epoch != merged.state_epoch:
-            merged = replace(merged, state_epoch=write.state_epoch)
-        self._states[key] = replace(merged, write_timestamp=self._clock())
-
-    def replay(self, key: StateKey, kind: str, value: object) -> None:
-        """A record of the log read back at start (what :meth:`initialize`, :meth:`write` and
-        :meth:`delete` handed to it, in order)."""
-        if kind == "snapshot":
-            assert isinstance(value, ShareSnapshot)
-            self._states[key] = value
-        elif kind == "update":
-            kept = self._states.get(key)
-            if kept is not None:
-                assert isinstance(value, ShareUpdate)
-                self._states[key] = kept.apply(value)
-        elif kind == "delete":
-            self._states.pop(key, None)
+        merged = kept.merge(write)
+        merged = replace(merged, state_epoch=write.state_epoch, write_timestamp=self._clock())
+        self._record(key, "snapshot", merged)
+        self._states[key] = merged
 
     def restore(self, states: Iterable[tuple[StateKey, ShareSnapshot]]) -> None:
         """Whole states read back (a store's compacted form)."""
@@ -128,8 +113,8 @@ class ShareStates:
             self._states[key] = snapshot
 
     def _record(self, key: StateKey, kind: str, value: object) -> None:
-        if self._log is not None:
-            self._log(key, kind, value)
+        if self.log is not None:
+            self.log(key, kind, value)
 
 
 def _name(key: StateKey) -> str:

@@ -1,7 +1,7 @@
 """Topics are durable in the data dir (issue #14): names, partition counts, topic ids, replication
 factors, configs and end offsets come back after a restart, whichever way the topics were made,
-and deleted topics stay deleted. Records stay in memory: a restored partition is empty and starts
-at its kept end offset (log start = log end)."""
+and deleted topics stay deleted; so do their records (issue #30: segment files), a restored partition
+holding what was produced to it, from its log start offset on."""
 from __future__ import annotations
 
 import asyncio
@@ -79,12 +79,6 @@ def shape(svc: Service) -> dict:
             for name, t in sorted(svc.cluster.topics.items())}
 
 
-def restored(before: dict) -> dict:
-    """The shape after a restart: every partition empty at its end offset."""
-    return {name: (tid, rf, configs, [(end, end) for _, end in parts])
-            for name, (tid, rf, configs, parts) in before.items()}
-
-
 def test_topics_made_every_way_and_their_end_offsets_survive_a_restart(tmp_path):
     svc = service(tmp_path)
     svc.create_topic("from-cli", 3, exist_ok=True)                       # --topic from-cli:3
@@ -109,30 +103,35 @@ def test_topics_made_every_way_and_their_end_offsets_survive_a_restart(tmp_path)
     svc.store.close()
 
     again = service(tmp_path)
-    assert shape(again) == restored(before)
+    assert shape(again) == before
     assert again.cluster.topics["created"].configs == {"retention.ms": "1000", "cleanup.policy": "compact",
                                                        "unset": None}
     assert again.cluster.topics_by_id[before["created"][0]].name == "created"
-    assert list_offsets(again, "from-cli", 0) == (7, 7)
-    assert list_offsets(again, "created", 3) == (5, 5)
+    assert list_offsets(again, "from-cli", 0) == (0, 7)
+    assert list_offsets(again, "created", 3) == (0, 5)
     # a start's --topic for a topic that exists is no error, and changes nothing
     with capture_logs() as logs:
         assert again.create_topic("from-cli", 5, exist_ok=True) is again.cluster.topics["from-cli"]
     assert again.cluster.topics["from-cli"].partition_count == 3
     assert [e["event"] for e in logs] == ["topic exists with other partitions: kept as it is"]
-    # offsets go on from the old end; what was before it is out of range, as after retention
+    # offsets go on from the old end; the records before it are read as before the restart
     assert produce(again, "from-cli", 0, 2) == 7
-    assert list_offsets(again, "from-cli", 0) == (7, 9)
+    assert list_offsets(again, "from-cli", 0) == (0, 9)
     fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
              "session_id": 0, "session_epoch": -1, "topics": [{"topic": "from-cli", "partitions": [
                  {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}],
              "forgotten_topics_data": [], "rack_id": ""}
-    for offset, code in ((7, 0), (9, 0), (3, ErrorCode.OFFSET_OUT_OF_RANGE)):
+    for offset, code in ((0, 0), (3, 0), (7, 0), (9, 0), (10, ErrorCode.OFFSET_OUT_OF_RANGE)):
         fetch["topics"][0]["partitions"][0]["fetch_offset"] = offset
         part = call(again, FETCH, 11, fetch)["responses"][0]["partitions"][0]
-        assert (part["error_code"], part["log_start_offset"], part["high_watermark"]) == (code, 7, 9), offset
+        assert (part["error_code"], part["log_start_offset"], part["high_watermark"]) == (code, 0, 9), offset
+        assert bool(part["records"]) == (code == 0 and offset < 9), offset
+    fetch["topics"][0]["partitions"][0]["fetch_offset"] = 0
+    records_before = call(again, FETCH, 11, fetch)["responses"][0]["partitions"][0]["records"]
     again.store.close()
-    assert shape(service(tmp_path))["from-cli"][3][0] == (9, 9)
+    third = service(tmp_path)
+    assert shape(third)["from-cli"][3][0] == (0, 9)
+    assert call(third, FETCH, 11, fetch)["responses"][0]["partitions"][0]["records"] == records_before
 
 
 def test_a_deleted_topic_stays_deleted_and_its_name_starts_afresh(tmp_path):
@@ -147,12 +146,13 @@ def test_a_deleted_topic_stays_deleted_and_its_name_starts_afresh(tmp_path):
     svc.store.close()
     svc = service(tmp_path)
     assert svc.cluster.topics == {} and svc.cluster.topics_by_id == {}
+    assert not os.path.exists(tmp_path / "t-1") and not os.path.exists(tmp_path / "t-0")     # its segment files went
     new = svc.create_topic("t", 1)
     assert new.topic_id != old_id
     assert produce(svc, "t", 0, 1) == 0                                  # a new topic: offsets from 0
     svc.store.close()
     svc = service(tmp_path)
-    assert shape(svc) == {"t": (new.topic_id, 1, {}, [(1, 1)])}
+    assert shape(svc) == {"t": (new.topic_id, 1, {}, [(0, 1)])}       # its record, not the old topic's
     svc.store.close()
     # the deleted topic's records are gone from the log once it is compacted (here: at load)
     store = st.LogStore(str(tmp_path), compact_min_bytes=0)
@@ -270,7 +270,7 @@ async def test_the_admin_api_and_embedding_keep_topics(tmp_path):
         produce(gc.service, "made", 4, 2)
         before = shape(gc.service)
     async with running(http=True, data_dir=tmp_path, topics={"orders": 3}) as gc:
-        assert shape(gc.service) == restored(before)
+        assert shape(gc.service) == before
         assert sorted(before) == ["made", "orders"] and before["made"][2] == {"retention.ms": "5"}
         assert gc.service.cluster.log("made", 4).log_end_offset == 2
 

@@ -76,6 +76,13 @@ REQUESTS = {
     74: {"resource_types": [32]},
     76: {"group_id": "g", "member_id": "m", "member_epoch": 0, "rack_id": None, "subscribed_topic_names": ["t"]},
     77: {"group_ids": ["g", "h"], "include_authorized_operations": False},
+    78: {"group_id": "g", "member_id": "m", "share_session_epoch": 0, "max_wait_ms": 500, "min_bytes": 1,
+         "max_bytes": 1024, "max_records": 10, "batch_size": 10, "topics": [
+             {"topic_id": uuid.UUID(int=7), "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}],
+         "forgotten_topics_data": []},
+    79: {"group_id": "g", "member_id": "m", "share_session_epoch": 1, "topics": [
+        {"topic_id": uuid.UUID(int=7), "partitions": [{"partition_index": 0, "acknowledgement_batches": [
+            {"first_offset": 0, "last_offset": 3, "acknowledge_types": [1]}]}]}]},
 }
 
 #: where the error goes: (path to a list of entries, or None for the top level)
@@ -107,7 +114,7 @@ def _cases():
 
 def test_every_api_has_a_sample_request():
     assert set(REQUESTS) == set(HANDLERS)
-    assert len(HANDLERS) == 29
+    assert len(HANDLERS) == 31
     assert set(HANDLERS) <= set(APIS)
 
 

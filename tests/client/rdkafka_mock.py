@@ -44,6 +44,14 @@ def _load():
             if fn is not None:
                 fn.restype = None
                 fn.argtypes = (vp, ctypes.c_int)
+        # share groups (KIP-932): the mock's settings for every share group
+        for name in ("rd_kafka_mock_sharegroup_set_auto_offset_reset",
+                     "rd_kafka_mock_sharegroup_set_record_lock_duration",
+                     "rd_kafka_mock_sharegroup_set_max_delivery_attempts"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = None
+                fn.argtypes = (vp, ctypes.c_int)
         _lib = lib
     return _lib
 
@@ -73,6 +81,19 @@ class MockCluster:
         if fn is None:
             raise RuntimeError("this librdkafka has no rd_kafka_mock_set_group_consumer_heartbeat_interval_ms")
         fn(self._mc, ms)
+
+    def share_groups(self, *, earliest: bool = True, record_lock_duration_ms: int | None = None,
+                     delivery_limit: int | None = None) -> None:
+        """The mock's share group settings: auto.offset.reset earliest (else latest), the acquisition
+        lock and the delivery limit."""
+        lib = _load()
+        if getattr(lib, "rd_kafka_mock_sharegroup_set_auto_offset_reset", None) is None:
+            raise RuntimeError("this librdkafka's mock cluster has no share groups")
+        lib.rd_kafka_mock_sharegroup_set_auto_offset_reset(self._mc, 1 if earliest else 0)
+        if record_lock_duration_ms is not None:
+            lib.rd_kafka_mock_sharegroup_set_record_lock_duration(self._mc, record_lock_duration_ms)
+        if delivery_limit is not None:
+            lib.rd_kafka_mock_sharegroup_set_max_delivery_attempts(self._mc, delivery_limit)
 
     def close(self) -> None:
         if self._mc:

@@ -41,3 +41,21 @@ def test_the_pytest_example_passes_in_another_project(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_billing.py"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.interop
+def test_the_share_group_example_runs(groupcoord_factory):
+    gc = groupcoord_factory()
+    configs = README.read_text().split("<!-- quick-start: share -->")[0].rsplit("    groupcoord configs ", 1)[1]
+    command = ["groupcoord", "configs", *configs.split("\n", 1)[0].split()]
+    assert command[2:5] == ["--group", "workers", "--alter"]
+    r = subprocess.run([sys.executable, "-m", "groupcoord.cli", *command[1:], "--bootstrap-server",
+                        gc.bootstrap_servers], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    code = example("share")
+    assert code.count('"127.0.0.1:9092"') == 1
+    r = subprocess.run([sys.executable, "-c", code.replace('"127.0.0.1:9092"', repr(gc.bootstrap_servers))],
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "10 jobs done\n"
+    assert len(README.read_text().split("<!-- quick-start: share -->")[1].split("```")[1].splitlines()) <= 21

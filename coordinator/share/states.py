@@ -36,8 +36,9 @@ StateKey = tuple[str, Hashable, int]
 class ShareStates:
     """Every share-partition's persisted state (see the module).
 
-    ``on_delete``: called with the keys whose state went (a group's offsets deleted, the group deleted),
-    so that the share-partition leaders drop what they hold of them."""
+    ``on_delete``: called with the keys whose state went (a group's offsets deleted, the group deleted)
+    or was initialized afresh over a kept one (AlterShareGroupOffsets), so that the share-partition
+    leaders drop what they hold of them and load the new state when next asked."""
 
     def __init__(self, *, clock: Callable[[], int], log: Callable[[StateKey, str, object], None] | None = None,
                  on_delete: Callable[[list[StateKey]], None] | None = None) -> None:
@@ -58,9 +59,15 @@ class ShareStates:
 
     # ---- the group coordinator's side (SharePartitionStates) ----
 
-    def initialize(self, group_id: str, state_epoch: int, partitions: dict) -> int:
+    def initialize(self, group_id: str, state_epoch: int, partitions: dict, start_offsets: dict | None = None,
+                   *, complete_count_known: bool = False) -> int:
         """InitializeShareGroupState: each partition ({topic id: partitions}) starts afresh at ``state_epoch``
-        with start offset -1 (its leader picks the start offset from share.auto.offset.reset)."""
+        with start offset -1 (its leader picks the start offset from share.auto.offset.reset), or the one
+        ``start_offsets`` ({topic id: {partition: start offset}}, AlterShareGroupOffsets) gives it; with
+        ``complete_count_known`` (Kafka 4.3's ShareGroupOffset.fromRequest) a share-partition given a start
+        offset has delivery complete count 0, else -1 (unknown); the leader epoch is 0 (Kafka's
+        ShareGroupOffset.UNINITIALIZED_EPOCH). A kept state is replaced (its snapshot epoch bumped) and its
+        key handed to ``on_delete``."""
         now = self._clock()
         for topic_id, indexes in partitions.items():
             for p in indexes:
@@ -68,12 +75,22 @@ class ShareStates:
                 kept = self._states.get(key)
                 if kept is not None and state_epoch < kept.state_epoch:
                     return int(ErrorCode.FENCED_STATE_EPOCH)
+        replaced = []
         for topic_id, indexes in partitions.items():
             for p in sorted(indexes):
                 key = (group_id, topic_id, p)
-                snapshot = ShareSnapshot(state_epoch=state_epoch, create_timestamp=now, write_timestamp=now)
+                start = (start_offsets or {}).get(topic_id, {}).get(p, -1)
+                kept = self._states.get(key)
+                snapshot = ShareSnapshot(state_epoch=state_epoch, start_offset=start, leader_epoch=0,
+                                         delivery_complete_count=0 if complete_count_known and start != -1 else -1,
+                                         snapshot_epoch=kept.snapshot_epoch + 1 if kept is not None else 0,
+                                         create_timestamp=now, write_timestamp=now)
                 self._record(key, "snapshot", snapshot)
                 self._states[key] = snapshot
+                if kept is not None:
+                    replaced.append(key)
+        if replaced and self.on_delete is not None:
+            self.on_delete(replaced)
         return 0
 
     def delete(self, group_id: str, partitions: dict) -> int:

@@ -7,7 +7,8 @@ byte for byte. Requests and responses alike. The consumer group protocol's APIs 
 share groups' (KIP-932), which kafka-python does not declare, are skipped with the reason
 (test_consumer_group_messages.py checks the former against bytes written out by hand and against a
 real client; the share group's are checked against confluent-kafka's ShareConsumer in
-tests/coordinator/test_share_group_wire.py).
+tests/coordinator/test_share_group_wire.py, the share group offsets APIs 90-92, which no client there
+sends, against bytes written out by hand in tests/coordinator/share/test_share_offsets_api.py).
 """
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ NOT_IN_KAFKA_PYTHON = {
     int(ApiKey.SHARE_GROUP_DESCRIBE): "kafka-python 3.0.12 has no ShareGroupDescribe (77) schema",
     int(ApiKey.SHARE_FETCH): "kafka-python 3.0.12 has no ShareFetch (78) schema",
     int(ApiKey.SHARE_ACKNOWLEDGE): "kafka-python 3.0.12 has no ShareAcknowledge (79) schema",
+    int(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS): "kafka-python 3.0.12 has no DescribeShareGroupOffsets (90) schema",
+    int(ApiKey.ALTER_SHARE_GROUP_OFFSETS): "kafka-python 3.0.12 has no AlterShareGroupOffsets (91) schema",
+    int(ApiKey.DELETE_SHARE_GROUP_OFFSETS): "kafka-python 3.0.12 has no DeleteShareGroupOffsets (92) schema",
 }
 
 

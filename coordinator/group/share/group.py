@@ -151,6 +151,9 @@ class ShareGroup:
         self.initializing: dict[uuid.UUID, InitMapValue] = {}
         self.initialized: dict[uuid.UUID, InitMapValue] = {}
         self.deleting: set[uuid.UUID] = set()
+        #: whether the group has a share-partition state metadata record (Kafka's
+        #: ``shareGroupStatePartitionMetadata`` has an entry for it), even one naming no topic
+        self.state_metadata = False
         #: a subscribed topic changed (or the group was just loaded): the metadata hash is computed
         #: again at the next heartbeat (Kafka's ``requestMetadataRefresh``)
         self.metadata_refresh = False

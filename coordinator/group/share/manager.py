@@ -1,5 +1,6 @@
 """The share groups of a coordinator (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe, the
-session timers of their members, their share-partition state metadata.
+session timers of their members, their share-partition state metadata (and, in :mod:`.offsets`,
+DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets).
 
 After Kafka 4.x's ``GroupMetadataManager`` (``shareGroupHeartbeat``, ``shareGroupLeave``,
 ``shareGroupFenceMember``, ``maybeUpdateTargetAssignment``, ``maybeReconcile``,
@@ -47,6 +48,7 @@ from .assignor import NAME as ASSIGNOR_NAME, assign, assign_4_1
 from .configs import ASSIGNMENT_INTERVAL, HEARTBEAT_INTERVAL, SESSION_TIMEOUT, define_configs
 from .group import (DEAD, JOIN_EPOCH, LEAVE_EPOCH, STATES, FencedMemberEpoch, InitMapValue, ShareGroup,
                     ShareGroupMember, assignment_response, check_member_epoch, reconcile)
+from .offsets import ShareGroupOffsets
 from .records import metadata_hash
 from .requests import ShareGroupHeartbeatRequest, heartbeat_error
 
@@ -71,13 +73,21 @@ class SharePartitionStates(Protocol):
     the group coordinator reaches through its ``Persister``): the share-partition side provides it.
     Each call answers an error code, 0 when it succeeded."""
 
-    def initialize(self, group_id: str, state_epoch: int, partitions: dict) -> int:
+    def initialize(self, group_id: str, state_epoch: int, partitions: dict, start_offsets: dict | None = None,
+                   *, complete_count_known: bool = False) -> int:
         """``initializeState``: the partitions ({topic id: partitions}) start at state epoch
-        ``state_epoch`` with start offset -1 (the leader computes it from share.auto.offset.reset)."""
+        ``state_epoch`` with start offset -1 (the leader computes it from share.auto.offset.reset), or
+        the one ``start_offsets`` ({topic id: {partition: start offset}}, AlterShareGroupOffsets) gives;
+        ``complete_count_known``: such a start offset comes with delivery complete count 0 (Kafka 4.3)."""
         ...
 
     def delete(self, group_id: str, partitions: dict) -> int:
         """``deleteState``: the group's state of these partitions ({topic id: partitions}) goes."""
+        ...
+
+    def read(self, key: tuple):
+        """``readSummary`` of one share-partition ((group id, topic id, partition)): its kept state
+        (start_offset, leader_epoch, delivery_complete_count), None when nothing is kept."""
         ...
 
 
@@ -85,11 +95,15 @@ class NoSharePartitionStates:
     """Share-partition states that need nothing done (until the share-partition side plugs in its
     own): every call succeeds."""
 
-    def initialize(self, group_id: str, state_epoch: int, partitions: dict) -> int:
+    def initialize(self, group_id: str, state_epoch: int, partitions: dict, start_offsets: dict | None = None,
+                   *, complete_count_known: bool = False) -> int:
         return 0
 
     def delete(self, group_id: str, partitions: dict) -> int:
         return 0
+
+    def read(self, key: tuple):
+        return None
 
 
 def share_version(config) -> int:
@@ -113,7 +127,7 @@ def enabled(config) -> bool:
     return share_version(config) >= 1 or (not at_least(release, "4.3") and bool(config["group.share.enable"]))
 
 
-class ShareGroupManager:
+class ShareGroupManager(ShareGroupOffsets):
     """The share groups of a coordinator (``ctx``: :class:`~..context.GroupContext`, whose registry
     holds them beside the groups of other types).
 
@@ -243,9 +257,16 @@ class ShareGroupManager:
         """A group its records rebuilt at load (Kafka's replay, then ``onLoaded``): its members in
         member id order, its state, its members' session timers; its metadata hash is computed again
         at the next heartbeat (Kafka's refresh deadline starts expired). False, and nothing done, for
-        a group without its epoch record (one deleted part way)."""
+        a group without its epoch record (one deleted part way), unless it has share-partition state
+        metadata and no members: one an AlterShareGroupOffsets brought (Kafka's replay of the state
+        metadata record makes the group), at epoch 0, 1 from Kafka 4.3."""
         if group.metadata_hash is None:
-            return False
+            if not group.state_metadata or group.members:
+                return False
+            group.metadata_hash = 0
+            if self.new_groups_at_epoch_1:
+                group.group_epoch = max(group.group_epoch, 1)
+                group.assignment_epoch = max(group.assignment_epoch, 1)
         group.members = dict(sorted(group.members.items()))
         group.state = group.compute_state()
         group.metadata_refresh = True
@@ -530,7 +551,10 @@ class ShareGroupManager:
         enriched = {t: InitMapValue(self._topic_name(t) or UNKNOWN_TOPIC_NAME, ps, now) for t, ps in partitions.items()}
         initializing = {}
         for topic_id, value in group.initializing.items():
-            left = value.partitions - partitions.get(topic_id, frozenset())
+            if topic_id not in partitions:          # (kept as it is, even without partitions)
+                initializing[topic_id] = value
+                continue
+            left = value.partitions - partitions[topic_id]
             if left:
                 initializing[topic_id] = value._replace(partitions=left)
         self._emit(*records.state_partitions_record(group.group_id, initializing,

@@ -228,6 +228,7 @@ def replay(groups: dict, key: GroupRecordKey, value: dict | None, now: int) -> N
             group.assignment_epoch = value["assignment_epoch"]
             group.assignment_timestamp = value.get("assignment_timestamp", 0)
     elif kind == STATE_PARTITIONS:
+        group.state_metadata = value is not None
         if value is None:
             group.initializing, group.initialized, group.deleting = {}, {}, set()
         else:

@@ -83,6 +83,11 @@ REQUESTS = {
     79: {"group_id": "g", "member_id": "m", "share_session_epoch": 1, "topics": [
         {"topic_id": uuid.UUID(int=7), "partitions": [{"partition_index": 0, "acknowledgement_batches": [
             {"first_offset": 0, "last_offset": 3, "acknowledge_types": [1]}]}]}]},
+    90: {"groups": [{"group_id": "g", "topics": [{"topic_name": "t", "partitions": [0, 1]}]},
+                    {"group_id": "h", "topics": None}]},
+    91: {"group_id": "g", "topics": [{"topic_name": "t", "partitions": [{"partition_index": 0, "start_offset": 5},
+                                                                        {"partition_index": 1, "start_offset": 0}]}]},
+    92: {"group_id": "g", "topics": [{"topic_name": "t"}, {"topic_name": "u"}]},
 }
 
 #: where the error goes: (path to a list of entries, or None for the top level)
@@ -101,8 +106,10 @@ PER_ENTRY = {
     44: lambda r: r["responses"],
     69: lambda r: r["groups"],
     77: lambda r: r["groups"],
+    90: lambda r: r["groups"],
 }
-EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 32: 2, 37: 2, 42: 2, 44: 2, 69: 2, 77: 2}
+EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 32: 2, 37: 2, 42: 2, 44: 2, 69: 2, 77: 2,
+                    90: 2}
 
 
 def _cases():
@@ -114,7 +121,7 @@ def _cases():
 
 def test_every_api_has_a_sample_request():
     assert set(REQUESTS) == set(HANDLERS)
-    assert len(HANDLERS) == 31
+    assert len(HANDLERS) == 34
     assert set(HANDLERS) <= set(APIS)
 
 

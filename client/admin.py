@@ -55,6 +55,10 @@ CONSUMER_GROUP_DESCRIBE = int(ApiKey.CONSUMER_GROUP_DESCRIBE)
 CREATE_PARTITIONS = int(ApiKey.CREATE_PARTITIONS)
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES = (
     int(ApiKey.DESCRIBE_CONFIGS), int(ApiKey.INCREMENTAL_ALTER_CONFIGS), int(ApiKey.LIST_CONFIG_RESOURCES))
+#: the share group (KIP-932) admin APIs: ShareGroupDescribe, DescribeShareGroupOffsets, AlterShareGroupOffsets,
+#: DeleteShareGroupOffsets
+SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS, ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS = (
+    77, 90, 91, 92)
 
 #: The versions whose request bodies this client builds, per API key (inclusive ranges); the
 #: member's own where it sends the same requests. OffsetFetch starts at v2, the first that
@@ -76,6 +80,10 @@ ADMIN_VERSIONS: dict[int, tuple[int, int]] = {
     DESCRIBE_CONFIGS: (1, 4),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     LIST_CONFIG_RESOURCES: (1, 1),
+    SHARE_GROUP_DESCRIBE: (1, 1),
+    DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),       # v1 (Kafka 4.2, KIP-1226): the Lag
+    ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 
 #: Kafka's ConfigResource.Type, by the names kafka-configs.sh gives them
@@ -145,6 +153,37 @@ class GroupDescription:
     coordinator: Node
     group_epoch: int | None = None                  # a consumer group (KIP-848) only
     target_assignment_epoch: int | None = None      # a consumer group (KIP-848) only
+
+
+@dataclass(frozen=True)
+class ShareMemberDescription:
+    """A share group's member as ShareGroupDescribe tells it (Kafka's ``ShareMemberDescription``)."""
+    member_id: str
+    rack_id: str | None
+    client_id: str
+    host: str
+    assignment: tuple[TP, ...]
+    member_epoch: int
+
+
+@dataclass(frozen=True)
+class ShareGroupDescription:
+    """A share group (KIP-932) as ShareGroupDescribe tells it (Kafka's ``ShareGroupDescription``)."""
+    group_id: str
+    state: str
+    members: tuple[ShareMemberDescription, ...]
+    coordinator: Node
+    group_epoch: int
+    assignment_epoch: int
+
+
+@dataclass(frozen=True)
+class SharePartitionOffsetInfo:
+    """A share-partition's start offset as DescribeShareGroupOffsets tells it (Kafka's
+    ``SharePartitionOffsetInfo``); None where the broker answers -1 (unknown, or before v1's Lag)."""
+    start_offset: int
+    leader_epoch: int | None
+    lag: int | None
 
 
 @dataclass(frozen=True)
@@ -724,7 +763,113 @@ class AdminClient:
                                            for t in resp["topics"] for p in t["partitions"]}
 
 
+    # ---- share groups (KIP-932) ---------------------------------------------------------------
+    async def describe_share_groups(self, group_ids: Iterable[str]
+                                    ) -> dict[str, ShareGroupDescription | KafkaError]:
+        """ShareGroupDescribe at each group's coordinator: a description, or the group's error with the
+        broker's message (GROUP_ID_NOT_FOUND: no such group, or not a share group), as Kafka's
+        DescribeShareGroupsHandler fails the group's future."""
+        self._start()
+        out: dict[str, ShareGroupDescription | KafkaError] = {}
+        for group_id in dict.fromkeys(group_ids):
+            def error_of(resp, version):
+                return resp["groups"][0]["error_code"]
+            _, resp, node = await self._group_request(
+                group_id, SHARE_GROUP_DESCRIBE, {"group_ids": [group_id], "include_authorized_operations": False},
+                error_of)
+            g = resp["groups"][0]
+            if g["error_code"]:
+                out[group_id] = KafkaError(g["error_code"], g.get("error_message"))
+                continue
+            members = tuple(
+                ShareMemberDescription(
+                    m["member_id"], m.get("rack_id"), m["client_id"], m["client_host"],
+                    tuple(sorted({TP(t["topic_name"], p) for t in m["assignment"]["topic_partitions"]
+                                  for p in t["partitions"]})),
+                    m["member_epoch"])
+                for m in g["members"])
+            out[group_id] = ShareGroupDescription(group_id, g["group_state"], members, node, g["group_epoch"],
+                                                  g["assignment_epoch"])
+        return out
+
+    async def list_share_group_offsets(self, group_id: str, partitions: Iterable[TP] | None = None
+                                       ) -> dict[TP, SharePartitionOffsetInfo | None]:
+        """DescribeShareGroupOffsets of one group (Kafka's ``listShareGroupOffsets``): every share-partition
+        whose state the group has initialized (partitions None), or those asked. None for a partition
+        without a start offset (-1); partitions answered with an error are left out, as Kafka's
+        ListShareGroupOffsetsHandler skips them. The group's error raises KafkaError."""
+        self._start()
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for tp in sorted(set(partitions)):
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            topics = [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()]
+        body = {"groups": [{"group_id": group_id, "topics": topics}]}
+
+        def error_of(resp, version):
+            return resp["groups"][0]["error_code"]
+        _, resp, _ = await self._group_request(group_id, DESCRIBE_SHARE_GROUP_OFFSETS, body, error_of)
+        g = resp["groups"][0]
+        if g["error_code"]:
+            raise KafkaError(g["error_code"], g.get("error_message"))
+        out: dict[TP, SharePartitionOffsetInfo | None] = {}
+        for t in g["topics"]:
+            for p in t["partitions"]:
+                if p["error_code"]:
+                    continue
+                tp = TP(t["topic_name"], p["partition_index"])
+                if p["start_offset"] < 0:
+                    out[tp] = None
+                    continue
+                lag = p.get("lag", -1)
+                out[tp] = SharePartitionOffsetInfo(p["start_offset"],
+                                                   p["leader_epoch"] if p["leader_epoch"] >= 0 else None,
+                                                   lag if lag is not None and lag >= 0 else None)
+        return out
+
+    async def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TP, int]
+                                        ) -> dict[TP, KafkaError | None]:
+        """AlterShareGroupOffsets (Kafka's ``alterShareGroupOffsets``): the start offsets of an empty
+        share group's share-partitions. The error per partition (None: altered); an error of the whole
+        request is every partition's, as AlterShareGroupOffsetsHandler answers it (REBALANCE_IN_PROGRESS
+        and COORDINATOR_LOAD_IN_PROGRESS are retried)."""
+        self._start()
+        by_topic: dict[str, list] = {}
+        for tp, offset in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition, "start_offset": offset})
+        body = {"group_id": group_id, "topics": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        _, resp, _ = await self._group_request(group_id, ALTER_SHARE_GROUP_OFFSETS, body, _share_group_error)
+        if resp["error_code"]:
+            error = KafkaError(resp["error_code"], resp.get("error_message"))
+            return {tp: error for tp in sorted(offsets)}
+        return {TP(t["topic_name"], p["partition_index"]):
+                KafkaError(p["error_code"], p.get("error_message")) if p["error_code"] else None
+                for t in resp["responses"] for p in t["partitions"]}
+
+    async def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]
+                                         ) -> tuple[KafkaError | None, dict[str, KafkaError | None]]:
+        """DeleteShareGroupOffsets (Kafka's ``deleteShareGroupOffsets``): an empty share group's
+        share-partition states of whole topics. The request's error (None: none) and each answered
+        topic's (None: deleted); REBALANCE_IN_PROGRESS and COORDINATOR_LOAD_IN_PROGRESS are retried."""
+        self._start()
+        body = {"group_id": group_id, "topics": [{"topic_name": t} for t in dict.fromkeys(topics)]}
+        _, resp, _ = await self._group_request(group_id, DELETE_SHARE_GROUP_OFFSETS, body, _share_group_error)
+        if resp["error_code"]:
+            return KafkaError(resp["error_code"], resp.get("error_message")), {}
+        return None, {t["topic_name"]: KafkaError(t["error_code"], t.get("error_message")) if t["error_code"]
+                      else None for t in resp["responses"]}
+
+
+def _share_group_error(resp: dict, version: int) -> int:
+    """The top-level error of AlterShareGroupOffsets and DeleteShareGroupOffsets, REBALANCE_IN_PROGRESS
+    retried as COORDINATOR_LOAD_IN_PROGRESS is (as Kafka's handlers retry both)."""
+    code = resp["error_code"]
+    return int(_E.COORDINATOR_LOAD_IN_PROGRESS) if code == _E.REBALANCE_IN_PROGRESS else code
+
+
 __all__ = [
     "ADMIN_VERSIONS", "AdminClient", "AdminError", "Committed", "EARLIEST", "GroupDescription", "GroupListing",
-    "LATEST", "MemberDescription", "Node", "PartitionInfo", "TopicDescription", "parse_bootstrap", "pick_version",
+    "LATEST", "MemberDescription", "Node", "PartitionInfo", "ShareGroupDescription", "ShareMemberDescription",
+    "SharePartitionOffsetInfo", "TopicDescription", "parse_bootstrap", "pick_version",
 ]

@@ -41,6 +41,13 @@ _KAFKA_MESSAGES = {
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
     ErrorCode.UNKNOWN_MEMBER_ID: "The coordinator is not aware of this member.",
     ErrorCode.TOPIC_ALREADY_EXISTS: "Topic with this name already exists.",
+    # (and those kafka-share-groups.sh may show)
+    ErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
+    ErrorCode.UNSUPPORTED_VERSION: "The version of API is not supported.",
+    ErrorCode.INVALID_REQUEST: "This most likely occurs because of a request being malformed by the client library "
+                               "or the message was sent to an incompatible broker. See the broker logs for more "
+                               "details.",
+    ErrorCode.KAFKA_STORAGE_ERROR: "Disk error when trying to access log file on the disk.",
 }
 
 

@@ -136,12 +136,42 @@ Share groups (KIP-932) share ``group.created`` (``cause`` "share_group_heartbeat
     was created, deleted or grew) | "assignment_pending" (partitions whose share-partition state was
     initialized since wait to be assigned) | "member_left" | "member_fenced".
 
+The share-partition leaders (:mod:`.share.manager`) report their share sessions and what happens to the
+records (:data:`SHARE_PARTITION_EVENTS`): counted, never one event per record: one per partition of a
+request, one per lock expiry of a partition (the locks expiring together told once). ``generation``,
+``state`` and ``members`` are the share group's (-1, "Dead", 0 when it is gone); ``topic`` is the topic's
+name (None when its id is unknown), ``partition`` its index:
+
+``share.session_opened``  a ShareFetch at epoch 0 opened a share session on a node. ``member``, ``node``,
+    ``partitions`` (how many it names).
+``share.session_closed``  a share session ended. ``member``, ``node``, ``reason``: "final_epoch" (the
+    member closed it: epoch -1) | "connection_closed" | "replaced" (a ShareFetch at epoch 0 opened
+    another; its records stay acquired until their locks expire); ``released`` (records the member held
+    there, released), ``archived`` (of them, archived at the delivery count limit).
+``share.records_acquired`` a ShareFetch acquired records of a partition for a member. ``member``,
+    ``topic``, ``partition``, ``records``, ``first_offset``, ``last_offset``, ``ranges`` ([first, last,
+    delivery count] of each range acquired), ``redelivered`` (records delivered before).
+``share.records_acknowledged`` a ShareFetch or ShareAcknowledge acknowledged records of a partition.
+    ``member``, ``topic``, ``partition``, ``request``: "ShareFetch" | "ShareAcknowledge", ``first_offset``,
+    ``last_offset`` (of its batches), ``accepted``, ``released``, ``rejected``, ``gaps``, ``renewed`` (records
+    each way; all 0 when it failed), ``archived`` (records it archived: rejected, gaps, released at the
+    delivery count limit), ``error`` (the partition's Kafka error name, None), ``dropped`` (a fault
+    dropped the acknowledgements: nothing applied).
+``share.lock_expired``    acquisition locks of a partition expired. ``topic``, ``partition``, ``records``
+    (whose lock expired), ``archived`` (of them, at the delivery count limit: the others are AVAILABLE
+    again), ``cause``: "timeout" | "fault" (an injected expiry).
+``share.records_archived`` records were archived without a REJECT or GAP saying so. ``topic``,
+    ``partition``, ``records``, ``reason``: "delivery_count_limit" (released, by the member, its session's
+    end or a lock expiry, at share.delivery.count.limit; or, acquired then, below the start offset once the
+    log start moved past them) | "log_start_moved" (available when the log start offset passed them).
+
 Heartbeats never emit events. The default ``emit`` (:func:`default_emit`) logs each event
 through structlog (logger ``groupcoord.events``) at the level :data:`EVENT_LEVELS` gives its type:
 info for what an operator follows (groups created and deleted, state changes, members joining,
 leaving and expiring, rebalances starting and completing, offsets expired or deleted), debug for
 what comes per request or repeats a state change (``offset.committed``, ``member.pending``,
-``rebalance.join_completed``, ``group.sync_completed``). The event stream, the metrics and
+``rebalance.join_completed``, ``group.sync_completed``, ``share.records_acquired``,
+``share.records_acknowledged``). The event stream, the metrics and
 ``--events`` get every event whatever the level.
 """
 from __future__ import annotations
@@ -186,7 +216,22 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "share.member_left": ("member", "initiator"),
     "share.member_fenced": ("member", "reason", "timeout_ms"),
     "share.group_epoch_bumped": ("member", "reason"),
+    "share.session_opened": ("member", "node", "partitions"),
+    "share.session_closed": ("member", "node", "reason", "released", "archived"),
+    "share.records_acquired": ("member", "topic", "partition", "records", "first_offset", "last_offset", "ranges",
+                               "redelivered"),
+    "share.records_acknowledged": ("member", "topic", "partition", "request", "first_offset", "last_offset",
+                                   "accepted", "released", "rejected", "gaps", "renewed", "archived", "error",
+                                   "dropped"),
+    "share.lock_expired": ("topic", "partition", "records", "archived", "cause"),
+    "share.records_archived": ("topic", "partition", "records", "reason"),
 }
+
+#: the share-partition leaders' events (:mod:`.share.manager`), the others' being the group coordinator's
+SHARE_PARTITION_EVENTS: tuple[str, ...] = (
+    "share.session_opened", "share.session_closed", "share.records_acquired", "share.records_acknowledged",
+    "share.lock_expired", "share.records_archived",
+)
 
 #: Event type -> the level :func:`default_emit` logs it at (a type not listed: info).
 EVENT_LEVELS: dict[str, str] = {
@@ -195,6 +240,8 @@ EVENT_LEVELS: dict[str, str] = {
     "member.pending": "debug",              # the first JoinGroup of every member (KIP-394)
     "rebalance.join_completed": "debug",    # the same transition as its group.state_change
     "group.sync_completed": "debug",        # the same transition as its group.state_change
+    "share.records_acquired": "debug",      # one per partition of a ShareFetch
+    "share.records_acknowledged": "debug",  # one per partition of an acknowledgement
 }
 
 REBALANCE_REASONS: tuple[str, ...] = (
@@ -395,6 +442,63 @@ class ShareGroupEpochBumped(BaseEvent):
                     "member_fenced"]
 
 
+class ShareSessionOpened(BaseEvent):
+    member: str
+    node: int
+    partitions: int
+
+
+class ShareSessionClosed(BaseEvent):
+    member: str
+    node: int
+    reason: Literal["final_epoch", "connection_closed", "replaced"]
+    released: int
+    archived: int
+
+
+class ShareRecordsAcquired(BaseEvent):
+    member: str
+    topic: str | None
+    partition: int
+    records: int
+    first_offset: int
+    last_offset: int
+    ranges: list[list[int]]
+    redelivered: int
+
+
+class ShareRecordsAcknowledged(BaseEvent):
+    member: str
+    topic: str | None
+    partition: int
+    request: Literal["ShareFetch", "ShareAcknowledge"]
+    first_offset: int
+    last_offset: int
+    accepted: int
+    released: int
+    rejected: int
+    gaps: int
+    renewed: int
+    archived: int
+    error: str | None
+    dropped: bool
+
+
+class ShareLockExpired(BaseEvent):
+    topic: str | None
+    partition: int
+    records: int
+    archived: int
+    cause: Literal["timeout", "fault"]
+
+
+class ShareRecordsArchived(BaseEvent):
+    topic: str | None
+    partition: int
+    records: int
+    reason: Literal["delivery_count_limit", "log_start_moved"]
+
+
 #: Event type -> its TypedDict.
 EVENT_TYPES: dict[str, type] = {
     "group.created": GroupCreated,
@@ -423,6 +527,12 @@ EVENT_TYPES: dict[str, type] = {
     "share.member_left": ShareMemberLeft,
     "share.member_fenced": ShareMemberFenced,
     "share.group_epoch_bumped": ShareGroupEpochBumped,
+    "share.session_opened": ShareSessionOpened,
+    "share.session_closed": ShareSessionClosed,
+    "share.records_acquired": ShareRecordsAcquired,
+    "share.records_acknowledged": ShareRecordsAcknowledged,
+    "share.lock_expired": ShareLockExpired,
+    "share.records_archived": ShareRecordsArchived,
 }
 
 _log = None

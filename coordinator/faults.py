@@ -52,6 +52,33 @@ failover. A node brought back up leads nothing until a preferred-leader election
 offsets-topic partition moves the coordinator of its groups: the old node answers
 NOT_COORDINATOR for them from then on, also to the JoinGroup and SyncGroup requests parked there.
 
+Share groups (KIP-932). Request faults reach ShareGroupHeartbeat, ShareFetch and ShareAcknowledge like
+any API (``group`` and ``member`` filter them too). Beyond those:
+
+* dropping acknowledgements: a request fault with ``"drop_acknowledgements": true`` (``api`` ShareFetch,
+  ShareAcknowledge, or null for both) matches only requests carrying acknowledgements, and has the
+  share-partition leader ignore them: nothing is acknowledged, and each partition's AcknowledgeErrorCode
+  says NONE, as if they had been applied (a lost acknowledgement: the records come back once their
+  acquisition locks expire, their delivery count one up), or ``error`` when given (the client's
+  acknowledgement callback hears of it). The rest of the request is served as usual (a ShareFetch
+  fetches, the session epochs move on); ``latency_ms`` holds it first::
+
+    {"api": "ShareAcknowledge", "group": "Q", "member": "M", "drop_acknowledgements": true, "count": 1}
+
+* expiring locks: :meth:`FaultEngine.expire_locks` (the action ``expire_locks`` {group, member?, topic?,
+  partition?}, default member: the event's) expires acquisition locks now, as their timeout would:
+  their records become AVAILABLE again (ARCHIVED at the delivery count limit), ``share.lock_expired``
+  (cause "fault"). Expiring a member's locks whenever it acquires records::
+
+    {"when": {"event": "share.records_acquired", "group": "Q", "member": "M"},
+     "do": {"action": "expire_locks"}, "times": null}
+
+* fencing a member: ``fence_member`` on a share group fences it as its session timeout would
+  (``share.member_fenced``, reason "session_timeout"): its next ShareGroupHeartbeat is answered
+  UNKNOWN_MEMBER_ID and it joins again; as in Kafka, where the share session cache and not the group
+  coordinator releases records, what it holds stays acquired until its locks expire or its share
+  session ends.
+
 With no fault active the engine costs nothing: its request hook is in
 ``service.before_request`` only while a request fault is active, and it subscribes to the
 bus only while a scheduled fault is.
@@ -72,20 +99,29 @@ from groupcoord.protocol.messages import APIS
 from .context import RequestContext, Verdict
 from .events import BASE_FIELDS, EVENT_FIELDS
 from .handlers import HANDLERS
+from .share.manager import DROP_ACKNOWLEDGEMENTS
 
 log = structlog.get_logger("groupcoord.faults")
 
 LOG_SIZE = 1000
 
 _API_BY_NAME = {re.sub(r"[^a-z0-9]", "", a.name.lower()): key for key, a in APIS.items()}
+#: APIs whose requests name one group at the top (GroupId) though their handler lists none: ShareFetch,
+#: ShareAcknowledge
+_TOP_GROUP_APIS = frozenset(key for key, handler in HANDLERS.items() if not hasattr(handler, "groups")
+                            and key in APIS and any(f.key == "group_id" for f in APIS[key].request.fields))
 #: APIs whose requests carry group ids
-GROUP_APIS = frozenset(key for key, handler in HANDLERS.items() if hasattr(handler, "groups"))
-_REQUEST_KEYS = {"id", "api", "group", "node", "client_id", "member", "count", "skip", "error", "latency_ms", "drop"}
+GROUP_APIS = frozenset(key for key, handler in HANDLERS.items() if hasattr(handler, "groups")) | _TOP_GROUP_APIS
+#: APIs whose requests carry share acknowledgements (``drop_acknowledgements``)
+ACKNOWLEDGING_APIS = (_API_BY_NAME["sharefetch"], _API_BY_NAME["shareacknowledge"])
+_REQUEST_KEYS = {"id", "api", "group", "node", "client_id", "member", "count", "skip", "error", "latency_ms", "drop",
+                 "drop_acknowledgements"}
 #: APIs whose requests name a member at the top (MemberId)
 MEMBER_APIS = frozenset(key for key, api in APIS.items() if any(f.key == "member_id" for f in api.request.fields))
 _SCHEDULE_KEYS = {"id", "when", "do", "times"}
 _EVENT_KEYS = set(BASE_FIELDS).union(*EVENT_FIELDS.values())
 _MEMBER_ACTIONS = ("expire_member", "remove_member", "fence_member")
+_LOCK_KEYS = {"group", "member", "topic", "partition"}
 _CONNECTION_ACTIONS = ("node_down", "drop_connections")
 _ACTIONS = {
     "expire_member": {"group", "member", "instance_id", "client_id"},
@@ -96,6 +132,7 @@ _ACTIONS = {
     "node_up": {"node", "preferred_election"},
     "move_coordinator": {"group", "partition", "node"},
     "drop_connections": {"node", "client_id"},
+    "expire_locks": _LOCK_KEYS,
 }
 
 
@@ -173,7 +210,10 @@ def _unknown(spec: dict, allowed, what: str) -> None:
 
 # ============================================================================ requests' groups
 def request_groups(api_key: int, version: int, body: dict) -> list | None:
-    """The group ids a request names (None for APIs without groups): its handler's answer."""
+    """The group ids a request names (None for APIs without groups): its handler's answer, or the
+    GroupId at the top of a ShareFetch or ShareAcknowledge."""
+    if api_key in _TOP_GROUP_APIS:
+        return [body.get("group_id")]
     groups = getattr(HANDLERS[api_key], "groups", None)
     return None if groups is None else groups(version, body)
 
@@ -226,6 +266,7 @@ class RequestFault:
     skipped: int = 0
     fired: int = 0
     active: bool = True
+    drop_acknowledgements: bool = False     # the request is served, its share acknowledgements are not
 
     def to_json(self) -> dict:
         return {"id": self.id, "kind": "request", "api": APIS[self.api].name if self.api is not None else None,
@@ -233,7 +274,8 @@ class RequestFault:
                 "member": self.member, "count": self.count, "remaining": self.remaining, "skip": self.skip,
                 "error": self.error.name if self.error is not None else None,
                 "error_code": int(self.error) if self.error is not None else None,
-                "latency_ms": self.latency_ms, "drop": self.drop, "fired": self.fired, "active": self.active,
+                "latency_ms": self.latency_ms, "drop": self.drop,
+                "drop_acknowledgements": self.drop_acknowledgements, "fired": self.fired, "active": self.active,
                 "source": self.source}
 
 
@@ -261,6 +303,11 @@ class ScheduledFault:
 
 
 _ABSENT = object()
+
+
+def _has_acknowledgements(body: dict) -> bool:
+    """Whether a ShareFetch or ShareAcknowledge acknowledges records."""
+    return any(p.get("acknowledgement_batches") for t in body.get("topics") or () for p in t.get("partitions") or ())
 
 
 def _moves_json(moves) -> list[dict]:
@@ -360,14 +407,23 @@ class FaultEngine:
         drop = spec.get("drop", False)
         if not isinstance(drop, bool):
             raise FaultError("drop must be true or false")
-        if error is None and not drop and not latency:
-            raise FaultError("a request fault needs an error, latency_ms or drop")
+        drop_acks = spec.get("drop_acknowledgements", False)
+        if not isinstance(drop_acks, bool):
+            raise FaultError("drop_acknowledgements must be true or false")
+        if drop_acks:
+            if api is not None and api not in ACKNOWLEDGING_APIS:
+                raise FaultError(f"{APIS[api].name} requests carry no share acknowledgements: drop_acknowledgements "
+                                 "is for ShareFetch and ShareAcknowledge (or no api: both)")
+            if drop:
+                raise FaultError("drop_acknowledgements serves the request: it cannot drop the connection too")
+        elif error is None and not drop and not latency:
+            raise FaultError("a request fault needs an error, latency_ms or drop (or drop_acknowledgements)")
         if error is not None and drop:
             raise FaultError("a request fault either answers with an error or drops the connection, not both")
         count = _int(spec, "count", minimum=1)
         return RequestFault(fault_id or self._new_id(spec), api, group, node, _str(spec, "client_id"), member, count,
                             _int(spec, "skip", default=0, nullable=False), error, latency, drop, source,
-                            remaining=count)
+                            remaining=count, drop_acknowledgements=drop_acks)
 
     def _parse_scheduled(self, spec: dict) -> ScheduledFault:
         _unknown(spec, _SCHEDULE_KEYS, "a scheduled fault")
@@ -411,6 +467,11 @@ class FaultEngine:
         elif action == "drop_connections":
             self._check_node(_int(do, "node"))
             _str(do, "client_id")
+        elif action == "expire_locks":
+            for k in ("group", "member", "topic"):
+                _str(do, k)
+            if _int(do, "partition") is not None and do.get("topic") is None:
+                raise FaultError("expire_locks: partition needs its topic")
         times = _int(spec, "times", minimum=1, default=1)
         return ScheduledFault(self._new_id(spec), dict(when), dict(do), times, remaining=times)
 
@@ -432,7 +493,7 @@ class FaultEngine:
             if self._unsubscribe is None:
                 self._unsubscribe = self.service.bus.subscribe(self.on_event)
             return
-        keys = APIS if fault.api is None else (fault.api,)
+        keys = (ACKNOWLEDGING_APIS if fault.drop_acknowledgements else APIS) if fault.api is None else (fault.api,)
         for key in keys:
             self._index.setdefault(key, []).append(fault)
         if not self._hooked:
@@ -476,6 +537,8 @@ class FaultEngine:
                 continue
             if rule.member is not None and body.get("member_id") != rule.member:
                 continue
+            if rule.drop_acknowledgements and not _has_acknowledgements(body):
+                continue
             if rule.group is not None:
                 if groups is None:
                     groups = request_groups(ctx.api_key, ctx.api_version, body) or ()
@@ -491,7 +554,7 @@ class FaultEngine:
                 return None
         return None
 
-    def _fire(self, rule: RequestFault, ctx: RequestContext, body: dict, groups) -> Verdict:
+    def _fire(self, rule: RequestFault, ctx: RequestContext, body: dict, groups) -> Verdict | None:
         rule.fired += 1
         if rule.remaining is not None:
             rule.remaining -= 1
@@ -500,8 +563,13 @@ class FaultEngine:
         self.log.append({"fault": rule.id, "ts_ms": ctx.now_ms, "kind": "request", "api": APIS[ctx.api_key].name,
                          "node": ctx.node_id, "client_id": ctx.client_id, "group": rule.group,
                          "error": rule.error.name if rule.error is not None else None,
-                         "latency_ms": rule.latency_ms, "drop": rule.drop})
+                         "latency_ms": rule.latency_ms, "drop": rule.drop,
+                         "drop_acknowledgements": rule.drop_acknowledgements})
         reason = f"fault {rule.id}"
+        if rule.drop_acknowledgements:
+            # (served: the share-partition leader answers each acknowledged partition with this code)
+            body[DROP_ACKNOWLEDGEMENTS] = int(rule.error) if rule.error is not None else 0
+            return Verdict(delay_ms=rule.latency_ms, reason=reason) if rule.latency_ms else None
         if rule.drop:
             return Verdict(delay_ms=rule.latency_ms, close=True, reason=reason)
         if rule.error is None:
@@ -594,6 +662,10 @@ class FaultEngine:
             if action == "fence_member":
                 return self.fence_member(group_id, **selector, source=source)
             return self.remove_member(group_id, **selector)
+        if action == "expire_locks":
+            member = do["member"] if "member" in do else event.get("member")
+            return self.expire_locks(do.get("group") or event.get("group"), member, do.get("topic"),
+                                     do.get("partition"))
         if action == "inject":
             return self.add_injected(do["fault"], source)
         if action == "node_down":
@@ -651,13 +723,47 @@ class FaultEngine:
     def fence_member(self, group_id: str, member=None, instance_id=None, client_id=None,
                      source: str = "api") -> dict:
         """Answer a consumer group member's next ConsumerGroupHeartbeat FENCED_MEMBER_EPOCH (a
-        one-shot request fault, added now); the request fault."""
+        one-shot request fault, added now); the request fault. A share group's member is fenced now,
+        as its session timeout would (``share.member_fenced``): {"group", "member", "fenced": true}."""
         group, m = self._find_member(group_id, member, instance_id, client_id)
+        if group.type == "share":
+            self.service.group_coordinator.expire_member(group.group_id, m.member_id)
+            self._changed()
+            return {"group": group.group_id, "member": m.member_id, "fenced": True}
         if group.type != "consumer":
-            raise FaultError(f"group {group.group_id!r} is a {group.type} group: fence_member is for consumer groups",
-                             "conflict")
+            raise FaultError(f"group {group.group_id!r} is a {group.type} group: fence_member is for consumer groups "
+                             "(and share groups)", "conflict")
         return self.add_injected({"api": "ConsumerGroupHeartbeat", "group": group.group_id, "member": m.member_id,
                                   "error": "FENCED_MEMBER_EPOCH", "count": 1}, source)
+
+    def expire_locks(self, group_id: str, member: str | None = None, topic: str | None = None,
+                     partition: int | None = None) -> dict:
+        """Expire a share group's acquisition locks now, as their timeout would (those ``member`` holds,
+        of ``topic``, of its ``partition``; None: any): their records are AVAILABLE again, or ARCHIVED at
+        the delivery count limit. {"group", "member", "records", "partitions": [{topic, partition,
+        records}]}: how many records' locks expired."""
+        gc = self.service.group_coordinator
+        group = gc.get(group_id) if group_id else None
+        if group is None:
+            raise FaultError(f"no group {group_id!r}", "not_found")
+        if group.type != "share":
+            raise FaultError(f"group {group_id!r} is a {group.type} group: expire_locks is for share groups",
+                             "conflict")
+        topic_id = None
+        if topic is not None:
+            topic_id = self.service.topic_id(topic)
+            if topic_id is None:
+                raise FaultError(f"no topic {topic!r}", "not_found")
+        if partition is not None and topic is None:
+            raise FaultError("partition needs its topic")
+        if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int) or partition < 0):
+            raise FaultError(f"partition must be an integer >= 0, not {partition!r}")
+        expired = self.service.share_partitions.expire_locks(group_id, member, topic_id, partition)
+        self._changed()
+        parts = sorted(({"topic": self.service.topic_name(t), "partition": p, "records": n}
+                        for (_, t, p), n in expired.items()), key=lambda e: (e["topic"] or "", e["partition"]))
+        log.warning("share_locks_expired", group=group_id, member=member, records=sum(expired.values()))
+        return {"group": group_id, "member": member, "records": sum(expired.values()), "partitions": parts}
 
     def _changed(self) -> None:
         if self._driver_running():

@@ -51,6 +51,31 @@ group-coordinator-metrics group-rebalance-count              ``group_rebalance_t
 group-coordinator-metrics offset-commit-count                ``offset_commit_total`` (offsets committed)
 group-coordinator-metrics offset-expiration-count            ``offset_expiration_total``
 group-coordinator-metrics offset-deletion-count              ``offset_deletion_total``
+group-coordinator-metrics share-group-count{state}           ``share_group_count{state}`` (Empty, Stable,
+                                                             Dead); ``group_count{protocol="share"}``
+group-coordinator-metrics share-group-rebalance-count         ``share_group_rebalance_total{reason}`` (one
+                                                             per ``share.group_epoch_bumped``)
+BrokerTopicMetrics TotalShareFetchRequestsPerSec{topic}      ``share_fetch_requests_total{topic}``
+                                                             (ShareFetch requests reading the topic)
+BrokerTopicMetrics FailedShareFetchRequestsPerSec{topic}     ``failed_share_fetch_requests_total{topic}``
+BrokerTopicMetrics                                           ``share_acknowledgement_requests_total{topic}``
+TotalShareAcknowledgementRequestsPerSec{topic}               (ShareFetch and ShareAcknowledge requests
+                                                             acknowledging records of the topic)
+BrokerTopicMetrics                                           ``failed_share_acknowledgement_requests_total
+FailedShareAcknowledgementRequestsPerSec{topic}              {topic}``
+ShareGroupMetrics RecordAcknowledgementsPerSec{ackType}      ``record_acknowledgements_total{ack_type}``
+                                                             (Accept, Release, Reject, Renew; records)
+SharePartitionMetrics InFlightMessageCount                   ``share_partition_in_flight_message_count
+{group,topic,partition}                                      {group,topic,partition}`` (SPEO - SPSO + 1)
+SharePartitionMetrics InFlightBatchCount                     ``share_partition_in_flight_batch_count
+{group,topic,partition}                                      {group,topic,partition}``
+SharePartitionMetrics AcquisitionLockTimeoutPerSec           ``share_partition_acquisition_lock_timeout_total
+{group,topic,partition}                                      {group,topic,partition}`` (records; from the
+                                                             share-partition's load on its leader)
+ShareSessionCache ShareSessionsCount, SharePartitionsCount   ``share_sessions_count{node}``,
+                                                             ``share_session_partitions_count{node}``
+DelayedShareFetchMetrics ExpiresPerSec                       ``delayed_share_fetch_expires_total``
+                                                             (fetches answered at their MaxWaitMs)
 consumer coordinator rebalance-latency-{avg,max,total}       ``rebalance_latency_seconds{outcome}``
                                                              histogram (``rebalance.completed``
                                                              ``duration_ms``)
@@ -75,8 +100,14 @@ groups), ``node_up{node}``, ``events_total{event}`` (every bus event by type),
 ``consumer.member_left``: "member" or "admin"), ``members_removed_total{reason}`` (``member.removed`` and ``member.expired``
 reasons, ``consumer.member_fenced``'s session_timeout, rebalance_timeout, join_timeout and
 sync_timeout),
-``members_replaced_total`` (both protocols), ``connections_closed_malformed_total``, and the
-``process_*`` metrics of prometheus_client.
+``members_replaced_total`` (both protocols), ``connections_closed_malformed_total``,
+``share_partition_records{group,topic,partition,state}`` (a share-partition's records between its SPSO
+and SPEO by state: available, acquired, acknowledged, archived), ``share_records_total{kind}`` (every
+share-partition's records acquired, acknowledged, released, rejected, gaps, renewed, lock_expired and
+archived, from :class:`~.share.partition.SharePartitionCounters`), and the ``process_*`` metrics of
+prometheus_client. The share metrics are read from the share-partition manager (``service.share_partitions``:
+its :class:`~.share.manager.ShareStats` and its share-partitions) at scrape time: nothing is added to the
+ShareFetch and ShareAcknowledge path for them but a few dictionary increments.
 """
 from __future__ import annotations
 
@@ -272,6 +303,7 @@ class Metrics:
             "epoch_bumps": {t: dict(bumps) for t, bumps in self.epoch_bumps.items()},
             "offsets_committed": self.offsets_committed, "offsets_expired": self.offsets_expired,
             "offsets_deleted": self.offsets_deleted,
+            "share": _share_snapshot(self.service.share_partitions),
             "extra": [family for fn in self.extra for family in fn()],
         }
         return Snapshot(raw, self._process)
@@ -361,6 +393,52 @@ class Metrics:
     def _offsets_deleted(self, e: dict) -> None:
         self.offsets_deleted += e.get("partitions") or 0
 
+#: a share-partition's record states as the metrics label them, by RecordState value
+_RECORD_STATES = {0: "available", 1: "acquired", 2: "acknowledged", 4: "archived"}
+_ACK_TYPES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}    # Kafka's ackType tag values
+
+
+def records_by_state(sp) -> dict[str, int]:
+    """A share-partition's records between its SPSO and SPEO by state (available, acquired,
+    acknowledged, archived)."""
+    out = dict.fromkeys(_RECORD_STATES.values(), 0)
+    start = sp.start_offset
+    for batch in sp.cached_state():
+        if batch.last_offset < start:
+            continue
+        for first, last, state in batch.states():
+            if last >= start:
+                name = _RECORD_STATES.get(int(state.state))
+                if name is not None:
+                    out[name] += last - max(first, start) + 1
+    return out
+
+
+def _share_snapshot(manager) -> dict:
+    """The share-partition leaders' numbers (see the module)."""
+    stats = manager.stats
+    topics = manager.cluster.topics_by_id
+    partitions = []
+    for (group_id, topic_id, index), sp in manager.share_partitions().items():
+        topic = topics.get(topic_id)
+        partitions.append((group_id, topic.name if topic is not None else str(topic_id), str(index),
+                           sp.in_flight_records(), len(sp.cached_state()), sp.counters.lock_expired,
+                           records_by_state(sp)))
+    sessions = dict.fromkeys(manager.cluster.nodes, (0, 0))
+    for session in manager.sessions():
+        n, p = sessions.get(session.node_id, (0, 0))
+        sessions[session.node_id] = (n + 1, p + len(session.partitions))
+    totals = manager.counters_total()
+    return {"fetch": dict(stats.share_fetch), "failed_fetch": dict(stats.failed_share_fetch),
+            "acknowledgement": dict(stats.share_acknowledgement),
+            "failed_acknowledgement": dict(stats.failed_share_acknowledgement),
+            "record_acknowledgements": dict(stats.record_acknowledgements),
+            "expires": stats.delayed_share_fetch_expires, "partitions": partitions, "sessions": sessions,
+            "records": {name: getattr(totals, name) for name in ("acquired", "acknowledged", "released",
+                                                                  "rejected", "gaps", "renewed", "lock_expired",
+                                                                  "archived")}}
+
+
 class Snapshot:
     """Numbers copied from a service at one moment; a registry-like object (``collect()``) for
     prometheus_client's encoders, safe to encode on another thread."""
@@ -374,6 +452,8 @@ class Snapshot:
         yield from self._requests()
         yield from self._events()
         yield from self._cluster()
+        if "share" in self.raw:
+            yield from self._share()
         yield from self.raw.get("extra", ())
         if self.process is not None:
             yield from self.process.collect()
@@ -515,6 +595,70 @@ class Snapshot:
                                   "(Kafka: connection-creation-total).", value=stats.get("connections", 0))
         yield CounterMetricFamily(PREFIX + "connections_closed_malformed", "Connections closed for a "
                                   "malformed frame.", value=stats.get("closed_malformed", 0))
+
+
+    def _share(self) -> Iterator:
+        share = self.raw["share"]
+
+        def counter(name, doc, label, data):
+            m = CounterMetricFamily(PREFIX + name, doc, labels=[label])
+            for key, n in sorted(data.items()):
+                m.add_metric([key], n)
+            return m
+
+        yield counter("share_fetch_requests", "ShareFetch requests reading each topic "
+                      "(Kafka: BrokerTopicMetrics TotalShareFetchRequestsPerSec).", "topic", share["fetch"])
+        yield counter("failed_share_fetch_requests", "ShareFetch requests with a partition of the topic failing "
+                      "(Kafka: BrokerTopicMetrics FailedShareFetchRequestsPerSec).", "topic", share["failed_fetch"])
+        yield counter("share_acknowledgement_requests", "ShareFetch and ShareAcknowledge requests acknowledging "
+                      "records of each topic (Kafka: BrokerTopicMetrics TotalShareAcknowledgementRequestsPerSec).",
+                      "topic", share["acknowledgement"])
+        yield counter("failed_share_acknowledgement_requests", "Acknowledging requests with a partition of the topic "
+                      "failing (Kafka: BrokerTopicMetrics FailedShareAcknowledgementRequestsPerSec).", "topic",
+                      share["failed_acknowledgement"])
+        acks = share["record_acknowledgements"]
+        yield counter("record_acknowledgements", "Records acknowledged, by acknowledge type (Kafka: "
+                      "ShareGroupMetrics RecordAcknowledgementsPerSec).", "ack_type",
+                      {name: acks.get(t, 0) for t, name in _ACK_TYPES.items()})
+        yield CounterMetricFamily(PREFIX + "delayed_share_fetch_expires", "ShareFetch requests answered when "
+                                  "their MaxWaitMs passed (Kafka: DelayedShareFetchMetrics ExpiresPerSec).",
+                                  value=share["expires"])
+        yield counter("share_records", "Records of every share-partition by what happened to them "
+                      "(acquired: each delivery; lock_expired: acquisition locks that expired; archived: for "
+                      "whatever reason).", "kind", share["records"])
+        labels = ["group", "topic", "partition"]
+        in_flight = GaugeMetricFamily(PREFIX + "share_partition_in_flight_message_count", "Records between the "
+                                      "share-partition's start and end offsets (Kafka: SharePartitionMetrics "
+                                      "InFlightMessageCount).", labels=labels)
+        batches = GaugeMetricFamily(PREFIX + "share_partition_in_flight_batch_count", "In-flight batches of the "
+                                    "share-partition (Kafka: SharePartitionMetrics InFlightBatchCount).",
+                                    labels=labels)
+        expired = CounterMetricFamily(PREFIX + "share_partition_acquisition_lock_timeout", "Records whose "
+                                      "acquisition lock expired, since the share-partition was loaded (Kafka: "
+                                      "SharePartitionMetrics AcquisitionLockTimeoutPerSec).", labels=labels)
+        records = GaugeMetricFamily(PREFIX + "share_partition_records", "The share-partition's records between "
+                                    "its start and end offsets, by state.", labels=[*labels, "state"])
+        for group_id, topic, index, n, n_batches, n_expired, by_state in sorted(share["partitions"]):
+            key = [group_id, topic, index]
+            in_flight.add_metric(key, n)
+            batches.add_metric(key, n_batches)
+            expired.add_metric(key, n_expired)
+            for state, count in by_state.items():
+                records.add_metric([*key, state], count)
+        yield in_flight
+        yield batches
+        yield expired
+        yield records
+        sessions = GaugeMetricFamily(PREFIX + "share_sessions_count", "Share sessions on each node (Kafka: "
+                                     "ShareSessionCache ShareSessionsCount).", labels=["node"])
+        session_partitions = GaugeMetricFamily(PREFIX + "share_session_partitions_count", "Partitions in the share "
+                                               "sessions of each node (Kafka: ShareSessionCache "
+                                               "SharePartitionsCount).", labels=["node"])
+        for node_id, (n, p) in sorted(share["sessions"].items()):
+            sessions.add_metric([str(node_id)], n)
+            session_partitions.add_metric([str(node_id)], p)
+        yield sessions
+        yield session_partitions
 
 
 class _Collector:

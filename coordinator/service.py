@@ -113,6 +113,10 @@ class Service:
                                                       group_configs=self.group_coordinator.group_configs,
                                                       release=release)
         self.group_coordinator.share.persister = self.share_partitions.states
+        # its events (share sessions, records acquired, acknowledged, lock expiries) on the bus, with the
+        # group's epoch, state and members as every event has them
+        self.share_partitions.group_view = self._group_view
+        self.share_partitions.emit = self.bus.publish
         self.cluster.log_defaults = {"retention.ms": self.config["log.retention.ms"],
                                      "retention.bytes": self.config["log.retention.bytes"],
                                      "segment.bytes": self.config["log.segment.bytes"]}
@@ -130,6 +134,14 @@ class Service:
         self._next_producer_id = 1000
         # fault injection (faults.py): hooks itself into before_request / the bus only when used
         self.faults = FaultEngine(self)
+
+    def _group_view(self, group_id: str) -> tuple[int, str, int]:
+        """(generation or group epoch, state, members) of a group, as events carry them; (-1, "Dead", 0)
+        when there is none."""
+        group = self.group_coordinator.get(group_id)
+        if group is None:
+            return -1, "Dead", 0
+        return group.generation_id, group.state, len(group.members)
 
     def _keep_share_state(self, key, kind: str, value) -> None:
         """The share state log gets each share-partition's state as it changes (its latest whole state)."""

@@ -24,7 +24,8 @@ connection aborted.
 
 Rebalance history across restarts: when the service keeps its state under a data dir
 (``--data-dir``), the hub also appends the group, member and rebalance events (every type
-starting with one of :data:`HISTORY_TYPES`; not the offsets' events nor ``member.pending``) to
+starting with one of :data:`HISTORY_TYPES`; not the offsets' events, ``member.pending`` nor the
+share-partition leaders' events of records and share sessions) to
 ``DIR/`` :data:`HISTORY_FILE`, one JSON line each, and at start puts the last
 :data:`HISTORY_SIZE` of them back into the ring, before any new event: so ``/api/events/recent``
 (what the web page draws its timeline and its table of generations from) still has them after a
@@ -46,6 +47,7 @@ from aiohttp import WSMsgType, web
 
 from groupcoord.protocol.aio import wait_event
 
+from ..events import SHARE_PARTITION_EVENTS
 from .app import foreign_origin
 from .errors import ApiError
 
@@ -61,7 +63,9 @@ GONE_CHECK_SECONDS = 1.0  # how often an idle stream looks whether its client we
 HISTORY_FILE = "rebalance-history.jsonl"  # under the data dir
 HISTORY_SIZE = 5_000                      # events put back into the ring at start
 HISTORY_TYPES = ("group.", "rebalance.", "member.", "consumer.", "share.")
-HISTORY_SKIPPED = ("member.pending",)     # one per KIP-394 join: noise in a history
+#: member.pending: one per KIP-394 join, noise in a history; the share-partition leaders' events (records
+#: acquired, acknowledged, locks expiring, share sessions): per request, they would crowd the history out
+HISTORY_SKIPPED = ("member.pending", *SHARE_PARTITION_EVENTS)
 
 
 class _Entry:

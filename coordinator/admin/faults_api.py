@@ -1,5 +1,5 @@
 """Fault injection over HTTP: request and scheduled faults, nodes down and up, coordinator moves,
-dropped connections. The engine is :mod:`groupcoord.coordinator.faults` (``service.faults``);
+dropped connections; a share group's acquisition locks expired and a member fenced now. The engine is :mod:`groupcoord.coordinator.faults` (``service.faults``);
 these routes only translate its answers and errors (invalid: 400, unknown: 404, conflicting
 with the cluster's state: 409)."""
 from __future__ import annotations
@@ -162,6 +162,40 @@ async def move_group(request: web.Request) -> web.Response:
     return web.json_response(result)
 
 
+# ---------------------------------------------------------------------------------- members and share groups
+@routes.post("/api/groups/{group_id}/members/{member_id}/fence")
+async def fence_member(request: web.Request) -> web.Response:
+    _only(await json_body(request), set())
+    group_id, member_id = request.match_info["group_id"], request.match_info["member_id"]
+    try:
+        result = _engine(request).fence_member(group_id, member=member_id)
+    except FaultError as exc:
+        raise _fail(exc) from None
+    changed(request)
+    group = request.app["service"].group_coordinator.get(group_id)
+    fault = result if "id" in result else None
+    return web.json_response({"group_id": group_id, "member_id": member_id,
+                              "type": group.type if group is not None else "share", "fault": fault})
+
+
+@routes.post("/api/groups/{group_id}/share-locks/expire")
+async def expire_share_locks(request: web.Request) -> web.Response:
+    body = await json_body(request)
+    _only(body, {"member", "topic", "partition"})
+    for key in ("member", "topic"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            raise ApiError(400, "invalid_body", f"{key} must be a string")
+    partition = _optional_int(body, "partition")
+    try:
+        result = _engine(request).expire_locks(request.match_info["group_id"], body.get("member"), body.get("topic"),
+                                               partition)
+    except FaultError as exc:
+        raise _fail(exc) from None
+    changed(request)
+    return web.json_response({"group_id": result["group"], "member": result["member"], "records": result["records"],
+                              "partitions": result["partitions"]})
+
+
 @routes.post("/api/connections/drop")
 async def drop_connections(request: web.Request) -> web.Response:
     body = await json_body(request)
@@ -213,6 +247,11 @@ SCHEMAS = {
                       "description": "Kafka error name (NOT_COORDINATOR) or code"},
             "latency_ms": {"type": "integer", "minimum": 0},
             "drop": {"type": "boolean", "description": "close the connection instead of answering"},
+            "drop_acknowledgements": {
+                "type": "boolean",
+                "description": "ShareFetch and ShareAcknowledge (api one of them, or null for both): only requests "
+                               "acknowledging records match; the request is served but its acknowledgements are "
+                               "ignored, each partition answered NONE as if applied (or `error` when given)"},
         },
     },
     "ScheduledFaultSpec": {
@@ -237,14 +276,18 @@ SCHEMAS = {
         "description": "expire_member / remove_member / fence_member {group?, member? | instance_id? | "
                        "client_id?} (defaults: the event's group and member; remove_member: classic groups; "
                        "fence_member: consumer groups, FENCED_MEMBER_EPOCH at the member's next "
-                       "ConsumerGroupHeartbeat); inject {fault: RequestFaultSpec}; "
-                       "node_down {node}; node_up {node, preferred_election?}; "
-                       "move_coordinator {group? | partition?, node?}; drop_connections {node?, client_id?}",
+                       "ConsumerGroupHeartbeat; share groups, fenced now as by its session timeout); inject "
+                       "{fault: RequestFaultSpec}; node_down {node}; node_up {node, preferred_election?}; "
+                       "move_coordinator {group? | partition?, node?}; drop_connections {node?, client_id?}; "
+                       "expire_locks {group?, member?, topic?, partition?} (a share group's acquisition locks "
+                       "expire now; defaults: the event's group and member)",
         "properties": {
             "action": {"type": "string", "enum": ["expire_member", "remove_member", "fence_member", "inject",
-                                                  "node_down", "node_up", "move_coordinator", "drop_connections"]},
+                                                  "node_down", "node_up", "move_coordinator", "drop_connections",
+                                                  "expire_locks"]},
             "group": {"type": "string"}, "member": {"type": "string"}, "instance_id": {"type": "string"},
             "client_id": {"type": "string"}, "node": {"type": "integer"}, "partition": {"type": "integer"},
+            "topic": {"type": "string"},
             "preferred_election": {"type": "boolean"}, "fault": {"$ref": _REF + "RequestFaultSpec"},
         },
     },
@@ -263,6 +306,7 @@ SCHEMAS = {
             "count": {"type": "integer", "nullable": True}, "skip": {"type": "integer"},
             "error": {"type": "string", "nullable": True}, "error_code": {"type": "integer", "nullable": True},
             "latency_ms": {"type": "integer"}, "drop": {"type": "boolean"},
+            "drop_acknowledgements": {"type": "boolean"},
             "source": {"type": "string", "description": "api, or the scheduled fault that injected it"},
             "when": {"type": "object"}, "do": {"type": "object"},
             "times": {"type": "integer", "nullable": True},
@@ -306,6 +350,32 @@ SCHEMAS = {
                        "from": {"type": "integer"}, "to": {"type": "integer"},
                        "groups": {"type": "array", "items": {"type": "string"},
                                   "description": "the groups of that partition, all moved"}},
+    },
+    "MemberFenced": {
+        "type": "object", "required": ["group_id", "member_id", "type", "fault"],
+        "properties": {"group_id": {"type": "string"}, "member_id": {"type": "string"},
+                       "type": {"type": "string", "enum": ["consumer", "share"]},
+                       "fault": {"oneOf": [{"$ref": _REF + "Fault"}], "nullable": True,
+                                 "description": "a consumer group's: the one-shot request fault answering its next "
+                                                "ConsumerGroupHeartbeat FENCED_MEMBER_EPOCH; null for a share "
+                                                "group's member, fenced at once (share.member_fenced)"}},
+    },
+    "ShareLocksExpiry": {
+        "type": "object", "additionalProperties": False,
+        "properties": {"member": {"type": "string", "nullable": True,
+                                  "description": "only the locks this member holds (default: anyone's)"},
+                       "topic": {"type": "string", "nullable": True},
+                       "partition": {"type": "integer", "minimum": 0, "nullable": True,
+                                     "description": "with topic: one partition"}},
+    },
+    "ShareLocksExpired": {
+        "type": "object", "required": ["group_id", "member", "records", "partitions"],
+        "properties": {"group_id": {"type": "string"}, "member": {"type": "string", "nullable": True},
+                       "records": {"type": "integer", "description": "records whose acquisition lock expired"},
+                       "partitions": {"type": "array", "items": {
+                           "type": "object", "required": ["topic", "partition", "records"],
+                           "properties": {"topic": {"type": "string", "nullable": True},
+                                          "partition": {"type": "integer"}, "records": {"type": "integer"}}}}},
     },
     "ConnectionsDrop": {
         "type": "object", "additionalProperties": False,
@@ -364,6 +434,22 @@ PATHS = {
         "parameters": [{"name": "group_id", "in": "path", "required": True, "schema": {"type": "string"}}],
         "requestBody": _body("MoveTarget", required=False),
         "responses": {"200": _json("CoordinatorMove", "Moved"), **error_responses(400, 404, 409)},
+    }},
+    "/api/groups/{group_id}/members/{member_id}/fence": {"post": {
+        "summary": "Fence a member: a share group's now, as its session timeout would (share.member_fenced); a "
+                   "consumer group's at its next ConsumerGroupHeartbeat (FENCED_MEMBER_EPOCH, a one-shot fault)",
+        "operationId": "fenceMember",
+        "parameters": [{"name": "group_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                       {"name": "member_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "responses": {"200": _json("MemberFenced", "Fenced (or to be)"), **error_responses(400, 404, 409)},
+    }},
+    "/api/groups/{group_id}/share-locks/expire": {"post": {
+        "summary": "Expire a share group's acquisition locks now, as their timeout would: the records are "
+                   "available again (archived at the delivery count limit)",
+        "operationId": "expireShareLocks",
+        "parameters": [{"name": "group_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "requestBody": _body("ShareLocksExpiry", required=False),
+        "responses": {"200": _json("ShareLocksExpired", "The locks that expired"), **error_responses(400, 404, 409)},
     }},
     "/api/connections/drop": {"post": {
         "summary": "Close client connections: of a node, of a client id, or all",

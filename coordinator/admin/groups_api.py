@@ -10,6 +10,14 @@ it must still revoke and its target assignment, partitions by topic name. Removi
 LeaveGroup by an admin, for a classic group or a consumer group (Kafka's
 ``classicGroupLeaveToConsumerGroup``).
 
+A share group (KIP-932) also shows its share-partitions (``share_partitions``, and
+``GET /api/groups/{id}/share-partitions``), as the share-partition leaders hold them: the start and end
+offsets (SPSO, SPEO), the records between them by state (available, acquired, acknowledged, archived),
+how often they were delivered (per delivery count, per state), the members holding records and until
+when their acquisition locks run, the in-flight batches, and what the share-partition counted since its
+leader loaded it; a share-partition no leader has loaded yet (no ShareFetch reached it) is shown from
+its persisted state. And its members' share sessions (``share_sessions``).
+
 Every change goes through the group coordinator's own operations, so its effects are those
 of the Kafka API that does the same: DeleteGroups (only an Empty group, with its offsets),
 LeaveGroup by an admin (``remove_member``: a rebalance of the rest, a ``member.left`` event
@@ -25,10 +33,12 @@ from aiohttp import web
 from groupcoord.protocol.errors import ErrorCode
 
 from ..group.classic.group import DEAD, EMPTY
+from ..metrics import records_by_state
 from ..group.offsets import OffsetCommitRequest, OffsetFetchRequest
 from ..group.runtime import GROUP_TYPES
 from ..handlers.describe_configs import BOOLEAN, SOURCE_NAMES, STRING, group_configs
 from .app import changed, json_body
+from .cluster_api import kafka_uuid
 from .errors import ApiError, error_responses
 
 routes = web.RouteTableDef()
@@ -83,7 +93,140 @@ def group_detail_json(service, group) -> dict:
     out = group_summary_json(service, group)
     out["members"] = service.group_coordinator.manager(group.type).view.members_json(group, service.cluster)
     out["offsets"] = offsets_json(service, group.group_id)
+    if group.type == "share":
+        out["delivery_count_limit"] = service.share_partitions.partition_config(group.group_id).delivery_count_limit
+        out["share_partitions"] = share_partitions_json(service, group.group_id)
+        out["share_sessions"] = share_sessions_json(service, group.group_id)
     return out
+
+
+# ---------------------------------------------------------------------------------- share-partitions
+#: the in-flight batches shown per share-partition at most (ranges of equal state, delivery count,
+#: member and lock)
+MAX_BATCHES = 200
+_STATE_NAMES = {0: "available", 1: "acquired", 2: "acknowledged", 3: "archiving", 4: "archived"}
+_COUNTED = ("available", "acquired", "acknowledged", "archived")
+
+
+def share_partitions_json(service, group_id: str) -> list[dict]:
+    """The group's share-partitions (every one with a persisted state, and any a leader loaded), by
+    topic name and partition."""
+    manager = service.share_partitions
+    loaded = {k: sp for k, sp in manager.share_partitions().items() if k[0] == group_id}
+    persisted = manager.states.of_group(group_id)
+    out = [_share_partition_json(service, key, loaded.get(key), persisted.get(key))
+           for key in set(loaded) | set(persisted)]
+    out.sort(key=lambda p: (p["topic"] or "", p["topic_id"], p["partition"]))
+    return out
+
+
+def share_sessions_json(service, group_id: str) -> list[dict]:
+    """The share sessions of the group's members, on every node."""
+    cluster = service.cluster
+    out = []
+    for session in service.share_partitions.sessions():
+        if session.group_id != group_id:
+            continue
+        parts: dict = {}
+        for topic_id, p in session.partitions:
+            parts.setdefault(topic_id, []).append(p)
+        out.append({"member_id": session.member_id, "node": session.node_id, "epoch": session.epoch,
+                    "partitions": _partitions_json(cluster, parts)})
+    out.sort(key=lambda s: (s["member_id"], s["node"]))
+    return out
+
+
+def _partitions_json(cluster, parts: dict) -> list[dict]:
+    out = []
+    for topic_id, ps in parts.items():
+        topic = cluster.topics_by_id.get(topic_id)
+        out.extend({"topic": topic.name if topic is not None else None, "topic_id": kafka_uuid(topic_id),
+                    "partition": p} for p in sorted(ps))
+    out.sort(key=lambda tp: (tp["topic"] or "", tp["topic_id"], tp["partition"]))
+    return out
+
+
+def _share_partition_json(service, key, sp, snapshot) -> dict:
+    group_id, topic_id, index = key
+    cluster = service.cluster
+    topic = cluster.topics_by_id.get(topic_id)
+    log = cluster.log(topic.name, index) if topic is not None else None
+    histogram: dict[int, dict] = {}
+    holders: dict[str, dict] = {}
+    runs: list[dict] = []
+    truncated = False
+
+    def add(first: int, last: int, state: str, delivery_count: int, member: str | None, deadline: int | None) -> None:
+        nonlocal truncated
+        n = last - first + 1
+        counts = histogram.get(delivery_count)
+        if counts is None:
+            counts = histogram[delivery_count] = {"delivery_count": delivery_count, **dict.fromkeys(_COUNTED, 0)}
+        if state in counts:
+            counts[state] += n
+        if state == "acquired" and member:
+            held = holders.setdefault(member, {"member_id": member, "records": 0, "lock_deadline_ms": None})
+            held["records"] += n
+            if deadline is not None and (held["lock_deadline_ms"] is None or deadline < held["lock_deadline_ms"]):
+                held["lock_deadline_ms"] = deadline
+        last_run = runs[-1] if runs else None
+        if (last_run is not None and last_run["last_offset"] + 1 == first and last_run["state"] == state
+                and last_run["delivery_count"] == delivery_count and last_run["member_id"] == member
+                and last_run["lock_deadline_ms"] == deadline):
+            last_run["last_offset"] = last
+        elif len(runs) < MAX_BATCHES:
+            runs.append({"first_offset": first, "last_offset": last, "state": state,
+                         "delivery_count": delivery_count, "member_id": member, "lock_deadline_ms": deadline})
+        else:
+            truncated = True
+
+    if sp is not None:
+        start, end = sp.start_offset, sp.end_offset
+        for batch in sp.cached_state():
+            if batch.last_offset < start:
+                continue
+            for first, last, st in batch.states():
+                if last < start:
+                    continue
+                lock = st.lock
+                add(max(first, start), last, _STATE_NAMES.get(int(st.state), str(st.state)), st.delivery_count,
+                    st.member_id or None, lock.deadline_ms if lock is not None and not lock.cancelled else None)
+        by_state = records_by_state(sp)
+        in_flight = sp.in_flight_records()
+        state_epoch = sp.state_epoch
+        counters = {name: getattr(sp.counters, name) for name in _COUNTER_NAMES}
+    else:
+        start = snapshot.start_offset
+        batches = [b for b in snapshot.state_batches if b.last_offset >= start] if start >= 0 else []
+        end = batches[-1].last_offset if batches else start
+        for b in batches:
+            add(max(b.first_offset, start), b.last_offset, _STATE_NAMES.get(b.delivery_state, str(b.delivery_state)),
+                b.delivery_count, None, None)
+        by_state = {state: sum(h[state] for h in histogram.values()) for state in _COUNTED}
+        in_flight = end - start + 1 if batches else 0
+        state_epoch = snapshot.state_epoch
+        counters = None
+    lag = None
+    if log is not None and start >= 0:
+        # (KIP-1226's share-partition lag: what the log has from the SPSO on that is not delivered complete)
+        lag = max(0, log.log_end_offset - start - by_state["acknowledged"] - by_state["archived"])
+    return {"topic": topic.name if topic is not None else None, "topic_id": kafka_uuid(topic_id),
+            "partition": index, "loaded": sp is not None, "leader": service.share_partitions.leader_of(key),
+            "state_epoch": state_epoch, "start_offset": start, "end_offset": end,
+            "log_start_offset": log.log_start_offset if log is not None else None,
+            "log_end_offset": log.log_end_offset if log is not None else None, "lag": lag,
+            "in_flight": in_flight, "records": by_state,
+            "delivery_counts": [histogram[d] for d in sorted(histogram)],
+            "holders": sorted(holders.values(), key=lambda h: h["member_id"]),
+            "batches": runs, "batches_truncated": truncated, "counters": counters}
+
+
+def _share_group(request: web.Request):
+    """The share group of the path, or a 404."""
+    group = _any_group(request)
+    if group.type != "share":
+        raise ApiError(404, "group_id_not_found", f"Group {group.group_id} is not a share group.")
+    return group
 
 
 def all_groups(gc) -> list:
@@ -118,6 +261,17 @@ async def list_groups(request: web.Request) -> web.Response:
 @routes.get("/api/groups/{group_id}")
 async def get_group(request: web.Request) -> web.Response:
     return web.json_response(group_detail_json(request.app["service"], _any_group(request)))
+
+
+@routes.get("/api/groups/{group_id}/share-partitions")
+async def get_share_partitions(request: web.Request) -> web.Response:
+    service = request.app["service"]
+    group = _share_group(request)
+    config = service.share_partitions.partition_config(group.group_id)
+    return web.json_response({"group_id": group.group_id, "delivery_count_limit": config.delivery_count_limit,
+                              "record_lock_duration_ms": config.record_lock_duration_ms,
+                              "share_partitions": share_partitions_json(service, group.group_id),
+                              "share_sessions": share_sessions_json(service, group.group_id)})
 
 
 # ---------------------------------------------------------------------------------- changes
@@ -304,6 +458,13 @@ _SUMMARY_FIELDS = {
     "coordinator": _COORDINATOR,
     **{name: schema for view in _VIEWS for name, schema in view.SUMMARY_FIELDS.items()},
 }
+_RECORD_STATES = ("available", "acquired", "acknowledged", "archived")
+_RECORD_COUNTS = {"type": "object", "additionalProperties": False, "required": list(_RECORD_STATES),
+                  "description": "records between the SPSO and the SPEO, by state",
+                  "properties": {st: {"type": "integer"} for st in _RECORD_STATES}}
+_COUNTER_NAMES = ("acquired", "acknowledged", "released", "rejected", "gaps", "renewed", "lock_expired", "archived")
+_DELIVERY_COUNT_LIMIT = {"type": "integer", "description": "the group's share.delivery.count.limit: a record "
+                                                           "delivered that often is archived when released"}
 _SUMMARY_REQUIRED = ["group_id", "type", "state", "protocol_type", "protocol", "generation", "leader", "members",
                      "coordinator"]
 SCHEMAS = {
@@ -327,7 +488,93 @@ SCHEMAS = {
         "properties": {**_SUMMARY_FIELDS,
                        "members": {"type": "array", "items": {"oneOf": [
                            {"$ref": _REF + view.MEMBER_SCHEMA} for view in _VIEWS]}},
-                       "offsets": {"type": "array", "items": {"$ref": _REF + "CommittedOffset"}}},
+                       "offsets": {"type": "array", "items": {"$ref": _REF + "CommittedOffset"}},
+                       "delivery_count_limit": {**_DELIVERY_COUNT_LIMIT, "description": "share groups: "
+                                                + _DELIVERY_COUNT_LIMIT["description"]},
+                       "share_partitions": {"type": "array", "items": {"$ref": _REF + "SharePartition"},
+                                            "description": "share groups: their share-partitions"},
+                       "share_sessions": {"type": "array", "items": {"$ref": _REF + "ShareSession"},
+                                          "description": "share groups: their members' share sessions"}},
+    },
+    "SharePartition": {
+        "type": "object", "additionalProperties": False,
+        "description": "a share-partition of a share group (KIP-932) as its leader holds it, or as persisted "
+                       "when no leader loaded it yet",
+        "required": ["topic", "topic_id", "partition", "loaded", "leader", "state_epoch", "start_offset",
+                     "end_offset", "log_start_offset", "log_end_offset", "lag", "in_flight", "records",
+                     "delivery_counts", "holders", "batches", "batches_truncated", "counters"],
+        "properties": {
+            "topic": {**_NULLABLE_STRING, "description": "null once the topic is gone"},
+            "topic_id": {"type": "string"}, "partition": {"type": "integer"},
+            "loaded": {"type": "boolean", "description": "a leader has it loaded (a ShareFetch reached it); else "
+                                                         "what follows is its persisted state"},
+            "leader": {"type": "integer", "nullable": True, "description": "the node that loaded it"},
+            "state_epoch": {"type": "integer"},
+            "start_offset": {"type": "integer", "description": "the share-partition start offset (SPSO); -1: not "
+                                                               "chosen yet (share.auto.offset.reset at the first "
+                                                               "fetch)"},
+            "end_offset": {"type": "integer", "description": "the share-partition end offset (SPEO)"},
+            "log_start_offset": {"type": "integer", "nullable": True},
+            "log_end_offset": {"type": "integer", "nullable": True},
+            "lag": {"type": "integer", "nullable": True,
+                    "description": "records of the log from the SPSO on not delivered complete (acknowledged or "
+                                   "archived): KIP-1226's share-partition lag; null before the SPSO is chosen"},
+            "in_flight": {"type": "integer", "description": "SPEO - SPSO + 1 while records are in flight "
+                                                            "(Kafka's InFlightMessageCount)"},
+            "records": _RECORD_COUNTS,
+            "delivery_counts": {"type": "array", "description": "records by delivery count, per state",
+                                "items": {"type": "object", "additionalProperties": False,
+                                          "required": ["delivery_count", *_RECORD_STATES],
+                                          "properties": {"delivery_count": {"type": "integer"},
+                                                         **{st: {"type": "integer"} for st in _RECORD_STATES}}}},
+            "holders": {"type": "array", "description": "members holding acquired records",
+                        "items": {"type": "object", "additionalProperties": False,
+                                  "required": ["member_id", "records", "lock_deadline_ms"],
+                                  "properties": {"member_id": {"type": "string"}, "records": {"type": "integer"},
+                                                 "lock_deadline_ms": {
+                                                     "type": "integer", "nullable": True,
+                                                     "description": "when its first acquisition lock expires "
+                                                                    "(coordinator clock, ms)"}}}},
+            "batches": {"type": "array", "description": f"the in-flight records as ranges of equal state, delivery "
+                                                        f"count, member and lock (at most {MAX_BATCHES})",
+                        "items": {"type": "object", "additionalProperties": False,
+                                  "required": ["first_offset", "last_offset", "state", "delivery_count", "member_id",
+                                               "lock_deadline_ms"],
+                                  "properties": {"first_offset": {"type": "integer"},
+                                                 "last_offset": {"type": "integer"},
+                                                 "state": {"type": "string", "enum": list(_STATE_NAMES.values())},
+                                                 "delivery_count": {"type": "integer"},
+                                                 "member_id": _NULLABLE_STRING,
+                                                 "lock_deadline_ms": {"type": "integer", "nullable": True}}}},
+            "batches_truncated": {"type": "boolean", "description": f"more than {MAX_BATCHES} ranges"},
+            "counters": {"type": "object", "nullable": True, "additionalProperties": False,
+                         "description": "records counted since its leader loaded it (null: not loaded)",
+                         "required": list(_COUNTER_NAMES),
+                         "properties": {name: {"type": "integer"} for name in _COUNTER_NAMES}},
+        },
+    },
+    "ShareSession": {
+        "type": "object", "additionalProperties": False,
+        "required": ["member_id", "node", "epoch", "partitions"],
+        "properties": {"member_id": {"type": "string"}, "node": {"type": "integer"},
+                       "epoch": {"type": "integer", "description": "the epoch its next request must carry"},
+                       "partitions": {"type": "array", "items": {
+                           "type": "object", "required": ["topic", "topic_id", "partition"],
+                           "properties": {"topic": _NULLABLE_STRING, "topic_id": {"type": "string"},
+                                          "partition": {"type": "integer"}}}}},
+    },
+    "SharePartitions": {
+        "type": "object", "additionalProperties": False,
+        "required": ["group_id", "delivery_count_limit", "record_lock_duration_ms", "share_partitions",
+                     "share_sessions"],
+        "properties": {
+            "group_id": {"type": "string"},
+            "delivery_count_limit": _DELIVERY_COUNT_LIMIT,
+            "record_lock_duration_ms": {"type": "integer",
+                                        "description": "the group's share.record.lock.duration.ms"},
+            "share_partitions": {"type": "array", "items": {"$ref": _REF + "SharePartition"}},
+            "share_sessions": {"type": "array", "items": {"$ref": _REF + "ShareSession"}},
+        },
     },
     "GroupConfigs": {
         "type": "object", "required": ["group_id", "configs"],
@@ -416,6 +663,14 @@ PATHS = {
                           **error_responses(404, 409)},
         },
     },
+    "/api/groups/{group_id}/share-partitions": {"get": {
+        "summary": "A share group's share-partitions: SPSO and SPEO, in-flight records by state, delivery "
+                   "counts, members holding records, in-flight batches; and its members' share sessions",
+        "operationId": "getSharePartitions",
+        "parameters": [_GROUP_ID],
+        "responses": {"200": _json({"$ref": _REF + "SharePartitions"}, "The share-partitions"),
+                      **error_responses(404)},
+    }},
     "/api/groups/{group_id}/members/{member_id}": {"delete": {
         "summary": "Remove a member of a classic group (a LeaveGroup on its behalf): the others rebalance",
         "operationId": "removeMember",

@@ -24,24 +24,42 @@ expired lock on one of its partitions tries it again. MaxRecords is shared by th
 MaxBytes (at most ``fetch.max.bytes``) is split evenly among them. The records sent are the log's
 batches covering the acquired ranges.
 
+Observability (set by the service; nothing of it runs while :attr:`SharePartitionManager.emit` is None):
+events of the share-partitions and share sessions (:mod:`..events`), counted rather than one per record
+(one per partition per request, one per lock expiry of a partition, coalesced over the locks expiring
+together), each emitted once the operation that made it has finished: ``share.session_opened``,
+``share.session_closed``, ``share.records_acquired``, ``share.records_acknowledged``,
+``share.lock_expired``, ``share.records_archived``; and :attr:`SharePartitionManager.stats`, the counts
+Kafka's share metrics keep (BrokerTopicMetrics' ShareFetch and ShareAcknowledgement requests,
+ShareGroupMetrics' RecordAcknowledgementsPerSec, DelayedShareFetchMetrics' ExpiresPerSec), which
+:mod:`..metrics` reads with each share-partition's :class:`~.partition.SharePartitionCounters`.
+
+Faults (:mod:`..faults`): a request whose body carries :data:`DROP_ACKNOWLEDGEMENTS` has its
+acknowledgements ignored, each partition answered with that error code (0: NONE, as if applied);
+:meth:`SharePartitionManager.expire_locks` expires acquisition locks now.
+
 Purity: no sockets, no asyncio; time is the injected clock, the long polls are keyed timers
-``("share-fetch", node, connection, correlation id)``.
+``("share-fetch", node, connection, correlation id)``, the coalesced lock-expiry events
+``("share-lock-expired", group, topic id, partition)``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass, field, fields
 from typing import Callable, Hashable
 
 import structlog
 
 from groupcoord.protocol.errors import ErrorCode, KafkaError
 
+from ..events import SCHEMA_VERSION
 from ..releases import at_least
-from .partition import (LogBatch, ShareAcknowledgementBatch, ShareAcquireMode, SharePartition,
-                        SharePartitionConfig, acknowledgement_batches_valid)
+from .partition import (LogBatch, RecordState, ShareAcknowledgementBatch, ShareAcquireMode, SharePartition,
+                        SharePartitionConfig, SharePartitionCounters, acknowledgement_batches_valid)
 from .states import ShareStates, StateKey
 
-__all__ = ["FETCH_MAX_BYTES", "ShareSession", "SharePartitionManager", "acknowledge_error", "fetch_error", "next_epoch"]
+__all__ = ["DROP_ACKNOWLEDGEMENTS", "FETCH_MAX_BYTES", "ShareSession", "SharePartitionManager", "ShareStats",
+           "acknowledge_error", "fetch_error", "next_epoch"]
 
 _E = ErrorCode
 _log = structlog.get_logger("groupcoord.share")
@@ -54,6 +72,64 @@ _INT_MAX = 2**31 - 1
 _NOT_HOSTED = _E.UNKNOWN_TOPIC_OR_PARTITION.message
 
 TopicPartition = tuple[Hashable, int]       # (topic id, partition)
+
+#: the key a fault (faults.py) sets in a ShareFetch's or ShareAcknowledge's body to drop its
+#: acknowledgements: the error code each acknowledged partition is answered with (0: NONE)
+DROP_ACKNOWLEDGEMENTS = "_drop_acknowledgements"
+#: the acknowledge types Kafka's RecordAcknowledgementsPerSec counts (GAP is not one)
+_METERED_ACK_TYPES = (1, 2, 3, 4)
+_NO_COUNTS = (0,) * 8
+#: indexes into a counters tuple (:func:`_counts`)
+_ACQUIRED, _ACCEPTED, _RELEASED, _REJECTED, _GAPS, _RENEWED, _EXPIRED, _ARCHIVED = range(8)
+
+
+_COUNTER_NAMES = tuple(f.name for f in fields(SharePartitionCounters))
+
+
+def _counts(c: SharePartitionCounters) -> tuple:
+    return (c.acquired, c.acknowledged, c.released, c.rejected, c.gaps, c.renewed, c.lock_expired, c.archived)
+
+
+def _operation(method):
+    """A way into the manager (a request, a timer, a wake-up, a fault): the events made meanwhile are
+    emitted once it, and every operation it ran, has finished (a subscriber that acts on one, a
+    scheduled fault, finds the manager between operations)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        self._depth += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._depth -= 1
+            if not self._depth and self._events:
+                self._emit_events()
+    return run
+
+
+@dataclass
+class ShareStats:
+    """What the metrics count of the share-partition leaders' requests (plain ints, see :mod:`..metrics`).
+
+    ``share_fetch``, ``failed_share_fetch``: topic -> ShareFetch requests that read it, and those where a
+    partition of it failed (Kafka's BrokerTopicMetrics TotalShareFetchRequestsPerSec,
+    FailedShareFetchRequestsPerSec); ``share_acknowledgement``, ``failed_share_acknowledgement``: the same
+    of the requests acknowledging (TotalShareAcknowledgementRequestsPerSec,
+    FailedShareAcknowledgementRequestsPerSec); ``record_acknowledgements``: acknowledge type (1 ACCEPT,
+    2 RELEASE, 3 REJECT, 4 RENEW) -> records acknowledged (ShareGroupMetrics RecordAcknowledgementsPerSec);
+    ``delayed_share_fetch_expires``: fetches answered at MaxWaitMs (DelayedShareFetchMetrics
+    ExpiresPerSec); ``retired``: the counters of share-partitions dropped since (leadership moved, state
+    deleted), so that the totals never go back."""
+    share_fetch: dict = field(default_factory=dict)
+    failed_share_fetch: dict = field(default_factory=dict)
+    share_acknowledgement: dict = field(default_factory=dict)
+    failed_share_acknowledgement: dict = field(default_factory=dict)
+    record_acknowledgements: dict = field(default_factory=dict)
+    delayed_share_fetch_expires: int = 0
+    retired: SharePartitionCounters = field(default_factory=SharePartitionCounters)
+
+    def count_topics(self, counts: dict, topics) -> None:
+        for topic in topics:
+            counts[topic] = counts.get(topic, 0) + 1
 
 
 def next_epoch(epoch: int) -> int:
@@ -110,6 +186,16 @@ class SharePartitionManager:
         self._sessions_per_node: dict[int, int] = {}
         self._by_connection: dict[tuple[int, Hashable], set[tuple[int, str, str]]] = {}
         self._parked: set[_ParkedFetch] = set()
+        #: where the events go (the service's bus); None: no events, nothing counted for them
+        self.emit: Callable[[dict], None] | None = None
+        #: group id -> (group epoch, state, members): the events' common fields (the service's)
+        self.group_view: Callable[[str], tuple[int, str, int]] | None = None
+        #: what the metrics count of the requests (see :class:`ShareStats`)
+        self.stats = ShareStats()
+        self._events: list[dict] = []                   # made by the operation under way
+        self._depth = 0                                 # operations under way (nested)
+        self._seen: dict[StateKey, tuple] = {}          # key -> (partition, its counters the events told)
+        self._expiry_cause = "timeout"
         cluster.add_waiter(self)
 
     # ---- what the service and the admin API read ----
@@ -120,6 +206,107 @@ class SharePartitionManager:
 
     def sessions(self) -> list[ShareSession]:
         return list(self._sessions.values())
+
+    def leader_of(self, key: StateKey) -> int | None:
+        """The node that has the share-partition loaded, None when none has."""
+        loaded = self._partitions.get(key)
+        return loaded[0] if loaded is not None else None
+
+    def counters_total(self) -> SharePartitionCounters:
+        """Every share-partition's counters summed, those dropped since included (never decreasing)."""
+        total = SharePartitionCounters(**{name: getattr(self.stats.retired, name) for name in _COUNTER_NAMES})
+        for _, sp in self._partitions.values():
+            for name in _COUNTER_NAMES:
+                setattr(total, name, getattr(total, name) + getattr(sp.counters, name))
+        return total
+
+    # ---- events (see the module: counted, emitted when the operation ends) ----
+
+    def _emit_events(self) -> None:
+        events, self._events = self._events, []
+        emit = self.emit
+        if emit is not None:
+            for event in events:
+                emit(event)
+
+    def _event(self, kind: str, group_id: str, fields: dict) -> None:
+        generation, state, members = self.group_view(group_id) if self.group_view is not None else (-1, "Dead", 0)
+        event = {"v": SCHEMA_VERSION, "event": kind, "ts_ms": self.clock(), "group": group_id,
+                 "generation": generation, "state": state, "members": members}
+        event.update(fields)
+        self._events.append(event)
+
+    def _topic_name(self, topic_id) -> str | None:
+        topic = self.cluster.topics_by_id.get(topic_id)
+        return topic.name if topic is not None else None
+
+    def _partition_event(self, kind: str, key: StateKey, fields: dict, member: str | None = None) -> None:
+        head = {} if member is None else {"member": member}
+        self._event(kind, key[0], {**head, "topic": self._topic_name(key[1]), "partition": key[2], **fields})
+
+    def _deltas(self, key: StateKey, sp: SharePartition) -> list[int] | None:
+        """How the share-partition's counters moved since the events last told (None: not at all)."""
+        now = _counts(sp.counters)
+        seen = self._seen.get(key)
+        before = seen[1] if seen is not None and seen[0] is sp else _NO_COUNTS
+        if now == before:
+            return None
+        self._seen[key] = (sp, now)
+        return [a - b for a, b in zip(now, before)]
+
+    def _account_expiry(self, key: StateKey, sp: SharePartition, cause: str | None = None) -> None:
+        """The share-partition's locks that expired since the events last told (outside an operation,
+        only a lock expiry changes a share-partition): ``share.lock_expired``, and
+        ``share.records_archived`` for those at the delivery count limit."""
+        d = self._deltas(key, sp)
+        if d is None:
+            return
+        if d[_EXPIRED]:
+            self._partition_event("share.lock_expired", key, {"records": d[_EXPIRED], "archived": d[_ARCHIVED],
+                                                              "cause": cause or self._expiry_cause})
+        if d[_ARCHIVED]:
+            self._partition_event("share.records_archived", key, {"records": d[_ARCHIVED],
+                                                                  "reason": "delivery_count_limit"})
+
+    def _acquired_events(self, key: StateKey, sp: SharePartition, member_id: str, ranges: list) -> None:
+        d = self._deltas(key, sp)
+        if d is not None and d[_ARCHIVED]:
+            # (archived on the way: the log start offset moved past them)
+            self._partition_event("share.records_archived", key, {"records": d[_ARCHIVED],
+                                                                  "reason": "log_start_moved"})
+        if ranges:
+            self._partition_event("share.records_acquired", key, {
+                "records": sum(r.last_offset - r.first_offset + 1 for r in ranges),
+                "first_offset": ranges[0].first_offset, "last_offset": ranges[-1].last_offset,
+                "ranges": [[r.first_offset, r.last_offset, r.delivery_count] for r in ranges],
+                "redelivered": sum(r.last_offset - r.first_offset + 1 for r in ranges if r.delivery_count > 1)},
+                member_id)
+
+    def _acknowledged_event(self, key: StateKey, sp: SharePartition | None, member_id: str, request: str,
+                            raw: list, code: int, dropped: bool) -> None:
+        d = (self._deltas(key, sp) if sp is not None else None) or _NO_COUNTS
+        self._partition_event("share.records_acknowledged", key, {
+            "request": request, "first_offset": min(b["first_offset"] for b in raw),
+            "last_offset": max(b["last_offset"] for b in raw), "accepted": d[_ACCEPTED], "released": d[_RELEASED],
+            "rejected": d[_REJECTED], "gaps": d[_GAPS], "renewed": d[_RENEWED], "archived": d[_ARCHIVED],
+            "error": _error_name(code), "dropped": dropped}, member_id)
+        limit = d[_ARCHIVED] - d[_REJECTED] - d[_GAPS]
+        if limit > 0:
+            self._partition_event("share.records_archived", key, {"records": limit, "reason": "delivery_count_limit"})
+
+    def _session_event(self, kind: str, session: "ShareSession", fields: dict) -> None:
+        self._event(kind, session.group_id, {"member": session.member_id, "node": session.node_id, **fields})
+
+    @_operation
+    def _locks_expired(self, key: StateKey) -> None:
+        """The coalesced event of the locks of a share-partition that expired together."""
+        loaded = self._partitions.get(key)
+        if loaded is not None:
+            self._account_expiry(key, loaded[1])
+
+    @_operation
+    def _run(self, fn: Callable[[], None]) -> None:
+        fn()
 
     # ---- configs ----
 
@@ -178,12 +365,21 @@ class SharePartitionManager:
     def _drop(self, key: StateKey) -> None:
         loaded = self._partitions.pop(key, None)
         if loaded is not None:
-            loaded[1].close()
+            sp = loaded[1]
+            if self.emit is not None:
+                self._account_expiry(key, sp)
+            self._seen.pop(key, None)
+            retired = self.stats.retired
+            for name in _COUNTER_NAMES:
+                setattr(retired, name, getattr(retired, name) + getattr(sp.counters, name))
+            sp.close()
 
+    @_operation
     def _states_deleted(self, keys: list[StateKey]) -> None:
         for key in keys:
             self._drop(key)
 
+    @_operation
     def drop_group(self, group_id: str) -> None:
         """The group went: its share-partitions are dropped (their locks cancelled)."""
         for key in [k for k in self._partitions if k[0] == group_id]:
@@ -202,12 +398,17 @@ class SharePartitionManager:
         if epoch == INITIAL_EPOCH:
             if has_acks:
                 raise KafkaError(_E.INVALID_REQUEST)
-            self._remove_session(key)           # (replaced: its records stay acquired until their locks expire)
+            replaced = self._remove_session(key)   # (its records stay acquired until their locks expire)
+            if replaced is not None and self.emit is not None:
+                self._session_event("share.session_closed", replaced, {"reason": "replaced", "released": 0,
+                                                                       "archived": 0})
             if self._sessions_per_node.get(node_id, 0) >= self.max_sessions:
                 raise _SessionLimitReached()
             session = ShareSession(group_id, member_id, node_id, connection_id,
                                    partitions=dict.fromkeys(wanted))
             self._add_session(key, session)
+            if self.emit is not None:
+                self._session_event("share.session_opened", session, {"partitions": len(session.partitions)})
             return _Context(session, list(session.partitions), True, set())
         session = self._sessions.get(key)
         if session is None:
@@ -251,21 +452,38 @@ class SharePartitionManager:
                 del self._by_connection[conn]
         return session
 
+    @_operation
     def release_session(self, node_id: int, group_id: str, member_id: str) -> None:
         """The session is closed (epoch -1): the member's acquired records in its partitions are released."""
         session = self._remove_session((node_id, group_id, member_id))
         if session is not None:
-            self._release(session)
+            self._release(session, "final_epoch")
 
-    def _release(self, session: ShareSession) -> None:
+    def _release(self, session: ShareSession, reason: str) -> None:
+        events = self.emit is not None
+        released = archived = 0
         for topic_id, partition in session.partitions:
-            sp = self._loaded_on((session.group_id, topic_id, partition), session.node_id)
+            key = (session.group_id, topic_id, partition)
+            sp = self._loaded_on(key, session.node_id)
             if sp is not None:
+                if events:
+                    self._account_expiry(key, sp)
                 error = sp.release_acquired_records(session.member_id)
                 if error is not None:
                     _log.warning("share records not released", group=session.group_id, member=session.member_id,
                                  topic_id=str(topic_id), partition=partition, error=str(error))
+                d = self._deltas(key, sp) if events else None
+                if d is not None:
+                    released += d[_RELEASED]
+                    archived += d[_ARCHIVED]
+                    if d[_ARCHIVED]:
+                        self._partition_event("share.records_archived", key, {"records": d[_ARCHIVED],
+                                                                              "reason": "delivery_count_limit"})
+        if events:
+            self._session_event("share.session_closed", session, {"reason": reason, "released": released,
+                                                                  "archived": archived})
 
+    @_operation
     def connection_closed(self, node_id: int, connection_id) -> None:
         """A client connection closed: its sessions go and release their records, its waiting fetches
         are dropped."""
@@ -274,22 +492,31 @@ class SharePartitionManager:
         for key in list(self._by_connection.get((node_id, connection_id), ())):
             session = self._remove_session(key)
             if session is not None:
-                self._release(session)
+                self._release(session, "connection_closed")
 
     # ---- acknowledgements ----
 
     def _acknowledge(self, node_id: int, group_id: str, member_id: str, topics: list, version: int,
-                     is_renew_ack: bool, readable: Callable[[str], bool]) -> dict[TopicPartition, tuple[int, str | None]]:
+                     is_renew_ack: bool, readable: Callable[[str], bool], request: str = "ShareAcknowledge",
+                     dropped: int | None = None) -> dict[TopicPartition, tuple[int, str | None]]:
         """KafkaApis.handleAcknowledgements then SharePartitionManager.acknowledge: per partition of
-        the request, (error code, message)."""
+        the request, (error code, message). ``dropped`` (a fault): the acknowledgements that would be
+        applied are not, their partitions answered with that error code (0: NONE)."""
         results: dict[TopicPartition, tuple[int, str | None]] = {}
         topics_by_id = self.cluster.topics_by_id
+        events = self.emit is not None
+        stats = self.stats
+        acknowledged, failed = set(), set()          # topics, for the metrics (as SharePartitionManager.acknowledge)
         for topic_id, partitions in _merged(topics):
             topic = topics_by_id.get(topic_id)
             for index, raw in partitions.items():
                 tp = (topic_id, index)
+                sp = None
                 if topic is None:
                     results[tp] = (_E.UNKNOWN_TOPIC_ID, None)
+                    if events and raw:
+                        self._acknowledged_event((group_id, *tp), None, member_id, request, raw, _E.UNKNOWN_TOPIC_ID,
+                                                 False)
                     continue
                 batches = [ShareAcknowledgementBatch(b["first_offset"], b["last_offset"], b["acknowledge_types"])
                            for b in raw]
@@ -301,19 +528,37 @@ class SharePartitionManager:
                     results[tp] = (_E.UNKNOWN_TOPIC_OR_PARTITION, None)
                 elif not batches:
                     results[tp] = (_E.NONE, None)
+                    continue
                 else:
-                    sp = self._loaded_on((group_id, topic_id, index), node_id)
+                    acknowledged.add(topic.name)
+                    key = (group_id, topic_id, index)
+                    sp = self._loaded_on(key, node_id)
                     if sp is None:
                         # (Errors.UNKNOWN_TOPIC_OR_PARTITION.exception()'s message, as mapAcknowledgementFutures sends it)
                         results[tp] = (_E.UNKNOWN_TOPIC_OR_PARTITION, _NOT_HOSTED)
-                        continue
-                    sp.config = self.partition_config(group_id)
-                    error = sp.acknowledge(member_id, batches)
-                    results[tp] = (_E.NONE, None) if error is None else (int(error.code), error.message)
+                        failed.add(topic.name)
+                    elif dropped is not None:
+                        results[tp] = (dropped, None)           # (a fault: not applied)
+                    else:
+                        if events:
+                            self._account_expiry(key, sp)
+                        sp.config = self.partition_config(group_id)
+                        error = sp.acknowledge(member_id, batches)
+                        results[tp] = (_E.NONE, None) if error is None else (int(error.code), error.message)
+                        if error is None:
+                            _meter_acknowledgements(stats.record_acknowledgements, batches)
+                        else:
+                            failed.add(topic.name)
+                if events and raw:
+                    self._acknowledged_event((group_id, *tp), sp if dropped is None else None, member_id, request,
+                                             raw, results[tp][0], dropped is not None and sp is not None)
+        stats.count_topics(stats.share_acknowledgement, acknowledged)
+        stats.count_topics(stats.failed_share_acknowledgement, failed)
         return results
 
     # ---- ShareFetch ----
 
+    @_operation
     def share_fetch(self, *, node_id: int, connection_id, correlation_id: int, version: int, body: dict,
                     readable: Callable[[str], bool], respond: Callable[[dict], None]) -> None:
         """A ShareFetch that passed the API layer's checks (share groups on, group id, group READ,
@@ -337,13 +582,14 @@ class SharePartitionManager:
             respond(fetch_error(e.code))
             return
         is_renew_ack = version >= 2 and body.get("is_renew_ack", False)
-        acks = self._acknowledge(node_id, group_id, member_id, topics, version, is_renew_ack, readable) \
-            if has_acks else {}
+        acks = self._acknowledge(node_id, group_id, member_id, topics, version, is_renew_ack, readable, "ShareFetch",
+                                 body.get(DROP_ACKNOWLEDGEMENTS)) if has_acks else {}
         fetch = _ShareFetch(self, node_id, connection_id, correlation_id, body, context, acks, lock_ms, respond)
         if context.fetch is None or is_renew_ack:
             fetch.partitions = []
         else:
             fetch.sort_out(readable)
+            self.stats.count_topics(self.stats.share_fetch, fetch.topics_read())
         if epoch == FINAL_EPOCH:
             fetch.finish([])
             self.release_session(node_id, group_id, member_id)
@@ -352,6 +598,7 @@ class SharePartitionManager:
 
     # ---- ShareAcknowledge ----
 
+    @_operation
     def share_acknowledge(self, *, node_id: int, version: int, body: dict, readable: Callable[[str], bool]) -> dict:
         """A ShareAcknowledge that passed the API layer's checks: its response."""
         group_id, member_id, epoch = body["group_id"], body["member_id"], body["share_session_epoch"]
@@ -360,7 +607,8 @@ class SharePartitionManager:
         except KafkaError as e:
             return acknowledge_error(e.code)
         is_renew_ack = version >= 2 and body.get("is_renew_ack", False)
-        acks = self._acknowledge(node_id, group_id, member_id, body["topics"], version, is_renew_ack, readable)
+        acks = self._acknowledge(node_id, group_id, member_id, body["topics"], version, is_renew_ack, readable,
+                                 "ShareAcknowledge", body.get(DROP_ACKNOWLEDGEMENTS))
         if epoch == FINAL_EPOCH:
             self.release_session(node_id, group_id, member_id)
         endpoints: dict[int, dict] = {}
@@ -374,8 +622,47 @@ class SharePartitionManager:
                 "responses": [{"topic_id": t, "partitions": ps} for t, ps in responses.items()],
                 "node_endpoints": list(endpoints.values())}
 
+    # ---- faults ----
+
+    @_operation
+    def expire_locks(self, group_id: str, member_id: str | None = None, topic_id=None,
+                     partition: int | None = None) -> dict[StateKey, int]:
+        """Expire acquisition locks now, as if their time had come (a fault): those of the group's loaded
+        share-partitions (of one topic, one partition), held by ``member_id`` (None: by anyone). Their
+        records become AVAILABLE again, or ARCHIVED at the delivery count limit; ``share.lock_expired``
+        says so with cause "fault". Returns the records whose lock expired, per share-partition."""
+        expired: dict[StateKey, int] = {}
+        for key, (_, sp) in list(self._partitions.items()):
+            if key[0] != group_id or (topic_id is not None and key[1] != topic_id) or (
+                    partition is not None and key[2] != partition):
+                continue
+            locks = {}
+            for batch in sp.cached_state():
+                for _, _, state in batch.states():
+                    lock = state.lock
+                    if (lock is not None and not lock.cancelled and state.state is RecordState.ACQUIRED
+                            and (member_id is None or state.member_id == member_id)):
+                        locks[id(lock)] = lock
+            if not locks:
+                continue
+            if self.emit is not None:
+                self._account_expiry(key, sp)        # (what expired before, told as such)
+            before = sp.counters.lock_expired
+            self._expiry_cause = "fault"
+            try:
+                for lock in sorted(locks.values(), key=lambda lock: lock.first_offset):
+                    # (SharePartition's own lock timeout: the AcquisitionLockTimerTask's run)
+                    sp._release_acquisition_lock_on_timeout(lock)
+                if self.emit is not None:
+                    self._account_expiry(key, sp)
+            finally:
+                self._expiry_cause = "timeout"
+            expired[key] = sp.counters.lock_expired - before
+        return expired
+
     # ---- wake-ups ----
 
+    @_operation
     def on_append(self, topic: str, partition: int) -> None:
         """The cluster appended to a partition: the fetches waiting on it try again."""
         t = self.cluster.topics.get(topic)
@@ -383,8 +670,14 @@ class SharePartitionManager:
             self._wake((t.topic_id, partition))
 
     def _changed(self, key: StateKey) -> None:
+        if not self._depth and self.emit is not None:
+            # outside an operation only a lock expiry changes a share-partition: its event once every
+            # lock expiring now has (per-offset locks expire together), as a timer due now runs last
+            timer = ("share-lock-expired", *key)
+            if not self.timers.is_scheduled(timer):
+                self.timers.schedule(timer, self.clock(), lambda: self._locks_expired(key))
         if self._parked:
-            self._wake((key[1], key[2]), key[0])
+            self._run(lambda: self._wake((key[1], key[2]), key[0]))
 
     def _wake(self, tp: TopicPartition, group_id: str | None = None) -> None:
         for parked in list(self._parked):
@@ -451,6 +744,14 @@ class _ShareFetch:
         self.partitions = fetch
         self.interested = set(fetch)
 
+    def topics_read(self) -> set[str]:
+        """The topics the fetch reads after the API layer's checks, the partitions of other leaders
+        included (what Kafka's TotalShareFetchRequestsPerSec counts)."""
+        topics_by_id = self.manager.cluster.topics_by_id
+        read = {topics_by_id[t].name for t, _ in self.partitions}
+        read.update(topics_by_id[t].name for (t, _), (code, _) in self.errors.items() if code in _LEADER_ERRORS)
+        return read
+
     def start(self) -> None:
         body = self.body
         if body["max_records"] <= 0 or self._max_bytes() <= 0:
@@ -511,10 +812,14 @@ class _ShareFetch:
             else ShareAcquireMode.BATCH_OPTIMIZED
         limit = self._partition_max_bytes()
         entries = []
+        manager = self.manager
+        events = manager.emit is not None
         for tp in self.partitions:
             sp = self._load(tp)
             if sp is None or not sp.maybe_acquire_fetch_lock(self.key):
                 continue
+            if events:
+                manager._account_expiry((self.group_id, *tp), sp)
             try:
                 if not sp.can_acquire_records():
                     continue
@@ -531,6 +836,8 @@ class _ShareFetch:
                 sp.release_fetch_lock(self.key)
             ranges = acquired.acquired_records if acquired is not None else []
             remaining -= acquired.count if acquired is not None else 0
+            if events:
+                manager._acquired_events((self.group_id, *tp), sp, self.member_id, ranges)
             records = b""
             if ranges:
                 first, last = ranges[0].first_offset, ranges[-1].last_offset
@@ -551,6 +858,12 @@ class _ShareFetch:
             tp = entry.pop("_tp")
             if self.context.full or entry["acquired_records"] or tp in self.context.added:
                 by_tp[tp] = entry
+        if self.errors:
+            # (the share-partition manager's errors, not the API layer's: FailedShareFetchRequestsPerSec)
+            topics_by_id = manager.cluster.topics_by_id
+            manager.stats.count_topics(manager.stats.failed_share_fetch, {
+                topics_by_id[t].name for (t, _), (code, _) in self.errors.items()
+                if code not in _API_LAYER_ERRORS and t in topics_by_id})
         for tp, (code, _message) in self.errors.items():
             # (no ErrorMessage: KafkaApis.getResponsePartitionData copies none into the response)
             by_tp[tp] = _partition_entry(tp[1], code=code)
@@ -585,7 +898,8 @@ class _ParkedFetch:
 
     def expire(self) -> None:
         if not self.done:
-            self._complete()
+            self.fetch.manager.stats.delayed_share_fetch_expires += 1
+            self.fetch.manager._run(self._complete)
 
     def _complete(self) -> None:
         self.cancel()
@@ -595,6 +909,34 @@ class _ParkedFetch:
         self.done = True
         self.fetch.manager._parked.discard(self)
         self.fetch.manager.timers.cancel(self.fetch.key)
+
+
+#: the errors of a fetch's partitions that its API layer finds (KafkaApis), not the share-partition manager
+_API_LAYER_ERRORS = (_E.UNKNOWN_TOPIC_ID, _E.TOPIC_AUTHORIZATION_FAILED)
+#: the errors of partitions the share-partition manager is asked for and does not lead
+_LEADER_ERRORS = (_E.NOT_LEADER_OR_FOLLOWER, _E.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def _meter_acknowledgements(counts: dict, batches: list[ShareAcknowledgementBatch]) -> None:
+    """ShareGroupMetrics.recordAcknowledgement of a request's batches: a whole range per single type,
+    else each offset's type (GAP is not metered)."""
+    for b in batches:
+        types = b.acknowledge_types
+        if len(types) == 1:
+            if types[0] in _METERED_ACK_TYPES:
+                counts[types[0]] = counts.get(types[0], 0) + b.last_offset - b.first_offset + 1
+        else:
+            for t in types:
+                if t in _METERED_ACK_TYPES:
+                    counts[t] = counts.get(t, 0) + 1
+
+
+def _error_name(code: int) -> str | None:
+    """A Kafka error's name, None for NONE."""
+    if not code:
+        return None
+    error = _E.lookup(code)
+    return error.name if isinstance(error, _E) else str(code)
 
 
 def _merged(topics: list) -> list[tuple[Hashable, dict[int, list]]]:

@@ -3,25 +3,35 @@
 // /api/events/stream, re-fetches the selected group's detail (debounced) on its events, and
 // draws each group's rebalances as an SVG timeline built from the coordinator's events.
 // Consumer groups of the new protocol (KIP-848) show their group and assignment epochs, each member's
-// epochs and reconciliation state, and its target assignment against what it owns.
+// epochs and reconciliation state, and its target assignment against what it owns. Share groups
+// (KIP-932) show their group epochs, their members sharing partitions and the records each holds, and
+// each share-partition's in-flight records by state (SPSO to SPEO), delivery counts and holders.
 "use strict";
 
 (() => {
   const STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Assigning", "Reconciling"];
   const REBALANCING = new Set(["PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"]);
-  const JOINS = new Set(["member.joined", "member.replaced", "consumer.member_joined", "consumer.member_replaced"]);
+  const JOINS = new Set(["member.joined", "member.replaced", "consumer.member_joined", "consumer.member_replaced",
+                         "share.member_joined"]);
   const LEAVES = new Set(["member.left", "member.removed", "member.expired", "consumer.member_left",
-                          "consumer.member_fenced"]);
+                          "consumer.member_fenced", "share.member_left", "share.member_fenced"]);
+  const EPOCH_BUMPS = new Set(["consumer.group_epoch_bumped", "share.group_epoch_bumped"]);
   const TIMELINE_EVENTS = new Set([
     "group.created", "group.deleted", "group.state_change", "rebalance.started", "rebalance.completed",
-    "consumer.group_epoch_bumped", ...JOINS, ...LEAVES,
+    ...EPOCH_BUMPS, ...JOINS, ...LEAVES,
   ]);
+  // the share-partition leaders' events: per request, they only make the page read the group again
+  const SHARE_RECORD_EVENTS = new Set(["share.session_opened", "share.session_closed", "share.records_acquired",
+                                       "share.records_acknowledged", "share.lock_expired", "share.records_archived"]);
+  const RECORD_STATES = ["available", "acquired", "acknowledged", "archived"];
   const EVENT_TYPES = [
     "group.created", "group.state_change", "group.deleted", "group.leader_changed", "member.pending",
     "member.joined", "member.replaced", "member.left", "member.removed", "member.expired",
     "rebalance.started", "rebalance.join_completed", "group.sync_completed", "rebalance.completed",
     "offset.committed", "offsets.expired", "offsets.deleted", "consumer.group_epoch_bumped",
     "consumer.member_joined", "consumer.member_replaced", "consumer.member_left", "consumer.member_fenced",
+    "share.member_joined", "share.member_left", "share.member_fenced", "share.group_epoch_bumped",
+    ...SHARE_RECORD_EVENTS,
   ];
   // Kafka's MemberState of a consumer group's member, as the page words it
   const MEMBER_STATES = {
@@ -155,9 +165,10 @@
   }
 
   // the groups' rebalance history (the service keeps it across restarts when it has a data dir);
-  // offset commits, many more, would crowd it out of the answer
+  // offset commits and share records, many more, would crowd it out of the answer
+  const HISTORY_TYPES = "group.,rebalance.,member.,consumer.,share.member_,share.group_epoch_bumped";
   function loadHistory() {
-    return load("events", `/api/events/recent?limit=${HISTORY_EVENTS}&type=group.,rebalance.,member.,consumer.`, (list) => {
+    return load("events", `/api/events/recent?limit=${HISTORY_EVENTS}&type=${HISTORY_TYPES}`, (list) => {
       for (const ev of list) ingest(ev, false);
     });
   }
@@ -264,6 +275,7 @@
       if (ev.event.startsWith("consumer.") || ev.cause === "consumer_group_heartbeat" || ev.cause === "upgrade") {
         g.type = "consumer";
       }
+      else if (ev.event.startsWith("share.") || ev.cause === "share_group_heartbeat") g.type = "share";
       else if (ev.event === "group.created") g.type = "classic";
       g.state = ev.event === "group.deleted" ? "Dead" : ev.state;
       g.generation = ev.generation;
@@ -271,7 +283,8 @@
       if (ev.event === "rebalance.completed") { g.protocol = ev.protocol; g.leader = ev.leader; }
       g._evAt = performance.now();
     }
-    if ((ev.event === "member.joined" || ev.event === "consumer.member_joined") && ev.client_id) {
+    if ((ev.event === "member.joined" || ev.event === "consumer.member_joined" || ev.event === "share.member_joined") &&
+        ev.client_id) {
       S.clients.set(ev.member, ev.client_id);
     }
 
@@ -283,7 +296,9 @@
     }
     if (live) {
       if (!S.selected) select(id, false);
-      else if (id === S.selected) scheduleDetail(ev.event === "offset.committed" ? 400 : 120);
+      else if (id === S.selected) {
+        scheduleDetail(ev.event === "offset.committed" || SHARE_RECORD_EVENTS.has(ev.event) ? 400 : 120);
+      }
       render();
     }
   }
@@ -383,6 +398,7 @@
     for (const ev of list) {
       switch (ev.event) {
         case "consumer.group_epoch_bumped":
+        case "share.group_epoch_bumped":
           if (!open) {
             open = { start: ev.ts_ms, end: null, reason: ev.reason, member: ev.member, rounds: 1,
                      generation: null, consumer: true };
@@ -715,20 +731,22 @@
       }
       const b = li.firstChild;
       const state = STATES.includes(g.state) ? g.state : "Empty";
-      const consumer = g.type === "consumer";
+      const modern = g.type === "consumer" || g.type === "share";   // group epochs, a type tag
       li.dataset.group = id;
       li.dataset.state = g.state;
       li.dataset.generation = g.generation;
       li.dataset.type = g.type || "";
       b.setAttribute("aria-current", id === S.selected ? "true" : "false");
-      b.setAttribute("aria-label", `${id}: ${consumer ? "consumer group, " : ""}${g.state}, ` +
-                     `${consumer ? "group epoch" : "generation"} ${g.generation}, ${g.members} members`);
+      b.setAttribute("aria-label", `${id}: ${modern ? `${g.type} group, ` : ""}${g.state}, ` +
+                     `${modern ? "group epoch" : "generation"} ${g.generation}, ${g.members} members`);
+      const tag = !modern ? null : g.type === "share"
+        ? h("span", { class: "type-tag", title: "share group (KIP-932)" }, "share")
+        : h("span", { class: "type-tag", title: "consumer group (KIP-848)" }, "consumer");
       b.replaceChildren(
         h("span", { class: `state-dot st-${state}`, "aria-hidden": "true" }),
         h("span", { class: "name", title: id }, id),
-        h("span", { class: "gen" }, `${consumer ? "epoch" : "gen"} ${g.generation}`),
-        h("span", { class: "meta" }, consumer ? h("span", { class: "type-tag", title: "consumer group (KIP-848)" }, "consumer") : null,
-          `${g.state} · ${g.members} member${g.members === 1 ? "" : "s"}`));
+        h("span", { class: "gen" }, `${modern ? "epoch" : "gen"} ${g.generation}`),
+        h("span", { class: "meta" }, tag, `${g.state} · ${g.members} member${g.members === 1 ? "" : "s"}`));
       if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
     });
   }
@@ -764,12 +782,14 @@
     const state = STATES.includes(g.state) ? g.state : "Empty";
     const type = g.type || summary.type || "";
     const consumer = type === "consumer";
+    const share = type === "share";
+    const modern = consumer || share;
     section.dataset.group = id;
     section.dataset.state = g.state;
     section.dataset.generation = g.generation;
     section.dataset.type = type;
     section.dataset.loaded = d ? "true" : "false";
-    if (d && consumer) {
+    if (d && modern) {
       section.dataset.groupEpoch = d.group_epoch;
       section.dataset.assignmentEpoch = d.assignment_epoch;
     } else {
@@ -777,8 +797,8 @@
       delete section.dataset.assignmentEpoch;
     }
     for (const li of document.querySelectorAll(".legend li[data-for]")) li.hidden = li.dataset.for !== (type || "classic");
-    setText($("history-h"), consumer ? "Group epochs" : "Generations");
-    setText($("history-gen"), consumer ? "Group epoch" : "Generation");
+    setText($("history-h"), modern ? "Group epochs" : "Generations");
+    setText($("history-gen"), modern ? "Group epoch" : "Generation");
     $("group-title").textContent = id;
     const badge = $("group-state");
     badge.className = `badge st-${state}`;
@@ -788,7 +808,15 @@
     const leader = g.leader;
     const proto = [g.protocol_type, g.protocol].filter(Boolean).join(" / ") || "–";
     const coord = g.coordinator ? `node ${g.coordinator.node} (partition ${g.coordinator.partition})` : "–";
-    const facts = consumer ? [
+    const facts = share ? [
+      ["Type", "share (KIP-932)"],
+      ["Group epoch", g.group_epoch ?? g.generation],
+      ["Assignment epoch", g.assignment_epoch ?? "–"],
+      ["Members", d ? members.length : g.members],
+      ["Assignor", g.protocol || "–"],
+      ["Delivery limit", d && d.delivery_count_limit !== undefined ? d.delivery_count_limit : "–"],
+      ["Coordinator", coord],
+    ] : consumer ? [
       ["Type", "consumer (KIP-848)"],
       ["Group epoch", g.group_epoch ?? g.generation],
       ["Assignment epoch", g.assignment_epoch ?? "–"],
@@ -808,6 +836,7 @@
     drawTimeline(id);
     renderMembers(d);
     renderOffsets(d);
+    renderSharePartitions(d, share);
     renderHistory(id);
   }
 
@@ -816,13 +845,18 @@
     const members = d ? d.members.slice().sort((a, b) => (a.client_id || "").localeCompare(b.client_id || "") ||
                                                         a.member_id.localeCompare(b.member_id)) : [];
     const consumer = !!d && d.type === "consumer";
+    const share = !!d && d.type === "share";
     $("members-empty").hidden = !d || members.length > 0;
     $("target-note").hidden = !consumer || members.length === 0;
     const moved = d && d.state === "Stable" ? movedIn(d.group_id, d.generation) : new Map();
     const note = $("moved-note");
     note.hidden = moved.size === 0;
     note.textContent = `${moved.size} partition${moved.size === 1 ? "" : "s"} moved to another member in ` +
-      `${consumer ? "group epoch" : "generation"} ${d ? d.generation : ""}`;
+      `${consumer || share ? "group epoch" : "generation"} ${d ? d.generation : ""}`;
+    if (share) {
+      body.replaceChildren(...members.map((m) => shareMemberRow(d, m)));
+      return;
+    }
     if (consumer) {
       body.replaceChildren(...members.map((m) => consumerMemberRow(d, m, moved)));
       return;
@@ -906,6 +940,104 @@
           h("span", { class: `mstate ms-${m.state}`, title: `reconciliation state: ${m.state}` },
             MEMBER_STATES[m.state] || m.state))),
       h("td", {}, chips));
+  }
+
+  // a share group's member: its epochs, the partitions it shares with others, and the records it holds
+  // (acquired, under its acquisition locks) in each share-partition
+  function shareMemberRow(d, m) {
+    const held = new Map();     // "topic\u0000p" -> records acquired
+    for (const sp of d.share_partitions || []) {
+      for (const holder of sp.holders) {
+        if (holder.member_id === m.member_id) held.set(tpKey(sp.topic, sp.partition), holder.records);
+      }
+    }
+    const parts = m.assignment.partitions.slice().sort((a, b) => (a.topic ?? "").localeCompare(b.topic ?? "") ||
+                                                                 a.partition - b.partition);
+    const chips = h("div", { class: "chips" });
+    for (const tp of parts) {
+      const n = held.get(tpKey(tp.topic, tp.partition)) || 0;
+      chips.append(h("span", { class: n ? "chip holds" : "chip", "data-topic": tp.topic ?? tp.topic_id,
+                               "data-partition": tp.partition, "data-holds": n,
+                               title: n ? `holds ${n} record${n === 1 ? "" : "s"} (acquired)` : "shared: holds no record now" },
+                     `${tp.topic ?? tp.topic_id}-${tp.partition}`, n ? h("span", { class: "held" }, ` ${fmtInt(n)}`) : null));
+    }
+    if (!parts.length) chips.append(h("span", { class: "sub" }, "no partitions (yet)"));
+    const total = [...held.values()].reduce((a, b) => a + b, 0);   // (its assignment's or not: ShareFetch may ask any)
+    const host = (m.client_host || "").replace(/^\//, "");
+    const behind = m.member_epoch >= 0 && m.member_epoch < d.assignment_epoch;
+    const epochs = [`epoch ${m.member_epoch}`, behind ? `target epoch ${d.assignment_epoch}` : null,
+                    `holds ${fmtInt(total)} record${total === 1 ? "" : "s"}`].filter(Boolean).join(" · ");
+    return h("tr", { "data-member": m.member_id, "data-client": m.client_id, "data-member-epoch": m.member_epoch,
+                     "data-holds": total },
+      h("td", {},
+        h("span", { class: "member-id mono", title: m.member_id }, shortMember(m.member_id)),
+        h("span", { class: "sub" }, [`client ${m.client_id || "–"}`, host].filter(Boolean).join(" · ")),
+        m.subscribed_topic_names.length ? h("span", { class: "sub" }, `subscribes ${m.subscribed_topic_names.join(", ")}`) : null,
+        h("span", { class: "sub epochs" }, epochs)),
+      h("td", {}, chips));
+  }
+
+  // A share group's share-partitions: SPSO → SPEO, the records between them by state (a bar), how often
+  // they were delivered, the lag, and who holds records until when.
+  function renderSharePartitions(d, share) {
+    $("share-card").hidden = !share;
+    $("offsets-card").hidden = share;
+    $("two").classList.toggle("single", share);
+    if (!share) return;
+    const body = $("share-partitions").tBodies[0];
+    const rows = d ? d.share_partitions || [] : [];
+    $("share-empty").hidden = !d || rows.length > 0;
+    const limit = d && d.delivery_count_limit;
+    const now = serverNow();
+    const widest = Math.max(1, ...rows.map((r) => RECORD_STATES.reduce((a, st) => a + r.records[st], 0)));
+    body.replaceChildren(...rows.map((r) => {
+      const name = `${r.topic ?? r.topic_id}-${r.partition}`;
+      const total = RECORD_STATES.reduce((a, st) => a + r.records[st], 0);
+      const bar = h("span", { class: "recbar", "aria-hidden": "true" });
+      bar.style.width = `${Math.max(total ? 8 : 0, (100 * total) / widest)}%`;   // CSSOM: allowed by the CSP
+      for (const st of RECORD_STATES) {
+        if (!r.records[st]) continue;
+        const seg = h("span", { class: `rs-${st}`, title: `${r.records[st]} ${st}` });
+        seg.style.flexGrow = String(r.records[st]);
+        bar.append(seg);
+      }
+      const counts = h("span", { class: "rec-counts" }, ...RECORD_STATES.map((st) =>
+        h("span", { class: `rc rs-${st}`, "data-state": st, title: st }, `${fmtInt(r.records[st])} ${st}`)));
+      const deliveries = h("div", { class: "chips" });
+      for (const dc of r.delivery_counts) {
+        const n = RECORD_STATES.reduce((a, st) => a + dc[st], 0);
+        const near = limit && dc.delivery_count >= limit;
+        deliveries.append(h("span", { class: near ? "chip dc limit" : "chip dc", "data-delivery-count": dc.delivery_count,
+                                      "data-records": n,
+                                      title: `${n} record${n === 1 ? "" : "s"} delivered ${dc.delivery_count}×: ` +
+                                             RECORD_STATES.filter((st) => dc[st]).map((st) => `${dc[st]} ${st}`).join(", ") +
+                                             (near ? ` (the delivery count limit is ${limit})` : "") },
+                                   `${dc.delivery_count}× ${fmtInt(n)}`));
+      }
+      if (!r.delivery_counts.length) deliveries.append(h("span", { class: "sub" }, "–"));
+      const holders = h("div", { class: "chips" });
+      for (const hd of r.holders) {
+        const left = hd.lock_deadline_ms === null ? null : hd.lock_deadline_ms - now;
+        holders.append(h("span", { class: "chip", "data-member": hd.member_id, "data-records": hd.records,
+                                   title: `${hd.member_id}: ${hd.records} acquired` +
+                                          (left === null ? "" : `, first lock expires in ${fmtMs(Math.max(0, left))}`) },
+                         `${shortMember(hd.member_id)} ${fmtInt(hd.records)}`));
+      }
+      if (!r.holders.length) holders.append(h("span", { class: "sub" }, "nobody"));
+      const offsets = r.start_offset < 0 ? "not started" : `${fmtInt(r.start_offset)} → ${fmtInt(r.end_offset)}`;
+      return h("tr", { "data-topic": r.topic ?? r.topic_id, "data-partition": r.partition,
+                       "data-loaded": r.loaded ? "true" : "false", "data-start": r.start_offset, "data-end": r.end_offset,
+                       ...Object.fromEntries(RECORD_STATES.map((st) => [`data-${st}`, r.records[st]])),
+                       "data-lag": r.lag },
+        h("td", { class: "mono", title: `topic id ${r.topic_id}` }, name,
+          h("span", { class: "sub" }, r.loaded ? `leader node ${r.leader}` : "not loaded: its persisted state")),
+        h("td", { class: "num mono", title: "share-partition start offset (SPSO) → end offset (SPEO)" }, offsets,
+          h("span", { class: "sub" }, `log end ${fmtInt(r.log_end_offset)}`)),
+        h("td", {}, h("span", { class: "rec", title: `${total} records in flight` }, bar), counts),
+        h("td", {}, deliveries),
+        h("td", { class: "num" }, fmtInt(r.lag)),
+        h("td", {}, holders));
+    }));
   }
 
   function renderOffsets(d) {

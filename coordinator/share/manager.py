@@ -197,6 +197,7 @@ class SharePartitionManager:
         self._seen: dict[StateKey, tuple] = {}          # key -> (partition, its counters the events told)
         self._expiry_cause = "timeout"
         cluster.add_waiter(self)
+        cluster.topic_listeners.append(self._topics_changed)
 
     # ---- what the service and the admin API read ----
 
@@ -338,6 +339,9 @@ class SharePartitionManager:
         """The share-partition led by ``node_id``, loaded from its persisted state if needed (raises
         KafkaError when it cannot be: not initialized, or share.auto.offset.reset finds nothing)."""
         key = (group_id, topic_id, partition)
+        topic = self.cluster.topics_by_id.get(topic_id)
+        if topic is None or not 0 <= partition < topic.partition_count:
+            raise KafkaError(_E.UNKNOWN_TOPIC_OR_PARTITION)       # (deleted while a fetch waited)
         loaded = self._partitions.get(key)
         config = self.partition_config(group_id)
         if loaded is not None:
@@ -348,9 +352,9 @@ class SharePartitionManager:
             self._drop(key)             # the leadership moved: the new leader loads the persisted state
         state = self.states.read(key)
         if state is None:
-            raise KafkaError(_E.UNKNOWN_TOPIC_OR_PARTITION,
-                             f"The share-partition state of {group_id}-{topic_id}:{partition} is not initialized")
-        topic = self.cluster.topics_by_id[topic_id]
+            # the share coordinator's INVALID_REQUEST, which SharePartition.fetchPersisterError makes an
+            # UnknownServerException with its message
+            raise KafkaError(_E.UNKNOWN_SERVER_ERROR, "Read operation on uninitialized share partition not allowed.")
         sp = SharePartition(group_id, topic_id, partition, timers=self.timers, clock=self.clock, config=config,
                             state=state, log=topic.partitions[partition],
                             write_state=lambda write: self.states.write(key, write),
@@ -377,6 +381,14 @@ class SharePartitionManager:
     @_operation
     def _states_deleted(self, keys: list[StateKey]) -> None:
         for key in keys:
+            self._drop(key)
+
+    @_operation
+    def _topics_changed(self, names) -> None:
+        """Topics were created, deleted or grew: the share-partitions of deleted topics go (their locks
+        cancelled; their state goes when the group coordinator deletes it)."""
+        topics_by_id = self.cluster.topics_by_id
+        for key in [k for k in self._partitions if k[1] not in topics_by_id]:
             self._drop(key)
 
     @_operation
@@ -748,8 +760,9 @@ class _ShareFetch:
         """The topics the fetch reads after the API layer's checks, the partitions of other leaders
         included (what Kafka's TotalShareFetchRequestsPerSec counts)."""
         topics_by_id = self.manager.cluster.topics_by_id
-        read = {topics_by_id[t].name for t, _ in self.partitions}
-        read.update(topics_by_id[t].name for (t, _), (code, _) in self.errors.items() if code in _LEADER_ERRORS)
+        read = {topics_by_id[t].name for t, _ in self.partitions if t in topics_by_id}
+        read.update(topics_by_id[t].name for (t, _), (code, _) in self.errors.items()
+                    if code in _LEADER_ERRORS and t in topics_by_id)
         return read
 
     def start(self) -> None:

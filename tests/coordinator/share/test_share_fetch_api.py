@@ -539,6 +539,18 @@ def test_long_poll_answered_at_max_wait():
     assert pending.response["acquisition_lock_timeout_ms"] == LOCK_MS
 
 
+def test_a_waiting_fetch_whose_topic_is_deleted_is_answered_at_max_wait():
+    # (groupcoord's own: a topic deleted under a waiting ShareFetch; its partition answers an error at MaxWaitMs)
+    w = World()
+    ok(w.fetch("m1", 0))
+    pending = w.fetch_later("m1", 1, max_wait_ms=5000, min_bytes=100_000)
+    assert list(w.svc.share_partitions.share_partitions()) == [("q", w.topic_id, 0)]
+    w.svc.cluster.delete_topic("foo")
+    assert w.svc.share_partitions.share_partitions() == {}             # dropped with the topic
+    w.later(5000)
+    assert entry(ok(pending.response))["error_code"] == E.UNKNOWN_TOPIC_OR_PARTITION
+
+
 def test_long_poll_woken_by_a_release():
     # SPMT testAcknowledgeCompletesDelayedShareFetchRequest, testReleaseSessionCompletesDelayedShareFetchRequest:
     # an acknowledgement (or a session's release) tries the fetches waiting on the share-partition
@@ -586,11 +598,11 @@ def test_partition_errors_carry_no_message():
     assert (entry(resp, 7)["error_code"], entry(resp, 7)["error_message"]) == (E.UNKNOWN_TOPIC_OR_PARTITION, None)
     resp = ok(w.fetch("m1", 1, [3], topic_id=unknown))
     assert (entry(resp, 3, unknown)["error_code"], entry(resp, 3, unknown)["error_message"]) == (E.UNKNOWN_TOPIC_ID, None)
-    # a group whose share-partitions nobody initialized: an error, without its message (Kafka: the share
-    # coordinator's INVALID_REQUEST "read on uninitialized share partition" -> SharePartition.fetchPersisterError
-    # -> UNKNOWN_SERVER_ERROR; the emulator answers UNKNOWN_TOPIC_OR_PARTITION)
+    # a group whose share-partitions nobody initialized: the share coordinator's INVALID_REQUEST ("Read
+    # operation on uninitialized share partition not allowed.") -> SharePartition.fetchPersisterError ->
+    # UNKNOWN_SERVER_ERROR, without its message
     resp = ok(w.fetch("x1", 0, group="nobody"))
-    assert entry(resp)["error_code"] != 0 and entry(resp)["error_message"] is None
+    assert (entry(resp)["error_code"], entry(resp)["error_message"]) == (E.UNKNOWN_SERVER_ERROR, None)
     assert acquired(resp) == []
 
 

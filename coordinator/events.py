@@ -121,7 +121,8 @@ members have events of their own:
     "regex_resolved" (resolving the group's regular expressions changed its topics) |
     "member_left" | "member_fenced".
 
-Share groups (KIP-932) share ``group.created`` (``cause`` "share_group_heartbeat"), ``group.deleted``,
+Share groups (KIP-932) share ``group.created`` (``cause`` "share_group_heartbeat", or
+"alter_share_group_offsets" for a group an AlterShareGroupOffsets made), ``group.deleted``,
 ``group.state_change`` (their states "Empty", "Stable") and have member events of their own;
 ``generation`` is their group epoch:
 
@@ -264,7 +265,7 @@ class BaseEvent(TypedDict):
 class GroupCreated(BaseEvent):
     protocol_type: str | None
     cause: Literal["join_group", "offset_commit", "consumer_group_heartbeat", "upgrade", "downgrade",
-                   "share_group_heartbeat"]
+                   "share_group_heartbeat", "alter_share_group_offsets"]
 
 
 class GroupStateChange(BaseEvent):

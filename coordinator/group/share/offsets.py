@@ -293,13 +293,8 @@ class ShareGroupOffsets:
     def _new_group(self, group_id: str, now: int) -> ShareGroup:
         """The share group an AlterShareGroupOffsets brings (``getOrMaybeCreateShareGroup``, kept by the
         replay of its state metadata record): empty, at epoch 0, 1 from Kafka 4.3, with no group epoch
-        record (a group.created event is not told: its causes name the heartbeat only)."""
-        group = ShareGroup(group_id, now)
-        group.metadata_hash = 0
-        if self.new_groups_at_epoch_1:
-            group.group_epoch = group.assignment_epoch = 1
-        self._groups[group_id] = group
-        return group
+        record."""
+        return self.create_group(group_id, now, "alter_share_group_offsets")
 
     # ---- DeleteShareGroupOffsets ----------------------------------------------------------------
     @entry

@@ -197,13 +197,14 @@ def main() -> None:
             rows.append((run, name, t, r))
             print(f"run {run} {name}: {t} {r}", flush=True)
     print()
-    print("| target | records/s | duplicates | µs CPU per record | redelivered / held | after expiry, median | worst |")
-    print("|---|---|---|---|---|---|---|")
+    print("| run | target | records/s | duplicates | µs CPU per record | redelivered / held | after expiry, median "
+          "| worst |")
+    print("|---|---|---|---|---|---|---|---|")
     for run, name, t, r in rows:
         cpu = "—" if t["cpu_us_per_record"] is None else f"{t['cpu_us_per_record']:.0f}"
         med = "—" if r["median_ms"] is None else f"{r['median_ms']:.0f} ms"
         worst = "—" if r["worst_ms"] is None else f"{r['worst_ms']:.0f} ms"
-        print(f"| {name} | {t['per_second']:,.0f} ({t['records']:,} in {t['seconds']:.1f} s) | {t['duplicates']:,} | "
+        print(f"| {run + 1} | {name} | {t['per_second']:,.0f} ({t['records']:,} in {t['seconds']:.1f} s) | {t['duplicates']:,} | "
               f"{cpu} | {r['redelivered']} / {r['held']} | {med} | {worst} |")
 
 

@@ -51,8 +51,9 @@ versions of its own (a small cousin of KRaft's ``__cluster_metadata`` log); ``uu
   before any offset commit is written (so an end offset on disk is never below a commit on
   disk), not at each produce.
 
-Records of the data plane stay in memory: after a restart each partition is empty and starts at
-its kept end offset (log start = log end, as after retention), so new records continue its offsets.
+The data plane's records are kept in segment files (:mod:`.segments`, ``DIR/<topic>-<partition>/``),
+and the share-partitions' states in ``DIR/__share_group_state.log`` (Kafka's ShareSnapshot records, in
+these frames; the latest of each share-partition is its state).
 
 Recovery: frames are read in order. A frame is good when its length is plausible (4 to
 ``MAX_FRAME``), it lies whole within the file, its CRC matches and its payload decodes. At a bad

@@ -292,7 +292,7 @@ def _empty_group_notice(group_id: str, state: str, rows: int) -> tuple[bool, int
     if state == "Dead":
         _err(f"Error: Share group '{group_id}' does not exist.")
     elif state == "Empty":
-        _err(f"Share group '{group_id}' has no active members.")
+        _err(f"\nShare group '{group_id}' has no active members.")      # (println("\n..."), as Java)
     return state != "Dead" and rows > 0, 1 if state == "Dead" else 0
 
 

@@ -313,9 +313,9 @@ def test_reset_delete_offsets_and_delete_an_empty_share_group(gc):
     assert describe(bs, "q")["group_state"] == "Empty"
 
     r = run(*cmd, "--describe", "--group", "q", "--members")
-    assert (r.code, r.out, r.err) == (0, "", "Share group 'q' has no active members.\n")
+    assert (r.code, r.out, r.err) == (0, "", "\nShare group 'q' has no active members.\n")
     r = run(*cmd, "--describe", "--group", "q", "--state")
-    assert (r.code, r.err) == (0, "Share group 'q' has no active members.\n")
+    assert (r.code, r.err) == (0, "\nShare group 'q' has no active members.\n")
     assert r.out.splitlines()[2].split() == ["q", bs, "(0)", "Empty", "0"]
 
     # a dry run plans, and changes nothing

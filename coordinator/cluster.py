@@ -99,9 +99,9 @@ class Segment:
 
 
 class PartitionLog:
-    """Record batches of one partition, in memory, with offsets assigned on append, in segments
-    (rolled at ``segment.bytes``; retention deletes whole segments from the oldest, never the active
-    one, as Kafka's log does)."""
+    """Record batches of one partition, in memory, at the offsets :class:`Cluster` gives them, in
+    segments (rolled at ``segment.bytes``; retention deletes whole segments from the oldest, as Kafka's
+    log does)."""
 
     __slots__ = ("batches", "bases", "lasts", "log_start_offset", "log_end_offset", "size_bytes", "segments")
 
@@ -121,16 +121,6 @@ class PartitionLog:
         if active is None or (active.size_bytes and active.size_bytes + incoming_bytes > segment_bytes):
             return self.log_end_offset
         return active.base_offset
-
-    def append(self, batch: bytes, header: records.BatchHeader, segment_base: int | None = None) -> int:
-        """Append at the log end (the batch's base offset set to it), into the segment of
-        ``segment_base`` (None: the active one)."""
-        base = self.log_end_offset
-        if header.base_offset != base:
-            batch = records.set_base_offset(batch, base)
-        self._add(batch, base, base + header.last_offset_delta, header.max_timestamp,
-                  base if segment_base is None and not self.segments else segment_base)
-        return base
 
     def append_placed(self, batch: bytes, base: int, last: int, max_timestamp: int, segment_base: int) -> None:
         """Append a batch whose base offset is already the log end, into the segment of ``segment_base``."""
@@ -154,42 +144,41 @@ class PartitionLog:
         self.log_end_offset = max(self.log_end_offset, last + 1)
         self.size_bytes += len(batch)
 
-    def retention_cut(self, now_ms: int, retention_ms: int, retention_bytes: int) -> int | None:
-        """The new log start offset after Kafka's retention (``deleteRetentionMsBreachedSegments``,
-        ``deleteRetentionSizeBreachedSegments``): the oldest segments, never the active one, whose
-        largest timestamp is more than ``retention_ms`` old, or while the log stays at least
-        ``retention_bytes`` without them (-1: no limit). None when nothing goes."""
+    def retention_cut(self, now_ms: int, retention_ms: int, retention_bytes: int) -> list[int]:
+        """The base offsets of the segments Kafka's retention deletes (``UnifiedLog.deletableSegments``
+        with ``deleteRetentionMsBreachedSegments`` / ``deleteRetentionSizeBreachedSegments``): the oldest
+        ones, the active one included, whose largest timestamp is more than ``retention_ms`` old, or while
+        the log stays at least ``retention_bytes`` without them (-1: no limit)."""
         size = self.size_bytes
-        keep = 0
-        for segment in self.segments[:-1]:
+        gone = []
+        for segment in self.segments:
             by_time = retention_ms >= 0 and now_ms - segment.max_timestamp > retention_ms
             by_size = retention_bytes >= 0 and size - segment.size_bytes >= retention_bytes
-            if not (by_time or by_size):
+            if not segment.size_bytes or not (by_time or by_size):
                 break
             size -= segment.size_bytes
-            keep += 1
-        return self.segments[keep].base_offset if keep else None
+            gone.append(segment.base_offset)
+        return gone
 
-    def delete_before(self, offset: int) -> None:
-        """Drop the segments wholly below ``offset`` (a segment base): the log starts there."""
-        gone = 0
-        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
-            gone += 1
-            del self.segments[0]
-        if not gone:
+    def delete_segments(self, count: int) -> None:
+        """Drop the ``count`` oldest segments: the log starts at the next one's base offset, or at its end
+        when none is left (the next append starts a new segment there)."""
+        if count <= 0:
             return
-        cut = self.segments[0].first
+        cut = self.segments[count].first if count < len(self.segments) else len(self.batches)
         self.size_bytes -= sum(len(b) for b in self.batches[:cut])
-        del self.batches[:cut], self.bases[:cut], self.lasts[:cut]
+        del self.batches[:cut], self.bases[:cut], self.lasts[:cut], self.segments[:count]
         for segment in self.segments:
             segment.first -= cut
-        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.log_start_offset = self.segments[0].base_offset if self.segments else self.log_end_offset
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one holding offset on, up to max_bytes (at least one batch)."""
         if offset >= self.log_end_offset or not self.batches:
             return b""
         i = max(0, bisect.bisect_right(self.bases, offset) - 1)
+        if self.lasts[i] < offset:
+            i += 1              # (offset in a gap: a damaged segment skipped at load)
         out = []
         total = 0
         for batch in self.batches[i:]:
@@ -206,6 +195,8 @@ class PartitionLog:
             return []
         bases = self.bases
         i = max(0, bisect.bisect_right(bases, offset) - 1)
+        if self.lasts[i] < offset:
+            i += 1
         out = []
         total = 0
         for j in range(i, len(bases)):
@@ -399,6 +390,7 @@ class Cluster:
         topic = Topic(name, self._topic_id_factory(name), [PartitionLog() for _ in range(partitions)],
                       replication_factor, dict(configs or {}))
         if self.store is not None:
+            self.store.clear_records(name, range(partitions))   # (a deleted namesake's, left by a crash)
             self.store.put_topic(name, topic.topic_id, partitions, replication_factor, topic.configs)
         self._add_topic(topic)
         return topic
@@ -432,25 +424,25 @@ class Cluster:
         return self.log_defaults[name]
 
     def apply_retention(self, now_ms: int) -> list[tuple[str, int, int]]:
-        """Kafka's log retention over every partition (whole segments from the oldest, never the
-        active one); the segment files below the new log start offsets go. Returns (topic, partition,
-        new log start offset) of each partition cut."""
+        """Kafka's log retention over every partition (whole segments from the oldest, the active one
+        included); their segment files go. Returns (topic, partition, new log start offset) of each
+        partition cut."""
         cut = []
         for topic in list(self.topics.values()):
             if topic.internal:
                 continue
             ms, size = self.log_config(topic, "retention.ms"), self.log_config(topic, "retention.bytes")
             for p, log in enumerate(topic.partitions):
-                start = log.retention_cut(now_ms, ms, size)
-                if start is None:
+                bases = log.retention_cut(now_ms, ms, size)
+                if not bases:
                     continue
                 if self.store is not None:
                     try:
-                        self.store.delete_records_before(topic.name, p, start)
+                        self.store.delete_segments(topic.name, p, bases)
                     except OSError as exc:
                         logger.warning("segments not deleted", topic=topic.name, partition=p, error=str(exc))
                         continue
-                log.delete_before(start)
+                log.delete_segments(len(bases))
                 cut.append((topic.name, p, log.log_start_offset))
         return cut
 
@@ -482,6 +474,7 @@ class Cluster:
         if total <= topic.partition_count:
             raise ValueError(f"topic {name} already has {topic.partition_count} partitions")
         if self.store is not None:
+            self.store.clear_records(name, range(topic.partition_count, total))
             self.store.put_topic(name, topic.topic_id, total, topic.replication_factor, topic.configs)
         first = topic.partition_count
         topic.partitions.extend(PartitionLog() for _ in range(total - first))
@@ -542,7 +535,11 @@ class Cluster:
         if store is not None:
             try:
                 store.append_records(topic, partition, segment_base, b"".join(b[0] for b in placed))
-                store.put_end_offset(t.topic_id, partition, base)
+                try:
+                    store.put_end_offset(t.topic_id, partition, base)
+                except OSError:
+                    store.undo_records(topic, partition)        # (not taken: not kept either)
+                    raise
             except OSError as exc:      # a full disk: Kafka answers the partition KAFKA_STORAGE_ERROR
                 logger.warning("records not kept", topic=topic, partition=partition, error=str(exc))
                 return ErrorCode.KAFKA_STORAGE_ERROR, -1

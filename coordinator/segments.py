@@ -7,10 +7,11 @@ Kafka ``.log`` segment holds them (no index files: the batches are read back at 
 memory). A produce's batches are written (os.write) before it is acknowledged, so a kill -9 loses
 none; fsynced with the other logs (:meth:`SegmentFiles.sync`).
 
-Recovery at load: each file's batches are read in order; at the first one that does not read back (cut
-short, a bad CRC, not a v2 batch) the file is truncated there with a warning (a crash mid-write leaves a
-torn tail; anything after it in that file is lost, as Kafka's recovery truncates a segment at its first
-invalid batch).
+Recovery at load: each file's batches are read in order. In the last (active) segment, the first one
+that does not read back (cut short, a bad CRC, not a v2 batch, an offset going back) is a torn tail: the
+file is truncated there with a warning, as Kafka's recovery truncates its active segment. In an older
+segment, such damage is logged as an error and the rest of that file skipped, the file left as it is.
+A write that fails is cut off again at once, and so is a produce's write whose end offset record fails.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class SegmentFiles:
         self.directory = directory
         self._active: dict[tuple[str, int], tuple[int, int]] = {}     # (topic, partition) -> (base, fd)
         self._dirty: set[int] = set()
+        self._last: tuple | None = None      # ((topic, partition), fd, size before) of the last write
 
     def partition_dir(self, topic: str, partition: int) -> str:
         return os.path.join(self.directory, f"{topic}-{partition}")
@@ -56,7 +58,9 @@ class SegmentFiles:
 
     def load(self, topic: str, partition: int) -> Iterator[tuple[int, bytes, records.BatchHeader]]:
         """(segment base, batch, its header) of every batch of the partition, recovering each file."""
-        for base in self.bases(topic, partition):
+        bases = self.bases(topic, partition)
+        next_offset = -1
+        for n, base in enumerate(bases):
             path = self.segment_path(topic, partition, base)
             with open(path, "rb") as f:
                 data = f.read()
@@ -70,40 +74,75 @@ class SegmentFiles:
                         why = "batch cut short"
                     elif not records.verify_crc(batch):
                         why = "bad CRC"
+                    elif header.base_offset < next_offset:
+                        why = f"batch at offset {header.base_offset} below the log's end {next_offset}"
                 except (DecodeError, ValueError) as exc:
                     why = str(exc)
                 if why is not None:
-                    log.warning("truncating segment", path=path, at=pos, dropped_bytes=len(data) - pos, reason=why)
-                    os.truncate(path, pos)
+                    if n == len(bases) - 1:         # the active segment's torn tail: cut, as Kafka's recovery
+                        log.warning("truncating segment", path=path, at=pos, dropped_bytes=len(data) - pos,
+                                    reason=why)
+                        os.truncate(path, pos)
+                    else:                           # damage in an older segment: kept as it is, its rest skipped
+                        log.error("skipping damaged segment tail", path=path, at=pos,
+                                  skipped_bytes=len(data) - pos, reason=why)
                     break
                 yield base, batch, header
+                next_offset = header.last_offset + 1
                 pos += header.size
 
     def append(self, topic: str, partition: int, segment_base: int, data: bytes) -> None:
-        """Write batches (their base offsets set) to the segment of ``segment_base``, created if new."""
+        """Write batches (their base offsets set) to the segment of ``segment_base``, created if new. A
+        failed write is cut off again (nothing of it stays to be read back); :meth:`undo` does the same
+        for the last write when what follows it fails."""
         key = (topic, partition)
         active = self._active.get(key)
         if active is None or active[0] != segment_base:
             if active is not None:
-                os.fsync(active[1])          # a rolled segment is on disk before the next one takes writes
-                os.close(active[1])
+                del self._active[key]       # (first: a failed roll must not leave a closed descriptor here)
                 self._dirty.discard(active[1])
+                try:
+                    os.fsync(active[1])     # a rolled segment is on disk before the next one takes writes
+                finally:
+                    os.close(active[1])
             os.makedirs(self.partition_dir(topic, partition), exist_ok=True)
             fd = os.open(self.segment_path(topic, partition, segment_base), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
                          0o644)
             active = self._active[key] = (segment_base, fd)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(active[1], view):]
-        self._dirty.add(active[1])
+        fd = active[1]
+        before = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:
+            os.ftruncate(fd, before)
+            raise
+        self._last = (key, fd, before)
+        self._dirty.add(fd)
 
-    def delete_before(self, topic: str, partition: int, offset: int) -> None:
-        """Delete the segment files wholly below ``offset`` (a segment base: the new log start)."""
-        bases = self.bases(topic, partition)
-        for base, following in zip(bases, bases[1:]):
-            if following > offset:
-                break
-            os.unlink(self.segment_path(topic, partition, base))
+    def undo(self, topic: str, partition: int) -> None:
+        """Cut off the partition's last write (its produce failed after it)."""
+        if self._last is not None and self._last[0] == (topic, partition):
+            _, fd, before = self._last
+            active = self._active.get((topic, partition))
+            if active is not None and active[1] == fd:
+                os.ftruncate(fd, before)
+        self._last = None
+
+    def delete_segments(self, topic: str, partition: int, bases: list[int]) -> None:
+        """Delete the segment files of these base offsets (retention), the active one's descriptor closed."""
+        key = (topic, partition)
+        active = self._active.get(key)
+        if active is not None and active[0] in bases:
+            del self._active[key]
+            self._dirty.discard(active[1])
+            os.close(active[1])
+        for base in bases:
+            try:
+                os.unlink(self.segment_path(topic, partition, base))
+            except FileNotFoundError:
+                pass
 
     def delete_partition(self, topic: str, partition: int) -> None:
         """The partition's topic was deleted: its directory goes."""
@@ -116,10 +155,7 @@ class SegmentFiles:
     def sync(self) -> None:
         dirty, self._dirty = self._dirty, set()
         for fd in dirty:
-            try:
-                os.fsync(fd)
-            except OSError:
-                pass            # (closed meanwhile)
+            os.fsync(fd)
 
     def close(self) -> None:
         self.sync()

@@ -749,6 +749,7 @@ class LogStore:
     def sync(self) -> None:
         """fsync every log written since the last sync (the cluster metadata log first)."""
         self._last_sync = time.monotonic()
+        self.segments.sync()        # (records first: no end offset, commit or share state on disk beyond them)
         if self._meta_dirty:
             self._sync_meta()
         dirty, self._dirty = self._dirty, set()
@@ -756,7 +757,6 @@ class LogStore:
             plog = self._logs.get(partition)
             if plog is not None:
                 plog.fsync()
-        self.segments.sync()
         if self._share_dirty and self._share is not None:
             self._share_dirty = False
             self._share.fsync()
@@ -815,9 +815,20 @@ class LogStore:
         """(segment base, batch, header) of each batch kept for the partition, in order."""
         return self.segments.load(topic, partition)
 
-    def delete_records_before(self, topic: str, partition: int, offset: int) -> None:
-        """Retention moved the log start to ``offset``: the segment files below it go."""
-        self.segments.delete_before(topic, partition, offset)
+    def clear_records(self, topic: str, partitions) -> None:
+        """New partitions of that name start with no segment files (a deleted topic's, if a crash left
+        them between its tombstone and their removal, go now)."""
+        for p in partitions:
+            if os.path.isdir(self.segments.partition_dir(topic, p)):
+                self.segments.delete_partition(topic, p)
+
+    def undo_records(self, topic: str, partition: int) -> None:
+        """The last :meth:`append_records` of the partition is cut off again (its produce failed)."""
+        self.segments.undo(topic, partition)
+
+    def delete_segments(self, topic: str, partition: int, bases: list[int]) -> None:
+        """Retention deleted these segments (their base offsets): their files go."""
+        self.segments.delete_segments(topic, partition, bases)
 
     # ---- the share state log --------------------------------------------------
     def share_state_path(self) -> str:

@@ -385,17 +385,18 @@ class SharePartitionManager:
 
     @_operation
     def _topics_changed(self, names) -> None:
-        """Topics were created, deleted or grew: the share-partitions of deleted topics go (their locks
-        cancelled; their state goes when the group coordinator deletes it)."""
+        """Topics were created, deleted or grew: the share-partitions of deleted topics go, their locks
+        cancelled, and so does their state (Kafka's ShareCoordinatorShard cleans up the state of deleted
+        topics)."""
         topics_by_id = self.cluster.topics_by_id
         for key in [k for k in self._partitions if k[1] not in topics_by_id]:
             self._drop(key)
-
-    @_operation
-    def drop_group(self, group_id: str) -> None:
-        """The group went: its share-partitions are dropped (their locks cancelled)."""
-        for key in [k for k in self._partitions if k[0] == group_id]:
-            self._drop(key)
+        gone: dict[str, dict] = {}
+        for group_id, topic_id, partition in self.states.keys():
+            if topic_id not in topics_by_id:
+                gone.setdefault(group_id, {}).setdefault(topic_id, set()).add(partition)
+        for group_id, partitions in gone.items():
+            self.states.delete(group_id, partitions)
 
     # ---- share sessions ----
 
@@ -787,6 +788,12 @@ class _ShareFetch:
         return max(1, self._max_bytes() // max(1, len(self.partitions)))
 
     def _load(self, tp: TopicPartition) -> SharePartition | None:
+        topic = self.manager.cluster.topics_by_id.get(tp[0])
+        if topic is not None and 0 <= tp[1] < topic.partition_count and \
+                self.manager.cluster.leader_for(topic.name, tp[1]) != self.node_id:
+            # (the leadership moved while the fetch waited: answered at once, as DelayedShareFetch does)
+            self.errors[tp] = (int(_E.NOT_LEADER_OR_FOLLOWER), None)
+            return None
         try:
             return self.manager._share_partition(self.group_id, tp[0], tp[1], self.node_id)
         except KafkaError as e:

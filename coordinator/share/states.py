@@ -76,32 +76,43 @@ class ShareStates:
                 if kept is not None and state_epoch < kept.state_epoch:
                     return int(ErrorCode.FENCED_STATE_EPOCH)
         replaced = []
-        for topic_id, indexes in partitions.items():
-            for p in sorted(indexes):
-                key = (group_id, topic_id, p)
-                start = (start_offsets or {}).get(topic_id, {}).get(p, -1)
-                kept = self._states.get(key)
-                snapshot = ShareSnapshot(state_epoch=state_epoch, start_offset=start, leader_epoch=0,
-                                         delivery_complete_count=0 if complete_count_known and start != -1 else -1,
-                                         snapshot_epoch=kept.snapshot_epoch + 1 if kept is not None else 0,
-                                         create_timestamp=now, write_timestamp=now)
-                self._record(key, "snapshot", snapshot)
-                self._states[key] = snapshot
-                if kept is not None:
-                    replaced.append(key)
-        if replaced and self.on_delete is not None:
-            self.on_delete(replaced)
+        try:
+            for topic_id, indexes in partitions.items():
+                for p in sorted(indexes):
+                    key = (group_id, topic_id, p)
+                    start = (start_offsets or {}).get(topic_id, {}).get(p, -1)
+                    kept = self._states.get(key)
+                    snapshot = ShareSnapshot(state_epoch=state_epoch, start_offset=start, leader_epoch=0,
+                                             delivery_complete_count=0 if complete_count_known and start != -1
+                                             else -1,
+                                             snapshot_epoch=kept.snapshot_epoch + 1 if kept is not None else 0,
+                                             create_timestamp=now, write_timestamp=now)
+                    self._record(key, "snapshot", snapshot)
+                    self._states[key] = snapshot
+                    if kept is not None:
+                        replaced.append(key)
+        except OSError:         # (not kept: those before it are, the share coordinator's write failed)
+            return int(ErrorCode.UNKNOWN_SERVER_ERROR)
+        finally:
+            if replaced and self.on_delete is not None:
+                self.on_delete(replaced)
         return 0
 
     def delete(self, group_id: str, partitions: dict) -> int:
         """DeleteShareGroupState: the group's state of these partitions ({topic id: partitions}) goes."""
         gone = [(group_id, topic_id, p) for topic_id, indexes in partitions.items() for p in sorted(indexes)
                 if (group_id, topic_id, p) in self._states]
-        for key in gone:
-            self._record(key, "delete", None)
-            del self._states[key]
-        if gone and self.on_delete is not None:
-            self.on_delete(gone)
+        done = []
+        try:
+            for key in gone:
+                self._record(key, "delete", None)
+                del self._states[key]
+                done.append(key)
+        except OSError:
+            return int(ErrorCode.UNKNOWN_SERVER_ERROR)
+        finally:
+            if done and self.on_delete is not None:
+                self.on_delete(done)
         return 0
 
     # ---- the share-partition leader's side ----

@@ -1,6 +1,6 @@
 """The data plane's records in segment files under the data dir (issue #30): kept across restarts byte
-for byte, rolled at segment.bytes, deleted by retention.ms and retention.bytes as whole segments (never
-the active one), a torn tail truncated at load."""
+for byte, rolled at segment.bytes, deleted by retention.ms and retention.bytes as whole segments, a torn
+tail truncated at load, a failed write cut off again."""
 from __future__ import annotations
 
 import os
@@ -123,7 +123,9 @@ def test_segments_roll_at_segment_bytes_and_retention_bytes_deletes_the_oldest(t
     assert [v[-1:] for v in values(again, "t", 0)] == [b"2", b"3", b"4", b"5", b"6", b"7"]
 
 
-def test_retention_ms_deletes_segments_whose_newest_record_is_too_old_never_the_active_one(tmp_path):
+def test_retention_ms_deletes_the_segments_whose_newest_record_is_too_old_the_active_one_too(tmp_path):
+    # UnifiedLog.deleteRetentionMsBreachedSegments: oldest first, while the largest timestamp is too old; the
+    # active segment too (the next record starts a new segment at the log end)
     clock = Clock(10_000_000)
     svc = service(tmp_path, clock, **{"log.segment.bytes": MB, "log.retention.ms": 60_000,
                                       "log.retention.check.interval.ms": 1000})
@@ -131,13 +133,39 @@ def test_retention_ms_deletes_segments_whose_newest_record_is_too_old_never_the_
     big = b"v" * (700 * 1024)
     produce(svc, "t", 0, [big], timestamp=clock.now - 120_000)      # old, in segment 0
     produce(svc, "t", 0, [big], timestamp=clock.now)                # new, in segment 1
-    produce(svc, "t", 0, [b"active"], timestamp=clock.now - 120_000)   # old, but in the active segment
+    produce(svc, "t", 0, [b"active"], timestamp=clock.now - 120_000)   # old, in segment 1 with a new one
     log = svc.cluster.log("t", 0)
     assert [s.base_offset for s in log.segments] == [0, 1]
     clock.now += 1000
     svc.advance(clock.now)
-    assert log.log_start_offset == 1
-    clock.now += 120_000
+    assert log.log_start_offset == 1 and os.listdir(tmp_path / "t-0") == [f"{1:020d}.log"]
+    clock.now += 60_000
     svc.advance(clock.now)
-    assert log.log_start_offset == 1        # segment 1 is the active one: kept, however old
-    assert values(svc, "t", 0)[-1] == b"active"
+    assert (log.log_start_offset, log.log_end_offset, log.segments) == (3, 3, [])     # all gone
+    assert os.listdir(tmp_path / "t-0") == []
+    assert produce(svc, "t", 0, [b"next"], timestamp=clock.now) == 3
+    assert values(svc, "t", 0) == [b"next"] and os.listdir(tmp_path / "t-0") == [f"{3:020d}.log"]
+    svc.store.close()
+    again = service(tmp_path, clock)
+    assert (again.cluster.log("t", 0).log_start_offset, values(again, "t", 0)) == (3, [b"next"])
+
+
+def test_a_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
+    # a produce whose end offset could not be kept is answered KAFKA_STORAGE_ERROR and its records cut off
+    # again: the next produce takes the same offsets, and a restart reads each record once
+    svc = service(tmp_path)
+    svc.create_topic("t", 1)
+    produce(svc, "t", 0, [b"a"])
+    real = svc.store.put_end_offset
+
+    def full(*args):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(svc.store, "put_end_offset", full)
+    records = encode_batch([Record(0, 0, None, b"lost", [])], base_timestamp=1000)
+    body = {"transactional_id": None, "acks": -1, "timeout_ms": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}]}
+    assert call(svc, PRODUCE, 8, body)["responses"][0]["partition_responses"][0]["error_code"] == 56
+    monkeypatch.setattr(svc.store, "put_end_offset", real)
+    assert produce(svc, "t", 0, [b"b"]) == 1
+    svc.store.close()
+    assert values(service(tmp_path), "t", 0) == [b"a", b"b"]

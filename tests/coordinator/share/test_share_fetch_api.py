@@ -919,6 +919,30 @@ def test_a_partition_led_by_another_node():
     assert sorted((s.node_id, s.epoch) for s in w.svc.share_partitions.sessions()) == [(0, 1), (1, 1)]
 
 
+def test_a_waiting_fetch_whose_partition_moves_to_another_leader_takes_nothing():
+    # DelayedShareFetch: a partition no longer led here completes the fetch with NOT_LEADER_OR_FOLLOWER
+    # (the waiting fetch must not take the share-partition back from its new leader: records held twice)
+    w = World(1, nodes=2)
+    ok(w.fetch("m1", 0, node=0))
+    pending = w.fetch_later("m1", 1, node=0, max_wait_ms=500)
+    w.svc.cluster.set_leader("foo", 0, 1)
+    w.produce(10)
+    part = entry(ok(pending.response))
+    assert (part["error_code"], part["acquired_records"]) == (E.NOT_LEADER_OR_FOLLOWER, [])
+    assert part["current_leader"]["leader_id"] == 1
+    assert acquired(ok(w.fetch("m2", 0, node=1))) == [(0, 9, 1)]        # the new leader's: each record once
+
+
+def test_a_deleted_topics_share_state_goes_with_it():
+    # ShareCoordinatorShard's clean-up of deleted topics' state
+    w = World(2)
+    w.produce(3)
+    ok(w.fetch("m1", 0, [0, 1]))
+    assert sorted(k[2] for k in w.svc.share_partitions.states.keys()) == [0, 1]
+    w.svc.cluster.delete_topic("foo")
+    assert w.svc.share_partitions.states.keys() == [] and w.svc.share_partitions.share_partitions() == {}
+
+
 # ============================================================================ RENEW (KIP-1222)
 @pytest.mark.parametrize("limits,message", [
     ({"max_bytes": 20, "min_bytes": 10, "max_records": 30, "max_wait_ms": 40},

@@ -170,7 +170,7 @@ def test_records_archived_when_the_log_start_moves_past_them():
         c.produce(2)
     ok(c.fetch("m1", 0, max_records=2))
     ok(c.acknowledge("m1", 1, {0: [(0, 1, RELEASE)]}))       # 0-1 available again
-    w.svc.cluster.log("foo", 0).delete_before(4)              # retention: the log starts at 4
+    w.svc.cluster.log("foo", 0).delete_segments(2)            # retention: the log starts at 4 (two segments go)
     w.take()
     assert acquired(ok(c.fetch("m1", 2))) == [(4, 5, 1)]
     assert w.take() == [

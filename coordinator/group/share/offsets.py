@@ -58,36 +58,11 @@ ZERO_UUID = uuid.UUID(int=0)
 #: GroupMetadataManager.sharePartitionsEligibleForOffsetDeletion's message for a topic without state
 NO_OFFSET_INFORMATION = "There is no offset information to delete."
 
-#: The default messages of Kafka's ``Errors`` (4.3), for the errors these APIs answer with a message
-#: (groupcoord's ErrorCode.message paraphrases them)
-KAFKA_MESSAGES = {
-    _E.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
-    _E.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
-    _E.REQUEST_TIMED_OUT: "The request timed out.",
-    _E.COORDINATOR_LOAD_IN_PROGRESS: "The coordinator is loading and hence can't process requests.",
-    _E.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
-    _E.NOT_COORDINATOR: "This is not the correct coordinator.",
-    _E.INVALID_GROUP_ID: "The group id is invalid.",
-    _E.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
-    _E.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
-    _E.UNSUPPORTED_VERSION: "The version of API is not supported.",
-    _E.INVALID_REQUEST: "This most likely occurs because of a request being malformed by the client library or "
-                        "the message was sent to an incompatible broker. See the broker logs for more details.",
-    _E.KAFKA_STORAGE_ERROR: "Disk error when trying to access log file on the disk.",
-    _E.NON_EMPTY_GROUP: "The group is not empty.",
-    _E.GROUP_ID_NOT_FOUND: "The group id does not exist.",
-    _E.FENCED_STATE_EPOCH: "The share coordinator rejected the request because the share-group state epoch did "
-                           "not match.",
-}
-
-
 def kafka_message(code: int) -> str | None:
-    """Kafka's default message of an error code (``Errors.message()``); groupcoord's paraphrase for one
-    not in :data:`KAFKA_MESSAGES`, None for NONE."""
+    """Kafka's default message of an error code (``Errors.message()``), None for NONE."""
     if not code:
         return None
-    code = ErrorCode(code)
-    return KAFKA_MESSAGES.get(code) or code.message or None
+    return ErrorCode(code).message or None
 
 
 def kafka_uuid(topic_id: uuid.UUID) -> str:

@@ -407,7 +407,7 @@ def test_describe_list_delete_and_find_coordinator():
 
     v3 = as_(svc, "User:bob", 10, 3, {"key": "g", "key_type": 0})
     assert (v3["error_code"], v3["node_id"], v3["host"], v3["port"]) == (E.GROUP_AUTHORIZATION_FAILED, -1, "", -1)
-    assert v3["error_message"] == "Not authorized to access the group."
+    assert v3["error_message"] == "Group authorization failed."          # (Errors.message(), Kafka's)
     assert as_(svc, "User:alice", 10, 3, {"key": "g", "key_type": 0})["error_code"] == 0
     v4 = as_(svc, "User:alice", 10, 4, {"key_type": 0, "coordinator_keys": ["g", "x"]})
     assert [(c["key"], c["error_code"]) for c in v4["coordinators"]] == [("g", 0), ("x", E.GROUP_AUTHORIZATION_FAILED)]

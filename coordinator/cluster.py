@@ -257,7 +257,6 @@ class Cluster:
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self._topic_id_factory = topic_id_factory or (lambda name: uuid.uuid4())
         self.store = None       # durable topics, end offsets and records (a storage.LogStore), or None
-        self.store_for_restore = None       # where restore_topics reads records from (set by the service)
         #: the broker's log configs (log.retention.ms, log.retention.bytes, log.segment.bytes), which a
         #: topic's configs override
         self.log_defaults = {"retention.ms": 604_800_000, "retention.bytes": -1, "segment.bytes": 1_073_741_824}
@@ -395,11 +394,11 @@ class Cluster:
         self._add_topic(topic)
         return topic
 
-    def restore_topics(self, topics: dict, end_offsets: dict[tuple[uuid.UUID, int], int]) -> None:
+    def restore_topics(self, topics: dict, end_offsets: dict[tuple[uuid.UUID, int], int], store=None) -> None:
         """Topics read back from the store (a storage.TopicValue by name), each partition with the
         records its segment files kept (a partition without any, from a data dir of an earlier
-        version, starts empty at its kept end offset: log start = log end). Nothing is written."""
-        store = self.store_for_restore
+        version, starts empty at its kept end offset: log start = log end). ``store``: where the records
+        are read from (a storage.LogStore). Nothing is written."""
         for name, t in topics.items():
             parts = []
             for p in range(t.partitions):

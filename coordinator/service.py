@@ -162,9 +162,7 @@ class Service:
         """Bring back the store's topics (before any listener opens: a Metadata request would
         auto-create them), then keep every topic change and end offset in it."""
         state = self.store.load_topics()
-        self.cluster.store_for_restore = self.store
-        self.cluster.restore_topics(state.topics, state.end_offsets)
-        self.cluster.store_for_restore = None
+        self.cluster.restore_topics(state.topics, state.end_offsets, self.store)
         self.cluster.store = self.store
         group_configs = self.group_coordinator.group_configs
         for (resource_type, group_id), configs in state.configs.items():

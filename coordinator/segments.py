@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import OrderedDict
 from typing import Iterator
 
 import structlog
@@ -27,6 +28,9 @@ from groupcoord.protocol.errors import DecodeError
 log = structlog.get_logger("groupcoord.storage")
 
 _SUFFIX = ".log"
+#: the most segment files kept open at once (the least recently written is closed, fsynced first if it
+#: has unsynced writes): a client producing to 100,000 partitions must not exhaust the descriptors
+MAX_OPEN = 256
 
 
 class SegmentFiles:
@@ -34,7 +38,8 @@ class SegmentFiles:
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
-        self._active: dict[tuple[str, int], tuple[int, int]] = {}     # (topic, partition) -> (base, fd)
+        # (topic, partition) -> (base, fd) of its active segment, least recently written first
+        self._active: OrderedDict[tuple[str, int], tuple[int, int]] = OrderedDict()
         self._dirty: set[int] = set()
         self._last: tuple | None = None      # ((topic, partition), fd, size before) of the last write
 
@@ -100,15 +105,15 @@ class SegmentFiles:
         if active is None or active[0] != segment_base:
             if active is not None:
                 del self._active[key]       # (first: a failed roll must not leave a closed descriptor here)
-                self._dirty.discard(active[1])
-                try:
-                    os.fsync(active[1])     # a rolled segment is on disk before the next one takes writes
-                finally:
-                    os.close(active[1])
+                self._close(active, fsync=True)     # a rolled segment is on disk before the next one takes writes
             os.makedirs(self.partition_dir(topic, partition), exist_ok=True)
             fd = os.open(self.segment_path(topic, partition, segment_base), os.O_WRONLY | os.O_APPEND | os.O_CREAT,
                          0o644)
             active = self._active[key] = (segment_base, fd)
+            if len(self._active) > MAX_OPEN:
+                self._close(self._active.popitem(last=False)[1])
+        else:
+            self._active.move_to_end(key)
         fd = active[1]
         before = os.fstat(fd).st_size
         try:
@@ -120,6 +125,24 @@ class SegmentFiles:
             raise
         self._last = (key, fd, before)
         self._dirty.add(fd)
+
+    def _close(self, active: tuple[int, int], fsync: bool = False) -> None:
+        fd = active[1]
+        if self._last is not None and self._last[1] == fd:
+            self._last = None
+        try:
+            if fsync or fd in self._dirty:
+                os.fsync(fd)
+        finally:
+            self._dirty.discard(fd)
+            os.close(fd)
+
+    def _discard(self, active: tuple[int, int]) -> None:
+        """Close a descriptor whose file goes (nothing to fsync)."""
+        if self._last is not None and self._last[1] == active[1]:
+            self._last = None
+        self._dirty.discard(active[1])
+        os.close(active[1])
 
     def undo(self, topic: str, partition: int) -> None:
         """Cut off the partition's last write (its produce failed after it)."""
@@ -136,8 +159,7 @@ class SegmentFiles:
         active = self._active.get(key)
         if active is not None and active[0] in bases:
             del self._active[key]
-            self._dirty.discard(active[1])
-            os.close(active[1])
+            self._discard(active)
         for base in bases:
             try:
                 os.unlink(self.segment_path(topic, partition, base))
@@ -148,8 +170,7 @@ class SegmentFiles:
         """The partition's topic was deleted: its directory goes."""
         active = self._active.pop((topic, partition), None)
         if active is not None:
-            self._dirty.discard(active[1])
-            os.close(active[1])
+            self._discard(active)
         shutil.rmtree(self.partition_dir(topic, partition), ignore_errors=True)
 
     def sync(self) -> None:

@@ -169,3 +169,19 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     assert produce(svc, "t", 0, [b"b"]) == 1
     svc.store.close()
     assert values(service(tmp_path), "t", 0) == [b"a", b"b"]
+
+
+def test_at_most_max_open_segment_files_are_open(tmp_path, monkeypatch):
+    # a client producing to many partitions must not exhaust the descriptors: the least recently written
+    # segment is closed (fsynced first), and opened again when written to
+    from groupcoord.coordinator import segments
+    monkeypatch.setattr(segments, "MAX_OPEN", 3)
+    svc = service(tmp_path)
+    svc.create_topic("t", 5)
+    for round_ in range(2):
+        for p in range(5):
+            produce(svc, "t", p, [b"%d-%d" % (round_, p)])
+            assert len(svc.store.segments._active) <= 3
+    svc.store.close()
+    again = service(tmp_path)
+    assert [values(again, "t", p) for p in range(5)] == [[b"0-%d" % p, b"1-%d" % p] for p in range(5)]

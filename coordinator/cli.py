@@ -166,7 +166,7 @@ async def serve(args) -> int:
     if admin is not None:
         print(f"admin: {admin.url}", flush=True)
     if store is not None:
-        print(f"data dir: {os.path.abspath(args.data_dir)} (groups, offsets and topics are kept there)", flush=True)
+        print(f"data dir: {os.path.abspath(args.data_dir)} (groups, offsets, topics and their records are kept there)", flush=True)
     else:
         print("data dir: none, state in memory only (--in-memory)", flush=True)
     stop = asyncio.Event()

@@ -237,7 +237,7 @@ def test_the_startup_names_the_data_directory(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().startswith("bootstrap servers: "), proc.stderr.read()
-        assert proc.stdout.readline() == f"data dir: {data} (groups, offsets and topics are kept there)\n"
+        assert proc.stdout.readline() == f"data dir: {data} (groups, offsets, topics and their records are kept there)\n"
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=10)
     finally:

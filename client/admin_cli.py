@@ -28,29 +28,6 @@ CONSUMER_GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", 
 GROUP_TYPES = ("Consumer", "Classic")
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
-# Kafka's own messages (Errors.java) for the errors these commands show; our ErrorCode table
-# paraphrases them.
-_KAFKA_MESSAGES = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
-    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
-    ErrorCode.INVALID_GROUP_ID: "The configured groupId is invalid.",
-    ErrorCode.NON_EMPTY_GROUP: "The group is not empty.",
-    ErrorCode.GROUP_ID_NOT_FOUND: "The group id does not exist.",
-    ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC: "Deleting offsets of a topic is forbidden while the consumer group is "
-                                         "actively subscribed to it.",
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
-    ErrorCode.UNKNOWN_MEMBER_ID: "The coordinator is not aware of this member.",
-    ErrorCode.TOPIC_ALREADY_EXISTS: "Topic with this name already exists.",
-    # (and those kafka-share-groups.sh may show)
-    ErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
-    ErrorCode.UNSUPPORTED_VERSION: "The version of API is not supported.",
-    ErrorCode.INVALID_REQUEST: "This most likely occurs because of a request being malformed by the client library "
-                               "or the message was sent to an incompatible broker. See the broker logs for more "
-                               "details.",
-    ErrorCode.KAFKA_STORAGE_ERROR: "Disk error when trying to access log file on the disk.",
-}
-
-
 class UsageError(Exception):
     """Options that do not go together (exit code 2)."""
 
@@ -60,9 +37,7 @@ class CommandError(Exception):
 
 
 def kafka_message(error: KafkaError) -> str:
-    code = error.code
-    if isinstance(code, ErrorCode) and error.message == code.message:      # no message of the broker's
-        return _KAFKA_MESSAGES.get(code, code.message)
+    """The broker's message, else Kafka's default one of the error (ErrorCode.message is Errors.message())."""
     return error.message
 
 
@@ -70,7 +45,7 @@ def java_exception(code: ErrorCode | int) -> str:
     """How a Kafka error prints in the Java tools: its exception class and message."""
     if not isinstance(code, ErrorCode):
         return f"org.apache.kafka.common.errors.UnknownServerException: error code {code}"
-    return f"org.apache.kafka.common.errors.{code.exception_name}: {_KAFKA_MESSAGES.get(code, code.message)}"
+    return f"org.apache.kafka.common.errors.{code.exception_name}: {code.message}"
 
 
 def tp_str(tp: TP) -> str:
@@ -565,7 +540,7 @@ async def _delete_offsets(admin: AdminClient, args) -> int:
     if overall == E.NONE:
         print(f"Request succeeded for deleting offsets from group {group}.")
     elif overall in (E.INVALID_GROUP_ID, E.GROUP_ID_NOT_FOUND, E.GROUP_AUTHORIZATION_FAILED, E.NON_EMPTY_GROUP):
-        _err(f"Error: {_KAFKA_MESSAGES.get(overall, overall.message)}")
+        _err(f"Error: {overall.message}")
     elif overall in (E.GROUP_SUBSCRIBED_TO_TOPIC, E.TOPIC_AUTHORIZATION_FAILED, E.UNKNOWN_TOPIC_OR_PARTITION):
         _err("Error: Encountered some partition-level error, see the follow-up details.")
     else:

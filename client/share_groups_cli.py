@@ -20,14 +20,13 @@ refused with Kafka's message and exit code 2.
 from __future__ import annotations
 
 import asyncio
-import sys
 
 from groupcoord.protocol.errors import ErrorCode, KafkaError, ProtocolError
 
 from .admin import EARLIEST, LATEST, AdminClient, AdminError, ShareGroupDescription, TopicDescription
-from .admin_cli import (
-    DEFAULT_BOOTSTRAP, MISSING, CommandError, UsageError, assignment_string, fmt, java_exception, kafka_message,
-    parse_datetime, parse_topic_partitions, tp_str,
+from .admin_cli import (  # (the option and output helpers kafka-consumer-groups.sh's command has too)
+    DEFAULT_BOOTSTRAP, MISSING, CommandError, UsageError, _err, _given, _opt, _show, assignment_string, fmt,
+    java_exception, kafka_message, parse_datetime, parse_topic_partitions, tp_str,
 )
 from .assignors.base import TopicPartition as TP
 
@@ -48,17 +47,9 @@ class Abort(Exception):
     """CommandLineUtils.printErrorAndExit: the message alone, exit code 1."""
 
 
-def _err(text: str) -> None:
-    print(text, file=sys.stderr)
-
-
 def _java(error: KafkaError) -> str:
     """A Kafka error as Throwable.toString() prints it: its exception class and (Kafka's) message."""
     return java_exception(error.code).split(": ", 1)[0] + ": " + kafka_message(error)
-
-
-def _show(value) -> str:
-    return MISSING if value is None else str(value)
 
 
 # ================================================================================ options
@@ -106,15 +97,6 @@ def register(subparsers) -> None:
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_MS, metavar="MS",
                    help=f"how long each request may take, retries included (default {DEFAULT_TIMEOUT_MS})")
     p.set_defaults(func=run_share_groups)
-
-
-def _given(args, name: str) -> bool:
-    value = getattr(args, name)
-    return value is not None and value is not False and value != []
-
-
-def _opt(name: str) -> str:
-    return f"[{name.replace('_', '-')}]"        # how joptsimple names an option in a message
 
 
 def check_options(args) -> None:

@@ -122,18 +122,15 @@ class PartitionLog:
             return self.log_end_offset
         return active.base_offset
 
-    def append_placed(self, batch: bytes, base: int, last: int, max_timestamp: int, segment_base: int) -> None:
-        """Append a batch whose base offset is already the log end, into the segment of ``segment_base``."""
-        self._add(batch, base, last, max_timestamp, segment_base)
-
     def restore(self, batch: bytes, header: records.BatchHeader, segment_base: int) -> None:
         """A batch read back from a segment file, at its own offsets."""
         if not self.batches:
             self.log_start_offset = self.log_end_offset = header.base_offset
-        self._add(batch, header.base_offset, header.last_offset, header.max_timestamp, segment_base)
+        self.append_placed(batch, header.base_offset, header.last_offset, header.max_timestamp, segment_base)
 
-    def _add(self, batch: bytes, base: int, last: int, max_timestamp: int, segment_base: int | None) -> None:
-        if segment_base is not None and (not self.segments or self.segments[-1].base_offset != segment_base):
+    def append_placed(self, batch: bytes, base: int, last: int, max_timestamp: int, segment_base: int) -> None:
+        """Append a batch whose base offset is already the log end, into the segment of ``segment_base``."""
+        if not self.segments or self.segments[-1].base_offset != segment_base:
             self.segments.append(Segment(segment_base, len(self.batches)))
         segment = self.segments[-1]
         segment.size_bytes += len(batch)
@@ -174,29 +171,17 @@ class PartitionLog:
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one holding offset on, up to max_bytes (at least one batch)."""
-        if offset >= self.log_end_offset or not self.batches:
-            return b""
-        i = max(0, bisect.bisect_right(self.bases, offset) - 1)
-        if self.lasts[i] < offset:
-            i += 1              # (offset in a gap: a damaged segment skipped at load)
-        out = []
-        total = 0
-        for batch in self.batches[i:]:
-            if out and total + len(batch) > max_bytes:
-                break
-            out.append(batch)
-            total += len(batch)
-        return b"".join(out)
+        return b"".join(batch for _, _, batch in self.batches_from(offset, max_bytes))
 
     def batches_from(self, offset: int, max_bytes: int) -> list[tuple[int, int, bytes]]:
         """(base offset, last offset, bytes) of the batches from the one holding offset on, up to
-        max_bytes (at least one batch): a share-partition's log read."""
+        max_bytes (at least one batch): a log read (Fetch's, a share-partition's)."""
         if offset >= self.log_end_offset or not self.batches:
             return []
         bases = self.bases
         i = max(0, bisect.bisect_right(bases, offset) - 1)
         if self.lasts[i] < offset:
-            i += 1
+            i += 1              # (offset in a gap: a damaged segment skipped at load)
         out = []
         total = 0
         for j in range(i, len(bases)):

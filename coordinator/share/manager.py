@@ -678,9 +678,10 @@ class SharePartitionManager:
     @_operation
     def on_append(self, topic: str, partition: int) -> None:
         """The cluster appended to a partition: the fetches waiting on it try again."""
-        t = self.cluster.topics.get(topic)
-        if t is not None and self._parked:
-            self._wake((t.topic_id, partition))
+        if self._parked:                    # (every produce comes here: nothing to do without a waiting fetch)
+            t = self.cluster.topics.get(topic)
+            if t is not None:
+                self._wake((t.topic_id, partition))
 
     def _changed(self, key: StateKey) -> None:
         if not self._depth and self.emit is not None:

@@ -4,17 +4,24 @@
   responses and time in.
 - :class:`GroupConsumer` (``consumer.py``): the asyncio driver; :class:`BrokerConnection`
   (``connection.py``) one Kafka connection.
-- :class:`ConsumerConfig` (``consumer_config.py``): Kafka's consumer configs and defaults.
+- :class:`ShareMember` (``member/share.py``): Kafka's share consumer (KIP-932) as a pure object;
+  :class:`ShareConsumer` (``share_consumer.py``) its asyncio driver.
+- :class:`ConsumerConfig` (``consumer_config.py``): Kafka's consumer configs and defaults
+  (:class:`ShareConsumerConfig` a share consumer's).
 - ``partitioner.py``: Kafka's murmur2 and default (sticky) partitioner.
 - ``assignors/``: the partition assignors.
 """
-from .consumer_config import CONSUMER_CONFIGS, ConfigError, ConsumerConfig
+from .consumer_config import CONSUMER_CONFIGS, ConfigError, ConsumerConfig, ShareConsumerConfig
 from .member import (
     CLIENT_VERSIONS, Action, Closed, CommitCompleted, CommitFailedError, Connect, ConsumerRecord, Disconnect,
     ErrorRaised, FatalConsumerError, IllegalStateError, Member, MemberState, NoOffsetForPartitionError,
     OffsetAndMetadata, OffsetsFetched, PartitionsAssigned, PartitionsLost, PartitionsRevoked, RebalanceCallback,
     RebalanceInProgressError, RetriableCommitFailedError, SendRequest, UnsupportedOperationError,
     choose_rebalance_protocol,
+)
+from .member.share import ShareMember, ShareState
+from .member.share_actions import (
+    AcknowledgeType, AcknowledgementsCommitted, ShareCommitCompleted, ShareRecord,
 )
 from .partitioner import DefaultPartitioner, StickyPartitionCache, murmur2, partition_for_key, to_positive
 
@@ -24,7 +31,9 @@ __all__ = [
     "Disconnect", "ErrorRaised", "FatalConsumerError", "GroupConsumer", "IllegalStateError", "Member",
     "MemberState", "NoOffsetForPartitionError", "OffsetAndMetadata", "OffsetsFetched", "PartitionsAssigned",
     "PartitionsLost", "PartitionsRevoked", "RebalanceCallback", "RebalanceInProgressError",
-    "RetriableCommitFailedError", "SendRequest", "StickyPartitionCache", "UnsupportedOperationError", "choose_rebalance_protocol", "murmur2",
+    "RetriableCommitFailedError", "SendRequest", "StickyPartitionCache", "AcknowledgeType",
+    "AcknowledgementsCommitted", "ShareCommitCompleted", "ShareConsumer", "ShareConsumerConfig", "ShareMember",
+    "ShareRecord", "ShareState", "UnsupportedOperationError", "choose_rebalance_protocol", "murmur2",
     "partition_for_key", "to_positive",
 ]
 
@@ -34,6 +43,9 @@ def __getattr__(name: str):
     if name == "GroupConsumer":
         from .consumer import GroupConsumer
         return GroupConsumer
+    if name == "ShareConsumer":
+        from .share_consumer import ShareConsumer
+        return ShareConsumer
     if name == "BrokerConnection":
         from .connection import BrokerConnection
         return BrokerConnection

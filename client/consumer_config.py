@@ -12,7 +12,9 @@ a value of the wrong type or out of range, or an inconsistent combination raises
 Only what this client implements is accepted: ``group.protocol`` is ``classic`` or ``consumer``
 (KIP-848), ``security.protocol`` ``PLAINTEXT``. As Kafka's ``ConsumerConfig`` does, the settings
 one group protocol does not use are refused when given with the other (see
-:data:`CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS`). Configs Kafka has that only tune I/O buffers
+:data:`CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS`), and :class:`ShareConsumerConfig` (a share consumer's,
+Kafka's ``ShareConsumerConfig``) refuses those a share group has no use for
+(:data:`SHARE_GROUP_UNSUPPORTED_CONFIGS`). Configs Kafka has that only tune I/O buffers
 (``send.buffer.bytes`` ...) are accepted and ignored, so that Java property files load.
 """
 from __future__ import annotations
@@ -68,10 +70,13 @@ ASSIGNOR_CLASS_NAMES = {
 KNOWN_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
 #: Kafka's ConsumerConfig.CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS and CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS
-#: (without the share-group configs this client does not have).
-CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS = ("group.remote.assignor",)
+CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS = ("group.remote.assignor", "share.acknowledgement.mode", "share.acquire.mode")
 CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS = ("partition.assignment.strategy", "heartbeat.interval.ms",
-                                         "session.timeout.ms")
+                                         "session.timeout.ms", "share.acknowledgement.mode", "share.acquire.mode")
+#: Kafka's ShareConsumerConfig.SHARE_GROUP_UNSUPPORTED_CONFIGS (interceptor.classes is not a config here)
+SHARE_GROUP_UNSUPPORTED_CONFIGS = ("auto.offset.reset", "enable.auto.commit", "group.instance.id", "isolation.level",
+                                   "partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms",
+                                   "group.protocol", "group.remote.assignor")
 
 CONSUMER_CONFIGS: dict[str, ConfigDef] = {d.key: d for d in [
     _d("bootstrap.servers", [], "list", "host:port pairs used to reach the cluster the first time."),
@@ -130,6 +135,12 @@ CONSUMER_CONFIGS: dict[str, ConfigDef] = {d.key: d for d in [
     _d("metrics.recording.level", "INFO", "choice", "Accepted for compatibility.",
        choices=("INFO", "DEBUG", "TRACE"), ignored=True),
     _d("enable.metrics.push", True, "bool", "Accepted for compatibility.", ignored=True),
+    _d("share.acknowledgement.mode", "implicit", "choice",
+       "A share consumer's: 'implicit' accepts every record of a poll at the next poll or commit; 'explicit' "
+       "makes the application acknowledge each record (acknowledge()).", choices=("implicit", "explicit")),
+    _d("share.acquire.mode", "batch_optimized", "choice",
+       "A share consumer's: 'record_limit' acquires at most max.poll.records per fetch (ShareFetch v2, Kafka "
+       "4.2+); 'batch_optimized' may acquire more, to whole batches.", choices=("batch_optimized", "record_limit")),
 ]}
 
 
@@ -212,16 +223,9 @@ def _check_assignors(items: list) -> list:
     return out
 
 
-def _check_unsupported(resolved: dict, given: dict) -> None:
-    """ConsumerConfig.checkUnsupportedConfigsPostProcess: the configs the chosen group.protocol
-    does not use may not be set (None or a blank string counts as not set), with Kafka's message."""
-    protocol = resolved.get("group.protocol", "classic")
-    unsupported = CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS if protocol == "consumer" else \
-        CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS
-    invalid = [k for k in unsupported
-               if k in given and given[k] is not None and str(given[k]).strip() != ""]
-    if invalid:
-        raise ConfigError(invalid[0], f"{', '.join(invalid)} cannot be set when group.protocol={protocol.upper()}")
+def _given(keys: tuple[str, ...], given: dict) -> list[str]:
+    """Those of keys set in given (None or a blank string counts as not set)."""
+    return [k for k in keys if k in given and given[k] is not None and str(given[k]).strip() != ""]
 
 
 def _check_servers(items: list) -> list[str]:
@@ -256,7 +260,7 @@ class ConsumerConfig(Mapping[str, Any]):
                 raise ConfigError(key, f"unknown consumer config{hint}")
             resolved[key] = _convert(d, value)
         self._given = frozenset(resolved)
-        _check_unsupported(resolved, given)
+        self._check_unsupported(resolved, given)
         values_out = {k: d.default for k, d in CONSUMER_CONFIGS.items()}
         values_out.update(resolved)
         values_out["partition.assignment.strategy"] = _check_assignors(
@@ -264,6 +268,15 @@ class ConsumerConfig(Mapping[str, Any]):
         values_out["bootstrap.servers"] = _check_servers(list(values_out["bootstrap.servers"]))
         self._values = values_out
         self._validate()
+
+    def _check_unsupported(self, resolved: dict, given: dict) -> None:
+        """ConsumerConfig.checkUnsupportedConfigsPostProcess: the configs the chosen group.protocol
+        does not use may not be set, with Kafka's message."""
+        protocol = resolved.get("group.protocol", "classic")
+        invalid = _given(CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS if protocol == "consumer"
+                         else CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS, given)
+        if invalid:
+            raise ConfigError(invalid[0], f"{', '.join(invalid)} cannot be set when group.protocol={protocol.upper()}")
 
     def _validate(self) -> None:
         v = self._values
@@ -315,7 +328,7 @@ class ConsumerConfig(Mapping[str, Any]):
     def with_overrides(self, values: Mapping[str, Any]) -> "ConsumerConfig":
         merged = {k: self._values[k] for k in self._given}
         merged.update(values)
-        return ConsumerConfig(merged)
+        return type(self)(merged)
 
     def __repr__(self) -> str:
         return f"ConsumerConfig({ {k: self._values[k] for k in sorted(self._given)} })"
@@ -337,6 +350,22 @@ class ConsumerConfig(Mapping[str, Any]):
             else:
                 out.append(item)
         return out
+
+
+class ShareConsumerConfig(ConsumerConfig):
+    """A share consumer's configuration (Kafka's ShareConsumerConfig): the consumer's configs, but
+    those a share group has no use for (:data:`SHARE_GROUP_UNSUPPORTED_CONFIGS`) may not be set, and
+    group.id is required."""
+
+    def _check_unsupported(self, resolved: dict, given: dict) -> None:
+        invalid = _given(SHARE_GROUP_UNSUPPORTED_CONFIGS, given)
+        if invalid:
+            raise ConfigError(invalid[0], f"{', '.join(invalid)} cannot be set when using a share group.")
+
+    def _validate(self) -> None:
+        if not self._values["group.id"]:
+            raise ConfigError("group.id", "a share consumer needs group.id")
+        super()._validate()
 
 
 def _builtin_assignor(name: str) -> Callable[[], Any]:

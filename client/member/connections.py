@@ -27,6 +27,8 @@ JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = (int(ApiKey.JOIN_GROUP), int(Ap
                                                   int(ApiKey.LEAVE_GROUP), int(ApiKey.SYNC_GROUP))
 API_VERSIONS = int(ApiKey.API_VERSIONS)
 CONSUMER_GROUP_HEARTBEAT = int(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = (int(ApiKey.SHARE_GROUP_HEARTBEAT), int(ApiKey.SHARE_FETCH),
+                                                         int(ApiKey.SHARE_ACKNOWLEDGE))
 
 #: The versions this client speaks, per API key (inclusive ranges).
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
@@ -42,6 +44,9 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     LIST_OFFSETS: (1, 7),
     FETCH: (4, 12),
     CONSUMER_GROUP_HEARTBEAT: (1, 1),      # v1: the member id is the client's (KIP-1082), as Kafka 4's
+    SHARE_GROUP_HEARTBEAT: (1, 1),         # share groups (KIP-932): v1 from Kafka 4.1
+    SHARE_FETCH: (1, 2),                   # v2 (4.2): the acquire mode, RENEW
+    SHARE_ACKNOWLEDGE: (1, 2),
 }
 
 BOOTSTRAP, COORDINATOR, BROKER = "bootstrap", "coordinator", "broker"

@@ -407,6 +407,9 @@ class ShareMember:
         if conn is None:
             return
         self._now = now
+        if isinstance(conn.key, tuple):
+            # the leader drops the share session with the connection (Kafka 4.3): start over at epoch 0
+            self.fetcher.connection_lost(conn.node_id)
         try:
             self.net.drop(conn, now, backoff=True)
         except (FatalConsumerError, IllegalStateError) as e:
@@ -516,7 +519,6 @@ class ShareMember:
 
     def set_assignment(self, tps: frozenset, now: int) -> None:
         self.assignment = frozenset(tps)
-        self.fetcher.forget(self.assignment, now)
 
     def who(self) -> str:
         return f"share member {self.membership.member_id}"

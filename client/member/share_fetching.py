@@ -31,7 +31,7 @@ from groupcoord.protocol.errors import DecodeError, ErrorCode, KafkaError
 from ..assignors.base import TopicPartition as TP
 from .actions import ErrorRaised
 from .connections import BROKER, SHARE_ACKNOWLEDGE, SHARE_FETCH, Request
-from .share_actions import GAP, RELEASE, AcknowledgementsCommitted, ShareCommitCompleted, ShareRecord
+from .share_actions import GAP, AcknowledgementsCommitted, ShareCommitCompleted, ShareRecord
 
 log = logging.getLogger("groupcoord.client")
 
@@ -145,13 +145,6 @@ class ShareFetcher:
     def acknowledge(self, tp: TP, offset: int, kind: int, deadline: int) -> None:
         self.pending.setdefault(tp, []).append(Ack(offset, kind, deadline))
 
-    def forget(self, assignment: frozenset, now: int) -> None:
-        """Partitions no longer assigned: their buffered records are released at once (someone
-        else may take them), not left to their lock expiry."""
-        for tp in [tp for tp in self.buffer if tp not in assignment]:
-            for rec, deadline in self.buffer.pop(tp):
-                self.acknowledge(tp, rec.offset, RELEASE, deadline)
-
     def release_buffer(self) -> None:
         """Closing: the buffered records are released with the session."""
         self.buffer.clear()
@@ -177,6 +170,11 @@ class ShareFetcher:
         if s is None:
             s = self.sessions[node] = Session(node)
         return s
+
+    def connection_lost(self, node: int | None) -> None:
+        s = self.sessions.get(node)
+        if s is not None:
+            self._reset(s, "connection lost")
 
     def idle(self) -> bool:
         """No request in flight on any session."""
@@ -413,13 +411,12 @@ class ShareFetcher:
         acquired = p["acquired_records"]
         if not acquired:
             return
+        if self.closing:
+            return                                      # released with the session's close
+        # (records of a partition no longer assigned are handed out all the same, as Kafka's client
+        # does: they are this member's until acknowledged or their locks expire)
         member = self.member
         ranges = [(r["first_offset"], r["last_offset"], r["delivery_count"]) for r in acquired]
-        if tp not in member.assignment or self.closing:
-            for first, last, _ in ranges:               # no longer ours: released at once
-                for o in range(first, last + 1):
-                    self.acknowledge(tp, o, RELEASE, deadline)
-            return
         got: dict[int, tuple] = {}
         lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
         try:

@@ -1,5 +1,6 @@
 """KIP-932 share groups (Kafka's queues) with real confluent-kafka ShareConsumers (librdkafka's share
-consumer, preview), the service checked from inside.
+consumer, preview) and with our own (groupcoord.client.ShareConsumer, behind the same API:
+share_ours.py), the service checked from inside. Every check runs with both (``client``).
 
 * Every record once: 1, 3 and 10 consumers, implicit and explicit acknowledgement, 10,000 records on
   four partitions: every record delivered and acknowledged, each once (delivery count 1), never in
@@ -29,6 +30,7 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
 from clients import WAIT, wait_until
+from share_ours import OurShareConsumer
 
 pytestmark = pytest.mark.interop
 
@@ -41,11 +43,21 @@ CLIENT = {"reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200, "socket.c
 Key = tuple[int, int]           # (partition, offset)
 
 
-def share_consumer(bootstrap: str, group: str, name: str, mode: str = "explicit", **overrides) -> ShareConsumer:
+CLIENTS = ("confluent", "ours")
+
+
+@pytest.fixture(params=CLIENTS)
+def client(request) -> str:
+    """The share consumer every test runs with: confluent-kafka's, or ours."""
+    return request.param
+
+
+def share_consumer(bootstrap: str, group: str, name: str, mode: str = "explicit", *, client: str = "confluent",
+                   **overrides) -> ShareConsumer | OurShareConsumer:
     config = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
               "share.acknowledgement.mode": mode, **CLIENT}
     config.update({k.replace("_", "."): v for k, v in overrides.items()})
-    return ShareConsumer(config)
+    return OurShareConsumer(config) if client == "ours" else ShareConsumer(config)
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[int, str]], batch: int | None = None) -> None:
@@ -228,7 +240,7 @@ def _missing(ledger: Ledger, gc, group: str, topic: str) -> str:
 @pytest.mark.parametrize("consumers", [1, 3, 10])
 @pytest.mark.parametrize("mode", ["implicit", "explicit"])
 def test_every_record_is_delivered_and_acknowledged_once_and_held_by_one_consumer(groupcoord_factory, mode,
-                                                                                  consumers):
+                                                                                  consumers, client):
     topic, group = "orders", f"queue-{mode}-{consumers}"
     gc = groupcoord_factory(topics={topic: PARTITIONS})
     gc.call(gc.service.alter_group_configs, group, EARLIEST)
@@ -238,7 +250,8 @@ def test_every_record_is_delivered_and_acknowledged_once_and_held_by_one_consume
     stop = threading.Event()
     try:
         for name in names:
-            c = share_consumer(gc.bootstrap_servers, group, name, mode, max_poll_records=MAX_POLL_RECORDS)
+            c = share_consumer(gc.bootstrap_servers, group, name, mode, client=client,
+                               max_poll_records=MAX_POLL_RECORDS)
             clients.append(c)
             c.set_acknowledgement_commit_callback(ledger.on_ack)
             c.subscribe([topic])
@@ -334,9 +347,31 @@ DOOMED = textwrap.dedent("""
 """)
 
 
+#: the same with our share consumer
+DOOMED_OURS = textwrap.dedent("""
+    import asyncio, json, os, sys
+    from groupcoord.client import ShareConsumer
+    bootstrap, group, topic, then = sys.argv[1:5]
+    async def main():
+        c = ShareConsumer(topic, config={"bootstrap.servers": bootstrap, "group.id": group, "client.id": "doomed",
+                                         "share.acknowledgement.mode": "explicit", "max.poll.records": 10})
+        await c.start()
+        while True:
+            got = [(r.partition, r.offset, r.delivery_count) for r in await c.poll(0.2)]
+            if got:
+                print(json.dumps(got), flush=True)
+                break
+        if then == "exit":
+            os._exit(0)
+        await asyncio.sleep(120)
+    asyncio.run(main())
+""")
+
+
 class Doomed:
-    def __init__(self, bootstrap: str, group: str, topic: str, then: str):
-        self.proc = subprocess.Popen([sys.executable, "-c", DOOMED, bootstrap, group, topic, then],
+    def __init__(self, bootstrap: str, group: str, topic: str, then: str, client: str = "confluent"):
+        script = DOOMED_OURS if client == "ours" else DOOMED
+        self.proc = subprocess.Popen([sys.executable, "-c", script, bootstrap, group, topic, then],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         lines: list[str] = []
         reader = threading.Thread(target=lambda: lines.append(self.proc.stdout.readline()), daemon=True)
@@ -370,7 +405,7 @@ def _consume_all(consumer: ShareConsumer, expected: int, deliveries: dict[Key, l
 
 @pytest.mark.parametrize("then", ["exit", "hang"])
 def test_the_records_of_a_consumer_that_dies_or_hangs_go_to_another_with_delivery_count_2(groupcoord_factory,
-                                                                                          closing, then):
+                                                                                          closing, then, client):
     """exit: the process ends without acknowledging (os._exit): its connection's close releases its
     records at once (Kafka 4.3 ties the share session to the connection), before the lock expires;
     hang: the process lives on, connected and heartbeating, never acknowledging: the records come back
@@ -380,7 +415,7 @@ def test_the_records_of_a_consumer_that_dies_or_hangs_go_to_another_with_deliver
     gc.call(gc.service.alter_group_configs, group, EARLIEST)
     produce(gc.bootstrap_servers, topic, [(0, str(i)) for i in range(total)], batch=10)
 
-    doomed = closing(Doomed(gc.bootstrap_servers, group, topic, then))
+    doomed = closing(Doomed(gc.bootstrap_servers, group, topic, then, client))
     polled = doomed.polled
     assert polled and all(count == 1 for _, _, count in polled), polled
     doomed_keys = sorted((p, o) for p, o, _ in polled)
@@ -396,7 +431,7 @@ def test_the_records_of_a_consumer_that_dies_or_hangs_go_to_another_with_deliver
         counters = share_state(gc, group, topic)[0].counters
         assert (counters["released"], counters["lock_expired"]) == (len(doomed_keys), 0), counters
 
-    survivor = closing(share_consumer(gc.bootstrap_servers, group, "survivor"))
+    survivor = closing(share_consumer(gc.bootstrap_servers, group, "survivor", client=client))
     survivor.subscribe([topic])
     deliveries: dict[Key, list[int]] = {}
     _consume_all(survivor, total, deliveries)
@@ -416,12 +451,12 @@ def test_the_records_of_a_consumer_that_dies_or_hangs_go_to_another_with_deliver
 
 
 # ============================================================================ 3. REJECT archives
-def test_a_rejected_record_is_archived_and_never_delivered_again(groupcoord_factory, closing):
+def test_a_rejected_record_is_archived_and_never_delivered_again(groupcoord_factory, closing, client):
     topic, group, total, rejected = "tasks", "rejects", 10, 3
     gc = groupcoord_factory(topics={topic: 1})
     gc.call(gc.service.alter_group_configs, group, EARLIEST)
     produce(gc.bootstrap_servers, topic, [(0, str(i)) for i in range(total)])
-    consumer = closing(share_consumer(gc.bootstrap_servers, group, "rejecter"))
+    consumer = closing(share_consumer(gc.bootstrap_servers, group, "rejecter", client=client))
     consumer.subscribe([topic])
 
     # first delivery: REJECT one, RELEASE the others (so that they come back)
@@ -460,7 +495,8 @@ def test_a_rejected_record_is_archived_and_never_delivered_again(groupcoord_fact
 
 # ============================================================================ 4. RELEASE up to the limit
 @pytest.mark.parametrize("limit", [2, 3])
-def test_a_record_released_each_time_is_delivered_limit_times_then_archived(groupcoord_factory, closing, limit):
+def test_a_record_released_each_time_is_delivered_limit_times_then_archived(groupcoord_factory, closing, limit,
+                                                                           client):
     """offset 0 is held by a pinning consumer (never acknowledged until the end), so that the share-partition
     start offset stays at 0 and offset 1's state stays to be seen; offset 1 is released at each delivery."""
     topic, group = "retries", f"limit-{limit}"
@@ -468,13 +504,13 @@ def test_a_record_released_each_time_is_delivered_limit_times_then_archived(grou
     gc.call(gc.service.alter_group_configs, group, EARLIEST)
     produce_one_batch_each(gc.bootstrap_servers, topic, [(0, "pinned"), (0, "poison")])
 
-    pin = closing(share_consumer(gc.bootstrap_servers, group, "pin", max_poll_records=1))
+    pin = closing(share_consumer(gc.bootstrap_servers, group, "pin", client=client, max_poll_records=1))
     pin.subscribe([topic])
     pinned = wait_until(lambda: [(m.offset(), m.delivery_count()) for m in pin.poll(0.1)],
                         message="the pin's record")
     assert pinned == [(0, 1)]
 
-    releaser = closing(share_consumer(gc.bootstrap_servers, group, "releaser"))
+    releaser = closing(share_consumer(gc.bootstrap_servers, group, "releaser", client=client))
     releaser.subscribe([topic])
     counts: list[int] = []
     deadline = time.monotonic() + WAIT
@@ -588,7 +624,7 @@ def _poll_batch(consumer: ShareConsumer) -> list:
     return batch
 
 
-def test_acknowledged_records_survive_a_kill_9_of_the_service_and_the_others_come_back(tmp_path, closing):
+def test_acknowledged_records_survive_a_kill_9_of_the_service_and_the_others_come_back(tmp_path, closing, client):
     """Two explicit-mode consumers accept batches (commit_sync: the acknowledged ones are those of the
     partitions it reports without error), one batch is released once, then, holding a batch each
     (one released before, one new), the service is killed (-9) and restarted on the same --data-dir and
@@ -609,8 +645,8 @@ def test_acknowledged_records_survive_a_kill_9_of_the_service_and_the_others_com
     produce(first.bootstrap, topic, [(i % partitions, str(i)) for i in range(total)], batch=10)
     everything = {(i % partitions, i // partitions) for i in range(total)}
 
-    a = closing(share_consumer(first.bootstrap, group, "a", max_poll_records=10))
-    b = closing(share_consumer(first.bootstrap, group, "b", max_poll_records=10))
+    a = closing(share_consumer(first.bootstrap, group, "a", client=client, max_poll_records=10))
+    b = closing(share_consumer(first.bootstrap, group, "b", client=client, max_poll_records=10))
     for c in (a, b):
         c.subscribe([topic])
     acked: set[Key] = set()            # acknowledged, as commit_sync reported

@@ -31,21 +31,35 @@ TOML format (every key but ``[topics]`` and ``[[groups]]`` is optional)::
     topics = ["orders"]             # the subscription
     members = 3                     # members started at t=0
     join_interval_ms = 0            # stagger the initial members (member i starts at i * this)
+    group_type = "consumer"         # "consumer" | "share" (KIP-932: a share group, a queue)
     group_protocol = "classic"      # group.protocol: "classic" | "consumer" (KIP-848)
     strategy = "range"              # classic: partition.assignment.strategy, a name or a list
     protocol = "eager"              # classic: "eager" | "cooperative"; default: what the strategy supports
     remote_assignor = "uniform"     # consumer: group.remote.assignor; default: the coordinator's choice
     static = false                  # group.instance.id = "<group>-m<index>"
-    session_timeout_ms = 45000      # consumer: the group config consumer.session.timeout.ms
-    heartbeat_interval_ms = 3000    # consumer: the group config consumer.heartbeat.interval.ms
+    session_timeout_ms = 45000      # consumer/share: the group config consumer/share.session.timeout.ms
+    heartbeat_interval_ms = 3000    # consumer/share: the group config consumer/share.heartbeat.interval.ms
     max_poll_interval_ms = 300000   # also the rebalance timeout
     request_timeout_ms = 30000
-    processing_ms = 100             # the application polls every processing_ms
-    records_per_poll = 10           # each poll consumes this many records per owned partition
+    processing_ms = 100             # the application polls every processing_ms (not in a work queue)
+    records_per_poll = 10           # each poll consumes this many records per owned partition (not with job_ms)
+    max_poll_records = 500          # max.poll.records
+    job_ms = { dist = "exponential", mean_ms = 20 }    # a work queue: the processing time of one record
     callback_ms = 0                 # time the rebalance listener takes per callback
     auto_commit = true              # enable.auto.commit
     auto_commit_interval_ms = 5000
+    acknowledgement_mode = "implicit"   # share: share.acknowledgement.mode, "implicit" | "explicit"
+    lock_duration_ms = 30000        # share: the group config share.record.lock.duration.ms
+    delivery_limit = 5              # share: the group config share.delivery.count.limit (Kafka 4.3)
     config = { "retry.backoff.ms" = 100 }   # any other consumer config by Kafka's name
+
+    [[produce]]                     # a producer appending records to a topic during the run
+    topic = "orders"
+    rate_per_s = 50                 # records per second (a float is fine)
+    start_s = 0
+    stop_s = 600                    # default: the run's end
+    records = 20000                 # at most this many in all; default: no cap
+    batch = 1                       # records per produce request
 
     [[events]]                      # the timeline; at_s or at_ms
     at_s = 60
@@ -65,6 +79,42 @@ groups`` sets them: without the keys the coordinator's ``group.consumer.session.
 and ``group.consumer.heartbeat.interval.ms`` (5 s) apply; with them the values must lie within its
 ``group.consumer.min/max.*`` bounds (Kafka's defaults: session 45 to 60 s, heartbeat 5 to 15 s),
 which ``[coordinator] config`` may widen.
+
+A group with ``group_type = "share"`` is a share group (KIP-932, Kafka's KafkaShareConsumer): the
+coordinator assigns its members the topics' partitions (group.share.assignors) and several members
+may share one partition, each fetch acquiring records under a lock. It has none of
+``group_protocol``, ``strategy``, ``protocol``, ``remote_assignor``, ``static``, ``callback_ms``,
+``auto_commit`` and ``auto_commit_interval_ms`` (giving one is an error), nor ``records_per_poll``
+(its members fetch the topic's records). Its ``session_timeout_ms`` and ``heartbeat_interval_ms``
+are the group configs ``share.session.timeout.ms`` and ``share.heartbeat.interval.ms``, as for a
+consumer group: without them the coordinator's ``group.share.session.timeout.ms`` (45 s) and
+``group.share.heartbeat.interval.ms`` (5 s) apply, with them they must lie within its
+``group.share.min/max.*`` bounds (45 to 60 s, 5 to 15 s). So must ``lock_duration_ms``
+(``share.record.lock.duration.ms``; default 30 s, bounds 15 to 60 s) and ``delivery_limit``
+(``share.delivery.count.limit``, a group config from Kafka 4.3; default 5, bounds 2 to 10); again
+``[coordinator] config`` may widen them. ``acknowledgement_mode`` is the members'
+``share.acknowledgement.mode``: ``implicit`` (default) acknowledges a poll's records at the next
+poll, ``explicit`` has the application acknowledge each record. The coordinator must serve share
+groups: Kafka 4.2 and later do; 4.1 with ``share.version = 1``.
+
+A group with ``job_ms`` is a *work queue*: its members fetch the topics' records (what
+``[[produce]]`` appends) and the application processes each record of a poll, one after the
+other, for a time drawn from ``job_ms``, then polls again (``processing_ms`` plays no part). A
+consumer group without ``job_ms`` fetches nothing and counts ``records_per_poll`` as before; a share
+group is always a work queue (``job_ms`` default: constant 0, records processed at once). ``job_ms``
+is a number (constant) or a table, in milliseconds per record (never negative): ``constant
+{ms}``, ``uniform {min_ms, max_ms}``, ``exponential {mean_ms}``, ``lognormal {median_ms, sigma}``
+(e^N(ln median, sigma)), ``pareto {scale_ms, alpha}`` (heavy tail: P(X > x) = (scale_ms / x)^alpha
+for x >= scale_ms, Python's ``scale_ms * paretovariate(alpha)``; alpha > 0, the mean is infinite
+for alpha <= 1). ``max_poll_records`` (``max.poll.records``, Kafka's default 500) caps a poll's
+records.
+
+A ``[[produce]]`` entry is a producer appending records to ``topic`` (declared in ``[topics]``)
+from ``start_s`` to ``stop_s`` (default and at the latest: the run's end), ``rate_per_s`` records a
+second in requests of ``batch`` records at a steady pace (request j at start_s + j * batch /
+rate_per_s), until ``records`` in all when given. Record n of a producer (from 0) goes to partition
+n mod the topic's partition count at the time (round robin; ``add_partitions`` widens it). Several
+entries may write to the same topic, each its own round robin.
 
 Actions and their own keys:
 
@@ -86,6 +136,9 @@ Actions and their own keys:
 - ``network_partition`` (simulate only): the members lose their connections and cannot open
   new ones for ``duration_ms``.
 
+Every action that names members (``join``, ``restart``, ``crash``, ``leave``, ``slow``,
+``subscribe``, ``network_partition``) acts on share groups as on consumer groups.
+
 API: :func:`load`, :func:`from_dict`, :meth:`Scenario.to_dict`, :func:`apply_overrides`.
 Anything invalid raises :class:`ScenarioError` naming the key.
 """
@@ -95,9 +148,10 @@ import copy
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from groupcoord.client.assignors import ASSIGNORS, RebalanceProtocol
+from groupcoord.client.consumer_config import SHARE_GROUP_UNSUPPORTED_CONFIGS
 from groupcoord.coordinator.group.assignors import ASSIGNORS as SERVER_ASSIGNORS
 
 
@@ -122,10 +176,34 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "fixed": ("ms",), "uniform": ("min_ms", "max_ms"), "normal": ("mean_ms", "stddev_ms"),
     "lognormal": ("median_ms", "sigma"), "exponential": ("mean_ms",),
 }
+#: the distributions of a work queue's job_ms (the processing time of one record) and their keys
+JOB_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "constant": ("ms",), "uniform": ("min_ms", "max_ms"), "exponential": ("mean_ms",),
+    "lognormal": ("median_ms", "sigma"), "pareto": ("scale_ms", "alpha"),
+}
+#: a share group's job_ms when it gives none: its records are processed at once
+SHARE_JOB_MS = {"dist": "constant", "ms": 0}
+#: GroupSpec's fields a share group has none of, and what it has not (the error says it)
+CONSUMER_GROUP_KEYS: dict[str, str] = {
+    "group_protocol": "group.protocol (its members speak the share group protocol)",
+    "strategy": "partition.assignment.strategy (the coordinator assigns, with group.share.assignors)",
+    "protocol": "rebalance protocol (the coordinator assigns, with group.share.assignors)",
+    "remote_assignor": "group.remote.assignor (the coordinator assigns, with group.share.assignors)",
+    "static": "static membership (group.instance.id)",
+    "callback_ms": "rebalance listener",
+    "auto_commit": "enable.auto.commit (its members acknowledge records instead)",
+    "auto_commit_interval_ms": "auto.commit.interval.ms (its members acknowledge records instead)",
+}
+#: GroupSpec's fields only a share group has
+SHARE_GROUP_KEYS = ("acknowledgement_mode", "lock_duration_ms", "delivery_limit")
 
 
 @dataclass
 class GroupSpec:
+    """One [[groups]] entry, resolved. A share group (``group_type == "share"``) holds empty values
+    in the fields of :data:`CONSUMER_GROUP_KEYS` (strategy [], protocol "", group_protocol "",
+    remote_assignor "", static False, callback_ms 0, auto_commit False: it has none of them) and 0 in
+    records_per_poll; a consumer group holds "" and None in those of :data:`SHARE_GROUP_KEYS`."""
     name: str
     topics: list[str]
     members: int = 3
@@ -133,6 +211,7 @@ class GroupSpec:
     join_interval_ms: int = 0
     strategy: list[str] = field(default_factory=lambda: ["range"])
     protocol: str = ""                      # resolved: "eager" | "cooperative"
+    group_type: str = "consumer"            # "consumer" | "share" (KIP-932)
     group_protocol: str = "classic"         # "classic" | "consumer"
     remote_assignor: str = ""               # consumer groups: "" is the coordinator's default
     static: bool = False
@@ -140,11 +219,24 @@ class GroupSpec:
     heartbeat_interval_ms: int | None = None
     max_poll_interval_ms: int = 300000
     request_timeout_ms: int = 30000
-    processing_ms: int = 100
-    records_per_poll: int = 10
+    processing_ms: int = 100                # the poll period (not used by work queues)
+    records_per_poll: int = 10              # records counted per owned partition and poll; work queues: 0
+    #: max.poll.records: the most records one poll returns (Kafka's default)
+    max_poll_records: int = 500
+    #: the processing time of one record, a distribution (JOB_DISTRIBUTIONS; "dist" and its keys, in
+    #: ms); not None: the group is a work queue (always so for share groups, default SHARE_JOB_MS)
+    job_ms: dict | None = None
     callback_ms: int = 0
     auto_commit: bool = True
     auto_commit_interval_ms: int = 5000
+    #: share groups: share.acknowledgement.mode, "implicit" | "explicit" (consumer groups: "")
+    acknowledgement_mode: str = ""
+    #: share groups: the group config share.record.lock.duration.ms (None: the coordinator's
+    #: group.share.record.lock.duration.ms)
+    lock_duration_ms: int | None = None
+    #: share groups: the group config share.delivery.count.limit (None: the coordinator's
+    #: group.share.delivery.count.limit)
+    delivery_limit: int | None = None
     config: dict = field(default_factory=dict)
 
     @property
@@ -153,30 +245,50 @@ class GroupSpec:
         return self.group_protocol == "consumer"
 
     @property
+    def share(self) -> bool:
+        """A share group (KIP-932)."""
+        return self.group_type == "share"
+
+    @property
+    def classic(self) -> bool:
+        """A consumer group on the classic protocol (JoinGroup/SyncGroup)."""
+        return self.group_type == "consumer" and self.group_protocol == "classic"
+
+    @property
+    def work_queue(self) -> bool:
+        """The members fetch the topics' records and process each for a time drawn from job_ms."""
+        return self.job_ms is not None
+
+    @property
     def session_ms(self) -> int | None:
-        """The member's session.timeout.ms (classic: default 45 s), or the consumer group's config
-        (None: the coordinator's group.consumer.session.timeout.ms)."""
-        if self.session_timeout_ms is None and not self.consumer:
+        """The member's session.timeout.ms (classic: default 45 s), or the consumer or share group's
+        config (None: the coordinator's group.consumer/share.session.timeout.ms)."""
+        if self.session_timeout_ms is None and self.classic:
             return 45000
         return self.session_timeout_ms
 
     @property
     def heartbeat_ms(self) -> int | None:
-        """heartbeat.interval.ms (classic: default 3 s), or the consumer group's config (None: the
-        coordinator's group.consumer.heartbeat.interval.ms)."""
-        if self.heartbeat_interval_ms is None and not self.consumer:
+        """heartbeat.interval.ms (classic: default 3 s), or the consumer or share group's config
+        (None: the coordinator's group.consumer/share.heartbeat.interval.ms)."""
+        if self.heartbeat_interval_ms is None and self.classic:
             return 3000
         return self.heartbeat_interval_ms
 
     def group_configs(self) -> dict[str, int]:
-        """A consumer group's dynamic configs (Kafka's GroupConfig names) the scenario sets."""
-        if not self.consumer:
+        """A consumer or share group's dynamic configs (Kafka's GroupConfig names) the scenario sets."""
+        if not (self.consumer or self.share):
             return {}
+        prefix = "share" if self.share else "consumer"
         out = {}
         if self.session_timeout_ms is not None:
-            out["consumer.session.timeout.ms"] = self.session_timeout_ms
+            out[f"{prefix}.session.timeout.ms"] = self.session_timeout_ms
         if self.heartbeat_interval_ms is not None:
-            out["consumer.heartbeat.interval.ms"] = self.heartbeat_interval_ms
+            out[f"{prefix}.heartbeat.interval.ms"] = self.heartbeat_interval_ms
+        if self.lock_duration_ms is not None:
+            out["share.record.lock.duration.ms"] = self.lock_duration_ms
+        if self.delivery_limit is not None:
+            out["share.delivery.count.limit"] = self.delivery_limit
         return out
 
     def group_ids(self) -> list[str]:
@@ -184,6 +296,51 @@ class GroupSpec:
             return [self.name]
         width = len(str(self.count - 1))
         return [f"{self.name}-{i:0{width}d}" for i in range(self.count)]
+
+    def to_dict(self) -> dict:
+        """The keys of its type as plain data (a share group's without those it has none of and
+        without its default job_ms; a work queue's without records_per_poll)."""
+        out = asdict(self)
+        drop = set(SHARE_GROUP_KEYS) if not self.share else set(CONSUMER_GROUP_KEYS) | {"records_per_poll"}
+        if self.job_ms is None or (self.share and self.job_ms == SHARE_JOB_MS):
+            drop.add("job_ms")
+        elif not self.share:
+            drop.add("records_per_poll")
+        return {k: v for k, v in out.items() if k not in drop}
+
+
+@dataclass
+class ProduceSpec:
+    """A [[produce]] entry: a producer appending records to ``topic`` during the run.
+
+    Request j (from 0) goes at ``start_s + j * batch / rate_per_s`` seconds while that is before
+    the stop (``stop_s``, None: the run's end; the run's end at the latest) and carries ``batch``
+    records, fewer for the last one when ``records`` caps the total (None: no cap); see
+    :meth:`requests`. Record n of the producer (from 0, over all its requests) goes to partition
+    n mod the topic's partition count at that time (round robin)."""
+    topic: str
+    rate_per_s: float                   # records per second, > 0
+    start_s: float = 0.0
+    stop_s: float | None = None         # None: the run's end
+    records: int | None = None          # the most records in all; None: no cap
+    batch: int = 1                      # records per produce request
+
+    def stop_ms(self, duration_ms: int) -> float:
+        """When producing stops: stop_s, or the run's end when it is sooner or stop_s is None."""
+        return duration_ms if self.stop_s is None else min(self.stop_s * 1000, duration_ms)
+
+    def requests(self, duration_ms: int) -> Iterator[tuple[int, int]]:
+        """The produce requests of a run of ``duration_ms``: (scenario time in whole ms, rounded
+        down; number of records), in time order."""
+        interval, start, stop = self.batch * 1000 / self.rate_per_s, self.start_s * 1000, self.stop_ms(duration_ms)
+        left = self.records
+        j = 0
+        while (at := start + j * interval) < stop and (left is None or left > 0):
+            n = self.batch if left is None else min(self.batch, left)
+            yield int(at), n
+            if left is not None:
+                left -= n
+            j += 1
 
 
 @dataclass
@@ -221,6 +378,7 @@ class Scenario:
     seed: int = 0
     network: NetworkSpec = field(default_factory=NetworkSpec)
     coordinator: CoordinatorSpec = field(default_factory=CoordinatorSpec)
+    produce: list[ProduceSpec] = field(default_factory=list)
 
     @property
     def duration_ms(self) -> int:
@@ -242,8 +400,8 @@ class Scenario:
         """A plain dict that :func:`from_dict` reads back into an equal scenario."""
         return {"name": self.name, "duration_s": self.duration_s, "seed": self.seed,
                 "coordinator": asdict(self.coordinator), "network": asdict(self.network),
-                "topics": dict(self.topics), "groups": [asdict(g) for g in self.groups],
-                "events": [e.to_dict() for e in self.events]}
+                "topics": dict(self.topics), "groups": [g.to_dict() for g in self.groups],
+                "events": [e.to_dict() for e in self.events], "produce": [asdict(p) for p in self.produce]}
 
 
 # ================================================================================ reading
@@ -334,6 +492,55 @@ def _group(d: Mapping, i: int, topics: Mapping[str, int], coordinator: Coordinat
     for t in gtopics:
         if t not in topics:
             raise ScenarioError(f"{where}.topics: {t!r} is not declared in [topics]")
+    group_type = d.get("group_type", "consumer")
+    if group_type not in ("consumer", "share"):
+        raise ScenarioError(f"{where}.group_type: expected 'consumer' or 'share', got {group_type!r}")
+    share = group_type == "share"
+    if share:
+        for key, what in CONSUMER_GROUP_KEYS.items():
+            if key in d:
+                raise ScenarioError(f"{where}.{key}: a share group has no {what}")
+        if "records_per_poll" in d:
+            raise ScenarioError(f"{where}.records_per_poll: a share group's members fetch the topics' records "
+                                "(job_ms: the time one takes)")
+    else:
+        for key in SHARE_GROUP_KEYS:
+            if key in d:
+                raise ScenarioError(f"{where}.{key}: a share group's setting (group_type = 'share'); "
+                                    "this is a consumer group")
+    job = d.get("job_ms")
+    if job is not None:
+        job = _distribution(job, f"{where}.job_ms", JOB_DISTRIBUTIONS, "constant")
+        if "records_per_poll" in d:
+            raise ScenarioError(f"{where}.records_per_poll: give records_per_poll or job_ms, not both (a work "
+                                "queue's members fetch the topics' records)")
+    elif share:
+        job = dict(SHARE_JOB_MS)
+    config = d.get("config", {})
+    if not isinstance(config, Mapping):
+        raise ScenarioError(f"{where}.config: expected a table of consumer configs")
+    _check_consumer_configs(config, share, where)
+    common = dict(
+        name=name, topics=list(gtopics), group_type=group_type,
+        members=_int(d, "members", 3, where), count=_int(d, "count", 1, where, 1),
+        join_interval_ms=_int(d, "join_interval_ms", 0, where),
+        session_timeout_ms=_opt_int(d, "session_timeout_ms", where, 1),
+        heartbeat_interval_ms=_opt_int(d, "heartbeat_interval_ms", where, 1),
+        max_poll_interval_ms=_int(d, "max_poll_interval_ms", 300000, where, 1),
+        request_timeout_ms=_int(d, "request_timeout_ms", 30000, where, 1),
+        processing_ms=_int(d, "processing_ms", 100, where, 1),
+        max_poll_records=_int(d, "max_poll_records", 500, where, 1),
+        job_ms=job, config=dict(config))
+    if share:
+        mode = d.get("acknowledgement_mode", "implicit")
+        if mode not in ("implicit", "explicit"):
+            raise ScenarioError(f"{where}.acknowledgement_mode: expected 'implicit' or 'explicit', got {mode!r}")
+        g = GroupSpec(**common, strategy=[], protocol="", group_protocol="", remote_assignor="", static=False,
+                      records_per_poll=0, callback_ms=0, auto_commit=False, acknowledgement_mode=mode,
+                      lock_duration_ms=_opt_int(d, "lock_duration_ms", where, 1),
+                      delivery_limit=_opt_int(d, "delivery_limit", where, 1))
+        _check_group_configs(g, where, coordinator)
+        return g
     strategy = d.get("strategy", ["range"])
     if isinstance(strategy, str):
         strategy = [strategy]
@@ -342,9 +549,6 @@ def _group(d: Mapping, i: int, topics: Mapping[str, int], coordinator: Coordinat
     protocol = d.get("protocol", "") or ""
     if not isinstance(protocol, str):
         raise ScenarioError(f"{where}.protocol: expected 'eager' or 'cooperative'")
-    config = d.get("config", {})
-    if not isinstance(config, Mapping):
-        raise ScenarioError(f"{where}.config: expected a table of consumer configs")
     group_protocol = d.get("group_protocol", "classic")
     if group_protocol not in ("classic", "consumer"):
         raise ScenarioError(f"{where}.group_protocol: expected 'classic' or 'consumer', got {group_protocol!r}")
@@ -352,22 +556,13 @@ def _group(d: Mapping, i: int, topics: Mapping[str, int], coordinator: Coordinat
     if not isinstance(remote, str) or (remote and remote not in SERVER_ASSIGNORS):
         raise ScenarioError(f"{where}.remote_assignor: expected one of {', '.join(SERVER_ASSIGNORS)}, got {remote!r}")
     g = GroupSpec(
-        name=name, topics=list(gtopics), strategy=list(strategy),
-        protocol=resolve_protocol(strategy, protocol, where),
-        members=_int(d, "members", 3, where), count=_int(d, "count", 1, where, 1),
-        join_interval_ms=_int(d, "join_interval_ms", 0, where),
+        **common, strategy=list(strategy), protocol=resolve_protocol(strategy, protocol, where),
         group_protocol=group_protocol, remote_assignor=remote,
         static=_bool(d, "static", False, where),
-        session_timeout_ms=_opt_int(d, "session_timeout_ms", where, 1),
-        heartbeat_interval_ms=_opt_int(d, "heartbeat_interval_ms", where, 1),
-        max_poll_interval_ms=_int(d, "max_poll_interval_ms", 300000, where, 1),
-        request_timeout_ms=_int(d, "request_timeout_ms", 30000, where, 1),
-        processing_ms=_int(d, "processing_ms", 100, where, 1),
-        records_per_poll=_int(d, "records_per_poll", 10, where),
+        records_per_poll=0 if job is not None else _int(d, "records_per_poll", 10, where),
         callback_ms=_int(d, "callback_ms", 0, where),
         auto_commit=_bool(d, "auto_commit", True, where),
-        auto_commit_interval_ms=_int(d, "auto_commit_interval_ms", 5000, where, 1),
-        config=dict(config))
+        auto_commit_interval_ms=_int(d, "auto_commit_interval_ms", 5000, where, 1))
     if g.consumer:
         _check_group_configs(g, where, coordinator)
     elif g.heartbeat_ms >= g.session_ms:
@@ -375,49 +570,115 @@ def _group(d: Mapping, i: int, topics: Mapping[str, int], coordinator: Coordinat
     return g
 
 
-def _check_group_configs(g: GroupSpec, where: str, coordinator: CoordinatorSpec) -> None:
-    """A consumer group's session timeout and heartbeat interval are group configs, bounded by the
-    coordinator's group.consumer.min/max.* (Kafka's GroupConfig.validate)."""
+def _check_consumer_configs(config: Mapping, share: bool, where: str) -> None:
+    """A group's ``config`` sets none of the consumer configs its own keys set, nor one its client
+    refuses (Kafka's ShareConsumerConfig those a share group has no use for; ConsumerConfig the
+    share consumer's)."""
+    for key, instead in (("max.poll.records", "max_poll_records"),
+                         ("share.acknowledgement.mode", "acknowledgement_mode")):
+        if key in config:
+            raise ScenarioError(f"{where}.config: give {key!r} as the group's {instead}")
+    refused = SHARE_GROUP_UNSUPPORTED_CONFIGS if share else ("share.acquire.mode",)
+    for key in refused:
+        if key in config:
+            raise ScenarioError(f"{where}.config: {key!r} cannot be set in a {'share' if share else 'consumer'} group")
+
+
+def _broker_config(coordinator: CoordinatorSpec):
+    """The coordinator's resolved broker config (ScenarioError when [coordinator] is invalid)."""
     from groupcoord.coordinator.config import BrokerConfig, ConfigError
     try:
-        cfg = BrokerConfig(dict(coordinator.config), profile=coordinator.profile, environ={})
+        return BrokerConfig(dict(coordinator.config), profile=coordinator.profile, environ={})
     except (ConfigError, ValueError) as e:
         raise ScenarioError(f"coordinator.config: {e}") from None
-    for key, value, what in (("session_timeout_ms", g.session_timeout_ms, "session.timeout"),
-                             ("heartbeat_interval_ms", g.heartbeat_interval_ms, "heartbeat.interval")):
+
+
+def _check_group_configs(g: GroupSpec, where: str, coordinator: CoordinatorSpec) -> None:
+    """A consumer or share group's session timeout and heartbeat interval (a share group's record
+    lock duration and delivery count limit too) are group configs, bounded by the coordinator's
+    group.consumer/share.min/max.* (Kafka's GroupConfig.validate); a share group needs a coordinator
+    that serves share groups."""
+    from groupcoord.coordinator.group.share.manager import enabled, share_version
+    from groupcoord.coordinator.releases import at_least
+    cfg = _broker_config(coordinator)
+    kind = "share" if g.share else "consumer"
+    release = str(cfg["groupcoord.kafka.version"])
+    if g.share and not enabled(cfg):
+        how = ("set coordinator.config \"share.version\" = 1" if at_least(release, "4.1")
+               else "they came with Kafka 4.1")
+        raise ScenarioError(f"{where}.group_type: the coordinator (groupcoord.kafka.version {release}, share.version "
+                            f"{share_version(cfg)}) serves no share groups ({how})")
+    bounded = [("session_timeout_ms", g.session_timeout_ms, "session.timeout.ms"),
+               ("heartbeat_interval_ms", g.heartbeat_interval_ms, "heartbeat.interval.ms")]
+    if g.share:
+        bounded += [("lock_duration_ms", g.lock_duration_ms, "record.lock.duration.ms"),
+                    ("delivery_limit", g.delivery_limit, "delivery.count.limit")]
+        if g.delivery_limit is not None and not at_least(release, "4.3"):
+            raise ScenarioError(f"{where}.delivery_limit: the group config share.delivery.count.limit came with Kafka "
+                                f"4.3; the coordinator's groupcoord.kafka.version is {release} (set its "
+                                "group.share.delivery.count.limit in coordinator.config instead)")
+    for key, value, what in bounded:
         if value is None:
             continue
-        lo, hi = int(cfg[f"group.consumer.min.{what}.ms"]), int(cfg[f"group.consumer.max.{what}.ms"])
+        lo, hi = int(cfg[f"group.{kind}.min.{what}"]), int(cfg[f"group.{kind}.max.{what}"])
         if not lo <= value <= hi:
+            bound = "min" if value < lo else "max"
             raise ScenarioError(
-                f"{where}.{key}: {value} is outside {lo} to {hi}, the coordinator's bounds for a consumer group's "
-                f"consumer.{what}.ms (widen them: coordinator.config \"group.consumer.{'min' if value < lo else 'max'}"
-                f".{what}.ms\", or --set coordinator.config.group.consumer.{'min' if value < lo else 'max'}"
-                f".{what}.ms={value})")
-    session = g.session_timeout_ms or int(cfg["group.consumer.session.timeout.ms"])
-    if (g.heartbeat_interval_ms or int(cfg["group.consumer.heartbeat.interval.ms"])) >= session:
+                f"{where}.{key}: {value} is outside {lo} to {hi}, the coordinator's bounds for a {kind} group's "
+                f"{kind}.{what} (widen them: coordinator.config \"group.{kind}.{bound}.{what}\", or --set "
+                f"coordinator.config.group.{kind}.{bound}.{what}={value})")
+    session = g.session_timeout_ms or int(cfg[f"group.{kind}.session.timeout.ms"])
+    if (g.heartbeat_interval_ms or int(cfg[f"group.{kind}.heartbeat.interval.ms"])) >= session:
         raise ScenarioError(f"{where}.heartbeat_interval_ms: must be below the group's session timeout ({session} ms)")
 
 
-def _latency(d: Any) -> dict:
+def _distribution(d: Any, where: str, known: Mapping[str, tuple[str, ...]], plain: str) -> dict:
+    """A distribution table (``dist`` and its keys, numbers >= 0) of those ``known``; a number is
+    the distribution ``plain`` (fixed or constant) of that many ms, as is a table without dist."""
     if isinstance(d, (int, float)) and not isinstance(d, bool):
-        d = {"dist": "fixed", "ms": d}
+        d = {"dist": plain, "ms": d}
     if not isinstance(d, Mapping):
-        raise ScenarioError("network.latency: expected a number of ms or a table with 'dist'")
-    dist = d.get("dist", "fixed")
-    params = DISTRIBUTIONS.get(dist)
+        raise ScenarioError(f"{where}: expected a number of ms or a table with 'dist'")
+    dist = d.get("dist", plain)
+    params = known.get(dist) if isinstance(dist, str) else None
     if params is None:
-        raise ScenarioError(f"network.latency.dist: unknown distribution {dist!r} "
-                            f"(known: {', '.join(DISTRIBUTIONS)})")
-    _unknown(d, ("dist",) + params, "network.latency")
+        raise ScenarioError(f"{where}.dist: unknown distribution {dist!r} (known: {', '.join(known)})")
+    _unknown(d, ("dist",) + params, where)
     out = {"dist": dist}
     for p in params:
         if p not in d:
-            raise ScenarioError(f"network.latency.{p}: required by the {dist} distribution")
-        out[p] = _num(d, p, None, "network.latency")
+            raise ScenarioError(f"{where}.{p}: required by the {dist} distribution")
+        out[p] = _num(d, p, None, where)
     if dist == "uniform" and out["min_ms"] > out["max_ms"]:
-        raise ScenarioError("network.latency: min_ms is above max_ms")
+        raise ScenarioError(f"{where}: min_ms is above max_ms")
+    if dist == "pareto" and out["alpha"] <= 0:
+        raise ScenarioError(f"{where}.alpha: must be above 0, got {out['alpha']}")
     return out
+
+
+def _latency(d: Any) -> dict:
+    return _distribution(d, "network.latency", DISTRIBUTIONS, "fixed")
+
+
+def _produce(d: Mapping, i: int, topics: Mapping[str, int]) -> ProduceSpec:
+    where = f"produce[{i}]"
+    if not isinstance(d, Mapping):
+        raise ScenarioError(f"{where}: expected a table")
+    _unknown(d, {f.name for f in fields(ProduceSpec)}, where)
+    topic = d.get("topic")
+    if not isinstance(topic, str) or topic not in topics:
+        raise ScenarioError(f"{where}.topic: expected a topic declared in [topics], got {topic!r}")
+    if "rate_per_s" not in d:
+        raise ScenarioError(f"{where}.rate_per_s: required (records per second)")
+    rate = _num(d, "rate_per_s", None, where)
+    if rate <= 0:
+        raise ScenarioError(f"{where}.rate_per_s: must be above 0, got {rate}")
+    start = _num(d, "start_s", 0, where)
+    stop = None if d.get("stop_s") is None else _num(d, "stop_s", None, where)
+    if stop is not None and stop <= start:
+        raise ScenarioError(f"{where}.stop_s: must be after start_s ({start}), got {stop}")
+    return ProduceSpec(topic, float(rate), float(start), None if stop is None else float(stop),
+                       _opt_int(d, "records", where, 1), _int(d, "batch", 1, where, 1))
 
 
 def _members_sel(d: Mapping, where: str) -> None:
@@ -511,8 +772,8 @@ def from_dict(d: Mapping) -> Scenario:
     if not isinstance(d, Mapping):
         raise ScenarioError("a scenario is a table")
     # "mode" and "group_ids" are written into scenario.json by the runs; they are ignored here
-    _unknown(d, ("name", "duration_s", "seed", "coordinator", "network", "topics", "groups", "events", "mode",
-                 "group_ids"), "scenario")
+    _unknown(d, ("name", "duration_s", "seed", "coordinator", "network", "topics", "groups", "events", "produce",
+                 "mode", "group_ids"), "scenario")
     topics = d.get("topics")
     if not isinstance(topics, Mapping) or not topics:
         raise ScenarioError("topics: expected a table of topic = partitions")
@@ -551,6 +812,10 @@ def from_dict(d: Mapping) -> Scenario:
     numbered.sort(key=lambda n: n[1].at_ms)     # stable: same-time events keep their order
     _check_member_indices(numbered, groups)
     events = [e for _, e in numbered]
+    produce_raw = d.get("produce", [])
+    if not isinstance(produce_raw, list):
+        raise ScenarioError("produce: expected a list of [[produce]] tables")
+    produce = [_produce(p, i, topics) for i, p in enumerate(produce_raw)]
     name = d.get("name", "scenario")
     if not isinstance(name, str):
         raise ScenarioError("name: expected a string")
@@ -558,20 +823,52 @@ def from_dict(d: Mapping) -> Scenario:
     if duration <= 0:
         raise ScenarioError("scenario.duration_s: must be positive")
     return Scenario(name=name, topics=topics, groups=groups, events=events, duration_s=duration,
-                    seed=_int(d, "seed", 0, "scenario", None), network=network, coordinator=coordinator)
+                    seed=_int(d, "seed", 0, "scenario", None), network=network, coordinator=coordinator,
+                    produce=produce)
 
 
 _TOP_LEVEL = ("duration_s", "seed", "name")
 _GROUP_KEYS = {f.name for f in fields(GroupSpec)} - {"name"}
+_PRODUCE_KEYS = {f.name for f in fields(ProduceSpec)}
+
+
+def _takes(group: Mapping, key: str) -> bool:
+    """Whether a group (as to_dict writes it) has the key: a consumer group those of
+    CONSUMER_GROUP_KEYS, a share group those of SHARE_GROUP_KEYS, records_per_poll a consumer group
+    that is no work queue; every group the others."""
+    share = group.get("group_type", "consumer") == "share"
+    if key in CONSUMER_GROUP_KEYS:
+        return not share
+    if key in SHARE_GROUP_KEYS:
+        return share
+    if key == "records_per_poll":
+        return not share and group.get("job_ms") is None
+    return True
 
 
 def apply_overrides(sc: Scenario, overrides: Mapping[str, Any]) -> Scenario:
     """A new scenario with overrides applied: group keys (strategy, protocol, group_protocol,
-    members, static, session_timeout_ms, ...) to every group, top-level keys (duration_s, seed,
+    members, static, session_timeout_ms, group_type, job_ms, ...) to every group that has the key
+    (consumer groups' keys to consumer groups, share groups' to share groups, records_per_poll to
+    those that are no work queue; an error when none has it), top-level keys (duration_s, seed,
     name) to the scenario, ``network.<key>`` and ``coordinator.<key>`` to those tables,
-    ``coordinator.config.<broker config>`` and ``config.<consumer config>`` (every group's) to one
-    config each. Validated again."""
+    ``produce.<key>`` to every [[produce]] entry, ``coordinator.config.<broker config>`` and
+    ``config.<consumer config>`` (every group's) to one config each. ``group_type`` goes first: a
+    group that changes type drops the keys its new type has not (and records_per_poll on becoming a
+    share group); ``job_ms`` drops records_per_poll. Validated again."""
     d = sc.to_dict()
+    groups = d["groups"]
+    if "group_type" in overrides:
+        new = overrides["group_type"]
+        for g in groups:
+            if g.get("group_type", "consumer") != new:
+                gone = SHARE_GROUP_KEYS if new == "consumer" else (*CONSUMER_GROUP_KEYS, "records_per_poll")
+                for key in gone:
+                    g.pop(key, None)
+            g["group_type"] = new
+    if overrides.get("job_ms") is not None:        # the groups become work queues
+        for g in groups:
+            g.pop("records_per_poll", None)
     strategy_changed = "strategy" in overrides and "protocol" not in overrides
     for key, value in overrides.items():
         if key in _TOP_LEVEL:
@@ -579,17 +876,34 @@ def apply_overrides(sc: Scenario, overrides: Mapping[str, Any]) -> Scenario:
         elif key.startswith("coordinator.config."):        # one broker config, by Kafka's name
             d["coordinator"]["config"][key[len("coordinator.config."):]] = value
         elif key.startswith("config."):                     # one consumer config of every group
-            for g in d["groups"]:
+            for g in groups:
                 g["config"][key[len("config."):]] = value
         elif key.startswith(("network.", "coordinator.")):
             table, _, sub = key.partition(".")
             d[table][sub] = value
+        elif key.startswith("produce."):                    # one key of every producer
+            sub = key[len("produce."):]
+            if sub not in _PRODUCE_KEYS:
+                raise ScenarioError(f"override {key!r}: not a [[produce]] key "
+                                    f"(known: {', '.join(sorted(_PRODUCE_KEYS))})")
+            if not d["produce"]:
+                raise ScenarioError(f"override {key!r}: the scenario has no [[produce]]")
+            for p in d["produce"]:
+                p[sub] = value
         elif key in _GROUP_KEYS:
-            for g in d["groups"]:
+            takers = [g for g in groups if _takes(g, key)]
+            if not takers:
+                why = ("a consumer group's key" if key in CONSUMER_GROUP_KEYS else
+                       "a share group's key" if key in SHARE_GROUP_KEYS else
+                       "share groups and work queues (job_ms) fetch records")
+                raise ScenarioError(f"override {key!r}: no group of the scenario has it ({why})")
+            for g in takers:
                 g[key] = value
         else:
-            raise ScenarioError(f"override {key!r}: not a scenario, group, config.*, network.* or coordinator.* key")
+            raise ScenarioError(f"override {key!r}: not a scenario, group, config.*, network.*, coordinator.* or "
+                                "produce.* key")
     if strategy_changed:
-        for g in d["groups"]:
-            g["protocol"] = ""          # re-derive from the new strategy
+        for g in groups:
+            if _takes(g, "protocol"):
+                g["protocol"] = ""          # re-derive from the new strategy
     return from_dict(d)

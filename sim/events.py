@@ -32,16 +32,34 @@ Event types and their own fields
 ``client.lost``      onPartitionsLost.     ``partitions``, ``owned`` (what is left).
 ``client.committed`` an offset commit acknowledged by the coordinator.
     ``offsets`` ([[topic, partition, offset], ...]).
+``client.records_polled``  work queues (a group with ``job_ms``, every share group): the
+    application's poll got records. ``records``: [[topic, partition, first, last, delivery_count],
+    ...], runs of consecutive offsets of one partition with one delivery count (a share group's:
+    the leader's, 1 the first time; a consumer group's member does not know it: 0).
+``client.batch_processed``  work queues: the application processed the records of a poll.
+    ``records`` ([[topic, partition, first, last], ...]), ``started_ms`` (when it began),
+    ``busy_ms`` (the sum of their processing times); ts_ms is when it finished.
+``client.acknowledged``  share groups: acknowledgements answered by the leader (or failed before
+    they could be sent). ``records`` ([[topic, partition, first, last, type], ...], type "ACCEPT" |
+    "RELEASE" | "REJECT" | "GAP"), ``error`` (None, or the Kafka error's name).
 ``client.stopped``   the member is gone.
     ``reason``: "close" (graceful close) | "crash" (killed, no LeaveGroup) | "fenced"
     (FENCED_INSTANCE_ID) | "fatal" (another fatal error).
 
 Partition lists are sorted by topic, then partition.
+
+Producer events (``[[produce]]``)
+---------------------------------
+``producer.produced``  records appended by a producer of the scenario: ``v``, ``event``, ``ts_ms``
+    (when the leader appended them), ``producer`` ("<topic>/p<index>", index among the scenario's
+    [[produce]] entries), ``topic``, ``partition``, ``first``, ``last`` (their offsets). No group.
 """
 from __future__ import annotations
 
 from groupcoord.coordinator.events import check_fields
 from groupcoord.protocol.errors import ErrorCode
+
+from .work import ACK_NAMES, runs
 
 SCHEMA_VERSION = 1
 
@@ -54,17 +72,28 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "client.revoked": ("partitions", "owned"),
     "client.lost": ("partitions", "owned"),
     "client.committed": ("offsets",),
+    "client.records_polled": ("records",),
+    "client.batch_processed": ("records", "started_ms", "busy_ms"),
+    "client.acknowledged": ("records", "error"),
     "client.stopped": ("reason",),
 }
+PRODUCER_FIELDS: tuple[str, ...] = ("v", "event", "ts_ms", "producer", "topic", "partition", "first", "last")
 
 STOP_REASONS = ("close", "crash", "fenced", "fatal")
-PROTOCOLS = ("eager", "cooperative", "consumer")
+PROTOCOLS = ("eager", "cooperative", "consumer", "share")
 MEMBER_STATES = ("UNSUBSCRIBED", "JOINING", "RECONCILING", "ACKNOWLEDGING", "STABLE", "FENCED", "LEAVING")
 
 
 def check_event(event: dict) -> None:
     """Raise ``ValueError`` unless ``event`` is a member event with exactly the documented fields
-    and sane values."""
+    and sane values (or a producer event, with exactly its fields)."""
+    if event.get("event") == "producer.produced":
+        if set(event) != set(PRODUCER_FIELDS):
+            raise ValueError(f"producer.produced: fields {sorted(event)}, expected {sorted(PRODUCER_FIELDS)}")
+        if not all(isinstance(event[k], int) for k in ("ts_ms", "partition", "first", "last")) \
+                or event["first"] > event["last"]:
+            raise ValueError("producer.produced: ts_ms, partition, first <= last must be integers")
+        return
     kind = check_fields(event, BASE_FIELDS, EVENT_FIELDS, "member event")
     if event["v"] != SCHEMA_VERSION:
         raise ValueError(f"{kind}: schema version {event['v']!r}")
@@ -82,8 +111,17 @@ def check_event(event: dict) -> None:
     for key in ("partitions", "owned"):
         if key in event and not all(isinstance(tp, list) and len(tp) == 2 for tp in event[key]):
             raise ValueError(f"{kind}: {key} must be [[topic, partition], ...]")
+    if kind in ("client.records_polled", "client.acknowledged", "client.batch_processed"):
+        width = 4 if kind == "client.batch_processed" else 5
+        if not all(isinstance(r, list) and len(r) == width and r[2] <= r[3] for r in event["records"]):
+            raise ValueError(f"{kind}: records must be runs of {width} fields, first <= last")
     if kind == "client.committed" and not all(isinstance(o, list) and len(o) == 3 for o in event["offsets"]):
         raise ValueError(f"{kind}: offsets must be [[topic, partition, offset], ...]")
+
+
+def producer_event(ts_ms: int, producer: str, topic: str, partition: int, first: int, last: int) -> dict:
+    return {"v": SCHEMA_VERSION, "event": "producer.produced", "ts_ms": ts_ms, "producer": producer,
+            "topic": topic, "partition": partition, "first": first, "last": last}
 
 
 def tp_list(tps) -> list[list]:
@@ -152,6 +190,33 @@ class MemberEvents:
         e["offsets"] = [[tp[0], tp[1], om.offset] for tp, om in sorted(offsets.items())]
         emit = self.emit
         emit(e)
+
+    def polled(self, records: list) -> None:
+        """Records a poll handed to the application (ShareRecord or ConsumerRecord)."""
+        e = self._base("client.records_polled")
+        e["records"] = runs((r.topic, r.partition, r.offset, getattr(r, "delivery_count", 0)) for r in records)
+        self.emit(e)
+
+    def batch_processed(self, records: list, started_ms: int, busy_ms: int) -> None:
+        e = self._base("client.batch_processed")
+        e["records"] = runs((r.topic, r.partition, r.offset) for r in records)
+        e["started_ms"] = started_ms
+        e["busy_ms"] = busy_ms
+        self.emit(e)
+
+    def acknowledged(self, results: dict, types: dict) -> None:
+        """A share member's AcknowledgementsCommitted: one event per outcome (error or None)."""
+        by_error: dict = {}
+        for tp, (offsets, error) in results.items():
+            kinds = types.get(tp, {})
+            name = None if error is None else getattr(getattr(error, "code", None), "name", None) or type(error).__name__
+            by_error.setdefault(name, []).extend(
+                (tp[0], tp[1], o, ACK_NAMES.get(kinds.get(o), "ACCEPT")) for o in offsets)
+        for name in sorted(by_error, key=lambda n: (n is not None, n or "")):
+            e = self._base("client.acknowledged")
+            e["records"] = runs(by_error[name])
+            e["error"] = name
+            self.emit(e)
 
     def stopped(self, reason: str) -> None:
         e = self._base("client.stopped")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .events import MemberEvents
+from .events import MemberEvents, producer_event
 from .scenario import Event, GroupSpec, Scenario
 
 
@@ -47,10 +47,23 @@ def consumer_config(client: Client, bootstrap: str = "sim:9092") -> dict:
         cfg.update({"partition.assignment.strategy": list(s.strategy), "session.timeout.ms": s.session_ms,
                     "heartbeat.interval.ms": s.heartbeat_ms})
     cfg.update({"max.poll.interval.ms": s.max_poll_interval_ms, "request.timeout.ms": s.request_timeout_ms,
-                "enable.auto.commit": s.auto_commit, "auto.commit.interval.ms": s.auto_commit_interval_ms,
-                "auto.offset.reset": "earliest"})
+                # a work queue's application commits itself (sim/work.py), after processing
+                "enable.auto.commit": s.auto_commit and not s.work_queue,
+                "auto.commit.interval.ms": s.auto_commit_interval_ms, "auto.offset.reset": "earliest",
+                "max.poll.records": s.max_poll_records})
     if s.static:
         cfg["group.instance.id"] = client.instance_id
+    cfg.update(s.config)
+    return cfg
+
+
+def share_config(client: Client, bootstrap: str = "sim:9092") -> dict:
+    """Kafka share consumer configs of a share group's member."""
+    s = client.spec
+    cfg = {"bootstrap.servers": bootstrap, "group.id": client.group, "client.id": client.name,
+           "share.acknowledgement.mode": s.acknowledgement_mode or "implicit",
+           "max.poll.interval.ms": s.max_poll_interval_ms, "request.timeout.ms": s.request_timeout_ms,
+           "max.poll.records": s.max_poll_records}
     cfg.update(s.config)
     return cfg
 
@@ -62,11 +75,21 @@ def follow(member, recorder: MemberEvents) -> None:
     recorder.state(member.membership.cstate.value, member.membership.epoch)
 
 
+#: what every share group of a scenario gets, before its own configs: records produced before its
+#: members first fetch are theirs too (Kafka's default, latest, would skip them)
+SHARE_GROUP_DEFAULTS = {"share.auto.offset.reset": "earliest"}
+
+
+def group_configs(spec: GroupSpec) -> dict:
+    """The group configs a scenario's group gets."""
+    return {**SHARE_GROUP_DEFAULTS, **spec.group_configs()} if spec.share else spec.group_configs()
+
+
 def set_group_configs(service, scenario: Scenario) -> None:
-    """The consumer groups' configs (session timeout, heartbeat interval) on an in-process
-    coordinator, as ``kafka-configs --entity-type groups --alter`` sets them."""
+    """The consumer and share groups' configs (session timeout, heartbeat interval, locks...) on an
+    in-process coordinator, as ``kafka-configs --entity-type groups --alter`` sets them."""
     for spec in scenario.groups:
-        configs = spec.group_configs()
+        configs = group_configs(spec)
         if configs:
             for gid in spec.group_ids():
                 service.alter_group_configs(gid, configs)
@@ -85,7 +108,7 @@ class Driver:
     mode = ""
     # slots, for the simulator's sake (see Simulator.__slots__); a subclass may have a __dict__
     __slots__ = ("scenario", "seed", "_picks", "events", "clients", "by_group", "next_index", "topics", "notes",
-                 "only", "shard", "cluster_actions")
+                 "only", "shard", "cluster_actions", "_produced")
 
     def __init__(self, scenario: Scenario, seed: int):
         self.scenario = scenario
@@ -104,6 +127,7 @@ class Driver:
         # whether this driver does the cluster-wide actions (add_partitions, move_coordinator,
         # node_down, node_up): one of the shards of a scenario does them, the others do not
         self.cluster_actions = True
+        self._produced: dict[int, int] = {}    # [[produce]] index -> records produced (round robin)
 
     # ---- to implement --------------------------------------------------------------
     def now_ms(self) -> int: raise NotImplementedError        # scenario time (ms since the start)
@@ -123,7 +147,9 @@ class Driver:
         idx = self.next_index.get(group, 0)
         self.next_index[group] = idx + 1
         name = client_name(group, idx)
-        if spec.consumer:
+        if spec.share:
+            strategy, protocol = [], "share"
+        elif spec.consumer:
             strategy, protocol = [spec.remote_assignor] if spec.remote_assignor else [], "consumer"
         else:
             strategy, protocol = spec.strategy, spec.protocol
@@ -145,6 +171,42 @@ class Driver:
                     self.at(i * spec.join_interval_ms, lambda c=c: self._start(c))
         for ev in self.scenario.events:
             self.at(ev.at_ms, lambda ev=ev: self.apply(ev))
+        duration = self.scenario.duration_ms
+        for i, spec in enumerate(self.scenario.produce):
+            requests = spec.requests(duration)
+            first = next(requests, None)
+            if first is not None:
+                self.at(first[0], lambda i=i, spec=spec, r=first, rest=requests: self._produce(i, spec, r, rest))
+
+    # ---- producers ---------------------------------------------------------------------------
+    def _produce(self, i: int, spec, request: tuple[int, int], rest) -> None:
+        """One produce request of [[produce]] entry i (its records round robin over the topic's
+        partitions now), then the next one is scheduled."""
+        _, count = request
+        n = self._produced.get(i, 0)
+        self._produced[i] = n + count
+        partitions = self.topics[spec.topic]
+        per: dict[int, int] = {}
+        for k in range(n, n + count):
+            per[k % partitions] = per.get(k % partitions, 0) + 1
+        for partition, k in sorted(per.items()):
+            self.produce(f"{spec.topic}/p{i}", spec.topic, partition, k)
+        nxt = next(rest, None)
+        if nxt is not None:
+            self.at(nxt[0], lambda: self._produce(i, spec, nxt, rest))
+
+    def produce(self, producer: str, topic: str, partition: int, count: int) -> None:
+        """Append count records to the partition (the subclass: then :meth:`produced`)."""
+        raise NotImplementedError
+
+    def emits_producers(self) -> bool:
+        """Whether this driver writes the producer events: one of a scenario's shards does (each
+        shard's cluster gets the records, as its groups read them)."""
+        return self.only is None or self.scenario.group_ids()[0] in self.only
+
+    def produced(self, producer: str, topic: str, partition: int, first: int, last: int) -> None:
+        if self.emits_producers():
+            self.events.append(producer_event(self.ts_ms(), producer, topic, partition, first, last))
 
     # ---- the timeline --------------------------------------------------------------------
     def _groups_of(self, ev: Event) -> list[str]:
@@ -259,6 +321,35 @@ def write_outputs(out_dir, events: list[dict], scenario_doc: dict, summary: dict
         (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
 
 
+_WORK_EVENTS = frozenset(("client.records_polled", "client.batch_processed", "client.acknowledged"))
+
+
+def _count_work(g: dict, kind: str, e: dict) -> None:
+    """A work queue's counts (``work`` in its summary): records polled (redelivered: a share group's
+    with a delivery count above 1), processed, acknowledged (ACCEPT, REJECT, RELEASE answered without
+    an error) and failed acknowledgements."""
+    w = g.get("work")
+    if w is None:
+        w = g["work"] = {"polls": 0, "records_polled": 0, "records_redelivered": 0, "records_processed": 0,
+                         "busy_ms": 0, "accepted": 0, "rejected": 0, "released": 0, "acknowledgements_failed": 0}
+    if kind == "client.records_polled":
+        w["polls"] += 1
+        for _, _, first, last, count in e["records"]:
+            w["records_polled"] += last - first + 1
+            if count > 1:
+                w["records_redelivered"] += last - first + 1
+    elif kind == "client.batch_processed":
+        w["records_processed"] += sum(last - first + 1 for _, _, first, last in e["records"])
+        w["busy_ms"] += e["busy_ms"]
+    else:
+        for _, _, first, last, kind_ in e["records"]:
+            n = last - first + 1
+            if e["error"] is not None:
+                w["acknowledgements_failed"] += n
+            elif kind_ in ("ACCEPT", "REJECT", "RELEASE"):
+                w[{"ACCEPT": "accepted", "REJECT": "rejected", "RELEASE": "released"}[kind_]] += n
+
+
 def summarize(events: list[dict]) -> dict:
     """Per group: coordinator rebalances (a consumer group's: from an epoch bump to the group's next
     Stable or Empty at the coordinator, the bumps meanwhile included; ``analyze`` counts one per
@@ -288,7 +379,12 @@ def summarize(events: list[dict]) -> dict:
 
     for e in events:
         kind = e["event"]
+        if kind == "producer.produced":
+            continue
         g = groups[e["group"]]
+        if kind in _WORK_EVENTS:
+            _count_work(g, kind, e)
+            continue
         if not kind.startswith("client."):
             g["generation"] = e["generation"]
             g["state"] = e["state"]

@@ -36,13 +36,17 @@ from groupcoord.client.assignors import RebalanceProtocol
 from groupcoord.client.member import (
     Closed, CommitCompleted, Connect, Disconnect, ErrorRaised, Member, RebalanceCallback, SendRequest,
 )
+from groupcoord.client.member.share import ShareMember
+from groupcoord.client.member.share_actions import AcknowledgementsCommitted
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.service import Service
+from groupcoord.protocol.records import Record, encode_batch
 
 from .events import stop_reason
-from .model import Client, Driver, consumer_config, follow, set_group_configs, summarize, write_outputs
+from .model import Client, Driver, consumer_config, follow, set_group_configs, share_config, summarize, write_outputs
 from .scenario import Scenario
+from .work import Work
 
 __all__ = ["run", "Simulator"]
 
@@ -69,10 +73,11 @@ def latency_sampler(spec: dict, rng: random.Random) -> Callable[[], int]:
 
 
 class _Conn:
-    __slots__ = ("cid", "node", "alive", "queue", "busy", "req_at", "resp_at")
+    __slots__ = ("cid", "gid", "node", "alive", "queue", "busy", "req_at", "resp_at")
 
-    def __init__(self, cid: int, node: int):
-        self.cid = cid
+    def __init__(self, cid: int, gid: int, node: int):
+        self.cid = cid                 # the member's id of it
+        self.gid = gid                 # the service's (unique in the run: members number theirs alike)
         self.node = node
         self.alive = True
         self.queue: list = []          # requests arrived, waiting for the one being handled
@@ -84,7 +89,8 @@ class _Conn:
 class _Running:
     """One running instance of a client (a new one per start)."""
     __slots__ = ("client", "member", "conns", "wake_at", "dead", "frozen_until", "deferred", "stall_until",
-                 "next_poll", "cut_until", "closing", "start_after_close", "rng", "latency", "period", "records")
+                 "next_poll", "cut_until", "closing", "start_after_close", "rng", "latency", "period", "records",
+                 "work")
 
     def __init__(self, client: Client, member: Member, now: int, rng: random.Random, latency: Callable[[], int]):
         self.client = client
@@ -103,6 +109,7 @@ class _Running:
         self.cut_until = -1
         self.closing = False
         self.start_after_close = False
+        self.work: Work | None = None   # a work queue's application (sim/work.py)
 
 
 #: The agenda's timing wheel: one slot per ms of the next 8.2 s (latencies, heartbeats and
@@ -125,7 +132,7 @@ class Simulator(Driver):
                  "service", "now", "wall_s", "_corr", "_cursor", "_far", "_far_enters", "_id_rngs", "_net_rngs",
                  "_queued", "_seq", "_service_wake", "_timers_seen", "_uniform", "_wheel",
                  "_n_items", "_n_lost", "_n_polls", "_n_polls_skipped", "_n_requests",
-                 "_arrive_cb", "_respond_cb", "_deliver_cb", "_wake_cb")
+                 "_arrive_cb", "_respond_cb", "_deliver_cb", "_wake_cb", "_producer_conn", "_conn_ids")
 
     def __init__(self, scenario: Scenario, seed: int, *, progress: bool = False, realtime: bool = False,
                  groups=None):
@@ -176,6 +183,8 @@ class Simulator(Driver):
             self._arrive, self._respond, self._deliver, self._wake)
         # run statistics (see stats): plain counters on the hot path
         self._n_requests = self._n_lost = self._n_polls = self._n_polls_skipped = self._n_items = 0
+        self._conn_ids = itertools.count(1)                # the service's connection ids
+        self._producer_conn = itertools.count(1 << 40)    # the producers' (none of a member's)
 
     @property
     def stats(self) -> dict:
@@ -214,15 +223,25 @@ class Simulator(Driver):
         if prev is not None and not prev.dead:
             prev.start_after_close = True           # starts once the old process has closed
             return
-        member = Member(consumer_config(c), topics=c.topics, now=self.now, rng=random.Random(f"{self.seed}/{c.name}"))
-        consumer = c.spec.consumer
-        if c.spec.protocol == "eager" and not consumer:
+        spec = c.spec
+        if spec.share:
+            member = ShareMember(share_config(c), topics=c.topics, now=self.now,
+                                 rng=random.Random(f"{self.seed}/{c.name}"))
+        else:
+            member = Member(consumer_config(c), topics=c.topics, now=self.now,
+                            rng=random.Random(f"{self.seed}/{c.name}"), fetch=spec.work_queue)
+        consumer = spec.consumer
+        if spec.protocol == "eager" and not consumer and not spec.share:
             member.protocol = RebalanceProtocol.EAGER
         rng = self._net_rngs.get(c.name)
         if rng is None:
             rng = self._net_rngs[c.name] = random.Random(f"{self.seed}/net/{c.name}")
-        r = _Running(c, member, self.now + rng.randrange(max(1, c.spec.processing_ms)), rng,
+        r = _Running(c, member, self.now + rng.randrange(max(1, spec.processing_ms)), rng,
                      latency_sampler(self.scenario.network.latency, rng))
+        if spec.work_queue:
+            # its own stream of job times: a run of the group does not depend on the others
+            r.work = Work(spec, random.Random(f"{self.seed}/jobs/{c.name}/{c.generation}"), self.now)
+            r.next_poll = _NEVER               # the application polls as sim/work.py says
         c.handle = r
         c.recorder.member = member
         c.recorder.started()
@@ -246,8 +265,13 @@ class Simulator(Driver):
 
     def _kill(self, r: _Running, reason: str) -> None:
         r.dead = True
+        share = reason == "crash" and r.client.spec.share
         for conn in r.conns.values():
             conn.alive = False
+            if share:
+                # the process's sockets close with it: the broker hears of it a latency later (Kafka
+                # 4.3 releases the records a share session held at once)
+                self._push(self.now + r.latency(), self._conn_closed, (conn.node, conn.gid))
         r.conns.clear()
         r.client.recorder.stopped(reason)
         if r.client.handle is r and reason != "close":
@@ -255,6 +279,10 @@ class Simulator(Driver):
         if r.start_after_close and r.client.alive:
             r.client.handle = None
             self.start_member(r.client)
+
+    def _conn_closed(self, arg) -> None:
+        self.service.connection_closed(*arg)
+        self._arm_service()
 
     def freeze(self, c: Client, ms: int) -> None:
         r: _Running | None = c.handle
@@ -275,6 +303,17 @@ class Simulator(Driver):
         r: _Running | None = c.handle
         if r is None or r.dead:
             return
+        w = r.work
+        if w is not None:
+            # the application hangs: the batch under way ends ms later, or the next poll comes ms later
+            w.hang_until = max(w.hang_until, self.now + ms)
+            if w.busy_until is not None:
+                w.busy_until += ms
+                w.token += 1
+                self._push(w.busy_until, self._batch_done, (r, w.token))
+            else:
+                self._push(w.hang_until, self._unhang, r)
+            return
         self._app_polls(r)
         r.stall_until = max(r.stall_until, self.now + ms)
         self._push(r.stall_until, self._unstall, r)
@@ -294,6 +333,29 @@ class Simulator(Driver):
 
     def add_partitions(self, topic: str, n: int) -> None:
         self.service.cluster.add_partitions(topic, n)
+
+    def produce(self, producer: str, topic: str, partition: int, count: int) -> None:
+        """A Produce request handled by the partition's leader at once (the producers are beside the
+        cluster: no network), as a client's goes through the service."""
+        service = self.service
+        leader = service.cluster.leader_for(topic, partition)
+        now = self.now
+        data = encode_batch([Record(i, 0, None, b"", []) for i in range(count)], base_timestamp=now)
+        body = {"transactional_id": None, "acks": -1, "timeout_ms": 30000, "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": data}]}]}
+        ctx = RequestContext(service, leader, producer, "/127.0.0.1", 0, 8,
+                             next(self._corr), next(self._producer_conn))
+        got: list = []
+        service.handle(ctx, body, got.append)
+        self._arm_service()
+        if not got:
+            self.notes.append(f"t={now}: produce to {topic}-{partition}: not answered")
+            return
+        [part] = got[0]["responses"][0]["partition_responses"]
+        if part["error_code"]:
+            self.notes.append(f"t={now}: produce to {topic}-{partition}: error {part['error_code']}")
+            return
+        self.produced(producer, topic, partition, part["base_offset"], part["base_offset"] + count - 1)
 
     def move_coordinator(self, group: str, node: int | None) -> None:
         from groupcoord.coordinator.faults import FaultError
@@ -380,6 +442,40 @@ class Simulator(Driver):
                 pos[tp] += step
         return rejoin
 
+    def _unhang(self, r: _Running) -> None:
+        if not r.dead and r.work is not None and r.work.hang_until <= self.now:
+            self._wake_or_defer(r)
+
+    def _batch_done(self, arg) -> None:
+        """A work-queue member's application processed the records of its last poll."""
+        r, token = arg
+        w = r.work
+        if r.dead or w is None or w.token != token or w.busy_until is None:
+            return
+        if r.frozen_until > self.now:
+            r.deferred.append((self._batch_done, arg))
+            return
+        batch = w.batch
+        r.client.recorder.batch_processed(batch, w.started, w.busy_ms)
+        w.end_batch(r.member, self.now)
+        self._drive(r)
+
+    def _work(self, r: _Running) -> bool:
+        """A work-queue member's application, when it is in a poll: the poll's records, if the
+        member has some, and their processing begins (True)."""
+        w = r.work
+        now = self.now
+        if not w.waiting or w.hang_until > now or r.closing:
+            return False
+        m = r.member
+        w.polled(m, now)
+        records = w.take(m, now)
+        if not records:
+            return False
+        r.client.recorder.polled(records)
+        self._push(w.start_batch(records, now), self._batch_done, (r, w.token))
+        return True
+
     def _drive(self, r: _Running) -> None:
         """Poll the member until it has nothing more to do now, carrying out its actions; then
         wake it at its next deadline."""
@@ -387,7 +483,9 @@ class Simulator(Driver):
             return
         m = r.member
         now = self.now
-        if r.next_poll <= now and r.stall_until <= now:
+        if r.work is not None:
+            self._work(r)
+        elif r.next_poll <= now and r.stall_until <= now:
             self._app_polls_due(r)
         for _ in range(1000):
             actions = m.poll(now)
@@ -405,6 +503,10 @@ class Simulator(Driver):
                     return
             if not again:
                 break
+        w = r.work
+        if w is not None and w.waiting and self._work(r):
+            self._drive(r)                      # records came: the application's poll took them
+            return
         d = m.next_deadline()
         if d is not None and (r.wake_at is None or d < r.wake_at or r.wake_at <= now):
             r.wake_at = d
@@ -434,6 +536,9 @@ class Simulator(Driver):
         if isinstance(a, CommitCompleted):
             if a.error is None:
                 c.recorder.committed(a.offsets)
+            return False
+        if isinstance(a, AcknowledgementsCommitted):
+            c.recorder.acknowledged(a.results, a.types)
             return False
         if isinstance(a, Connect):
             self._connect(r, a)
@@ -494,7 +599,7 @@ class Simulator(Driver):
                 else 2 * r.latency() + self.connect_ms
             self._push(self.now + delay, self._connect_failed, (r, a.conn_id))
             return
-        conn = _Conn(a.conn_id, node)
+        conn = _Conn(a.conn_id, next(self._conn_ids), node)
         r.conns[a.conn_id] = conn
         t = self.now + 2 * r.latency() + self.connect_ms    # TCP, then ApiVersions
         conn.req_at = conn.resp_at = t
@@ -548,7 +653,7 @@ class Simulator(Driver):
             wire = frames.encode_request(a.api_key, a.api_version, corr, body, client_id, framed=False)
             body = frames.decode_request(wire).body
         ctx = RequestContext(self.service, conn.node, client_id, "/127.0.0.1", a.api_key, a.api_version, corr,
-                             conn.cid)
+                             conn.gid)
         service = self.service
         if not service.before_request and not service.after_request:
             # the pipeline without hooks is the handler: one call less per request (bench/fleet.py instructions)
@@ -791,9 +896,18 @@ def find_group(service: Service, group_id: str):
 def ownership_check(service: Service, group, members: list[Member]) -> str:
     """"ok" when the group is Stable with every running member stable in its generation, owning
     disjoint partitions that cover the subscribed topics; "unsettled..." when the group is not
-    (yet) stable or partitions are still unowned; "violated: ..." when a partition is owned twice."""
+    (yet) stable or partitions are still unowned; "violated: ..." when a partition is owned twice.
+    A share group's members share partitions: "ok" when it is Stable with every running member
+    stable and every subscribed partition assigned to one of them at least."""
     if group is None or group.state != "Stable" or len(group.members) != len(members):
         return "unsettled"
+    if any(isinstance(m, ShareMember) for m in members):
+        if not all(m.stable for m in members):
+            return "unsettled"
+        topics = {t for m in members for t in m.subscription}
+        expected = {(t, p) for t in topics for p in range(service.partition_count(t) or 0)}
+        assigned = {tuple(tp) for m in members for tp in m.assignment}
+        return "ok" if assigned == expected else f"unsettled: {len(expected - assigned)} partitions unassigned"
     seen: set = set()
     topics: set = set()
     for m in members:

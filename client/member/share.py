@@ -39,6 +39,7 @@ from .actions import NEVER, Action, Closed, ErrorRaised, FatalConsumerError, Ill
 from .connections import COORDINATOR, SHARE_GROUP_HEARTBEAT, Connections, Request
 from .consumer_protocol import new_member_id
 from .discovery import Discovery
+from .membership import Generation
 from .metadata import Metadata
 from .share_actions import ACCEPT, AcknowledgeType, ShareRecord
 from .share_fetching import ShareFetcher
@@ -530,6 +531,11 @@ class ShareMember:
     @property
     def member_epoch(self) -> int:
         return self.membership.epoch
+
+    @property
+    def generation(self) -> Generation:
+        """(member epoch, member id), as a consumer's generation reads (the fleets' event recorder)."""
+        return Generation(self.membership.epoch, self.membership.member_id, None)
 
     @property
     def state(self) -> ShareState:

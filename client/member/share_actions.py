@@ -3,7 +3,7 @@ counts, the acknowledgement types, and the results of acknowledgements."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .actions import Action, ConsumerRecord
 
@@ -27,9 +27,11 @@ class ShareRecord(ConsumerRecord):
 
 @dataclass
 class AcknowledgementsCommitted(Action):
-    """Acknowledgements answered by a leader (or failed before they could be sent): TP ->
-    (offsets, error or None). Kafka's AcknowledgementCommitCallback gets them."""
+    """Acknowledgements answered by a leader (or failed before they could be sent): ``results``
+    TP -> (offsets, error or None), as Kafka's AcknowledgementCommitCallback gets them; ``types``
+    TP -> {offset: acknowledge type}."""
     results: dict
+    types: dict = field(default_factory=dict)
 
 
 @dataclass

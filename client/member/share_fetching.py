@@ -107,6 +107,7 @@ class ShareFetcher:
         self.buffer: dict[TP, deque] = {}
         self.pending: dict[TP, list[Ack]] = {}
         self.commits: dict[int, CommitOp] = {}
+        self._failed_types: dict[TP, dict] = {}              # lock-expired acknowledgements' types, until reported
         self.wanted = False
         self.lock_timeout_ms: int | None = None           # the last AcquisitionLockTimeoutMs
         self.max_records: int = cfg["max.poll.records"]
@@ -227,8 +228,9 @@ class ShareFetcher:
         """Acknowledgements for a leader with no open session cannot be sent (a ShareFetch that
         opens one may not carry any; the records were released with the old session)."""
         error = KafkaError(_E.INVALID_SHARE_SESSION_EPOCH, "no share session with the leader to acknowledge in")
-        results = {tp: (frozenset(a.offset for a in acks), error) for tp in tps if (acks := self.pending.pop(tp, []))}
-        self._report(results, self._take_commits(node), node)
+        taken = {tp: acks for tp in tps if (acks := self.pending.pop(tp, []))}
+        results = {tp: (frozenset(a.offset for a in acks), error) for tp, acks in taken.items()}
+        self._report(results, self._take_commits(node), node, taken)
 
     def _take_commits(self, node: int) -> list[int]:
         s = self.sessions.get(node)
@@ -249,6 +251,8 @@ class ShareFetcher:
             if live:
                 send[tp] = live
             if dead:
+                self._failed_types.setdefault(tp, {}).update(
+                    (a.offset, a.type) for a in acks if a.deadline <= now and a.type != GAP)
                 failed[tp] = (frozenset(dead), KafkaError(
                     _E.INVALID_RECORD_STATE, "the record's acquisition lock expired before it was acknowledged"))
         return send, failed
@@ -405,7 +409,7 @@ class ShareFetcher:
         for tp in send:
             if tp not in answered:            # (librdkafka's reading of a missing partition)
                 results[tp] = (self._offsets(send[tp]), KafkaError(_E.INVALID_RECORD_STATE))
-        self._report(results, handles, s.node)
+        self._report(results, handles, s.node, send)
 
     def _take_records(self, tp: TP, p: dict, deadline: int) -> None:
         acquired = p["acquired_records"]
@@ -470,7 +474,7 @@ class ShareFetcher:
         for tp, acks in send.items():
             if tp not in results:
                 results[tp] = (self._offsets(acks), KafkaError(_E.INVALID_RECORD_STATE))
-        self._report(results, handles, s.node)
+        self._report(results, handles, s.node, send)
 
     def _failed_request(self, s: Session, send: dict, failed: dict, handles: list, code: ErrorCode,
                         now: int) -> None:
@@ -484,13 +488,18 @@ class ShareFetcher:
             s.retry_at = now + self.retry_backoff_ms
         results = dict(failed)
         results.update({tp: (self._offsets(acks), KafkaError(code)) for tp, acks in send.items()})
-        self._report(results, handles, s.node)
+        self._report(results, handles, s.node, send)
 
-    def _report(self, results: dict, handles: list, node: int) -> None:
+    def _report(self, results: dict, handles: list, node: int, send: dict | None = None) -> None:
         """Acknowledgement results to the application (the commit callback), and to the commits
-        waiting for this node's answer."""
+        waiting for this node's answer; ``send``: the acknowledgements sent (for their types)."""
         if results:
-            self.net.actions.append(AcknowledgementsCommitted(dict(results)))
+            types = {tp: {a.offset: a.type for a in acks} for tp, acks in (send or {}).items()}
+            for tp in results:
+                kinds = self._failed_types.pop(tp, None)
+                if kinds:
+                    types.setdefault(tp, {}).update(kinds)
+            self.net.actions.append(AcknowledgementsCommitted(dict(results), types))
         for h in handles:
             op = self.commits.get(h)
             if op is None:

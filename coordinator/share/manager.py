@@ -185,7 +185,9 @@ class SharePartitionManager:
         self._sessions: dict[tuple[int, str, str], ShareSession] = {}         # (node, group, member)
         self._sessions_per_node: dict[int, int] = {}
         self._by_connection: dict[tuple[int, Hashable], set[tuple[int, str, str]]] = {}
-        self._parked: set[_ParkedFetch] = set()
+        # an ordered set: the fetches parked first are woken first (a set of objects would iterate in the
+        # order of their addresses: not the same from one run to the next)
+        self._parked: dict[_ParkedFetch, None] = {}
         #: where the events go (the service's bus); None: no events, nothing counted for them
         self.emit: Callable[[dict], None] | None = None
         #: group id -> (group epoch, state, members): the events' common fields (the service's)
@@ -779,7 +781,7 @@ class _ShareFetch:
             self.finish(self._acquire())
             return
         parked = _ParkedFetch(self)
-        self.manager._parked.add(parked)
+        self.manager._parked[parked] = None
         self.manager.timers.schedule(self.key, self.manager.clock() + body["max_wait_ms"], parked.expire)
 
     def _max_bytes(self) -> int:
@@ -928,7 +930,7 @@ class _ParkedFetch:
 
     def cancel(self) -> None:
         self.done = True
-        self.fetch.manager._parked.discard(self)
+        self.fetch.manager._parked.pop(self, None)
         self.fetch.manager.timers.cancel(self.fetch.key)
 
 

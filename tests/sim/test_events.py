@@ -46,6 +46,16 @@ name = "c"
 group_protocol = "consumer"
 topics = ["t"]
 members = 2
+[[groups]]
+name = "s"
+group_type = "share"
+topics = ["t"]
+members = 2
+job_ms = { dist = "constant", ms = 5 }
+[[produce]]
+topic = "t"
+rate_per_s = 50
+stop_s = 20
 [[events]]
 at_s = 5
 action = "crash"
@@ -71,9 +81,15 @@ members = [2]
     for e in member:
         check_event(e)
     assert {e["event"] for e in member} == set(EVENT_FIELDS)
+    produced = [e for e in events if e["event"] == "producer.produced"]
+    for e in produced:
+        check_event(e)
+    assert sum(e["last"] - e["first"] + 1 for e in produced) == 1000          # 50 a second for 20 s
+    polled = [e for e in member if e["event"] == "client.records_polled"]
+    assert {e["group"] for e in polled} == {"s"}
     states = [e for e in member if e["event"] == "client.state"]
     assert {e["group"] for e in states} == {"c"}           # the consumer protocol's members only
-    assert {e["protocol"] for e in member if e["event"] == "client.started"} == {"eager", "consumer"}
+    assert {e["protocol"] for e in member if e["event"] == "client.started"} == {"eager", "consumer", "share"}
     # each consumer-protocol member joins, and ends STABLE at the group's epoch
     for client in ("c/m000", "c/m001"):
         mine = [e for e in states if e["client"] == client]

@@ -52,8 +52,12 @@ def analyse(events: list[dict], resolved: dict) -> dict:
     return {g: analyze_group(g, evs, group_partitions(resolved, g)) for g, evs in by_group.items()}
 
 
+#: the shipped work queues (share groups and producers): their analysis is tested in test_work_queues.py
+WORK_QUEUES = {"share-queue"}
+
+
 def test_every_shipped_scenario_is_covered():
-    assert sorted(p.stem for p in SCENARIOS.glob("*.toml")) == sorted(SHORT)
+    assert sorted(p.stem for p in SCENARIOS.glob("*.toml")) == sorted([*SHORT, *WORK_QUEUES])
 
 
 def agreeing_runs(name: str, sc: scenario.Scenario, seeds):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -59,3 +60,20 @@ def test_the_share_group_example_runs(groupcoord_factory):
     assert r.returncode == 0, r.stderr
     assert r.stdout == "10 jobs done\n"
     assert len(README.read_text().split("<!-- quick-start: share -->")[1].split("```")[1].splitlines()) <= 21
+
+
+@pytest.mark.interop
+def test_the_share_group_example_with_our_client_runs(groupcoord_factory):
+    gc = groupcoord_factory()
+    gc.call(gc.service.alter_group_configs, "workers", {"share.auto.offset.reset": "earliest"})
+    producer = Producer({"bootstrap.servers": gc.bootstrap_servers})
+    for i in range(10):
+        producer.produce("jobs", b"job %d" % i)
+    assert producer.flush(30) == 0
+    code = example("share-groupcoord-client")
+    assert code.count('"127.0.0.1:9092"') == 1
+    r = subprocess.run([sys.executable, "-c", code.replace('"127.0.0.1:9092"', repr(gc.bootstrap_servers))],
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "{TopicPartition(topic='jobs', partition=0): None}\n"
+    assert gc.call(lambda: [sp.start_offset for sp in gc.service.share_partitions.share_partitions().values()]) == [10]

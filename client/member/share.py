@@ -304,11 +304,12 @@ class ShareMember:
 
     def application_poll(self, now: int) -> None:
         """The application polls: implicit mode accepts the last poll's records; explicit mode
-        insists every one of them was acknowledged; the poll timer restarts."""
+        insists every one of them was acknowledged (both before the subscription is checked, as
+        ShareConsumerImpl.poll does); the poll timer restarts."""
         self._check_open()
+        self._settle_batch(now)
         if not self.subscription:
             raise IllegalStateError("Consumer is not subscribed to any topics.")
-        self._settle_batch(now)
         group = self.membership
         group.last_app_poll = now
         if group.left_on_poll_timeout:

@@ -422,6 +422,12 @@ def _error_body(api_key: int, body: dict, error: int) -> dict:
         return {"throttle_time_ms": 0, "error_code": error, "error_message": None, "node_id": -1, "host": "",
                 "port": -1, "coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": error,
                                               "error_message": None} for k in body.get("coordinator_keys") or []]}
+    if api_key == 76:
+        from groupcoord.coordinator.group.share.requests import heartbeat_error as share_heartbeat_error
+        return share_heartbeat_error(error)
+    if api_key in (78, 79):
+        from groupcoord.coordinator.share.manager import acknowledge_error, fetch_error
+        return fetch_error(error) if api_key == 78 else acknowledge_error(error)
     raise AssertionError(f"no error body for API {api_key}")
 
 

@@ -250,6 +250,7 @@ class ConsumerConfig(Mapping[str, Any]):
         given: dict[str, Any] = dict(values or {})
         for k, v in kwargs.items():
             given[k.replace("_", ".")] = v
+        self._precheck(given)
         resolved: dict[str, Any] = {}
         for key, value in given.items():
             d = CONSUMER_CONFIGS.get(key)
@@ -268,6 +269,9 @@ class ConsumerConfig(Mapping[str, Any]):
         values_out["bootstrap.servers"] = _check_servers(list(values_out["bootstrap.servers"]))
         self._values = values_out
         self._validate()
+
+    def _precheck(self, given: dict) -> None:
+        """What is refused before any value is read (a share consumer's: see ShareConsumerConfig)."""
 
     def _check_unsupported(self, resolved: dict, given: dict) -> None:
         """ConsumerConfig.checkUnsupportedConfigsPostProcess: the configs the chosen group.protocol
@@ -357,10 +361,14 @@ class ShareConsumerConfig(ConsumerConfig):
     those a share group has no use for (:data:`SHARE_GROUP_UNSUPPORTED_CONFIGS`) may not be set, and
     group.id is required."""
 
-    def _check_unsupported(self, resolved: dict, given: dict) -> None:
+    def _precheck(self, given: dict) -> None:
+        # before the values are read: isolation.level=read_committed is Kafka's refusal too, not ours
         invalid = _given(SHARE_GROUP_UNSUPPORTED_CONFIGS, given)
         if invalid:
             raise ConfigError(invalid[0], f"{', '.join(invalid)} cannot be set when using a share group.")
+
+    def _check_unsupported(self, resolved: dict, given: dict) -> None:
+        pass
 
     def _validate(self) -> None:
         if not self._values["group.id"]:

@@ -115,7 +115,7 @@ class ShareMembership:
     def step(self, now: int) -> None:
         member = self.member
         state = self.state
-        if state is not ShareState.JOINING and state not in _OUT and self.last_app_poll + self.max_poll_interval_ms <= now:
+        if state not in _OUT and self.last_app_poll + self.max_poll_interval_ms <= now:
             log.warning("%s: the application did not poll within max.poll.interval.ms; leaving the group",
                         member.who())
             self.maybe_leave(now)
@@ -239,9 +239,9 @@ class ShareMembership:
             log.info("%s: the leave heartbeat failed: %s", self.member.who(), _error(resp["error_code"]))
 
     def deadline(self, now: int, best: int) -> int:
-        if self.state not in _OUT and not self.in_flight:
+        if self.state not in _OUT:
             d = self.next
-            if now < d < best:
+            if now < d < best and not self.in_flight:
                 best = d
             d = self.last_app_poll + self.max_poll_interval_ms
             if now < d < best:

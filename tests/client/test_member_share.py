@@ -1043,7 +1043,7 @@ def test_a_lost_connection_to_one_leader_restarts_only_that_leaders_session():
 
 # ================================================================================ 11. configuration
 SHARE_UNSUPPORTED = {"auto.offset.reset": "earliest", "enable.auto.commit": False, "group.instance.id": "i",
-                     "isolation.level": "read_uncommitted", "partition.assignment.strategy": ["range"],
+                     "isolation.level": "read_committed", "partition.assignment.strategy": ["range"],
                      "session.timeout.ms": 45000, "heartbeat.interval.ms": 3000, "group.protocol": "consumer",
                      "group.remote.assignor": "uniform"}
 

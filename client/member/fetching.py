@@ -85,6 +85,8 @@ class Fetcher:
         leader, offsets = req.ctx
         self.in_flight.discard(leader)
         if resp is None:
+            # the leader may be gone (Kafka's client asks for metadata on a disconnect)
+            self.member.metadata.requested = True
             return
         member = self.member
         if resp.get("error_code"):

@@ -176,6 +176,7 @@ class ShareFetcher:
         s = self.sessions.get(node)
         if s is not None:
             self._reset(s, "connection lost")
+        self.member.metadata.requested = True          # the leader may be gone
 
     def idle(self) -> bool:
         """No request in flight on any session."""

@@ -84,3 +84,43 @@ def test_no_warning_for_a_scenario_without_coordinator_settings():
     from groupcoord.sim import scenario
     sc = scenario.from_dict({"topics": {"t": 1}, "groups": [{"name": "g", "topics": ["t"]}]})
     assert fleet.ignored_against_daemon(sc) == []
+
+
+SHARE_SCENARIO = """
+duration_s = 4
+[topics]
+jobs = 2
+[[groups]]
+name = "workers"
+group_type = "share"
+topics = ["jobs"]
+members = 2
+lock_duration_ms = 20000
+job_ms = { dist = "constant", ms = 2 }
+[[produce]]
+topic = "jobs"
+rate_per_s = 50
+stop_s = 2
+"""
+
+
+def test_a_share_group_s_configs_are_set_on_the_daemon_before_its_members_start(tmp_path):
+    """share.auto.offset.reset=earliest (every share group of a scenario) and the scenario's lock: without
+    them the daemon's default, latest, would skip the records produced before the members first fetch."""
+    path = tmp_path / "share.toml"
+    path.write_text(SHARE_SCENARIO)
+    with ThreadedCoordinator(topics={"jobs": 2}) as gc:
+        rc = main(["fleet", str(path), "--bootstrap", gc.bootstrap_servers, "--out", str(tmp_path / "out"),
+                   "--no-progress"])
+        configs = gc.call(lambda: {k: gc.service.group_coordinator.group_configs.get("workers", k)
+                                   for k in ("share.auto.offset.reset", "share.record.lock.duration.ms")})
+    assert rc == 0
+    assert configs == {"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": 20000}
+    events = [json.loads(line) for line in (tmp_path / "out" / "events.jsonl").read_text().splitlines()]
+    produced = {(e["partition"], o) for e in events if e["event"] == "producer.produced"
+                for o in range(e["first"], e["last"] + 1)}
+    polled = {(r[1], o) for e in events if e["event"] == "client.records_polled" for r in e["records"]
+              for o in range(r[2], r[3] + 1)}
+    assert len(produced) == 100 and polled == produced
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert not [n for n in summary["notes"] if "could not be set" in n]

@@ -125,3 +125,38 @@ def test_bad_processes_and_shards_are_one_line_errors(tmp_path, capsys, args, me
     assert main(["fleet", str(path), "--no-progress", *args]) == 2
     out, err = capsys.readouterr()
     assert err == f"groupcoord: {message}\n" and out == ""
+
+
+async def test_one_shard_produces_and_the_shards_process_every_record(tmp_path):
+    # a work queue of four members in two shards against a daemon of two nodes (the producer finds
+    # each partition's leader through the bootstrap's Metadata): shard 0 alone produces, so the
+    # topic gets the scenario's 200 records once, and the shards' members process and commit them
+    sc = scenario.from_dict({
+        "name": "work", "duration_s": 4, "topics": {"jobs": 4},
+        "groups": [{"name": "q", "topics": ["jobs"], "members": 4, "job_ms": 1, "auto_commit": False,
+                    "session_timeout_ms": 6000, "heartbeat_interval_ms": 300}],
+        "produce": [{"topic": "jobs", "rate_per_s": 100, "stop_s": 2}]})
+    start = time.time() + 1.5
+    with ThreadedCoordinator(nodes=2, topics={"jobs": 4}, config={"group.initial.rebalance.delay.ms": 0}) as gc:
+        s0, s1 = await asyncio.gather(
+            fleet.run(sc, 5, tmp_path / "s0", bootstrap=gc.bootstrap_servers, shard=(0, 2), start_at=start),
+            fleet.run(sc, 5, tmp_path / "s1", bootstrap=gc.bootstrap_servers, shard=(1, 2), start_at=start))
+        ends = gc.call(lambda: [gc.service.cluster.log("jobs", p).log_end_offset for p in range(4)])
+        leaders = gc.call(lambda: {gc.service.cluster.leader_for("jobs", p) for p in range(4)})
+    assert ends == [50] * 4 and leaders == {0, 1}
+    logs = [s0.sorted_events, s1.sorted_events]
+    produced = [[e for e in log if e["event"] == "producer.produced"] for log in logs]
+    assert not produced[1] and sum(e["last"] - e["first"] + 1 for e in produced[0]) == 200
+    assert sorted((e["partition"], o) for e in produced[0] for o in range(e["first"], e["last"] + 1)) == \
+        [(p, o) for p in range(4) for o in range(50)]
+    processed = Counter((r[1], o) for log in logs for e in log if e["event"] == "client.batch_processed"
+                        for r in e["records"] for o in range(r[2], r[3] + 1))
+    assert set(processed) == {(p, o) for p in range(4) for o in range(50)}
+    committed: dict = {}
+    for log in logs:
+        for e in log:
+            if e["event"] == "client.committed":
+                for _, p, offset in e["offsets"]:
+                    committed[p] = max(committed.get(p, 0), offset)
+    assert committed == {p: 50 for p in range(4)}
+    assert {e["client"] for e in logs[0] if e["event"] == "client.started"} == {"q/m000", "q/m002"}

@@ -292,7 +292,8 @@ class SharePartitionManager:
             "request": request, "first_offset": min(b["first_offset"] for b in raw),
             "last_offset": max(b["last_offset"] for b in raw), "accepted": d[_ACCEPTED], "released": d[_RELEASED],
             "rejected": d[_REJECTED], "gaps": d[_GAPS], "renewed": d[_RENEWED], "archived": d[_ARCHIVED],
-            "error": _error_name(code), "dropped": dropped}, member_id)
+            "error": _error_name(code), "dropped": dropped,
+            "batches": [[b["first_offset"], b["last_offset"], list(b["acknowledge_types"])] for b in raw]}, member_id)
         limit = d[_ARCHIVED] - d[_REJECTED] - d[_GAPS]
         if limit > 0:
             self._partition_event("share.records_archived", key, {"records": limit, "reason": "delivery_count_limit"})

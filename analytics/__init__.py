@@ -1,10 +1,11 @@
-"""Rebalance analytics: event logs in, Parquet tables and an HTML report out (PySpark).
+"""Rebalance and work-queue analytics: event logs in, Parquet tables and an HTML report out (PySpark).
 
 ``groupcoord analyze LOG... --out OUT [--master URL]`` reads logs (a directory with
 ``events.jsonl`` and ``scenario.json`` from the fleet, or an events file of ``groupcoord serve
 --events``) and writes under OUT the Parquet tables ``rebalances``, ``sessions``, ``groups`` (totals per
 group), ``invariants`` (per group and invariant), ``violations`` (counterexamples), ``summary``
-(per log) and ``report.html``.
+(per log) and ``report.html``; when a log has work queues (below), also ``deliveries`` (per
+record), ``consumers`` (per client), ``redeliveries``, ``archived`` and ``work`` (per group).
 ``groupcoord sweep GRID --out OUT`` simulates a parameter grid as Spark tasks and analyses the
 cells (:mod:`.sweep`). Every table starts with ``log``, ``cell`` (sweeps), ``scenario``, ``seed``.
 
@@ -92,7 +93,84 @@ stopped, or once the coordinator has removed its member id from the group (until
   ``source = "coordinator"`` and the ownership columns are empty).
 - **Summary** per log: p50/p95 (linear interpolation) and max rebalance duration,
   partition-seconds without an owner, partitions moved and the minimum summed over rebalances,
-  their ratio, and the number of invariant violations.
+  their ratio, and the number of invariant violations (the work-queue invariants' included).
+  ``events`` counts every event of the log, a producer's (no group) included; a group's
+  ``events`` and ``member_events`` count its record events (``client.records_polled``,
+  ``client.batch_processed``, ``client.acknowledged``), which the rebalance model reads no
+  further (they are the work-queue tables').
+
+Work queues
+-----------
+A **work-queue group** is a share group (KIP-932: scenario.json's ``group_type = "share"``, or a
+member started with ``protocol`` "share", or one with ``client.acknowledged`` events) or a consumer
+group used as one (scenario.json gives it ``job_ms``, or its members poll records:
+``client.records_polled``); its **type** is "share" or "consumer". Its records are those produced
+(``producer.produced``, offsets ``first``..``last``) to the topics it subscribes to (scenario.json's
+``topics`` for the group; without it, the topics its members polled), and any other record its
+members polled. A record is (log, group, topic, partition, offset); every record event's runs
+``[topic, partition, first, last, ...]`` stand for each offset of first..last. Events are taken in
+time order, ties in the order of the log ("before"/"after" below). These tables come from member and
+producer events: a coordinator events file has none.
+
+- A **delivery** is a poll that returned the record (``client.records_polled``); its **delivery
+  count** is the run's (a share group's broker count, 1 the first time; 0 from a consumer group's
+  members); deliveries are numbered 1, 2... in time order. ``deliveries``: how many, ``consumers``:
+  distinct clients among them, ``first_delivery_ms`` / ``last_delivery_ms``, ``max_delivery_count``,
+  ``duplicates`` = max(deliveries - 1, 0).
+- **Acknowledged** (``acknowledged_ms``): a share group's first successful (``error`` null) ACCEPT of
+  the record by any member; a consumer group's first ``client.committed`` of its partition whose
+  offset is above the record's (a commit acknowledges every offset below it; of commits in time
+  order only those above every earlier one cover new offsets). ``latency_ms`` = acknowledged_ms -
+  produced_ms (``produced_ms``: its ``producer.produced``; null for a record the log does not show
+  produced).
+- **Archived** (share groups; ``archived_ms``, table ``archived`` with its ``reason``): not acknowledged
+  and either successfully rejected (``reason`` "rejected": a REJECT; "gap": a GAP) by a member, or its
+  last delivery had a delivery count at or above the group's **delivery limit** (scenario.json's
+  ``delivery_limit``, else the coordinator's ``share.delivery.count.limit`` /
+  ``group.share.delivery.count.limit`` in scenario.json, else 5) and that delivery ended without an
+  ACCEPT or REJECT (``reason`` "delivery_limit"): at the holder's successful RELEASE of it, when the
+  holder's client stopped, or when its lock expired (the delivery + the group's **lock duration**:
+  ``lock_duration_ms``, else ``share.record.lock.duration.ms`` / ``group.share.record.lock.duration.ms``,
+  else 30 s), whichever came first, within the log. ``outcome``: "acknowledged", else "archived",
+  else "unfinished"; archived ``client``: who rejected it, or the last holder.
+- A **holder's own acknowledgement** of a delivery is the first successful acknowledgement of the
+  record by the client that polled it, after the poll and before that client polls it again. A
+  client's **session** runs from ``client.started`` (or its first event, when the log does not show
+  it start) to its next ``client.stopped`` (whose ``reason`` it ends with) or ``client.started``
+  (ending as a crash), or the log's end (the last event of the log); a delivery's holder **stopped**
+  when its session ended after the poll.
+- **Redeliveries** (table ``redeliveries``): every delivery after the first, ``from_client`` the
+  previous delivery's client, ``to_client`` this one's, ``gap_ms`` between the two polls. ``cause``, for
+  a share group, from how the previous delivery ended: "release" (its holder's own acknowledgement was
+  a RELEASE, before this delivery and before the holder stopped), "crash" (the holder stopped with
+  reason "crash", or started again without a stop, before this delivery and before any own
+  acknowledgement), "close" (stopped otherwise: close, fenced, fatal), else "lock_expiry". For a
+  consumer group, a record polled again (by anyone) is a duplicate: "crash" / "close" when the
+  previous client stopped before this delivery and before the record was acknowledged (committed),
+  else "rebalance".
+- **Consumers** (per client of a work-queue group): ``sessions`` (client.started), ``crashes``
+  (sessions ending in a crash), ``alive_ms`` (its sessions' time, summed), ``busy_ms`` (the sum of its
+  ``client.batch_processed`` ``busy_ms``), ``idle_ms`` = alive_ms - busy_ms, ``utilisation`` =
+  busy_ms / alive_ms, ``polls`` (polls with records), ``records_polled``, ``records_processed``,
+  ``redeliveries_received`` (records polled with a delivery count above 1), share groups'
+  ``records_accepted`` (successful ACCEPTs) and ``acknowledgements_failed`` (records in failed
+  acknowledgements).
+- **Work** (per work-queue group): ``group_type``, ``clients`` (its rows in ``consumers``), ``records``
+  (rows of ``deliveries``; of them ``records_produced``) =
+  ``acknowledged`` + ``archived`` (``archived_rejected``, ``archived_delivery_limit``, gaps) +
+  ``unfinished``; ``deliveries``, ``duplicate_deliveries`` (the sum of
+  duplicates), ``redeliveries`` and ``redeliveries_<cause>``; ``latency_p50_ms`` / ``latency_p99_ms``
+  (linear interpolation, acknowledged records); ``active_ms`` from the group's first record produced or
+  delivered to its last acknowledgement and ``throughput_per_s`` = acknowledged / active seconds;
+  ``mean_utilisation`` (the mean of its clients'), ``busy_worker_s`` and ``idle_worker_s`` (summed over
+  its clients); ``delivery_limit`` and ``lock_duration_ms`` (share groups), ``last_produced_ms`` (the
+  last ``producer.produced`` of its topics), ``log_end_ms``, ``all_settled_checked``.
+- Work-queue invariants (``share_single_holder``, ``delivery_limit``, ``all_settled``): see
+  :mod:`.invariants`.
+
+A log whose scenario.json has no share group, no group with ``job_ms`` and no ``[[produce]]`` is
+not read for work queues; when no log has record or producer events, the five work-queue tables
+are not written.
 
 Logs with coordinator events only leave every ownership-derived column empty (``member_events``
 is false) and the report says so. The invariants are in :mod:`.invariants`.

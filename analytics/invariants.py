@@ -10,12 +10,37 @@
   topic of which they own nothing at all counts as unsubscribed).
 - ``generations_grow``: the coordinator's generation (a consumer group's epoch) never goes down
   within a group (a deleted group starts again), each join phase ends with a higher generation,
-  and no member's generation (member epoch) goes down; a consumer-protocol member's epoch 0
+  and no member's generation (member epoch) goes down; a consumer- or share-protocol member's epoch 0
   (joining again) is outside, as a classic member's -1.
 - ``commits_kept``: the acknowledged offset of a partition never goes back (unless offsets were
   deleted or expired, or the group was deleted, in between).
 
 Ownership invariants need member events; on a coordinator events file they are "skipped".
+
+Work queues (share groups, consumer groups with ``job_ms``) have three more, checked by the Spark job
+(``groupcoord analyze``, :mod:`.share`: they need every record's deliveries, exploded from the
+runs of offsets) into the same ``invariants`` and ``violations`` tables, one row per work-queue
+group and invariant that applies to it:
+
+- ``share_single_holder`` (share groups): each record's deliveries, in time order, have strictly
+  increasing delivery counts. The broker counts an acquisition each time it hands a record out,
+  so two consumers holding it at once would show the same count (or a lower one). Checked: every
+  delivery; counterexample: the delivery, the one before it (client, count, time).
+- ``delivery_limit`` (share groups): no delivery count above the group's delivery limit
+  (scenario.json's ``delivery_limit``, else the coordinator's ``share.delivery.count.limit`` /
+  ``group.share.delivery.count.limit`` there, else Kafka's 5). Checked: every delivery.
+- ``all_settled`` (every work queue): each record produced to the group's topics ends
+  acknowledged or archived. Only when the group's producers stopped early enough: the log's end is
+  at least the group's grace (a share group's lock duration, scenario.json's ``lock_duration_ms``,
+  else the coordinator's ``share.record.lock.duration.ms`` / ``group.share.record.lock.duration.ms``,
+  else 30 s; a consumer group's session timeout, else 45 s) + 10 s after the last
+  ``producer.produced`` of its topics; otherwise it is "skipped" (the ``work`` table still counts
+  the unfinished records). Checked: every record produced; counterexample: the record, its
+  deliveries, last client and delivery.
+
+A work-queue invariant with nothing to check (no deliveries, no producer) is "skipped" too.
+:func:`check_invariants` here (no Spark) checks the rebalance invariants only; events without a
+group (a producer's) are not a group's.
 """
 from __future__ import annotations
 
@@ -24,8 +49,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from .model import INVARIANTS, INVARIANT_TITLES, MEMBER_INVARIANTS, analyze_group, group_partitions
+from .share import WORK_INVARIANTS
 
-__all__ = ["INVARIANTS", "INVARIANT_TITLES", "MEMBER_INVARIANTS", "check_invariants", "check_log"]
+__all__ = ["INVARIANTS", "INVARIANT_TITLES", "MEMBER_INVARIANTS", "WORK_INVARIANTS", "check_invariants",
+           "check_log"]
 
 
 def check_invariants(events, scenario: dict | None = None) -> dict:
@@ -37,7 +64,8 @@ def check_invariants(events, scenario: dict | None = None) -> dict:
     """
     by_group = defaultdict(list)
     for ev in sorted(events, key=lambda e: e["ts_ms"]):
-        by_group[ev["group"]].append(ev)
+        if ev.get("group") is not None:        # a producer's events have none
+            by_group[ev["group"]].append(ev)
     result = {name: {"status": "skipped", "checked": 0, "failed": 0, "counterexamples": []} for name in INVARIANTS}
     for group, evs in sorted(by_group.items()):
         inv = analyze_group(group, evs, group_partitions(scenario, group))["invariants"]

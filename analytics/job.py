@@ -5,7 +5,9 @@ lines of a group are gathered (``groupByKey``), sorted by time then position in 
 and analysed in Python (:func:`~groupcoord.analytics.model.analyze_group`), rebalances being sequential
 per group. The per-scenario summary is computed with DataFrame aggregations. Tables (Parquet,
 one directory each under OUT): ``rebalances``, ``sessions``, ``groups``, ``invariants``,
-``violations``, ``summary``.
+``violations``, ``summary``. A producer's events (no group) are counted in the summary's
+``events``. Work queues (:mod:`.share`, the same for both engines) add ``deliveries``,
+``consumers``, ``redeliveries``, ``archived`` and ``work``, and their invariants' rows.
 
 That is the "rdd" engine, which takes every line on its own. The default, "dataframe"
 (:mod:`.pipeline`), computes the same tables with the per-line work in the JVM and hands a log it
@@ -18,11 +20,12 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import storage
-from .model import INVARIANTS, analyze_group, group_partitions
+from .model import INVARIANTS, RECORD_EVENTS, analyze_group, group_partitions
+from .share import ACK_TYPES, PRODUCER_EVENTS, WORK_INVARIANTS
 
 EVENTS_FILE = "events.jsonl"
 SCENARIO_FILE = "scenario.json"
@@ -407,6 +410,12 @@ def event_problem(ev) -> str | None:
         return f"{kind}: schema version {ev.get('v')!r} (this analyser reads version 1)"
     if not isinstance(ev.get("ts_ms"), int) or isinstance(ev.get("ts_ms"), bool):
         return f"{kind}: \"ts_ms\" must be an integer"
+    if kind in PRODUCER_EVENTS and ev.get("group") is None:     # a producer's: no group
+        if not isinstance(ev.get("producer"), str) or not isinstance(ev.get("topic"), str):
+            return f"{kind}: \"producer\" and \"topic\" must be strings"
+        if not all(_is_int(ev.get(k)) for k in ("partition", "first", "last")) or ev["first"] > ev["last"]:
+            return f"{kind}: \"partition\", \"first\" <= \"last\" must be integers"
+        return None
     if not isinstance(ev.get("group"), str):
         return f"{kind}: \"group\" must be a string"
     if kind.startswith("client."):
@@ -418,8 +427,36 @@ def event_problem(ev) -> str | None:
         if kind == "client.committed" and not all(isinstance(o, list) and len(o) == 3
                                                   for o in ev.get("offsets") or ()):
             return f"{kind}: \"offsets\" must be [[topic, partition, offset], ...]"
+        if kind in RECORD_EVENTS:
+            return _records_problem(ev, kind)
     elif not isinstance(ev.get("generation"), int):
         return f"{kind}: \"generation\" must be an integer"
+    return None
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+#: The runs of a record event: their width and what the last field is ("dc": delivery count).
+_RUNS = {"client.records_polled": (5, "dc"), "client.batch_processed": (4, None),
+         "client.acknowledged": (5, "type")}
+
+
+def _records_problem(ev, kind: str) -> str | None:
+    """What is wrong with a record event's runs (and its other fields), or None."""
+    width, last = _RUNS[kind]
+    runs = ev.get("records")
+    if not isinstance(runs, list) or not all(
+            isinstance(r, list) and len(r) == width and isinstance(r[0], str)
+            and all(_is_int(x) for x in r[1:4]) and r[2] <= r[3]
+            and (last != "dc" or _is_int(r[4])) and (last != "type" or r[4] in ACK_TYPES) for r in runs):
+        tail = {"dc": ", delivery_count", "type": ", type"}.get(last, "")
+        return f"{kind}: \"records\" must be [[topic, partition, first, last{tail}], ...] with first <= last"
+    if kind == "client.batch_processed" and not (_is_int(ev.get("started_ms")) and _is_int(ev.get("busy_ms"))):
+        return f"{kind}: \"started_ms\" and \"busy_ms\" must be integers"
+    if kind == "client.acknowledged" and not (ev.get("error") is None or isinstance(ev.get("error"), str)):
+        return f"{kind}: \"error\" must be null or a string"
     return None
 
 
@@ -427,13 +464,18 @@ def _analyze(item, metas):
     (log, group), values = item
     meta = metas[log]
     events = _events(meta[4], values)
-    if group is None:           # lines without a group or a time: the parser raises
-        for _ in events:
-            pass
-        raise ValueError(f"{_MARK} {meta[4]}: an event without \"group\" or \"ts_ms\"")
+    head = (log, meta[1], meta[2], meta[5])
+    if group is None:           # producers' events, and lines without a group or a time: the parser raises
+        n, grouped = 0, False
+        for ev in events:
+            n += 1
+            grouped |= ev["event"] not in PRODUCER_EVENTS or ev.get("group") is not None
+        if grouped or not n:
+            raise ValueError(f"{_MARK} {meta[4]}: an event without \"group\" or \"ts_ms\"")
+        yield "ungrouped", head, {"events": n}
+        return
     scenario = json.loads(meta[3]) if meta[3] else None
     result = analyze_group(group, events, group_partitions(scenario, group), meta[6])
-    head = (log, meta[1], meta[2], meta[5])
     for row in result["rebalances"]:
         yield "rebalances", head, row
     for row in result["sessions"]:
@@ -465,6 +507,7 @@ class Analysis:
     events: int
     seconds: float
     engine: str = "rdd"      # the engine that computed the tables (the RDD job when the pipeline handed over)
+    work: list[dict] = field(default_factory=list)   # the work table's rows (work queues: :mod:`.share`)
 
 
 #: How the tables are computed: "rdd" (lines keyed and grouped in Python, this module) or
@@ -500,7 +543,7 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     if computed is None:
         computed, used = _compute_rdd(spark, sources, out), "rdd"
     tables, summary, small = computed
-    by_tag = {"invariants": [], "violations": [], "timeline": [], "rebalances": []}
+    by_tag = {"invariants": [], "violations": [], "timeline": [], "rebalances": [], "work": []}
     for tag, row in small:
         by_tag[tag].append(row)
     analysis = Analysis(
@@ -510,7 +553,8 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         rebalances=by_tag["rebalances"], timeline=by_tag["timeline"],
         logs=[{"log": s.log, "cell": s.cell, "scenario": s.scenario_name, "seed": s.seed,
                "path": s.events_path, "scenario_doc": s.scenario, "start_ms": s.start_ms} for s in sources],
-        events=sum(r["events"] or 0 for r in summary), seconds=0.0, engine=used)
+        events=sum(r["events"] or 0 for r in summary), seconds=0.0, engine=used,
+        work=sorted(by_tag["work"], key=lambda r: (r["log"], r["group"])))
     analysis.seconds = time.perf_counter() - t0
     if report:
         from .report import write_report
@@ -533,21 +577,29 @@ def _compute_dataframe(spark, sources, out: str):
     for k, v in settings.items():
         conf.set(k, v)
     rows = pipeline.model_output(spark, sources)
-    tables, frames = {}, {}
+    tables, frames, work = {}, {}, None
     try:
-        for name in ("rebalances", "sessions", "groups", "invariants", "violations"):
+        for name in MODEL_TABLES:
             frames[name] = pipeline.table(rows, name, schemas[name])
+        work = _work_queues(spark, sources, frames)
+        for name in MODEL_TABLES:
             tables[name] = _write(frames[name], storage.join(out, name))
+        ungrouped = {}
+        for (payload,) in rows.where(F.col("tag") == "ungrouped").select("payload").collect():
+            row = json.loads(payload)
+            ungrouped[row["log"]] = ungrouped.get(row["log"], 0) + row["events"]
+        small = _write_work(work, out, tables)
         logs_df = spark.createDataFrame([(s.log, s.cell, s.scenario_name, s.seed, s.events_path) for s in sources],
                                         struct_type(schemas["logs"]))
-        tables["summary"], summary = _write_summary(frames, logs_df, out)
-        small = []
+        tables["summary"], summary = _write_summary(frames, logs_df, out, ungrouped)
         for tag, payload in rows.where(F.col("tag").isin(*_REPORT_COLUMNS)).collect():
             row = json.loads(payload)
             small.append((tag, {"log": row["log"], "cell": row["cell"],
                                 **{k: row.get(k) for k in _REPORT_COLUMNS[tag]}}))
     finally:
         rows.unpersist()
+        if work is not None:
+            work.unpersist()
         for k, v in saved.items():
             conf.set(k, v)
     return tables, summary, small
@@ -568,19 +620,25 @@ def _compute_rdd(spark, sources, out: str):
     rows = (events.groupByKey(parts)
             .flatMap(lambda item: _analyze(item, metas_b.value))
             .cache())
-    tables, frames = {}, {}
+    tables, frames, work = {}, {}, None
     try:
-        for name in ("rebalances", "sessions", "groups", "invariants", "violations"):
+        for name in MODEL_TABLES:
             fields = schemas[name]
             names = [n for n, _ in fields[4:]]
             part = rows.filter(lambda r, name=name: r[0] == name).map(
                 lambda r, names=names: tuple(r[1]) + tuple(r[2].get(n) for n in names))
             frames[name] = spark.createDataFrame(part, struct_type(fields))
+        work = _work_queues(spark, sources, frames)
+        for name in MODEL_TABLES:
             tables[name] = _write(frames[name], storage.join(out, name))
+        ungrouped = {}
+        for head, row in rows.filter(lambda r: r[0] == "ungrouped").map(lambda r: (r[1], r[2])).collect():
+            ungrouped[head[0]] = ungrouped.get(head[0], 0) + row["events"]
+        small = _write_work(work, out, tables)
         logs_df = spark.createDataFrame([(s.log, s.cell, s.scenario_name, s.seed, s.events_path) for s in sources],
                                         struct_type(schemas["logs"]))
-        tables["summary"], summary = _write_summary(frames, logs_df, out)
-        small = rows.filter(lambda r: r[0] in ("invariants", "violations", "timeline", "rebalances")).map(
+        tables["summary"], summary = _write_summary(frames, logs_df, out, ungrouped)
+        small += rows.filter(lambda r: r[0] in ("invariants", "violations", "timeline", "rebalances")).map(
             _for_report).collect()
     except Exception as e:  # a bad log raises in a Spark task: surface its message
         text = str(e)
@@ -593,13 +651,66 @@ def _compute_rdd(spark, sources, out: str):
         raise
     finally:
         rows.unpersist()
+        if work is not None:
+            work.unpersist()
     return tables, summary, small
 
 
-def _write_summary(frames, logs_df, out: str):
-    """The summary table written, and its rows (computed once: kept for the collect)."""
+#: The tables the rebalance model gives (both engines), in the order they are written.
+MODEL_TABLES = ("rebalances", "sessions", "groups", "invariants", "violations")
+
+
+def _work_queues(spark, sources, frames):
+    """The work-queue tables (:mod:`.share`), None without work queues; their invariants and
+    counterexamples join the model's in ``frames`` (written once, counted by the summary)."""
+    from .share import work_queues
+    schemas = _schemas()
+    work = work_queues(spark, sources, frames["groups"], schemas["logs"][:4])
+    if work is not None:
+        for name in ("invariants", "violations"):
+            names = [n for n, _ in schemas[name]]
+            rows = [tuple(r.get(n) for n in names) for r in getattr(work, name)]
+            if rows:
+                frames[name] = frames[name].unionByName(spark.createDataFrame(rows, struct_type(schemas[name])))
+    return work
+
+
+def _write_work(work, out: str, tables: dict) -> list:
+    """Write the work-queue tables; their small rows for the report: the work table's, and the
+    invariants and counterexamples of the work-queue groups."""
+    if work is None:
+        return []
+    from .share import WORK_TABLES, schemas as work_schemas
+    schemas = _schemas()
+    fields = work_schemas(schemas["logs"][:4])
+    for name in WORK_TABLES:
+        tables[name] = _write(_conform(work.tables[name], fields[name]), storage.join(out, name))
+    small = [("work", dict(r)) for r in work.work]
+    for tag in ("invariants", "violations"):
+        small += [(tag, {"log": r["log"], "cell": r.get("cell"), **{k: r.get(k) for k in _REPORT_COLUMNS[tag]}})
+                  for r in getattr(work, tag)]
+    return small
+
+
+def _conform(df, fields):
+    """``df`` with exactly the columns and types of a table's ``(name, type)`` fields."""
     from pyspark.sql import functions as F
-    summary_df = _summary(frames, logs_df, F).coalesce(1).cache()
+    return df.select(*[F.col(n).cast(t).alias(n) for n, t in fields])
+
+
+def _write_summary(frames, logs_df, out: str, ungrouped: dict | None = None):
+    """The summary table written, and its rows (computed once: kept for the collect).
+    ``ungrouped``: per log, its events without a group (producers'), counted in ``events``."""
+    from pyspark.sql import functions as F
+    summary_df = _summary(frames, logs_df, F)
+    if ungrouped:
+        columns = summary_df.columns
+        extra = logs_df.sparkSession.createDataFrame(list(ungrouped.items()), "log string, ungrouped long")
+        summary_df = (summary_df.join(F.broadcast(extra), "log", "left")
+                      .withColumn("events", F.when(F.col("ungrouped").isNull(), F.col("events"))
+                                  .otherwise(F.coalesce(F.col("events"), F.lit(0)) + F.col("ungrouped")))
+                      .select(*columns).orderBy("log"))
+    summary_df = summary_df.coalesce(1).cache()
     try:
         path = _write(summary_df, storage.join(out, "summary"))
         return path, [r.asDict() for r in summary_df.collect()]
@@ -648,7 +759,8 @@ def _invariant_totals(rows) -> list[dict]:
         t["groups_checked"] += r["status"] != "skipped"
     for t in totals.values():
         t["status"] = "skipped" if not t["groups_checked"] else "fail" if t["failed"] else "pass"
-    return sorted(totals.values(), key=lambda t: (t["log"], INVARIANTS.index(t["invariant"])))
+    order = INVARIANTS + WORK_INVARIANTS
+    return sorted(totals.values(), key=lambda t: (t["log"], order.index(t["invariant"])))
 
 
 def _summary(frames, logs_df, F):

@@ -17,6 +17,10 @@ INVARIANT_TITLES = {
     "all_owned_when_stable": "every partition owned once the group is Stable",
     "generations_grow": "generations only grow",
     "commits_kept": "no acknowledged commit lost",
+    # work queues (:mod:`.share`)
+    "share_single_holder": "no share-group record held by two consumers at once",
+    "all_settled": "every record produced acknowledged or archived",
+    "delivery_limit": "no delivery beyond the delivery limit",
 }
 #: Invariants that need member events.
 MEMBER_INVARIANTS = ("single_owner", "all_owned_when_stable", "commits_kept")
@@ -29,6 +33,12 @@ MAX_COUNTEREXAMPLES = 20
 #: checks their offsets itself). Real events have neither.
 RUN = "_commits"
 RUN_LAST_TS = "_last_ts_ms"
+#: Work-queue member events (:mod:`.share`): counted as member events, otherwise not read here.
+RECORD_EVENTS = ("client.records_polled", "client.batch_processed", "client.acknowledged")
+#: A group's record events given as one event (``RUN`` of them, the first at ``ts_ms``, the last at
+#: ``RUN_LAST_TS``): the DataFrame pipeline counts them in the JVM.
+RECORDS_RUN = "_records"
+_RECORD_KINDS = frozenset(RECORD_EVENTS + (RECORDS_RUN,))
 
 #: Timeline points kept per group for the report.
 MAX_TIMELINE_POINTS = 400
@@ -232,7 +242,8 @@ class _GroupPass:
         # a consumer group (KIP-848): a rebalance per epoch bump, until every member is reconciled
         # at that epoch or a later one (they may overlap)
         self.consumer = False
-        self.consumer_clients: set[str] = set()   # clients whose member plays the consumer protocol
+        # clients whose member plays the consumer protocol, or a share group's (KIP-932): epoch 0 is joining
+        self.consumer_clients: set[str] = set()
         self.cstates: dict[str, tuple] = {}       # running consumer-protocol client -> (state, epoch)
         self.open: list[_Rebalance] = []          # consumer rebalances not yet reconciled
         self.cdirty_ts: int | None = None         # a member state changed at this ms: look at self.open
@@ -247,6 +258,15 @@ class _GroupPass:
             ts = ev["ts_ms"]
             if self.first_ts is None:
                 self.first_ts = ts
+            kind = ev["event"]
+            if kind in _RECORD_KINDS:             # counted; the rebalance model does not read them
+                n = ev.get(RUN, 1)
+                self.events += n
+                self.member_events += n
+                self.last_ts = ts
+                if RUN_LAST_TS in ev and (self.run_last_ts is None or ev[RUN_LAST_TS] > self.run_last_ts):
+                    self.run_last_ts = ev[RUN_LAST_TS]
+                continue
             if self.cdirty_ts is not None and ts > self.cdirty_ts:
                 self._reconciled(self.cdirty_ts)      # the members' states at the end of that ms
             self.last_ts = ts
@@ -254,7 +274,6 @@ class _GroupPass:
             if RUN_LAST_TS in ev and (self.run_last_ts is None or ev[RUN_LAST_TS] > self.run_last_ts):
                 self.run_last_ts = ev[RUN_LAST_TS]
             self.events += n
-            kind = ev["event"]
             if kind.startswith("client."):
                 self.member_events += n
                 self.has_members = True
@@ -322,11 +341,11 @@ class _GroupPass:
             self.member_of[client] = member
         gen = ev.get("generation", -1)
         if kind == "client.started":
-            if ev.get("protocol") == "consumer":
+            if ev.get("protocol") in ("consumer", "share"):
                 self.consumer_clients.add(client)
             else:
                 self.consumer_clients.discard(client)
-        # (a consumer-protocol member's epoch 0 is joining again: outside, as a classic -1)
+        # (a consumer- or share-protocol member's epoch 0 is joining again: outside, as a classic -1)
         if gen is not None and gen >= (1 if client in self.consumer_clients else 0):
             self.inv.checked["generations_grow"] += ev.get(RUN, 1)
             prev = self.client_gen.get(client)

@@ -9,6 +9,11 @@ per-event work in the JVM.
   member and generation, or the coordinator's of one generation) in one aggregation, partial
   before the shuffle. ``commits_kept`` is a ``lag`` over each partition's offsets in time order,
   counted per group, the first counterexamples riding along as JSON.
+* Record events of work queues (``client.records_polled``, ``client.batch_processed``,
+  ``client.acknowledged``) and producers' events (``producer.produced``, no group) that the JVM
+  can vouch for are counted there too: per group, one event for the model (it counts them and
+  reads them no further: :data:`~.model.RECORDS_RUN`); per log, the producers' (``ungrouped``
+  rows, added to the summary's ``events``).
 * The other lines (2%), the runs and the ``commits_kept`` counts go, grouped by (log, group),
   through Arrow (``applyInPandas``) to the sequential model, which returns every table's rows as
   JSON; these are kept (small) and each table is read from them with ``from_json``. Each run is
@@ -25,8 +30,8 @@ import json
 import os
 import re
 
-from .model import (INVARIANTS, MAX_COUNTEREXAMPLES, RUN, RUN_LAST_TS, RunOutOfOrder, analyze_group,
-                    group_partitions)
+from .model import (INVARIANTS, MAX_COUNTEREXAMPLES, RECORD_EVENTS, RECORDS_RUN, RUN, RUN_LAST_TS, RunOutOfOrder,
+                    analyze_group, group_partitions)
 
 COMMITS = ("client.committed", "offset.committed")
 RESETS = ("group.deleted", "offsets.expired", "offsets.deleted")
@@ -39,9 +44,46 @@ class Fallback(Exception):
 
 
 def _event_schema():
-    """What the JVM reads of a line other than a commit (the model parses the rest)."""
+    """What the JVM reads of a line other than a commit (the model parses the rest): the group and
+    time, and what tells a record event or a producer's event it counts without Python."""
     from pyspark.sql import types as T
-    return T.StructType([T.StructField("ts_ms", T.LongType(), True), T.StructField("group", T.StringType(), True)])
+    S, L = T.StringType(), T.LongType()
+    return T.StructType([T.StructField(n, t, True) for n, t in (
+        ("ts_ms", L), ("group", S), ("event", S), ("client", S), ("records", T.ArrayType(T.ArrayType(S))),
+        ("started_ms", L), ("busy_ms", L), ("producer", S), ("topic", S), ("partition", L), ("first", L),
+        ("last", L))])
+
+
+def _counted(general):
+    """(a record event, a producer's event) as the JVM can vouch for them (the fields
+    :func:`job.event_problem` checks, but for the type of a string field): counted, never sent to
+    Python. Any other such line goes to Python, which checks it."""
+    from pyspark.sql import functions as F
+
+    from .job import _RUNS
+    from .share import ACK_TYPES, PRODUCER_EVENTS
+    kind = general["event"]
+    record = F.lit(False)
+    def checker(width, last):
+        def run_ok(r):
+            ok = ((F.size(r) == width) & r[0].isNotNull() & r[1].try_cast("long").isNotNull()
+                  & (r[2].try_cast("long") <= r[3].try_cast("long")))
+            if last == "dc":
+                ok = ok & r[4].try_cast("long").isNotNull()
+            elif last == "type":
+                ok = ok & r[4].isin(*ACK_TYPES)
+            return ok
+        return run_ok
+    for name, (width, last) in _RUNS.items():
+        ok = (kind == name) & general["records"].isNotNull() & F.forall(general["records"], checker(width, last))
+        if name == "client.batch_processed":
+            ok = ok & general["started_ms"].isNotNull() & general["busy_ms"].isNotNull()
+        record = record | ok
+    record = record & general["group"].isNotNull() & general["ts_ms"].isNotNull() & general["client"].isNotNull()
+    producer = (kind.isin(*PRODUCER_EVENTS) & general["group"].isNull() & general["ts_ms"].isNotNull()
+                & general["producer"].isNotNull() & general["topic"].isNotNull() & general["partition"].isNotNull()
+                & (general["first"] <= general["last"]))
+    return F.coalesce(record, F.lit(False)), F.coalesce(producer, F.lit(False))
 
 
 def _input_schema():
@@ -134,11 +176,16 @@ def _lines_and_runs(spark, sources, shape):
     def either(name):
         return F.when(client_commit, cc[name]).when(commit, oc[name])
     general = F.from_json("value", _event_schema())   # any other line: 2% of a long log, or a foreign writer
+    x = x.select("*", F.when(line, general).alias("general"))
+    record, producer = _counted(F.col("general"))
+    x = x.select("*", record.alias("record"), producer.alias("producer"))
+    line = line & ~F.col("record") & ~F.col("producer")
     x = x.select(
         "log", "pos",
-        F.when(commit, either("group")).otherwise(general["group"]).alias("group"),
-        F.when(commit, either("ts").cast(L)).otherwise(general["ts_ms"]).alias("ts"),
-        F.when(client_commit, F.lit("client.committed")).when(commit, F.lit("offset.committed")).alias("kind"),
+        F.when(commit, either("group")).otherwise(F.col("general.group")).alias("group"),
+        F.when(commit, either("ts").cast(L)).otherwise(F.col("general.ts_ms")).alias("ts"),
+        F.when(client_commit, F.lit("client.committed")).when(commit, F.lit("offset.committed"))
+        .when(F.col("record"), F.lit(RECORDS_RUN)).when(F.col("producer"), F.lit("producer")).alias("kind"),
         F.when(client_commit, cc["client"]).alias("client"),
         F.when(client_commit, cc["member"]).alias("member"),
         either("gen").cast(L).alias("gen"),
@@ -188,11 +235,16 @@ def _group_rows(key, pdf, metas):
     from .job import event_problem
     log, group = key
     meta = metas[log]
-    if group is None:
-        raise Fallback(f"{FALLBACK_MARK} an event without a group")
+    head = {"log": log, "cell": meta["cell"], "scenario": meta["scenario"], "seed": meta["seed"]}
+    if group is None:             # producers' events (counted in the JVM), or a line to check
+        if not (pdf["kind"] == "producer").all():
+            raise Fallback(f"{FALLBACK_MARK} an event without a group")
+        return pd.DataFrame([("ungrouped", json.dumps({**head, "events": int(pdf["n"].sum())}))],
+                            columns=["tag", "payload"])
     pdf = pdf.sort_values(["ts", "pos"], kind="stable")
     events, kept_checked, kept_failed, kept_examples = [], 0, 0, []
     lines, runs = [], []          # ((ts, pos), event)
+    records = None                # the group's record events, as one event (RECORDS_RUN)
     for r in pdf.itertuples(index=False):
         kind = r.kind
         if kind == "line":
@@ -202,8 +254,13 @@ def _group_rows(key, pdf, metas):
                 raise Fallback(f"{FALLBACK_MARK} not JSON") from None
             if event_problem(ev) or ev["event"] in COMMITS:
                 raise Fallback(f"{FALLBACK_MARK} a line to check")
+            if ev["event"] in RECORD_EVENTS:      # one the JVM did not vouch for: counted the same
+                records = _more_records(records, events, int(r.ts), int(r.ts), 1)
+                continue
             lines.append(((int(r.ts), int(r.pos)), ev))
             events.append(ev)
+        elif kind == RECORDS_RUN:
+            records = _more_records(records, events, int(r.ts), int(r.last_ts), int(r.n))
         elif kind == "kept":
             kept_checked, kept_failed = int(r.n), int(r.gen)
             for x in json.loads(r.value):
@@ -231,7 +288,6 @@ def _group_rows(key, pdf, metas):
     inv["failed"]["commits_kept"] += kept_failed
     if inv["status"]["commits_kept"] != "skipped":
         inv["status"]["commits_kept"] = "fail" if inv["failed"]["commits_kept"] else "pass"
-    head = {"log": log, "cell": meta["cell"], "scenario": meta["scenario"], "seed": meta["seed"]}
     out = []
 
     def add(tag, row):
@@ -250,6 +306,18 @@ def _group_rows(key, pdf, metas):
     for row in result["timeline"]:
         add("timeline", row)
     return pd.DataFrame(out, columns=["tag", "payload"])
+
+
+def _more_records(records, events: list, first_ts: int, last_ts: int, n: int) -> dict:
+    """The group's one RECORDS_RUN event (made and put among the events at its first), with n more
+    record events from first_ts to last_ts."""
+    if records is None:
+        records = {"event": RECORDS_RUN, "ts_ms": first_ts, RUN: 0, RUN_LAST_TS: last_ts}
+        events.append(records)
+    records[RUN] += n
+    records["ts_ms"] = min(records["ts_ms"], first_ts)
+    records[RUN_LAST_TS] = max(records[RUN_LAST_TS], last_ts)
+    return records
 
 
 def _check_runs(lines, runs) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .model import INVARIANT_TITLES, expected_notes
+from .share import CAUSES, SKIPPED_BECAUSE
 
 #: Groups per timeline picture (every group is drawn, over as many pictures as it takes), in rows
 #: of TIMELINE_COLUMNS small multiples.
@@ -146,8 +147,11 @@ def verdicts(analysis, cell_params: dict | None = None) -> list[Verdict]:
                      f"{len(held)} invariant{'s' if len(held) != 1 else ''} held"]
         else:
             status, parts = "unchecked", ["no invariant could be checked"]
-        if skipped:
-            parts.append("not checked (coordinator events only): " + ", ".join(_title(r) for r in skipped))
+        why = defaultdict(list)            # a rebalance invariant is skipped for want of member events
+        for r in skipped:
+            why[SKIPPED_BECAUSE.get(r["invariant"], "coordinator events only")].append(_title(r))
+        for reason, titles in why.items():
+            parts.append(f"not checked ({reason}): " + ", ".join(titles))
         if s.get("rebalances") is not None and not failed:      # a failure: what failed, the rest below
             parts.append(f"{s['rebalances']} rebalance{'s' if s['rebalances'] != 1 else ''}"
                          + (f", p95 {s['duration_p95_ms']:.0f} ms" if s.get("duration_p95_ms") is not None else ""))
@@ -209,6 +213,7 @@ def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | 
         parts.append(_compare_section(analysis, cell_params, compare, out))
     if cell_params:
         parts.append(_cells_section(analysis, cell_params, out))
+    parts.append(_work_section(analysis))
     parts.append(_invariants_section(analysis))
     parts.append("<h2>Plots</h2>")
     names = _plot_names(analysis, cell_params)
@@ -249,6 +254,47 @@ def _summary_section(analysis, cell_params: dict | None) -> str:
     columns = CELL_SUMMARY_COLUMNS if cells else SUMMARY_COLUMNS
     return head + _table(rows, columns, left=("log", "cell", "scenario", "parameters"), wrap=("parameters",),
                          flag=("violations",))
+
+
+#: The work table's columns the page shows (all are in the Parquet table).
+WORK_COLUMNS = [("log", "log"), ("group", "group"), ("group_type", "type"), ("clients", "consumers"),
+                ("records", "records"), ("acknowledged", "acknowledged"), ("archived", "archived"),
+                ("unfinished", "unfinished"), ("throughput_per_s", "acknowledged / s"),
+                ("latency_p50_ms", "p50 latency ms"), ("latency_p99_ms", "p99 latency ms"),
+                ("duplicate_deliveries", "duplicate deliveries"), ("causes", "redeliveries by cause"),
+                ("mean_utilisation", "mean utilisation"), ("idle_worker_s", "idle worker\u2011s")]
+_WORK_DIGITS = {"throughput_per_s": 1, "latency_p50_ms": 0, "latency_p99_ms": 0, "mean_utilisation": 2,
+                "idle_worker_s": 1}
+
+
+def _work_section(analysis) -> str:
+    """Work queues (share groups, consumer groups with job_ms): one row per group, when a log has any."""
+    rows = getattr(analysis, "work", None) or []
+    if not rows:
+        return ""
+    shown = []
+    for r in sorted(rows, key=lambda r: (r["log"], r["group"])):
+        row = dict(r)
+        row["causes"] = ", ".join(f"{c.replace('_', ' ')} {r.get(f'redeliveries_{c}')}" for c in CAUSES
+                                  if r.get(f"redeliveries_{c}")) or "none"
+        for key, digits in _WORK_DIGITS.items():
+            v = row.get(key)
+            if isinstance(v, float):
+                row[key] = round(v, digits) if digits else int(round(v))
+        shown.append(row)
+    unchecked = sorted({f"{r['log']}/{r['group']}" for r in rows if not r.get("all_settled_checked")})
+    note = ("<p class='note'>Unfinished records are not violations where the producers stopped less than the "
+            "group's lock duration (consumer groups: session timeout) + 10 s before the log's end: "
+            + html.escape(", ".join(unchecked)) + ".</p>") if unchecked else ""
+    return ("<h2>Work queues</h2><p>Share groups (KIP-932) and consumer groups used as work queues: each "
+            "record produced to a group's topics, its deliveries (polls that returned it) and how it ended "
+            "(acknowledged: a share group's successful ACCEPT, a consumer group's first commit past it; "
+            "archived: rejected, or its last delivery at the delivery limit not accepted). Latency is from "
+            "production to acknowledgement; throughput is acknowledged records per second from the first "
+            "record produced to the last acknowledged; a redelivery's cause is what ended the delivery "
+            "before it. Tables (Parquet): <code>deliveries</code>, <code>consumers</code>, "
+            "<code>redeliveries</code>, <code>archived</code>, <code>work</code>.</p>"
+            + _table(shown, WORK_COLUMNS, left=("log", "group", "group_type", "causes"), wrap=("causes",)) + note)
 
 
 def _plot_names(analysis, cell_params: dict | None) -> dict[str, str]:

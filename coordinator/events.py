@@ -157,9 +157,9 @@ name (None when its id is unknown), ``partition`` its index:
     ``last_offset`` (of its batches), ``accepted``, ``released``, ``rejected``, ``gaps``, ``renewed`` (records
     each way; all 0 when it failed), ``archived`` (records it archived: rejected, gaps, released at the
     delivery count limit), ``error`` (the partition's Kafka error name, None), ``dropped`` (a fault
-    dropped the acknowledgements: nothing applied), ``batches`` (the request's acknowledgement batches
-    of the partition, [first, last, [types]]: one type for the whole range, else one per offset; 0 GAP,
-    1 ACCEPT, 2 RELEASE, 3 REJECT, 4 RENEW), applied all or none (see ``error``, ``dropped``).
+    dropped the acknowledgements: nothing applied), ``batches`` (the request's acknowledgements of the
+    partition as runs [first, last, type] of one type, "ACCEPT" | "RELEASE" | "REJECT" | "GAP" |
+    "RENEW"), applied all or none (see ``error``, ``dropped``).
 ``share.lock_expired``    acquisition locks of a partition expired. ``topic``, ``partition``, ``records``
     (whose lock expired), ``archived`` (of them, at the delivery count limit: the others are AVAILABLE
     again), ``cause``: "timeout" | "fault" (an injected expiry).

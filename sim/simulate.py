@@ -881,11 +881,24 @@ class Simulator(Driver):
                               "running_clients": len(live)}
             checks[gid] = ownership_check(self.service, g, [r.member for r in live])
             entry["final"]["check"] = checks[gid]
+            if self.scenario.spec_of(gid).share:
+                entry["share_partitions"] = share_counts(self.service, gid)
         return {"scenario": self.scenario.name, "seed": self.seed, "mode": self.mode,
                 "virtual_s": self.end / 1000, "wall_s": round(self.wall_s, 3),
                 "virtual_s_per_wall_s": round(self.end / 1000 / self.wall_s, 1) if self.wall_s else None,
                 "events": len(events), "clients": len(self.clients), "stats": dict(self.stats),
                 "notes": list(self.notes), "groups": groups}
+
+
+def share_counts(service: Service, group_id: str) -> dict:
+    """A share group's record counts at its leaders (their share-partitions' counters, summed): what
+    the log's analysis must agree with."""
+    total: dict = {}
+    for (g, _, _), sp in sorted(service.share_partitions.share_partitions().items(), key=lambda kv: str(kv[0])):
+        if g == group_id:
+            for k, v in vars(sp.counters).items():
+                total[k] = total.get(k, 0) + v
+    return dict(sorted(total.items()))
 
 
 def find_group(service: Service, group_id: str):

@@ -293,7 +293,7 @@ class SharePartitionManager:
             "last_offset": max(b["last_offset"] for b in raw), "accepted": d[_ACCEPTED], "released": d[_RELEASED],
             "rejected": d[_REJECTED], "gaps": d[_GAPS], "renewed": d[_RENEWED], "archived": d[_ARCHIVED],
             "error": _error_name(code), "dropped": dropped,
-            "batches": [[b["first_offset"], b["last_offset"], list(b["acknowledge_types"])] for b in raw]}, member_id)
+            "batches": _ack_runs(raw)}, member_id)
         limit = d[_ARCHIVED] - d[_REJECTED] - d[_GAPS]
         if limit > 0:
             self._partition_event("share.records_archived", key, {"records": limit, "reason": "delivery_count_limit"})
@@ -714,6 +714,27 @@ class SharePartitionManager:
         if node is not None and node.up:
             endpoints[leader] = {"node_id": leader, "host": node.host, "port": node.port, "rack": node.rack}
         return {"leader_id": leader, "leader_epoch": 0}
+
+
+_ACK_NAMES = {0: "GAP", 1: "ACCEPT", 2: "RELEASE", 3: "REJECT", 4: "RENEW"}
+
+
+def _ack_runs(raw: list) -> list[list]:
+    """Acknowledgement batches as runs [first, last, type name] of one type each (a batch with one type
+    per offset split where it changes)."""
+    out: list[list] = []
+    for b in raw:
+        first, last, types = b["first_offset"], b["last_offset"], b["acknowledge_types"]
+        if len(types) <= 1:
+            out.append([first, last, _ACK_NAMES.get(types[0] if types else 0, str(types))])
+            continue
+        for i, t in enumerate(types[: last - first + 1]):
+            name = _ACK_NAMES.get(t, str(t))
+            if out and out[-1][2] == name and out[-1][1] == first + i - 1 and i:
+                out[-1][1] = first + i
+            else:
+                out.append([first + i, first + i, name])
+    return out
 
 
 class _ShareFetch:

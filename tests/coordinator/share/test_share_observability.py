@@ -86,7 +86,7 @@ def test_a_members_records_as_events_from_acquisition_to_the_end_of_its_session(
     assert w.take() == [
         {"event": "share.records_acknowledged", "member": "m1", "topic": "foo", "partition": 0, "request": "ShareFetch",
          "first_offset": 0, "last_offset": 7, "accepted": 5, "released": 2, "rejected": 1, "gaps": 0, "renewed": 0,
-         "archived": 1, "error": None, "dropped": False, "batches": [[0, 4, [1]], [5, 6, [2]], [7, 7, [3]]]}]
+         "archived": 1, "error": None, "dropped": False, "batches": [[0, 4, "ACCEPT"], [5, 6, "RELEASE"], [7, 7, "REJECT"]]}]
 
     # 8 and 9: their lock expires; 5 and 6, released, come again first (delivery count 2, as 8 and 9)
     w.later(LOCK_MS)
@@ -146,7 +146,7 @@ def test_records_archived_at_the_delivery_count_limit_and_sessions_replaced_or_d
         {"event": "share.records_acknowledged", "member": "m1", "topic": "foo", "partition": 0,
          "request": "ShareAcknowledge", "first_offset": 0, "last_offset": 2, "accepted": 1, "released": 1,
          "rejected": 0, "gaps": 1, "renewed": 0, "archived": 2, "error": None, "dropped": False,
-         "batches": [[0, 0, [2]], [1, 1, [0]], [2, 2, [1]]]},
+         "batches": [[0, 0, "RELEASE"], [1, 1, "GAP"], [2, 2, "ACCEPT"]]},
         {"event": "share.records_archived", "topic": "foo", "partition": 0, "records": 1,
          "reason": "delivery_count_limit"}]
 

@@ -163,7 +163,8 @@ producer events: a coordinator events file has none.
   (linear interpolation, acknowledged records); ``active_ms`` from the group's first record produced or
   delivered to its last acknowledgement and ``throughput_per_s`` = acknowledged / active seconds;
   ``mean_utilisation`` (the mean of its clients'), ``busy_worker_s`` and ``idle_worker_s`` (summed over
-  its clients); ``delivery_limit`` and ``lock_duration_ms`` (share groups), ``last_produced_ms`` (the
+  its clients), ``idle_workers`` (its clients that processed no record: a consumer group's members
+  beyond its partition count, say); ``delivery_limit`` and ``lock_duration_ms`` (share groups), ``last_produced_ms`` (the
   last ``producer.produced`` of its topics), ``log_end_ms``, ``all_settled_checked``.
 - Work-queue invariants (``share_single_holder``, ``delivery_limit``, ``all_settled``): see
   :mod:`.invariants`.

@@ -262,7 +262,8 @@ WORK_COLUMNS = [("log", "log"), ("group", "group"), ("group_type", "type"), ("cl
                 ("unfinished", "unfinished"), ("throughput_per_s", "acknowledged / s"),
                 ("latency_p50_ms", "p50 latency ms"), ("latency_p99_ms", "p99 latency ms"),
                 ("duplicate_deliveries", "duplicate deliveries"), ("causes", "redeliveries by cause"),
-                ("mean_utilisation", "mean utilisation"), ("idle_worker_s", "idle worker\u2011s")]
+                ("mean_utilisation", "mean utilisation"), ("idle_worker_s", "idle worker\u2011s"),
+                ("idle_workers", "workers that processed nothing")]
 _WORK_DIGITS = {"throughput_per_s": 1, "latency_p50_ms": 0, "latency_p99_ms": 0, "mean_utilisation": 2,
                 "idle_worker_s": 1}
 

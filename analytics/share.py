@@ -145,7 +145,8 @@ def schemas(meta: list) -> dict:
             ("unfinished", L), ("deliveries", L), ("duplicate_deliveries", L), ("redeliveries", L)]
         + [(f"redeliveries_{c}", L) for c in CAUSES] + [
             ("latency_p50_ms", D), ("latency_p99_ms", D), ("active_ms", L), ("throughput_per_s", D),
-            ("mean_utilisation", D), ("busy_worker_s", D), ("idle_worker_s", D), ("delivery_limit", I),
+            ("mean_utilisation", D), ("busy_worker_s", D), ("idle_worker_s", D), ("idle_workers", I),
+            ("delivery_limit", I),
             ("lock_duration_ms", L), ("last_produced_ms", L), ("log_end_ms", L), ("all_settled_checked", B)],
     }
 
@@ -602,7 +603,8 @@ def _work(meta, head, records, redeliveries, consumers):
         *[F.sum((F.col("cause") == c).cast("long")).alias(f"redeliveries_{c}") for c in CAUSES])
     con = consumers.groupBy("log", "group").agg(
         F.count(F.lit(1)).alias("clients"), F.avg("utilisation").alias("mean_utilisation"),
-        (F.sum("busy_ms") / 1000.0).alias("busy_worker_s"), (F.sum("idle_ms") / 1000.0).alias("idle_worker_s"))
+        (F.sum("busy_ms") / 1000.0).alias("busy_worker_s"), (F.sum("idle_ms") / 1000.0).alias("idle_worker_s"),
+        F.sum((F.coalesce("records_processed", F.lit(0)) == 0).cast("int")).alias("idle_workers"))
     z = F.lit(0).cast("long")
     counts = ["records", "records_produced", "acknowledged", "archived", "archived_rejected",
               "archived_delivery_limit", "unfinished", "deliveries", "duplicate_deliveries",
@@ -614,7 +616,8 @@ def _work(meta, head, records, redeliveries, consumers):
                     *[F.coalesce(c, z).alias(c) for c in counts],
                     "latency_p50_ms", "latency_p99_ms", active.alias("active_ms"),
                     F.when(active > 0, F.coalesce("acknowledged", z) * 1000.0 / active).alias("throughput_per_s"),
-                    "mean_utilisation", "busy_worker_s", "idle_worker_s", "delivery_limit", "lock_duration_ms",
+                    "mean_utilisation", "busy_worker_s", "idle_worker_s",
+                    F.coalesce("idle_workers", F.lit(0)).alias("idle_workers"), "delivery_limit", "lock_duration_ms",
                     "last_produced_ms", "log_end_ms", "all_settled_checked"))
 
 

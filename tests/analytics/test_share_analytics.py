@@ -341,6 +341,10 @@ def test_work_totals(analysed):
     bare = work[("bare", "s")]
     assert (bare["group_type"], bare["records"], bare["acknowledged"], bare["delivery_limit"],
             bare["lock_duration_ms"]) == ("share", 2, 2, 5, 30000)
+    # the workers that processed nothing, as the consumers table says (at least one log has one)
+    idle = {key: sum(1 for x in t["consumers"] if (x["log"], x["group"]) == key and not x["records_processed"])
+            for key in work}
+    assert {key: r["idle_workers"] for key, r in work.items()} == idle and any(idle.values()), idle
 
 
 # ---------------------------------------------------------------- invariants

@@ -63,3 +63,17 @@ def test_tables_lists_and_several_scenarios_name_their_cells(tmp_path):
     grid.write_text('scenario = "tiny.toml"\ncompare = "nope"\n[grid]\nmembers = [1]\n')
     with pytest.raises(GridError, match="compare: 'nope' is not an axis"):
         load_grid(grid)
+
+
+def test_the_share_vs_consumer_sweep_runs_each_workload_as_a_consumer_group_and_as_a_share_group():
+    from pathlib import Path
+
+    from groupcoord.sim import scenario
+    sweeps = Path(__file__).resolve().parents[2] / "examples" / "sweeps"
+    grid = load_grid(sweeps / "share-vs-consumer.toml")
+    base = scenario.load(grid.scenario)
+    resolved = [(c.params["members"], scenario.apply_overrides(base, c.overrides).groups[0]) for c in grid.cells]
+    assert [(n, g.group_type, g.members, g.strategy, g.work_queue) for n, g in resolved] == [
+        (6, "consumer", 6, ["cooperative-sticky"], True), (6, "share", 6, [], True),
+        (12, "consumer", 12, ["cooperative-sticky"], True), (12, "share", 12, [], True)]
+    assert base.topics == {"jobs": 8} and base.produce[0].rate_per_s == 100

@@ -23,9 +23,11 @@ runs of offsets) into the same ``invariants`` and ``violations`` tables, one row
 group and invariant that applies to it:
 
 - ``share_single_holder`` (share groups): each record's deliveries, in time order, have strictly
-  increasing delivery counts. The broker counts an acquisition each time it hands a record out,
-  so two consumers holding it at once would show the same count (or a lower one). Checked: every
-  delivery; counterexample: the delivery, the one before it (client, count, time).
+  increasing delivery counts. A record handed out twice from one delivery count (a copy of a
+  delivery, or a count not kept) shows the same count or a lower one. What it does not see: a
+  broker that increments the count on a wrong hand-out too (a record delivered again after it was
+  accepted) passes it. Checked: every delivery; counterexample: the delivery, the one before it
+  (client, count, time).
 - ``delivery_limit`` (share groups): no delivery count above the group's delivery limit
   (scenario.json's ``delivery_limit``, else the coordinator's ``share.delivery.count.limit`` /
   ``group.share.delivery.count.limit`` there, else Kafka's 5). Checked: every delivery.

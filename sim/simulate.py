@@ -225,8 +225,9 @@ class Simulator(Driver):
             return
         spec = c.spec
         if spec.share:
+            # (a new member id per process, as Kafka's client makes one)
             member = ShareMember(share_config(c), topics=c.topics, now=self.now,
-                                 rng=random.Random(f"{self.seed}/{c.name}"))
+                                 rng=random.Random(f"{self.seed}/{c.name}/{c.generation}"))
         else:
             member = Member(consumer_config(c), topics=c.topics, now=self.now,
                             rng=random.Random(f"{self.seed}/{c.name}"), fetch=spec.work_queue)
@@ -457,7 +458,10 @@ class Simulator(Driver):
             return
         batch = w.batch
         r.client.recorder.batch_processed(batch, w.started, w.busy_ms)
-        w.end_batch(r.member, self.now)
+        if r.closing:
+            w.batch, w.busy_until = [], None            # closing: nothing more to acknowledge or commit
+        else:
+            w.end_batch(r.member, self.now)
         self._drive(r)
 
     def _work(self, r: _Running) -> bool:

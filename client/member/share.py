@@ -470,7 +470,11 @@ class ShareMember:
             if (self.fetcher.sessions or not self.fetcher.idle()) and not expired:
                 return
             c.stage = "leave"
-            if self.discovery.ready(now):
+        if c.stage == "leave" and self.membership.leave is None and self.membership.state not in _OUT:
+            if not self.discovery.ready(now):
+                if not expired:
+                    return                              # the leave heartbeat waits for the coordinator
+            else:
                 self.membership.maybe_leave(now)
         if c.stage == "leave":
             if self.membership.leave is not None and not expired:

@@ -21,6 +21,7 @@ acknowledged GAP. Each answered acknowledgement is reported (:class:`Acknowledge
 """
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -75,6 +76,7 @@ class Ack:
     offset: int
     type: int
     deadline: int                    # the record's lock deadline
+    seq: int = 0                     # its number (the commits waiting for it)
 
 
 @dataclass
@@ -84,14 +86,13 @@ class Session:
     epoch: int = OPEN_EPOCH
     partitions: set = field(default_factory=set)      # in the leader's session
     in_flight: int | None = None                      # request id
-    commits: list = field(default_factory=list)       # commit handles waiting for this node's next acks
     retry_at: int = 0
 
 
 @dataclass
 class CommitOp:
     handle: int
-    nodes: set                       # nodes whose acknowledgements it waits for
+    waiting: set                     # the acknowledgements (Ack.seq) it waits for, wherever they go
     results: dict = field(default_factory=dict)       # TP -> (offsets, error)
 
 
@@ -108,6 +109,8 @@ class ShareFetcher:
         self.pending: dict[TP, list[Ack]] = {}
         self.commits: dict[int, CommitOp] = {}
         self._failed_types: dict[TP, dict] = {}              # lock-expired acknowledgements' types, until reported
+        self._failed_seqs: dict[TP, set] = {}                # and their numbers
+        self._seq = itertools.count(1)
         self.wanted = False
         self.lock_timeout_ms: int | None = None           # the last AcquisitionLockTimeoutMs
         self.max_records: int = cfg["max.poll.records"]
@@ -144,7 +147,7 @@ class ShareFetcher:
         return out
 
     def acknowledge(self, tp: TP, offset: int, kind: int, deadline: int) -> None:
-        self.pending.setdefault(tp, []).append(Ack(offset, kind, deadline))
+        self.pending.setdefault(tp, []).append(Ack(offset, kind, deadline, next(self._seq)))
 
     def release_buffer(self) -> None:
         """Closing: the buffered records are released with the session."""
@@ -152,17 +155,12 @@ class ShareFetcher:
 
     def commit(self, now: int) -> int:
         """Send every pending acknowledgement; a :class:`ShareCommitCompleted` with the returned
-        handle follows once the leaders answered them (at once when there are none)."""
+        handle follows once each of them was answered or failed (at once when there are none), to
+        whichever leader it went."""
         handle = next(self.net.ids)
-        nodes = set()
-        for tp in self.pending:
-            node = self.member.metadata.leader_of(tp)
-            if node is None:
-                continue
-            nodes.add(node)
-            self._session(node).commits.append(handle)
-        op = self.commits[handle] = CommitOp(handle, nodes)
-        if not nodes:
+        waiting = {a.seq for acks in self.pending.values() for a in acks}
+        op = self.commits[handle] = CommitOp(handle, waiting)
+        if not waiting:
             self._finish_commit(op)
         return handle
 
@@ -231,14 +229,7 @@ class ShareFetcher:
         error = KafkaError(_E.INVALID_SHARE_SESSION_EPOCH, "no share session with the leader to acknowledge in")
         taken = {tp: acks for tp in tps if (acks := self.pending.pop(tp, []))}
         results = {tp: (frozenset(a.offset for a in acks), error) for tp, acks in taken.items()}
-        self._report(results, self._take_commits(node), node, taken)
-
-    def _take_commits(self, node: int) -> list[int]:
-        s = self.sessions.get(node)
-        if s is None:
-            return []
-        handles, s.commits = s.commits, []
-        return handles
+        self._report(results, [], node, taken)
 
     def _take_acks(self, tps: list[TP], now: int) -> tuple[dict, dict]:
         """The acknowledgements of tps to send ({TP: [Ack]}), and those that cannot be: the
@@ -247,13 +238,14 @@ class ShareFetcher:
         failed: dict[TP, tuple] = {}
         for tp in tps:
             acks = self.pending.pop(tp, [])
-            live = [a for a in acks if a.deadline > now or a.type == GAP]
-            dead = [a.offset for a in acks if a.deadline <= now and a.type != GAP]
+            # (a GAP too: the leader takes a partition's acknowledgements all or none)
+            live = [a for a in acks if a.deadline > now]
+            dead = [a.offset for a in acks if a.deadline <= now]
             if live:
                 send[tp] = live
             if dead:
-                self._failed_types.setdefault(tp, {}).update(
-                    (a.offset, a.type) for a in acks if a.deadline <= now and a.type != GAP)
+                self._failed_types.setdefault(tp, {}).update((a.offset, a.type) for a in acks if a.deadline <= now)
+                self._failed_seqs.setdefault(tp, set()).update(a.seq for a in acks if a.deadline <= now)
                 failed[tp] = (frozenset(dead), KafkaError(
                     _E.INVALID_RECORD_STATE, "the record's acquisition lock expired before it was acknowledged"))
         return send, failed
@@ -311,7 +303,7 @@ class ShareFetcher:
                 body["share_acquire_mode"] = 1 if record_limit else 0
                 body["is_renew_ack"] = False
             return body
-        handles = self._take_commits(s.node) if send or failed else []
+        handles: list = []
         rid = member.net.send((BROKER, s.node), SHARE_FETCH, build, self.on_share_fetch, now, node=node,
                               timeout_ms=member.net.request_timeout_ms + self.max_wait_ms,
                               ctx=(s, now, send, failed, added, forgotten, handles))
@@ -328,7 +320,7 @@ class ShareFetcher:
             return
         send, failed = self._take_acks(tps, now)
         if not send and not close:
-            self._report(failed, self._take_commits(s.node), s.node)
+            self._report(failed, [], s.node)
             return
         epoch = CLOSE_EPOCH if close else s.epoch
         group_id, member_id = member.group_id, member.member_id
@@ -339,7 +331,7 @@ class ShareFetcher:
             if v >= 2:
                 body["is_renew_ack"] = False
             return body
-        handles = self._take_commits(s.node)
+        handles: list = []
         rid = member.net.send((BROKER, s.node), SHARE_ACKNOWLEDGE, build, self.on_share_acknowledge, now,
                               node=node, ctx=(s, now, send, failed, handles, close))
         if rid is None:
@@ -351,7 +343,6 @@ class ShareFetcher:
         """A request that could not go out (no connection yet): its acknowledgements wait again."""
         for tp, acks in send.items():
             self.pending.setdefault(tp, [])[:0] = acks
-        s.commits[:0] = handles
         if failed:
             self._report(failed, [], s.node)
 
@@ -501,14 +492,23 @@ class ShareFetcher:
                 if kinds:
                     types.setdefault(tp, {}).update(kinds)
             self.net.actions.append(AcknowledgementsCommitted(dict(results), types))
-        for h in handles:
-            op = self.commits.get(h)
-            if op is None:
-                continue
-            op.results.update(results)
-            op.nodes.discard(node)
-            if not op.nodes:
-                self._finish_commit(op)
+        if self.commits:
+            seqs = {tp: {a.seq for a in acks} for tp, acks in (send or {}).items()}
+            for tp in results:
+                failed = self._failed_seqs.pop(tp, None)
+                if failed:
+                    seqs.setdefault(tp, set()).update(failed)
+            for op in list(self.commits.values()):
+                for tp, result in results.items():
+                    mine = seqs.get(tp, set()) & op.waiting
+                    if mine:
+                        op.results[tp] = result
+                        op.waiting -= mine
+                if not op.waiting:
+                    self._finish_commit(op)
+        else:
+            for tp in results:
+                self._failed_seqs.pop(tp, None)
 
     def _finish_commit(self, op: CommitOp, error: Exception | None = None) -> None:
         if self.commits.pop(op.handle, None) is not None:

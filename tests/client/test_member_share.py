@@ -1126,3 +1126,42 @@ def test_the_simulation_closes_a_member_with_a_closed_action():
     before = len(sim.bodies)
     sim.advance(5000)
     assert len(sim.bodies) == before
+
+
+# ================================================================================ commits across requests
+def test_a_commit_waits_for_every_acknowledgement_it_covers_even_when_they_go_in_two_requests():
+    # acks of a partition no longer assigned go in a ShareAcknowledge, those of an assigned one with the
+    # next ShareFetch: the commit's result names both (before: it completed on the first answer)
+    sim = ShareSim({"t": 1, "u": 1})
+    sim.produce(1, 0, "t")
+    sim.produce(1, 0, "u")
+    a = sim.add_share("a", topics=("t", "u"), app=False)
+    sim.run_until_joined("a")
+    m = a.member
+    got = []
+    while len(got) < 2:
+        got += sim.poll_records("a")
+    m.subscribe(["u"], sim.now)
+    assert sim.run(lambda: m.assignment == {TP("u", 0)}, max_ms=5000)
+    m.application_poll(sim.now)             # the batch settled: acks of t-0 and u-0 pending
+    m.take_records(sim.now)                 # nothing buffered: a fetch is wanted
+    m.commit(sim.now)
+    assert sim.run(lambda: a.share_commits, max_ms=5000)
+    assert a.share_commits[0].results == {TP("t", 0): (frozenset({0}), None), TP("u", 0): (frozenset({0}), None)}
+
+
+def test_a_commit_completes_when_the_leader_moves_before_its_acknowledgements_go_out():
+    sim = ShareSim({"t": 2}, nodes=2)
+    old = sim.service.cluster.leader_for("t", 0)
+    sim.produce(1, 0)
+    a = sim.add_share("a", app=False)
+    sim.run_until_joined("a")
+    m = a.member
+    assert [r.partition for r in sim.poll_records("a")] == [0]
+    m.application_poll(sim.now)
+    m.take_records(sim.now)
+    m.commit(sim.now)
+    m.metadata.leaders["t"][0] = 1 - old    # metadata says the partition moved before the acks went out
+    assert sim.run(lambda: a.share_commits, max_ms=60_000)
+    [(offsets, _)] = a.share_commits[0].results.values()
+    assert offsets == frozenset({0})

@@ -485,6 +485,7 @@ class ShareRecordsAcknowledged(BaseEvent):
     archived: int
     error: str | None
     dropped: bool
+    batches: list[list]          # [first, last, type name] runs
 
 
 class ShareLockExpired(BaseEvent):

@@ -20,6 +20,13 @@ and so are a produce's records (segment files, :mod:`.segments`) and the end off
 partition to, before the produce is acknowledged. :meth:`Cluster.restore_topics` brings them back
 at start. Retention (:meth:`Cluster.apply_retention`, on the service's timer) deletes whole segments
 as Kafka does, by ``retention.ms`` and ``retention.bytes``.
+
+Idempotent and transactional producers (:mod:`.producers`): each partition keeps its producers' state
+(epochs, the last five batches' sequences, ongoing transactions, aborted transactions), checked by
+:meth:`Cluster.append` and moved by the transaction markers :meth:`Cluster.write_marker` appends. Its last
+stable offset bounds read_committed fetches. The state is not stored apart: a restart replays it from
+the restored batches (markers included); retention keeps the producers, as Kafka's producer snapshots do,
+and drops the aborted transactions whose markers it deleted.
 """
 from __future__ import annotations
 
@@ -33,6 +40,9 @@ import structlog
 
 from groupcoord.protocol import records
 from groupcoord.protocol.errors import ErrorCode
+
+from .producers import (CompletedTxn, Origin, ProducerAppendInfo, ProducerStateError, ProducerStateManager,
+                        end_txn_marker_key, end_txn_marker_value, parse_end_txn_marker)
 
 logger = structlog.get_logger("groupcoord.cluster")
 
@@ -103,7 +113,8 @@ class PartitionLog:
     segments (rolled at ``segment.bytes``; retention deletes whole segments from the oldest, as Kafka's
     log does)."""
 
-    __slots__ = ("batches", "bases", "lasts", "log_start_offset", "log_end_offset", "size_bytes", "segments")
+    __slots__ = ("batches", "bases", "lasts", "log_start_offset", "log_end_offset", "size_bytes", "segments",
+                 "producer_state")
 
     def __init__(self, start_offset: int = 0) -> None:
         self.batches: list[bytes] = []
@@ -113,6 +124,103 @@ class PartitionLog:
         self.log_end_offset = start_offset
         self.size_bytes = 0
         self.segments: list[Segment] = []
+        #: the producers that wrote here (idempotent or transactional), made at their first batch
+        self.producer_state: ProducerStateManager | None = None
+
+    # ---- producers and transactions (UnifiedLog's) ---------------------------------------------------
+    @property
+    def last_stable_offset(self) -> int:
+        """UnifiedLog.lastStableOffset: the first offset of the oldest ongoing transaction (not below the
+        log start), else the high watermark (the log end here)."""
+        state = self.producer_state
+        if state is None or not state.ongoing:
+            return self.log_end_offset
+        first = max(next(iter(state.ongoing)), self.log_start_offset)
+        return first if first < self.log_end_offset else self.log_end_offset
+
+    @property
+    def ongoing_transactions(self) -> dict[int, int]:
+        """producer id -> first offset of each ongoing transaction."""
+        state = self.producer_state
+        return {} if state is None else {pid: first for first, pid in state.ongoing.items()}
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list:
+        """The aborted transactions (AbortedTxn) overlapping [fetch_offset, upper_bound_offset):
+        UnifiedLog.collectAbortedTransactions."""
+        state = self.producer_state
+        return [] if state is None else state.aborted.collect(fetch_offset, upper_bound_offset)
+
+    def producers(self, name: str = "") -> ProducerStateManager:
+        if self.producer_state is None:
+            self.producer_state = ProducerStateManager(name)
+        return self.producer_state
+
+    def transaction_verification_needed(self, producer_id: int, producer_epoch: int) -> bool:
+        """UnifiedLog.maybeStartTransactionVerification: whether a transactional batch must be verified
+        with the transaction coordinator first (not when its transaction is already ongoing here);
+        raises ProducerStateError (INVALID_PRODUCER_EPOCH) for an epoch older than the producer's."""
+        state = self.producer_state
+        entry = None if state is None else state.last_entry(producer_id)
+        if entry is not None and producer_epoch < entry.producer_epoch:
+            raise ProducerStateError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                     f"Epoch of producer {producer_id} is {producer_epoch}, which is smaller "
+                                     f"than the last seen epoch {entry.producer_epoch}")
+        return not (state is not None and state.has_ongoing_transaction(producer_id, producer_epoch))
+
+    def analyze_producers(self, name: str, placed: list, origin: Origin, transaction_version: int = 0):
+        """UnifiedLog.analyzeAndValidateProducerState over batches placed at the log end: (the producers'
+        updates, the transactions completed, the duplicate batch or None). Raises ProducerStateError.
+        Nothing changes until :meth:`apply_producers`. ``placed``: (batch, base, last, max timestamp, header)."""
+        updated: dict[int, ProducerAppendInfo] = {}
+        completed: list[CompletedTxn] = []
+        state = self.producer_state
+        for batch, base, last, max_timestamp, header in placed:
+            pid = header.producer_id
+            if pid < 0:
+                continue
+            if state is None:
+                state = self.producers(name)
+            if origin is Origin.CLIENT:
+                entry = state.last_entry(pid)
+                duplicate = None if entry is None else entry.find_duplicate(
+                    header.producer_epoch, header.base_sequence, header.last_sequence)
+                if duplicate is not None:
+                    return updated, completed, duplicate
+                if header.is_transactional and not state.has_ongoing_transaction(pid, header.producer_epoch):
+                    if entry is not None and header.producer_epoch < entry.producer_epoch:
+                        raise ProducerStateError(
+                            ErrorCode.INVALID_PRODUCER_EPOCH,
+                            f"Epoch of producer {pid} is {header.producer_epoch}, which is smaller than the "
+                            f"last seen epoch {entry.producer_epoch}")
+            info = updated.get(pid)
+            if info is None:
+                info = updated[pid] = state.prepare_update(pid, origin)
+            if header.is_control:
+                _, recs = records.decode_batch(batch, verify=False)
+                if not recs:
+                    continue        # (an empty control batch: the transaction was cleaned away)
+                try:
+                    control_type, coordinator_epoch = parse_end_txn_marker(recs[0].key, recs[0].value)
+                except ValueError:
+                    continue        # (another control record: not a transaction's end)
+                done = info.append_end_txn_marker(control_type, coordinator_epoch, header.producer_epoch, base,
+                                                  recs[0].timestamp, transaction_version)
+                if done is not None:
+                    completed.append(done)
+            else:
+                info.append_data_batch(header.producer_epoch, header.base_sequence, header.last_sequence,
+                                       max_timestamp, base, last, header.is_transactional)
+        return updated, completed, None
+
+    def apply_producers(self, updated: dict, completed: list) -> None:
+        """Take what :meth:`analyze_producers` found (the append was kept)."""
+        if not updated:
+            return
+        state = self.producer_state
+        for info in updated.values():
+            state.update(info)
+        for done in completed:
+            state.complete_txn(done)
 
     def segment_base(self, incoming_bytes: int, segment_bytes: int) -> int:
         """The base offset of the segment ``incoming_bytes`` more go to: the active one, or a new one
@@ -122,10 +230,21 @@ class PartitionLog:
             return self.log_end_offset
         return active.base_offset
 
-    def restore(self, batch: bytes, header: records.BatchHeader, segment_base: int) -> None:
-        """A batch read back from a segment file, at its own offsets."""
+    def restore(self, batch: bytes, header: records.BatchHeader, segment_base: int, name: str = "") -> None:
+        """A batch read back from a segment file, at its own offsets; its producer's state replayed as
+        Kafka's loadProducersFromRecords does (no check refuses it), markers included, so that the
+        ongoing transactions, the aborted ones and the duplicates known are what they were."""
         if not self.batches:
             self.log_start_offset = self.log_end_offset = header.base_offset
+        if header.producer_id >= 0:
+            placed = [(batch, header.base_offset, header.last_offset, header.max_timestamp, header)]
+            try:
+                updated, completed, _ = self.analyze_producers(name, placed, Origin.REPLICATION)
+            except (ProducerStateError, records.DecodeError, ValueError) as exc:
+                logger.warning("producer state not replayed", partition=name, offset=header.base_offset,
+                               error=str(exc))
+            else:
+                self.apply_producers(updated, completed)
         self.append_placed(batch, header.base_offset, header.last_offset, header.max_timestamp, segment_base)
 
     def append_placed(self, batch: bytes, base: int, last: int, max_timestamp: int, segment_base: int) -> None:
@@ -168,15 +287,19 @@ class PartitionLog:
         for segment in self.segments:
             segment.first -= cut
         self.log_start_offset = self.segments[0].base_offset if self.segments else self.log_end_offset
+        if self.producer_state is not None:     # (the producers stay, as Kafka's snapshots keep them)
+            self.producer_state.aborted.truncate_below(self.log_start_offset)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Batches from the one holding offset on, up to max_bytes (at least one batch)."""
         return b"".join(batch for _, _, batch in self.batches_from(offset, max_bytes))
 
-    def batches_from(self, offset: int, max_bytes: int) -> list[tuple[int, int, bytes]]:
+    def batches_from(self, offset: int, max_bytes: int, max_offset: int | None = None) -> list[tuple[int, int, bytes]]:
         """(base offset, last offset, bytes) of the batches from the one holding offset on, up to
-        max_bytes (at least one batch): a log read (Fetch's, a share-partition's)."""
-        if offset >= self.log_end_offset or not self.batches:
+        max_bytes (at least one batch) and, given ``max_offset``, only those below it (a read_committed
+        read stops at the last stable offset, a batch boundary): a log read (Fetch's, a share-partition's)."""
+        end = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
+        if offset >= end or not self.batches:
             return []
         bases = self.bases
         i = max(0, bisect.bisect_right(bases, offset) - 1)
@@ -186,11 +309,26 @@ class PartitionLog:
         total = 0
         for j in range(i, len(bases)):
             batch = self.batches[j]
-            if out and total + len(batch) > max_bytes:
+            if (out and total + len(batch) > max_bytes) or bases[j] >= end:
                 break
             out.append((bases[j], self.lasts[j], batch))
             total += len(batch)
         return out
+
+    def read_committed(self, offset: int, max_bytes: int) -> tuple[bytes, list]:
+        """A read_committed read (FetchIsolation.TXN_COMMITTED): the batches below the last stable offset
+        from the one holding offset on, up to max_bytes (at least one batch), and the aborted
+        transactions overlapping them (LocalLog.addAbortedTransactions: up to the offset after the
+        bytes read)."""
+        got = self.batches_from(offset, max_bytes, self.last_stable_offset)
+        if not got:
+            return b"", []
+        state = self.producer_state
+        if state is None or not state.aborted.entries:
+            return b"".join(batch for _, _, batch in got), []
+        i = bisect.bisect_right(self.bases, got[-1][0])
+        upper = self.bases[i] if i < len(self.bases) else self.log_end_offset     # (the next batch's base)
+        return b"".join(batch for _, _, batch in got), state.aborted.collect(offset, upper)
 
     def offset_for_timestamp(self, ts: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= ts, by batch max timestamps."""
@@ -232,7 +370,8 @@ class Cluster:
 
     def __init__(self, nodes: Iterable[Node], *, offsets_partitions: int = 50,
                  cluster_id: str = "groupcoord-cluster",
-                 topic_id_factory: Callable[[str], uuid.UUID] | None = None) -> None:
+                 topic_id_factory: Callable[[str], uuid.UUID] | None = None,
+                 clock: Callable[[], int] | None = None) -> None:
         self.nodes: dict[int, Node] = {n.node_id: n for n in nodes}
         if not self.nodes:
             raise ValueError("a cluster needs at least one node")
@@ -242,6 +381,7 @@ class Cluster:
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self._topic_id_factory = topic_id_factory or (lambda name: uuid.uuid4())
         self.store = None       # durable topics, end offsets and records (a storage.LogStore), or None
+        self.clock = clock      # ms, for the timestamps of transaction markers (None: 0)
         #: the broker's log configs (log.retention.ms, log.retention.bytes, log.segment.bytes), which a
         #: topic's configs override
         self.log_defaults = {"retention.ms": 604_800_000, "retention.bytes": -1, "segment.bytes": 1_073_741_824}
@@ -391,7 +531,7 @@ class Cluster:
                 log = PartitionLog(kept_end)
                 if store is not None:       # (a torn tail cut: the log ends where its records do)
                     for segment_base, batch, header in store.load_records(name, p):
-                        log.restore(batch, header, segment_base)
+                        log.restore(batch, header, segment_base, f"{name}-{p}")
                 parts.append(log)
             self._add_topic(Topic(name, t.topic_id, parts, t.replication_factor, dict(t.configs)))
 
@@ -485,7 +625,12 @@ class Cluster:
 
     # ---- data plane --------------------------------------------------------------
     def append(self, topic: str, partition: int, data: bytes) -> tuple[ErrorCode, int]:
-        """Append every batch of a Produce partition; (error, base offset of the first)."""
+        """Append every batch of a Produce partition, all or none; (error, base offset of the first).
+
+        The producer checks of Kafka's LogValidator.validateBatch (no control batch from a client, a
+        producer id needs a sequence) and UnifiedLog.analyzeAndValidateProducerState (epochs, sequences,
+        INVALID_TXN_STATE): a batch already appended (same producer, epoch and sequences, one of the
+        producer's last five) is not appended again, and answers NONE with the offset it got then."""
         log = self.log(topic, partition)
         if log is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
@@ -501,6 +646,8 @@ class Cluster:
             batch = data[pos:pos + header.size]
             if len(batch) != header.size or not records.verify_crc(batch):
                 return ErrorCode.CORRUPT_MESSAGE, -1
+            if header.is_control or (header.producer_id >= 0 and header.base_sequence < 0):
+                return ErrorCode.INVALID_RECORD, -1
             staged.append((batch, header))
             pos += header.size
         if not staged:
@@ -511,27 +658,81 @@ class Cluster:
         for batch, header in staged:
             if header.base_offset != base:
                 batch = records.set_base_offset(batch, base)
-            placed.append((batch, base, base + header.last_offset_delta, header.max_timestamp))
+            placed.append((batch, base, base + header.last_offset_delta, header.max_timestamp, header))
             base += header.last_offset_delta + 1
+        updated, completed = {}, []
+        if any(header.producer_id >= 0 for _, header in staged):
+            try:
+                updated, completed, duplicate = log.analyze_producers(f"{topic}-{partition}", placed, Origin.CLIENT)
+            except ProducerStateError as exc:
+                logger.debug("produce refused", topic=topic, partition=partition, error=str(exc))
+                return exc.code, -1
+            if duplicate is not None:
+                return ErrorCode.NONE, duplicate.first_offset
+        code = self._append_placed(topic, partition, log, placed)
+        if code != ErrorCode.NONE:
+            return code, -1
+        log.apply_producers(updated, completed)
+        self._notify(topic, partition)
+        return ErrorCode.NONE, placed[0][1]
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int, *, transaction_version: int = 0,
+                     timestamp_ms: int | None = None) -> ErrorCode:
+        """Append a transaction marker (Kafka's EndTransactionMarker control batch, as
+        MemoryRecords.withEndTransactionMarker builds it) to a partition, as KafkaApis'
+        handleWriteTxnMarkersRequest does through the log (AppendOrigin.COORDINATOR): the producer's
+        transaction here ends (the last stable offset moves; an abort goes to the aborted-transactions
+        index) and parked fetches look again. A producer without a transaction here gets the marker too.
+        INVALID_PRODUCER_EPOCH for an epoch older than the producer's (TV2: not newer),
+        TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch. ``timestamp_ms``: the marker's
+        timestamp (default: the cluster's clock)."""
+        log = self.log(topic, partition)
+        if log is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if timestamp_ms is None:
+            timestamp_ms = self.clock() if self.clock is not None else 0
+        base = log.log_end_offset
+        batch = records.encode_batch(
+            [records.Record(0, 0, end_txn_marker_key(commit), end_txn_marker_value(coordinator_epoch), [])],
+            base_offset=base, base_timestamp=timestamp_ms, producer_id=producer_id, producer_epoch=producer_epoch,
+            base_sequence=records.NO_SEQUENCE, transactional=True, control=True)
+        header = records.read_batch_header(batch)
+        placed = [(batch, base, base, header.max_timestamp, header)]
+        try:
+            updated, completed, _ = log.analyze_producers(f"{topic}-{partition}", placed, Origin.COORDINATOR,
+                                                          transaction_version)
+        except ProducerStateError as exc:
+            logger.info("transaction marker refused", topic=topic, partition=partition, error=str(exc))
+            return exc.code
+        code = self._append_placed(topic, partition, log, placed)
+        if code != ErrorCode.NONE:
+            return code
+        log.apply_producers(updated, completed)
+        self._notify(topic, partition)
+        return ErrorCode.NONE
+
+    def _append_placed(self, topic: str, partition: int, log: PartitionLog, placed: list) -> ErrorCode:
+        """Batches already at their offsets (from the log end on): kept in the store (segment file, end
+        offset), then in the log."""
         t = self.topics[topic]
+        end = placed[-1][2] + 1
         segment_base = log.segment_base(sum(len(b[0]) for b in placed), self.log_config(t, "segment.bytes"))
         store = self.store
         if store is not None:
             try:
                 store.append_records(topic, partition, segment_base, b"".join(b[0] for b in placed))
                 try:
-                    store.put_end_offset(t.topic_id, partition, base)
+                    store.put_end_offset(t.topic_id, partition, end)
                 except OSError:
                     store.undo_records(topic, partition)        # (not taken: not kept either)
                     raise
             except OSError as exc:      # a full disk: Kafka answers the partition KAFKA_STORAGE_ERROR
                 logger.warning("records not kept", topic=topic, partition=partition, error=str(exc))
-                return ErrorCode.KAFKA_STORAGE_ERROR, -1
-        first = placed[0][1]
-        for batch, batch_base, last, max_timestamp in placed:
+                return ErrorCode.KAFKA_STORAGE_ERROR
+        for batch, batch_base, last, max_timestamp, _ in placed:
             log.append_placed(batch, batch_base, last, max_timestamp, segment_base)
-        self._notify(topic, partition)
-        return ErrorCode.NONE, first
+        return ErrorCode.NONE
 
     def add_waiter(self, waiter) -> None:
         self._waiters.append(waiter)

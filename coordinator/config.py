@@ -84,6 +84,12 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("offsets.retention.minutes", 10080, "How long committed offsets of an empty group are kept.", at_least=1),
     Setting("offsets.retention.check.interval.ms", 600000, "How often expired offsets are swept.", at_least=1, long=True),
     Setting("offset.metadata.max.bytes", 4096, "Longest metadata string an offset commit may carry."),
+    # the transaction coordinator (Kafka's TransactionStateManagerConfig and TransactionLogConfig)
+    Setting("transaction.state.log.num.partitions", 50, "Partitions of the transaction log (__transaction_state): a transactional id's coordinator leads partition abs(javaHash(id)) % this.", at_least=1),
+    Setting("transaction.max.timeout.ms", 900000, "The longest transaction.timeout.ms a producer may ask for (InitProducerId answers INVALID_TRANSACTION_TIMEOUT above it).", at_least=1),
+    Setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000, "How often transactions open for longer than their timeout are aborted (their producers fenced).", at_least=1),
+    Setting("transactional.id.expiration.ms", 604800000, "How long a transactional id with no transaction open is kept without a request before it is forgotten.", at_least=1),
+    Setting("transaction.remove.expired.transaction.cleanup.interval.ms", 3600000, "How often expired transactional ids are forgotten.", at_least=1),
     Setting("auto.create.topics.enable", True, "Create unknown topics on Metadata requests that allow it.", bool),
     Setting("num.partitions", 1, "Partitions of auto-created topics.", at_least=1),
     Setting("default.replication.factor", 1, "Replication factor reported for topics (no replication is emulated)."),

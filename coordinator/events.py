@@ -86,6 +86,17 @@ Event types and their own fields
     ``partitions``.
 ``offsets.deleted``      an OffsetDelete request dropped stored offsets (only when > 0).
     ``partitions``.
+``offsets.transactional_commit`` one per TxnOffsetCommit *request* that passed group validation
+    (KIP-447): offsets pending in the producer's transaction, not visible yet.
+    ``member`` ("" when the request names none), ``instance_id``, ``producer_id``,
+    ``producer_epoch``, ``partitions`` (offsets pending), ``errors`` (partitions rejected with
+    OFFSET_METADATA_TOO_LARGE), ``topics``.
+``offsets.transaction_committed`` the commit marker of a producer's transaction made its pending
+    offsets of the group the committed ones. ``producer_id``, ``producer_epoch``, ``partitions``
+    (offsets made visible), ``superseded`` (pending offsets a later commit of their partition
+    overtook, left out as Kafka does).
+``offsets.transaction_aborted`` the abort marker dropped the producer's pending offsets of the group.
+    ``producer_id``, ``producer_epoch``, ``partitions``.
 
 Consumer groups (KIP-848) share ``group.created`` (``cause`` "consumer_group_heartbeat"; "upgrade"
 when a classic group with members became a consumer group, "downgrade" for the classic group a
@@ -168,6 +179,24 @@ name (None when its id is unknown), ``partition`` its index:
     end or a lock expiry, at share.delivery.count.limit; or, acquired then, below the start offset once the
     log start moved past them) | "log_start_moved" (available when the log start offset passed them).
 
+The transaction coordinator's events (``transaction.*``) tell of a transactional id rather than a
+group: instead of ``group``, ``generation``, ``state`` and ``members`` they carry
+:data:`TRANSACTION_BASE_FIELDS`: ``transactional_id``, ``producer_id``, ``producer_epoch`` (after the
+event) and ``transaction_state`` (Kafka's name: "Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
+"CompleteCommit", "CompleteAbort", "PrepareEpochFence").
+
+``transaction.producer_initialized`` an InitProducerId gave the id a producer id and epoch. ``timeout_ms``.
+``transaction.partitions_added`` AddPartitionsToTxn or AddOffsetsToTxn added partitions. ``partitions``
+    (["topic-partition", ...] added; an offsets-topic partition is ``__consumer_offsets-<n>``), ``began``
+    (the transaction began with them).
+``transaction.prepared``  EndTxn (or an abort of the coordinator's own) wrote PrepareCommit or
+    PrepareAbort. ``result``: "commit" | "abort", ``partitions`` (how many get a marker).
+``transaction.completed`` every marker was written and CompleteCommit or CompleteAbort with them.
+    ``result``, ``duration_ms`` (since the transaction began).
+``transaction.fenced``    the producer's epoch was bumped over an open transaction, which is aborted.
+    ``cause``: "init_producer_id" (a new producer with the same transactional id) | "timeout" (open for
+    longer than its transaction.timeout.ms) | "admin" (``POST /api/transactions/{id}/abort``).
+
 Heartbeats never emit events. The default ``emit`` (:func:`default_emit`) logs each event
 through structlog (logger ``groupcoord.events``) at the level :data:`EVENT_LEVELS` gives its type:
 info for what an operator follows (groups created and deleted, state changes, members joining,
@@ -209,6 +238,10 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "offset.committed": ("member", "instance_id", "partitions", "errors", "topics"),
     "offsets.expired": ("partitions",),
     "offsets.deleted": ("partitions",),
+    "offsets.transactional_commit": ("member", "instance_id", "producer_id", "producer_epoch", "partitions",
+                                     "errors", "topics"),
+    "offsets.transaction_committed": ("producer_id", "producer_epoch", "partitions", "superseded"),
+    "offsets.transaction_aborted": ("producer_id", "producer_epoch", "partitions"),
     "consumer.member_joined": ("member", "instance_id", "client_id", "client_host", "subscribed_topics",
                                "server_assignor"),
     "consumer.member_replaced": ("member", "old_member", "instance_id"),
@@ -230,6 +263,18 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "share.records_archived": ("topic", "partition", "records", "reason"),
 }
 
+#: the common fields of the transaction coordinator's events (in place of :data:`BASE_FIELDS`)
+TRANSACTION_BASE_FIELDS: tuple[str, ...] = ("v", "event", "ts_ms", "transactional_id", "producer_id",
+                                            "producer_epoch", "transaction_state")
+#: the transaction coordinator's event types -> their own fields
+TRANSACTION_EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "transaction.producer_initialized": ("timeout_ms",),
+    "transaction.partitions_added": ("partitions", "began"),
+    "transaction.prepared": ("result", "partitions"),
+    "transaction.completed": ("result", "duration_ms"),
+    "transaction.fenced": ("cause",),
+}
+
 #: the share-partition leaders' events (:mod:`.share.manager`), the others' being the group coordinator's
 SHARE_PARTITION_EVENTS: tuple[str, ...] = (
     "share.session_opened", "share.session_closed", "share.records_acquired", "share.records_acknowledged",
@@ -240,9 +285,12 @@ SHARE_PARTITION_EVENTS: tuple[str, ...] = (
 EVENT_LEVELS: dict[str, str] = {
     **{kind: "info" for kind in EVENT_FIELDS},
     "offset.committed": "debug",            # one per OffsetCommit request
+    "offsets.transactional_commit": "debug",  # one per TxnOffsetCommit request
     "member.pending": "debug",              # the first JoinGroup of every member (KIP-394)
     "rebalance.join_completed": "debug",    # the same transition as its group.state_change
     "group.sync_completed": "debug",        # the same transition as its group.state_change
+    **{kind: "info" for kind in TRANSACTION_EVENT_FIELDS},
+    "transaction.partitions_added": "debug",    # one or more per transaction
     "share.records_acquired": "debug",      # one per partition of a ShareFetch
     "share.records_acknowledged": "debug",  # one per partition of an acknowledgement
 }
@@ -386,6 +434,29 @@ class OffsetsDeleted(BaseEvent):
     partitions: int
 
 
+class OffsetsTransactionalCommit(BaseEvent):
+    member: str
+    instance_id: str | None
+    producer_id: int
+    producer_epoch: int
+    partitions: int
+    errors: int
+    topics: int
+
+
+class OffsetsTransactionCommitted(BaseEvent):
+    producer_id: int
+    producer_epoch: int
+    partitions: int
+    superseded: int
+
+
+class OffsetsTransactionAborted(BaseEvent):
+    producer_id: int
+    producer_epoch: int
+    partitions: int
+
+
 class ConsumerMemberJoined(BaseEvent):
     member: str
     instance_id: str | None
@@ -503,6 +574,48 @@ class ShareRecordsArchived(BaseEvent):
     reason: Literal["delivery_count_limit", "log_start_moved"]
 
 
+class TransactionEvent(TypedDict):
+    v: int
+    event: str
+    ts_ms: int
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    transaction_state: str
+
+
+class TransactionProducerInitialized(TransactionEvent):
+    timeout_ms: int
+
+
+class TransactionPartitionsAdded(TransactionEvent):
+    partitions: list[str]
+    began: bool
+
+
+class TransactionPrepared(TransactionEvent):
+    result: Literal["commit", "abort"]
+    partitions: int
+
+
+class TransactionCompleted(TransactionEvent):
+    result: Literal["commit", "abort"]
+    duration_ms: int
+
+
+class TransactionFenced(TransactionEvent):
+    cause: Literal["init_producer_id", "timeout", "admin"]
+
+
+#: The transaction coordinator's event types -> their TypedDicts.
+TRANSACTION_EVENT_TYPES: dict[str, type] = {
+    "transaction.producer_initialized": TransactionProducerInitialized,
+    "transaction.partitions_added": TransactionPartitionsAdded,
+    "transaction.prepared": TransactionPrepared,
+    "transaction.completed": TransactionCompleted,
+    "transaction.fenced": TransactionFenced,
+}
+
 #: Event type -> its TypedDict.
 EVENT_TYPES: dict[str, type] = {
     "group.created": GroupCreated,
@@ -522,6 +635,9 @@ EVENT_TYPES: dict[str, type] = {
     "offset.committed": OffsetCommitted,
     "offsets.expired": OffsetsExpired,
     "offsets.deleted": OffsetsDeleted,
+    "offsets.transactional_commit": OffsetsTransactionalCommit,
+    "offsets.transaction_committed": OffsetsTransactionCommitted,
+    "offsets.transaction_aborted": OffsetsTransactionAborted,
     "consumer.member_joined": ConsumerMemberJoined,
     "consumer.member_replaced": ConsumerMemberReplaced,
     "consumer.member_left": ConsumerMemberLeft,
@@ -553,6 +669,9 @@ def default_emit(event: dict) -> None:
 
 def check_event(event: dict) -> None:
     """Raise ``ValueError`` unless ``event`` has exactly the documented fields."""
+    if str(event.get("event", "")).startswith("transaction."):
+        check_fields(event, TRANSACTION_BASE_FIELDS, TRANSACTION_EVENT_FIELDS)
+        return
     check_fields(event, BASE_FIELDS, EVENT_FIELDS)
 
 

@@ -4,8 +4,9 @@ message codec (:mod:`groupcoord.protocol.schema`).
 
 A record's payload is its key (an int16 kind, Kafka's key version, then the key's fields), an int8
 (1: a value follows; 0: a tombstone) and the value (an int16 version, 0, then its fields). The
-offsets logs hold OffsetCommit (kind 1) and GroupMetadata (kind 2) records and the records each other
-group type registers (:meth:`Log.register`; the consumer groups' kinds 3, 5 to 8 and 16, Kafka's,
+offsets logs hold OffsetCommit (kind 1) and GroupMetadata (kind 2) records, the transactional offset
+commits (TxnOffsetCommit, kind 1000) and their transactions' markers (TxnMarker, kind 1001), and the
+records each other group type registers (:meth:`Log.register`; the consumer groups' kinds 3, 5 to 8 and 16, Kafka's,
 their values flexible as Kafka's), the cluster metadata log Topic (kind 1), EndOffset (kind 2) and
 Config (kind 3) records, the share state log ShareSnapshot (kind 0) records. The classes of :mod:`.storage` are what the rest of
 the coordinator uses; these declarations fix their bytes.
@@ -110,11 +111,44 @@ class Log(dict):
         return kind
 
 
-#: the offsets logs: offset commits and the classic groups' records here, the other group types'
-#: records registered by their packages
+# transactional offset commits (KIP-447). Kafka writes a TxnOffsetCommit's offsets as OffsetCommit records in
+# a transactional batch (its producer id and epoch), and the transaction's end as a control batch
+# (EndTxnMarker); the offsets logs here are frames, not batches, so both are records of their own, of
+# kinds outside Kafka's CoordinatorRecordType range: a pending offset by (producer id, group, topic,
+# partition), and the marker by producer id (what compaction keeps: its latest). ``Superseded``: an
+# offset a later commit of the partition has overtaken (Kafka compares the records' log offsets in
+# OffsetMetadataManager.replayEndTransactionMarker; kept in the record, so compaction keeps it)
+TXN_OFFSET_COMMIT_KEY = _record("TxnOffsetCommitKey", [
+    F("ProducerId", "int64"),
+    F("Group", "string", nullable=_N),
+    F("Topic", "string", nullable=_N),
+    F("Partition", "int32"),
+])
+TXN_OFFSET_COMMIT_VALUE = _record("TxnOffsetCommitValue", [
+    F("ProducerEpoch", "int16"),
+    F("Offset", "int64"),
+    F("LeaderEpoch", "int32"),
+    F("Metadata", "string", nullable=_N),
+    F("CommitTimestamp", "int64"),
+    F("ExpireTimestamp", "int64"),
+    F("Superseded", "bool"),
+])
+TXN_MARKER_KEY = _record("TxnMarkerKey", [
+    F("ProducerId", "int64"),
+])
+TXN_MARKER_VALUE = _record("TxnMarkerValue", [      # Kafka's EndTxnMarker: ControlType 0 abort, 1 commit
+    F("ProducerEpoch", "int16"),
+    F("ControlType", "int16"),
+    F("CoordinatorEpoch", "int32"),
+])
+
+#: the offsets logs: offset commits, transactional offset commits and their markers and the classic
+#: groups' records here, the other group types' records registered by their packages
 OFFSETS_LOG = Log("offsets", {
     1: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
     2: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
+    1000: (TXN_OFFSET_COMMIT_KEY, TXN_OFFSET_COMMIT_VALUE),
+    1001: (TXN_MARKER_KEY, TXN_MARKER_VALUE),
 })
 # a dynamic config of a resource (a group's, set with IncrementalAlterConfigs): Kafka keeps them in its
 # metadata log as ConfigRecord (ResourceType, ResourceName, Name, Value); here the key names the config,
@@ -127,8 +161,16 @@ CONFIG_KEY = _record("ConfigKey", [
 CONFIG_VALUE = _record("ConfigValue", [
     F("Value", "string", nullable=_N),
 ])
+# the producer ids handed out (Kafka's ProducerIdsRecord of its metadata log): ids below NextProducerId
+# are taken, so a restart never hands one out again
+PRODUCER_IDS_KEY = _record("ProducerIdsKey", [])
+PRODUCER_IDS_VALUE = _record("ProducerIdsValue", [
+    F("BrokerId", "int32"),
+    F("BrokerEpoch", "int64"),
+    F("NextProducerId", "int64"),
+])
 METADATA_LOG = Log("metadata", {1: (TOPIC_KEY, TOPIC_VALUE), 2: (END_OFFSET_KEY, END_OFFSET_VALUE),
-                                3: (CONFIG_KEY, CONFIG_VALUE)})
+                                3: (CONFIG_KEY, CONFIG_VALUE), 4: (PRODUCER_IDS_KEY, PRODUCER_IDS_VALUE)})
 
 # the share coordinator's log (Kafka's __share_group_state): a share-partition's whole state, as Kafka's
 # ShareSnapshotKey/ShareSnapshotValue (record type 0) declare it; groupcoord writes a snapshot at each

@@ -32,6 +32,7 @@ from .releases import at_least
 from .security import Security
 from .share.manager import SharePartitionManager
 from .timer import Timers
+from .txn.coordinator import TransactionCoordinator
 
 log = structlog.get_logger("groupcoord.service")
 
@@ -68,6 +69,12 @@ def _warn_deprecated(config, release: str) -> None:
     log.warning("config_deprecated", config=key, message=message)
 
 
+#: the first producer id handed out, and how many each block kept in the metadata log holds (Kafka's
+#: ProducerIdManager.PRODUCER_ID_BLOCK_SIZE)
+_FIRST_PRODUCER_ID = 1000
+PRODUCER_ID_BLOCK_SIZE = 1000
+
+
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -86,7 +93,8 @@ class Service:
             raise ValueError("one port per node")
         self.cluster = Cluster([Node(i, host, p) for i, p in enumerate(ports)],
                                offsets_partitions=self.config["offsets.topic.num.partitions"],
-                               cluster_id=self.config["cluster.id"], topic_id_factory=topic_id_factory)
+                               cluster_id=self.config["cluster.id"], topic_id_factory=topic_id_factory,
+                               clock=clock)
         # every structured event goes through the bus; ``emit`` (default: the structlog logger)
         # is its first subscriber
         self.bus = EventBus()
@@ -115,6 +123,7 @@ class Service:
         self.group_coordinator.share.persister = self.share_partitions.states
         # its events (share sessions, records acquired, acknowledged, lock expiries) on the bus, with the
         # group's epoch, state and members as every event has them
+        self._kept_next_producer_id = 0
         self.share_partitions.group_view = self._group_view
         self.share_partitions.emit = self.bus.publish
         self.cluster.log_defaults = {"retention.ms": self.config["log.retention.ms"],
@@ -131,7 +140,21 @@ class Service:
             states.restore(self.store.load_share_states().items())
             states.log = self._keep_share_state
         self._schedule_retention()
-        self._next_producer_id = 1000
+        # producer ids: handed out from blocks kept in the metadata log (Kafka's ProducerIdsRecord), so
+        # none is handed out twice, restarts included
+        self._next_producer_id = max(_FIRST_PRODUCER_ID, self._kept_next_producer_id)
+        self._producer_id_block_end = self._next_producer_id
+        # the transaction coordinator: transactional producers' state (the transaction log), the
+        # markers into the partitions and offsets their transactions touched
+        self.transactions = TransactionCoordinator(
+            self.config, self.timers, clock, self.cluster, self.group_coordinator,
+            next_producer_id=self.next_producer_id,
+            keep=self.store.put_transaction if hasattr(self.store, "put_transaction") else None,
+            emit=self.bus.publish)
+        if hasattr(self.store, "load_transactions"):
+            loaded = self.transactions.load(self.store.load_transactions().items())
+            if loaded:
+                log.info("loaded transactions", transactional_ids=loaded)
         # fault injection (faults.py): hooks itself into before_request / the bus only when used
         self.faults = FaultEngine(self)
 
@@ -162,6 +185,7 @@ class Service:
         """Bring back the store's topics (before any listener opens: a Metadata request would
         auto-create them), then keep every topic change and end offset in it."""
         state = self.store.load_topics()
+        self._kept_next_producer_id = state.next_producer_id
         self.cluster.restore_topics(state.topics, state.end_offsets, self.store)
         self.cluster.store = self.store
         group_configs = self.group_coordinator.group_configs
@@ -249,8 +273,17 @@ class Service:
         return self.cluster.partition_count(topic)
 
     def next_producer_id(self) -> int:
-        self._next_producer_id += 1
-        return self._next_producer_id
+        """A producer id never handed out before (Kafka's ProducerIdManager: blocks of
+        :data:`PRODUCER_ID_BLOCK_SIZE`, each kept in the metadata log before its first id goes out)."""
+        pid = self._next_producer_id
+        if pid >= self._producer_id_block_end:
+            end = pid + PRODUCER_ID_BLOCK_SIZE
+            put = getattr(self.store, "put_producer_ids", None)
+            if put is not None:
+                put(end)            # (an OSError: the request fails, nothing handed out)
+            self._producer_id_block_end = end
+        self._next_producer_id = pid + 1
+        return pid
 
     def set_node_address(self, node_id: int, host: str, port: int) -> None:
         node = self.cluster.nodes[node_id]

@@ -36,6 +36,22 @@ All integers are big-endian; ``string`` is int16 length + UTF-8 (length -1 = nul
   resolved regular expression (16). Keys: the group id, plus the member id or the regular
   expression.
 
+* 1000 - transactional offset commit (KIP-447), pending in a producer's transaction. key: producer_id
+  int64, group string, topic string, partition int32. value: version int16 (=0), producer_epoch int16,
+  then the offset commit's fields (offset int64, leader_epoch int32, metadata string,
+  commit_timestamp int64, expire_timestamp int64), superseded int8 (1: a later commit of the
+  partition overtook it: the transaction's commit leaves it out).
+* 1001 - transaction marker (Kafka's EndTxnMarker control record) of a producer in this partition.
+  key: producer_id int64. value: version int16 (=0), producer_epoch int16, control_type int16
+  (0 abort, 1 commit), coordinator_epoch int32.
+
+  Kafka writes a TxnOffsetCommit's offsets as OffsetCommit records in a transactional batch and
+  the transaction's end as a control batch; these frames carry no batches, hence the two kinds
+  (outside Kafka's record types). A transaction's end is one append: the marker, then (commit) an
+  offset commit record (1) per offset it made visible, then a tombstone of each of its pending
+  offsets (1000), so that compaction (the latest frame of each key) keeps the same state. An
+  offset commit tombstone (1) of a partition comes with the tombstones of its pending offsets.
+
 ``has_value`` 0 is a tombstone: an offset deleted or expired, a group deleted. A group
 metadata value with members is a Stable group; without members, an Empty one.
 
@@ -94,6 +110,8 @@ log = structlog.get_logger("groupcoord.storage")
 
 OFFSET_COMMIT_KEY = 1
 GROUP_METADATA_KEY = 2
+TXN_OFFSET_COMMIT_KEY = 1000
+TXN_MARKER_KEY = 1001
 
 _HDR = struct.Struct(">iI")
 _I32 = struct.Struct(">i")
@@ -117,6 +135,42 @@ class OffsetCommitValue(NamedTuple):
     metadata: str = ""
     commit_timestamp: int = 0
     expire_timestamp: int = -1
+
+
+class TxnOffsetCommitKey(NamedTuple):
+    """A transactional offset commit (KIP-447) pending in the producer's transaction."""
+    producer_id: int
+    group: str
+    topic: str
+    partition: int
+
+    kind = TXN_OFFSET_COMMIT_KEY
+
+
+class TxnOffsetCommitValue(NamedTuple):
+    """The offset pending (the OffsetCommitValue fields), with the producer's epoch; ``superseded``:
+    a later commit of the partition overtook it, the transaction's commit will not make it visible."""
+    producer_epoch: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp: int = 0
+    expire_timestamp: int = -1
+    superseded: bool = False
+
+
+class TxnMarkerKey(NamedTuple):
+    """The end of a producer's transaction in this offsets partition (Kafka's EndTxnMarker control
+    record): the latest of each producer is kept."""
+    producer_id: int
+
+    kind = TXN_MARKER_KEY
+
+
+class TxnMarkerValue(NamedTuple):
+    producer_epoch: int
+    control_type: int           # 0 abort, 1 commit (Kafka's ControlRecordType)
+    coordinator_epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +240,18 @@ class ConfigValue:
 
 
 @dataclass(frozen=True, slots=True)
+class ProducerIdsKey:
+    """The block of producer ids handed out (Kafka's ProducerIdsRecord): one record, its latest the state."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdsValue:
+    next_producer_id: int           # the first id not handed out
+    broker_id: int = 0
+    broker_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class GroupRecordKey:
     """The key of a record of a group type beyond the classic one (Kafka 4.x's ``ConsumerGroup*Key``
     and the like): ``kind`` is the record's kind, registered by the type's package in
@@ -197,7 +263,7 @@ class GroupRecordKey:
     name: str | None = None
 
 
-Key = OffsetCommitKey | GroupMetadataKey | GroupRecordKey
+Key = OffsetCommitKey | GroupMetadataKey | GroupRecordKey | TxnOffsetCommitKey | TxnMarkerKey
 #: an offset commit's value is any (offset, leader epoch, metadata, commit timestamp, expire timestamp)
 #: tuple: the log's OffsetCommitValue (expire -1: none) or the offset manager's OffsetAndMetadata
 #: (expire None), which it appends as it keeps it
@@ -207,6 +273,17 @@ Record = tuple  # (Key, Value | None)
 
 # ============================================================================ codec (records.py)
 def _offsets_fields(key: Key, value: Value) -> tuple[int, dict, dict | None]:
+    if isinstance(key, TxnOffsetCommitKey):
+        k = {"producer_id": key.producer_id, "group": key.group, "topic": key.topic, "partition": key.partition}
+        if value is None:
+            return TXN_OFFSET_COMMIT_KEY, k, None
+        if not isinstance(value, TxnOffsetCommitValue):
+            raise TypeError(f"not a transactional offset commit value: {value!r}")
+        return TXN_OFFSET_COMMIT_KEY, k, value._asdict()
+    if isinstance(key, TxnMarkerKey):
+        if value is not None and not isinstance(value, TxnMarkerValue):
+            raise TypeError(f"not a transaction marker value: {value!r}")
+        return TXN_MARKER_KEY, {"producer_id": key.producer_id}, None if value is None else value._asdict()
     if isinstance(key, OffsetCommitKey):
         kind, k = OFFSET_COMMIT_KEY, {"group": key.group, "topic": key.topic, "partition": key.partition}
         # (the offset manager's OffsetAndMetadata, whose expire timestamp None is -1, is taken as is)
@@ -273,6 +350,11 @@ def payload_size(key: Key, value: Value) -> int:
 def decode_payload(payload) -> tuple[Key, Value, int]:
     """(key, value, length of the key's bytes). Raises ValueError when malformed."""
     kind, k, v, key_len = records.decode(records.OFFSETS_LOG, payload)
+    if kind == TXN_OFFSET_COMMIT_KEY:
+        return (TxnOffsetCommitKey(k["producer_id"], k["group"], k["topic"], k["partition"]),
+                None if v is None else TxnOffsetCommitValue(**v), key_len)
+    if kind == TXN_MARKER_KEY:
+        return TxnMarkerKey(k["producer_id"]), None if v is None else TxnMarkerValue(**v), key_len
     if kind > GROUP_METADATA_KEY:
         field_name = records.OFFSETS_LOG.name_fields.get(kind)
         return GroupRecordKey(kind, k["group_id"], k[field_name] if field_name else None), v, key_len
@@ -295,6 +377,7 @@ def decode_payload(payload) -> tuple[Key, Value, int]:
 TOPIC_KEY = 1
 END_OFFSET_KEY = 2
 CONFIG_KEY = 3
+PRODUCER_IDS_KEY = 4
 
 
 def _metadata_fields(key, value) -> tuple[int, dict, dict | None]:
@@ -305,6 +388,8 @@ def _metadata_fields(key, value) -> tuple[int, dict, dict | None]:
     elif isinstance(key, ConfigKey):
         kind, k = CONFIG_KEY, {"resource_type": key.resource_type, "resource_name": key.resource_name,
                                "name": key.name}
+    elif isinstance(key, ProducerIdsKey):
+        kind, k = PRODUCER_IDS_KEY, {}
     else:
         raise TypeError(f"not a metadata record key: {key!r}")
     if value is None:
@@ -317,6 +402,9 @@ def _metadata_fields(key, value) -> tuple[int, dict, dict | None]:
         return kind, k, {"end_offset": value.end_offset}
     if isinstance(value, ConfigValue) and kind == CONFIG_KEY:
         return kind, k, {"value": value.value}
+    if isinstance(value, ProducerIdsValue) and kind == PRODUCER_IDS_KEY:
+        return kind, k, {"broker_id": value.broker_id, "broker_epoch": value.broker_epoch,
+                         "next_producer_id": value.next_producer_id}
     raise TypeError(f"not a metadata record value: {value!r}")
 
 
@@ -349,6 +437,9 @@ def decode_metadata_payload(payload) -> tuple:
             raise ValueError("null config resource or name")
         key = ConfigKey(k["resource_type"], k["resource_name"], k["name"])
         value = None if v is None else ConfigValue(v["value"])
+    elif kind == PRODUCER_IDS_KEY:
+        key = ProducerIdsKey()
+        value = None if v is None else ProducerIdsValue(v["next_producer_id"], v["broker_id"], v["broker_epoch"])
     else:
         key = EndOffsetKey(k["topic_id"], k["partition"])
         value = None if v is None else EndOffsetValue(v["end_offset"])
@@ -683,6 +774,8 @@ class LogStore:
         self._meta_dirty = False
         self._share: _LogFile | None = None     # the share state log, opened on first use
         self._share_dirty = False
+        self._txn: _LogFile | None = None       # the transaction log, opened on first use
+        self._txn_dirty = False
         #: the data plane's records (segment files per partition)
         self.segments = SegmentFiles(directory)
         self._last_sync = time.monotonic()
@@ -760,6 +853,9 @@ class LogStore:
         if self._share_dirty and self._share is not None:
             self._share_dirty = False
             self._share.fsync()
+        if self._txn_dirty and self._txn is not None:
+            self._txn_dirty = False
+            self._txn.fsync()
 
     def _should_compact(self, plog: _LogFile) -> bool:
         return plog.size >= self.compact_min_bytes and plog.size > self.compact_ratio * plog.live_bytes
@@ -869,6 +965,46 @@ class LogStore:
         self._append_meta([(ConfigKey(resource_type, resource_name, name),
                             None if value is None else ConfigValue(value))], fsync_now=self.fsync != "never")
 
+    def put_producer_ids(self, next_producer_id: int) -> None:
+        """A block of producer ids was taken (the ids below ``next_producer_id``): written and fsynced
+        before any of them is handed out (unless fsync is "never")."""
+        self._append_meta([(ProducerIdsKey(), ProducerIdsValue(next_producer_id))], fsync_now=self.fsync != "never")
+
+    # ---- the transaction log ----------------------------------------------------
+    def transaction_state_path(self) -> str:
+        return os.path.join(self.directory, "__transaction_state.log")
+
+    def load_transactions(self) -> dict:
+        """Read (and repair) the transaction log: transactional id -> its latest state (a txn.state.Transit)."""
+        from .txn import records as txn_records
+        if self._txn is not None:
+            self._txn.close()
+        self._txn = _LogFile(self.transaction_state_path(), txn_records.decode)
+        frames = self._txn.open()
+        if self._should_compact(self._txn):
+            self._compact(self._txn)
+        states: dict = {}
+        for transactional_id, value, _, _ in frames:
+            if value is None:
+                states.pop(transactional_id, None)
+            else:
+                states[transactional_id] = value
+        return states
+
+    def put_transaction(self, transactional_id: str, transit) -> None:
+        """A transactional id's state changed (None: it expired): written, and fsynced under "always",
+        before the change is answered (Kafka answers once its transaction log append is committed)."""
+        from .txn import records as txn_records
+        if self._txn is None:
+            self.load_transactions()
+        self._txn.append([(transactional_id, transit)], txn_records.encode)
+        if self.fsync == "always":
+            self._txn.fsync()
+        elif self.fsync == "interval":
+            self._txn_dirty = True
+        if self._should_compact(self._txn):
+            self._compact(self._txn)
+
     def put_end_offset(self, topic_id: uuid.UUID, partition: int, end_offset: int) -> None:
         """A produce moved a partition's end offset: written (os.write) before the produce is
         acknowledged, so a kill -9 loses none; fsynced by the periodic sync, and under "always"
@@ -907,6 +1043,9 @@ class LogStore:
         if self._share is not None:
             self._share.close()
             self._share = None
+        if self._txn is not None:
+            self._txn.close()
+            self._txn = None
         self.segments.close()
 
 
@@ -919,16 +1058,30 @@ class ReplayState:
     offsets: dict[tuple[str, str, int], OffsetCommitValue] = field(default_factory=dict)
     groups: dict[str, GroupMetadataValue] = field(default_factory=dict)
     group_records: dict[str, dict[tuple[int, str | None], dict]] = field(default_factory=dict)
+    #: (producer id, group, topic, partition) -> the transactional offset pending
+    pending: dict[tuple[int, str, str, int], TxnOffsetCommitValue] = field(default_factory=dict)
 
     def apply(self, records: Iterable[Record]) -> "ReplayState":
-        offsets, groups = self.offsets, self.groups
+        offsets, groups, pending = self.offsets, self.groups, self.pending
         for key, value in records:
             if isinstance(key, OffsetCommitKey):
                 k = (key.group, key.topic, key.partition)
                 if value is None:
                     offsets.pop(k, None)
+                    for gone in [p for p in pending if p[1:] == k]:
+                        del pending[gone]
                 else:
                     offsets[k] = value
+            elif isinstance(key, TxnOffsetCommitKey):
+                if value is None:
+                    pending.pop(tuple(key), None)
+                else:
+                    pending[tuple(key)] = value
+            elif isinstance(key, TxnMarkerKey):
+                for k in [p for p in pending if p[0] == key.producer_id]:
+                    v = pending.pop(k)
+                    if value is not None and value.control_type == 1 and not v.superseded:
+                        offsets[k[1:]] = OffsetCommitValue(*v[1:6])
             elif isinstance(key, GroupRecordKey):
                 group = self.group_records.setdefault(key.group, {})
                 if value is None:
@@ -957,6 +1110,8 @@ class TopicState:
     end_offsets: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)   # (topic id, partition)
     #: (resource type, resource name) -> config name -> value: the dynamic configs set
     configs: dict[tuple[int, str], dict[str, str]] = field(default_factory=dict)
+    #: the first producer id not handed out yet (0: none ever was)
+    next_producer_id: int = 0
 
 
 def replay_topics(records: Iterable[tuple]) -> TopicState:
@@ -967,6 +1122,9 @@ def replay_topics(records: Iterable[tuple]) -> TopicState:
                 state.topics.pop(key.name, None)
             else:
                 state.topics[key.name] = value
+        elif isinstance(key, ProducerIdsKey):
+            if value is not None:
+                state.next_producer_id = max(state.next_producer_id, value.next_producer_id)
         elif isinstance(key, ConfigKey):
             resource = (key.resource_type, key.resource_name)
             if value is None:

@@ -59,8 +59,9 @@ class Group(Protocol):
     def offset_expiration_condition(self): ...         # (offset) -> when its retention starts, or None
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
-                               v9: bool, topics=None, topic_id=None) -> int | None: ...
-    # (topics, topic_id(name): from Kafka 4.3, the commit's partitions, for checks by partition)
+                               v9: bool, topics=None, topic_id=None, *, transactional: bool = False) -> int | None: ...
+    # (topics, topic_id(name): from Kafka 4.3, the commit's partitions, for checks by partition;
+    # transactional: a TxnOffsetCommit's, KIP-447: Kafka's isTransactional)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None: ...
 

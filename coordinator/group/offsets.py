@@ -7,6 +7,14 @@ epoch) checks of a commit or a fetch (``validate_offset_commit``, ``validate_off
 it subscribes to a topic, and when its offsets expire (``offset_expiration_condition``). The
 state changes only by replaying the OffsetCommit records an operation makes (:meth:`replay`), the
 same replay live and at load.
+
+Transactional offset commits (KIP-447, :meth:`OffsetManager.txn_offset_commit`): a TxnOffsetCommit's
+offsets are kept pending by producer id (Kafka's ``pendingTransactionalOffsets``, indexed by group and
+partition as its ``openTransactions``) until the transaction's marker makes them the committed offsets
+(:meth:`OffsetManager.complete_transaction`, commit) or drops them (abort); the records are the offsets
+log's TxnOffsetCommit (1000) and TxnMarker (1001) (:mod:`..storage`), replayed live and at load. Kafka
+makes a pending offset visible only when no later commit of its partition has overtaken it (it compares
+the records' log offsets); here the commit that overtakes it marks it ``superseded`` in its record.
 """
 from __future__ import annotations
 
@@ -41,6 +49,18 @@ class OffsetAndMetadata(NamedTuple):
     metadata: str                # null is stored as ""
     commit_timestamp: int        # ms
     expire_timestamp: int | None = None   # OffsetCommit v2-4 with an explicit retention
+
+
+def _committed(v) -> OffsetAndMetadata:
+    """The committed offset a pending transactional one (a TxnOffsetCommitValue) becomes."""
+    return _new(OffsetAndMetadata, (v.offset, v.leader_epoch, v.metadata, v.commit_timestamp,
+                                    None if v.expire_timestamp == -1 else v.expire_timestamp))
+
+
+def _unstable(index: int) -> dict:
+    """OffsetFetch's partition with a transactional offset pending, asked with require_stable."""
+    return {"partition_index": index, "committed_offset": -1, "committed_leader_epoch": -1, "metadata": "",
+            "error_code": int(_E.UNSTABLE_OFFSET_COMMIT)}
 
 
 def commit_error(topics, code: int) -> dict:
@@ -86,7 +106,8 @@ class OffsetFetchRequest:
     ask for one group, v8+ for several, each a request of its own): what the core takes.
 
     ``topics``: [{"name", "partition_indexes"}], or None for every committed offset.
-    ``require_stable`` has no effect (no transactional offsets are pending here);
+    ``require_stable`` (v7+): a partition with a transactional offset pending answers
+    UNSTABLE_OFFSET_COMMIT (Kafka's ``fetchOffsets``/``fetchAllOffsets``);
     ``member_id``/``member_epoch`` are only checked for KIP-848 groups in Kafka."""
     group_id: str | None
     topics: list | None = None
@@ -97,6 +118,29 @@ class OffsetFetchRequest:
     def error(self) -> int | None:
         """What Kafka's API layer refuses before the coordinator sees it: a null group id."""
         return _E.INVALID_GROUP_ID if self.group_id is None else None
+
+
+@dataclass(slots=True)
+class TxnOffsetCommitRequest:
+    """One TxnOffsetCommit, whatever its version (the handler shims the versions): what the core takes.
+
+    ``topics``: the partitions the API layer let through, [{"name", "partitions": [{"partition_index",
+    "committed_offset", "committed_leader_epoch" (-1), "committed_metadata"}]}].
+    ``generation_id`` -1, ``member_id`` "" and ``group_instance_id`` None (v0-2 carry none of them): a
+    commit the group checks no member of (KIP-447)."""
+    transactional_id: str
+    group_id: str | None
+    producer_id: int
+    producer_epoch: int
+    topics: list
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+    def error(self) -> int | None:
+        """What Kafka's ``GroupCoordinatorService.commitTransactionalOffsets`` refuses before the
+        shard sees it: a null or empty group id."""
+        return _E.INVALID_GROUP_ID if not self.group_id else None
 
 
 @dataclass(slots=True)
@@ -133,6 +177,16 @@ class OffsetManager:
         #: group id -> topic -> partition -> OffsetAndMetadata
         self._offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
         self.emit_commits = True
+        #: producer id -> group id -> (topic, partition) -> (sequence, TxnOffsetCommitValue): the
+        #: transactional offsets pending (Kafka's ``pendingTransactionalOffsets``); the sequence orders
+        #: them as their records (Kafka's record offsets)
+        self._pending: dict[int, dict[str, dict[tuple[str, int], tuple[int, _st.TxnOffsetCommitValue]]]] = {}
+        #: group id -> (topic, partition) -> producer ids with an offset pending (``openTransactions``)
+        self._open: dict[str, dict[tuple[str, int], set[int]]] = {}
+        #: offsets partition -> producer id -> the latest producer epoch its log holds (the producer
+        #: state Kafka's log keeps: an older epoch is INVALID_PRODUCER_EPOCH)
+        self._producer_epochs: dict[int, dict[int, int]] = {}
+        self._txn_seq = 0
 
     # ==================================================================== reading
     def of(self, group_id: str) -> dict[str, dict[int, OffsetAndMetadata]]:
@@ -145,6 +199,38 @@ class OffsetManager:
     def group_ids(self) -> list[str]:
         """The groups with committed offsets."""
         return list(self._offsets)
+
+    # ---- transactional offsets -------------------------------------------------------
+    def has_pending_transactional_offsets(self, group_id: str, topic: str | None = None,
+                                          partition: int | None = None) -> bool:
+        """Kafka's ``hasPendingTransactionalOffsets`` (of one partition) and ``openTransactions.contains``
+        (of the group, without a partition)."""
+        opened = self._open.get(group_id)
+        if opened is None:
+            return False
+        return topic is None or (topic, partition) in opened
+
+    def pending_offsets(self, producer_id: int, group_id: str | None = None) -> dict:
+        """The producer's transactional offsets pending: {(group, topic, partition): OffsetAndMetadata}
+        (of one group, or every group)."""
+        out = {}
+        for gid, parts in self._pending.get(producer_id, {}).items():
+            if group_id is None or gid == group_id:
+                for (topic, partition), (_, v) in parts.items():
+                    out[(gid, topic, partition)] = _committed(v)
+        return out
+
+    def open_producers(self, group_id: str) -> set[int]:
+        """The producer ids with transactional offsets pending in the group."""
+        return {pid for pids in self._open.get(group_id, {}).values() for pid in pids}
+
+    def pending_group_ids(self) -> list[str]:
+        """The groups with transactional offsets pending."""
+        return list(self._open)
+
+    def producer_epoch(self, offsets_partition: int, producer_id: int) -> int | None:
+        """The latest epoch of the producer the offsets partition's log holds, or None."""
+        return self._producer_epochs.get(offsets_partition, {}).get(producer_id)
 
     # ==================================================================== records
     def replay(self, key: _st.OffsetCommitKey, value: _st.OffsetCommitValue | None) -> None:
@@ -184,21 +270,114 @@ class OffsetManager:
                                                 None if expire == -1 else expire))
             parts[partition] = value
 
+    def replay_txn_offset(self, key: _st.TxnOffsetCommitKey, value: _st.TxnOffsetCommitValue | None) -> None:
+        """Replay of a TxnOffsetCommit record (Kafka's ``replay`` of an OffsetCommit record of a
+        transactional batch): the offset pending in the producer's transaction; a tombstone drops it."""
+        producer_id, group_id, topic, partition = key
+        tp = (topic, partition)
+        if value is None:
+            groups = self._pending.get(producer_id)
+            parts = groups.get(group_id) if groups is not None else None
+            if parts is not None and parts.pop(tp, None) is not None:
+                if not parts:
+                    del groups[group_id]
+                    if not groups:
+                        del self._pending[producer_id]
+                self._close(group_id, tp, producer_id)
+            return
+        self._txn_seq += 1
+        self._pending.setdefault(producer_id, {}).setdefault(group_id, {})[tp] = (self._txn_seq, value)
+        self._open.setdefault(group_id, {}).setdefault(tp, set()).add(producer_id)
+        epochs = self._producer_epochs.setdefault(self.ctx.partition_of(group_id), {})
+        if value.producer_epoch > epochs.get(producer_id, -1):
+            epochs[producer_id] = value.producer_epoch
+
+    def _close(self, group_id: str, tp: tuple, producer_id: int) -> None:
+        opened = self._open.get(group_id)
+        pids = opened.get(tp) if opened is not None else None
+        if pids is not None:
+            pids.discard(producer_id)
+            if not pids:
+                del opened[tp]
+                if not opened:
+                    del self._open[group_id]
+
+    def replay_marker(self, offsets_partition: int, key: _st.TxnMarkerKey, value: _st.TxnMarkerValue | None) -> dict:
+        """Replay of a transaction marker in an offsets partition (Kafka's
+        ``OffsetMetadataManager.replayEndTransactionMarker``): the producer's pending offsets of the
+        partition's groups become their committed offsets (commit), those a later commit overtook
+        excepted, or are dropped (abort). Returns, by group id, (the offsets made visible as
+        [(topic, partition, OffsetAndMetadata)], how many were pending)."""
+        producer_id = key.producer_id
+        result: dict = {}
+        if value is None:
+            return result
+        epochs = self._producer_epochs.setdefault(offsets_partition, {})
+        if value.producer_epoch > epochs.get(producer_id, -1):
+            epochs[producer_id] = value.producer_epoch
+        groups = self._pending.get(producer_id)
+        if groups is None:
+            return result           # (Kafka: no pending offsets, the marker is ignored)
+        commit = value.control_type == 1
+        partition_of = self.ctx.partition_of
+        for group_id in [g for g in groups if partition_of(g) == offsets_partition]:
+            parts = groups.pop(group_id)
+            visible = []
+            for tp, (seq, v) in parts.items():
+                self._close(group_id, tp, producer_id)
+                if not commit or v.superseded:
+                    continue
+                visible.append((tp[0], tp[1], _committed(v)))
+                # the offsets other producers wrote before this one are overtaken by it
+                for other in self._open.get(group_id, {}).get(tp, ()):
+                    entry = self._pending[other][group_id][tp]
+                    if entry[0] < seq and not entry[1].superseded:
+                        self._pending[other][group_id][tp] = (entry[0], entry[1]._replace(superseded=True))
+            if visible:
+                self.replay_all([((group_id, t, p), o) for t, p, o in visible])
+            result[group_id] = (visible, len(parts))
+        if not groups:
+            del self._pending[producer_id]
+        return result
+
+    def _pending_tombstones(self, group_id: str, pairs) -> list:
+        """The TxnOffsetCommit tombstones of the offsets pending in these (topic, partition)s of the group
+        (what goes with their OffsetCommit tombstones, so that compaction keeps no pending offset)."""
+        opened = self._open.get(group_id)
+        if not opened:
+            return []
+        key = _st.TxnOffsetCommitKey
+        return [(key(pid, group_id, t, p), None) for t, p in pairs for pid in sorted(opened.get((t, p), ()))]
+
     def _write(self, group_id: str, records: list) -> None:
         """Replay the records, then append them (a commit is acknowledged once written)."""
         self.replay_all(records)
         self.ctx.append(group_id, records)
 
     def _tombstones(self, group_id: str, pairs) -> None:
-        self._write(group_id, [(_st.OffsetCommitKey(group_id, t, p), None) for t, p in pairs])
+        """The tombstones of these offsets of the group, and of the transactional offsets pending
+        there (Kafka's replay of a tombstone drops them too)."""
+        pairs = list(pairs)
+        pending = self._pending_tombstones(group_id, pairs)
+        records = [(_st.OffsetCommitKey(group_id, t, p), None) for t, p in pairs]
+        self.replay_all(records)
+        for key, value in pending:
+            self.replay_txn_offset(key, value)
+        self.ctx.append(group_id, records + pending)
 
     def delete_all(self, group_id: str) -> list:
-        """The tombstones of every offset of the group (``deleteAllOffsets``), replayed: for the
-        runtime to append with the group's own."""
-        records = [(_st.OffsetCommitKey(group_id, t, p), None) for t, parts in self.of(group_id).items()
-                   for p in parts]
+        """The tombstones of every offset of the group (``deleteAllOffsets``: the committed ones and
+        those of partitions with only transactional offsets pending, with the pending ones' own),
+        replayed: for the runtime to append with the group's own."""
+        committed = self.of(group_id)
+        pairs = [(t, p) for t, parts in committed.items() for p in parts]
+        pairs += [(t, p) for t, p in self._open.get(group_id, ()) if p not in committed.get(t, ())]
+        pending = self._pending_tombstones(group_id, pairs)
+        records = [(_st.OffsetCommitKey(group_id, t, p), None) for t, p in pairs]
         self.replay_all(records)
-        return records
+        for key, value in pending:
+            self.replay_txn_offset(key, value)
+        return records + pending
 
     # ==================================================================== OffsetCommit
     def offset_commit(self, respond: Callable[[dict], None], req: OffsetCommitRequest) -> None:
@@ -260,6 +439,8 @@ class OffsetManager:
                 parts_out.append({"partition_index": index, "error_code": _NONE})
             out_topics.append({"name": name, "partitions": parts_out})
         self.replay_all(records)
+        if self._open and group_id in self._open:      # (transactional offsets pending: a rare path)
+            records += self._supersede(group_id, records)
         if self.emit_commits:
             ctx.event(group, "offset.committed", now, {
                 "member": member_id, "instance_id": group_instance_id, "partitions": stored,
@@ -267,6 +448,133 @@ class OffsetManager:
         if ctx.persist:             # acknowledged once written (tested here too: no call without a store)
             ctx.append(group_id, records)
         respond({"throttle_time_ms": 0, "topics": out_topics})
+
+    def _supersede(self, group_id: str, records: list) -> list:
+        """The pending transactional offsets a commit of their partitions overtook (Kafka leaves them
+        out when their transaction commits: their record offsets are below the commit's), marked
+        so in their records, replayed: the records to append after the commit's."""
+        opened = self._open[group_id]
+        out = []
+        for key, _ in records:
+            tp = (key[1], key[2])
+            for pid in sorted(opened.get(tp, ())):
+                v = self._pending[pid][group_id][tp][1]
+                if not v.superseded:
+                    out.append((_st.TxnOffsetCommitKey(pid, group_id, tp[0], tp[1]), v._replace(superseded=True)))
+        for key, value in out:
+            self.replay_txn_offset(key, value)
+        return out
+
+    # ==================================================================== TxnOffsetCommit
+    def txn_offset_commit(self, respond: Callable[[dict], None], req: TxnOffsetCommitRequest) -> None:
+        """TxnOffsetCommit of a request the API layer validated and the transaction coordinator
+        verified (Kafka's ``OffsetMetadataManager.commitTransactionalOffset``): the offsets are kept
+        pending in the producer's transaction, none visible until its commit marker."""
+        ctx = self.ctx
+        now = ctx.clock()
+        group_id, topics = req.group_id, req.topics
+        if ctx.is_loading(group_id):
+            respond(commit_error(topics, _E.COORDINATOR_LOAD_IN_PROGRESS))
+            return
+        epoch = self.producer_epoch(ctx.partition_of(group_id), req.producer_id)
+        if epoch is not None and req.producer_epoch < epoch:
+            # (the log refuses the transactional batch of an older epoch: ProducerAppendInfo.checkProducerEpoch)
+            respond(commit_error(topics, _E.INVALID_PRODUCER_EPOCH))
+            return
+        group = ctx.groups.get(group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                respond(commit_error(topics, _E.ILLEGAL_GENERATION))
+                return
+            group = self._simple_group(group_id, now, "offset_commit")     # a "simple" group
+        by_partition = (topics, ctx.topic_id) if self.epochs_by_partition else (None, None)
+        error = group.validate_offset_commit(req.member_id, req.group_instance_id, req.generation_id, False,
+                                             *by_partition, transactional=True)
+        if error == _E.STALE_MEMBER_EPOCH:
+            error = _E.ILLEGAL_GENERATION       # (validateTransactionalOffsetCommit)
+        if error is not None:
+            respond(commit_error(topics, error))
+            return
+        max_len = self.offset_metadata_max_bytes
+        key, value = _st.TxnOffsetCommitKey, _st.TxnOffsetCommitValue
+        producer_id, producer_epoch = req.producer_id, req.producer_epoch
+        records = []
+        out_topics = []
+        rejected = 0
+        for t in topics:
+            name = t["name"]
+            parts_out = []
+            for p in t["partitions"]:
+                index = p["partition_index"]
+                metadata = p.get("committed_metadata")
+                if metadata is not None and java_string_length(metadata) > max_len:
+                    parts_out.append({"partition_index": index, "error_code": int(_E.OFFSET_METADATA_TOO_LARGE)})
+                    rejected += 1
+                    continue
+                leader_epoch = p.get("committed_leader_epoch", -1)
+                records.append((key(producer_id, group_id, name, index),
+                                value(producer_epoch, p["committed_offset"], -1 if leader_epoch is None else leader_epoch,
+                                      "" if metadata is None else metadata, now, -1)))
+                parts_out.append({"partition_index": index, "error_code": _NONE})
+            out_topics.append({"name": name, "partitions": parts_out})
+        for k, v in records:
+            self.replay_txn_offset(k, v)
+        ctx.event(group, "offsets.transactional_commit", now, {
+            "member": req.member_id, "instance_id": req.group_instance_id, "producer_id": producer_id,
+            "producer_epoch": producer_epoch, "partitions": len(records), "errors": rejected,
+            "topics": len({t["name"] for t in topics})})
+        ctx.append(group_id, records)
+        respond({"throttle_time_ms": 0, "topics": out_topics})
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, producer_epoch: int,
+                             commit: bool, coordinator_epoch: int = 0) -> int:
+        """The transaction's marker reached the offsets partition (Kafka's
+        ``GroupCoordinatorService.completeTransaction``): the producer's pending offsets of the
+        partition's groups become visible (commit) or are dropped (abort). Appended as one: the
+        marker, an OffsetCommit record per offset made visible, the other producers' offsets this
+        commit overtook (marked superseded), then the tombstones of the producer's pending offsets.
+        Returns an error code: INVALID_PRODUCER_EPOCH for an epoch older than the one the partition's
+        log holds (the log's check of a marker), COORDINATOR_LOAD_IN_PROGRESS while it loads."""
+        ctx = self.ctx
+        if offsets_partition in ctx.loading:
+            return int(_E.COORDINATOR_LOAD_IN_PROGRESS)
+        epoch = self.producer_epoch(offsets_partition, producer_id)
+        if epoch is not None and producer_epoch < epoch:
+            return int(_E.INVALID_PRODUCER_EPOCH)
+        now = ctx.clock()
+        partition_of = ctx.partition_of
+        pending = {g: list(parts) for g, parts in self._pending.get(producer_id, {}).items()
+                   if partition_of(g) == offsets_partition}
+        # the other producers' offsets of these partitions not yet overtaken (the commit may overtake them)
+        others = [(g, tp, pid) for g, tps in pending.items() for tp in tps
+                  for pid in sorted(self._open[g][tp]) if pid != producer_id
+                  and not self._pending[pid][g][tp][1].superseded]
+        marker = (_st.TxnMarkerKey(producer_id), _st.TxnMarkerValue(producer_epoch, 1 if commit else 0,
+                                                                    coordinator_epoch))
+        result = self.replay_marker(offsets_partition, *marker)
+        records = [marker]
+        for group_id, visible_pending in result.items():
+            records += [(_st.OffsetCommitKey(group_id, t, p), o) for t, p, o in visible_pending[0]]
+        for group_id, tp, pid in others:
+            v = self._pending[pid][group_id][tp][1]
+            if v.superseded:
+                records.append((_st.TxnOffsetCommitKey(pid, group_id, *tp), v))
+        for group_id, tps in pending.items():
+            records += [(_st.TxnOffsetCommitKey(producer_id, group_id, *tp), None) for tp in tps]
+        if ctx.persist:
+            ctx.store.append(offsets_partition, records)
+        for group_id, (visible, count) in result.items():
+            group = ctx.groups.get(group_id)
+            if group is None:
+                continue
+            if commit:
+                ctx.event(group, "offsets.transaction_committed", now, {
+                    "producer_id": producer_id, "producer_epoch": producer_epoch, "partitions": len(visible),
+                    "superseded": count - len(visible)})
+            else:
+                ctx.event(group, "offsets.transaction_aborted", now, {
+                    "producer_id": producer_id, "producer_epoch": producer_epoch, "partitions": count})
+        return _NONE
 
     # ==================================================================== OffsetFetch
     def offset_fetch(self, respond: Callable[[dict], None], req: OffsetFetchRequest) -> None:
@@ -284,11 +592,16 @@ class OffsetManager:
             if error is not None:
                 respond(fetch_error(group_id, error))
                 return
-        offsets = self._offsets.get(group_id, {}) if group is not None and group.state != "Dead" else {}
+        live = group is not None and group.state != "Dead"
+        offsets = self._offsets.get(group_id, {}) if live else {}
+        # (Kafka's fetchOffsets/fetchAllOffsets: with require_stable, a partition with a transactional
+        # offset pending answers UNSTABLE_OFFSET_COMMIT; an all-topics fetch lists committed ones only)
+        opened = self._open.get(group_id) if req.require_stable and live else None
         out = []
         if topics is None:
             for name, parts in offsets.items():
                 out.append({"name": name, "partitions": [
+                    _unstable(index) if opened and (name, index) in opened else
                     {"partition_index": index, "committed_offset": o.committed_offset,
                      "committed_leader_epoch": o.leader_epoch, "metadata": o.metadata, "error_code": _NONE}
                     for index, o in parts.items()]})
@@ -298,7 +611,9 @@ class OffsetManager:
                 parts_out = []
                 for index in t["partition_indexes"]:
                     o = parts.get(index) if parts is not None else None
-                    if o is None:
+                    if opened and (t["name"], index) in opened:
+                        parts_out.append(_unstable(index))
+                    elif o is None:
                         parts_out.append({"partition_index": index, "committed_offset": -1,
                                           "committed_leader_epoch": -1, "metadata": "", "error_code": _NONE})
                     else:
@@ -339,7 +654,8 @@ class OffsetManager:
             parts_out = []
             for p in t["partitions"]:
                 index = p["partition_index"]
-                if parts is not None and index in parts and (name, index) not in gone:
+                if (parts is not None and index in parts or self.has_pending_transactional_offsets(
+                        group_id, name, index)) and (name, index) not in gone:
                     gone.append((name, index))
                 parts_out.append({"partition_index": index, "error_code": _NONE})
             out.append({"name": name, "partitions": parts_out})
@@ -357,6 +673,9 @@ class OffsetManager:
         total = 0
         for group in list(ctx.groups.values()):
             parts = self.of(group.group_id).get(topic)
+            opened = self._open.get(group.group_id)
+            if opened:         # (onTopicsDeleted: the pending transactional offsets of the topic too)
+                parts = dict.fromkeys([*(parts or ()), *(p for t, p in opened if t == topic)])
             if not parts:
                 continue
             gone = [(topic, index) for index in (parts if wanted is None else wanted) if index in parts]
@@ -407,8 +726,9 @@ class OffsetManager:
         """(no offsets left after the sweep, the (topic, partition)s that expired) (Kafka's
         ``cleanupExpiredOffsets``)."""
         offsets = self._offsets.get(group.group_id)
+        opened = self._open.get(group.group_id)
         if not offsets:
-            return True, []
+            return not opened, []
         condition = group.offset_expiration_condition()
         if condition is None:
             return False, []
@@ -424,8 +744,10 @@ class OffsetManager:
                     expired = now >= o.expire_timestamp
                 else:
                     expired = now - condition(o) >= retention
-                if expired:
+                # (an offset with a transactional offset pending does not expire yet)
+                if expired and not (opened and (topic, index) in opened):
                     gone.append((topic, index))
                 else:
                     all_expired = False
-        return all_expired, gone
+        # (nor is a group with transactional offsets pending deleted)
+        return all_expired and not opened, gone

@@ -113,6 +113,8 @@ class GroupCoordinator:
         self.offsets = OffsetManager(ctx, self._simple_group, self.classic.member_committed, self.delete_group)
         self.offsets.emit_commits = emit_offset_commits
         ctx.replayers[_st.OffsetCommitKey.kind] = self.offsets.replay
+        ctx.replayers[_st.TxnOffsetCommitKey.kind] = self.offsets.replay_txn_offset
+        # (a marker is replayed for the partition whose log holds it: complete_loading, complete_transaction)
         ctx.upgrade = self.upgrade_group
         ctx.downgrade = self.downgrade_group
         ctx.give_way = self._give_way
@@ -125,6 +127,7 @@ class GroupCoordinator:
         self.offset_commit = self.offsets.offset_commit
         self.offset_fetch = self.offsets.offset_fetch
         self.offset_delete = self.offsets.offset_delete
+        self.txn_offset_commit = self.offsets.txn_offset_commit
         self.delete_topic_offsets = self.offsets.delete_topic_offsets
         self.cleanup_group_metadata = self.offsets.cleanup_group_metadata
         # (the hot path: Heartbeat goes to the classic manager without a hop here)
@@ -154,9 +157,10 @@ class GroupCoordinator:
         try:
             now = self._clock()
             ctx.load_problems = {}
-            replay = ctx.replay
+            replayers = dict(ctx.replayers)         # (a marker applies to this partition's groups)
+            replayers[_st.TxnMarkerKey.kind] = lambda key, value: self.offsets.replay_marker(partition, key, value)
             for key, value in records:
-                replay(key, value)
+                replayers[key.kind](key, value)
             loaded = [g for gid, g in self._groups.items() if self.partition_of(gid) == partition]
             for group in loaded:
                 if not self._types[group.type].loaded(group, now):     # a group deleted part way
@@ -167,7 +171,7 @@ class GroupCoordinator:
                     else:
                         del self._groups[group.group_id]
             count = sum(1 for gid in self._groups if self.partition_of(gid) == partition)
-            for group_id in self.offsets.group_ids():
+            for group_id in self.offsets.group_ids() + self.offsets.pending_group_ids():
                 if group_id not in self._groups and self.partition_of(group_id) == partition:
                     self._simple_group(group_id, now, None)
                     count += 1
@@ -430,6 +434,17 @@ class GroupCoordinator:
         self.ctx.event(group, "group.deleted", now, {"reason": reason, "offsets": offsets})
 
     # ==================================================================== offsets
+    @entry
+    def complete_transaction(self, offsets_partition: int, producer_id: int, producer_epoch: int,
+                             commit: bool, coordinator_epoch: int = 0) -> int:
+        """A transaction's marker for an offsets-topic partition (Kafka's
+        ``GroupCoordinatorService.completeTransaction``, the transaction coordinator's
+        WriteTxnMarkers to ``__consumer_offsets``): the producer's pending transactional offsets
+        of the partition's groups become visible (commit) or are dropped (abort); returns an
+        error code (NONE 0). See :meth:`.offsets.OffsetManager.complete_transaction`."""
+        return self.offsets.complete_transaction(offsets_partition, producer_id, producer_epoch, commit,
+                                                 coordinator_epoch)
+
     def _simple_group(self, group_id: str, now: int, cause: str | None) -> ClassicGroup:
         """The classic group a commit outside any group brings (``cause`` None: at load, silently)."""
         if cause is None:

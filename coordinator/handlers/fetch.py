@@ -3,6 +3,12 @@
 Fetch sessions are not kept: every response carries SessionId 0, which tells
 clients to send full fetch requests, as a broker without session slots does.
 A fetch that finds fewer than MinBytes parks until data arrives or the wait ends.
+
+IsolationLevel read_committed (1) reads only below the partition's last stable offset and lists the
+aborted transactions overlapping what it read (Kafka's UnifiedLog.read with FetchIsolation.TXN_COMMITTED,
+LocalLog.addAbortedTransactions); read_uncommitted reads up to the high watermark (the log end) and
+gets no list (null). Every fetch answers the LSO. A transaction marker moves the LSO through an append,
+which wakes parked fetches like any other.
 """
 from __future__ import annotations
 
@@ -11,11 +17,13 @@ from groupcoord.protocol.errors import ErrorCode
 
 API_KEY = ApiKey.FETCH
 VERSIONS = {"4.1": (4, 12)}     # Kafka 4.0 removed v0-3 (KIP-896)
+READ_COMMITTED = 1              # IsolationLevel.READ_COMMITTED
 
 
 def _collect(ctx, version, body):
     cluster = ctx.service.cluster
     max_total = body.get("max_bytes", 0x7FFFFFFF)
+    read_committed = version >= 4 and body.get("isolation_level", 0) == READ_COMMITTED
     total = 0
     responses = []
     for t in body["topics"]:
@@ -34,20 +42,28 @@ def _collect(ctx, version, body):
             elif cluster.leader_for(name, index) != ctx.node_id:
                 entry["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
-                entry["high_watermark"] = entry["last_stable_offset"] = log.log_end_offset
+                entry["high_watermark"] = log.log_end_offset
+                entry["last_stable_offset"] = log.last_stable_offset
                 entry["log_start_offset"] = log.log_start_offset
                 offset = p["fetch_offset"]
                 if offset < log.log_start_offset or offset > log.log_end_offset:
                     entry["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
                 else:
                     limit = min(p["partition_max_bytes"], max(0, max_total - total))
-                    data = log.read(offset, limit) if (limit > 0 or total == 0) else b""
-                    if data and total and len(data) > max_total - total:
+                    aborted = []
+                    if not (limit > 0 or total == 0):
                         data = b""
+                    elif read_committed:
+                        data, aborted = log.read_committed(offset, limit)
+                    else:
+                        data = log.read(offset, limit)
+                    if data and total and len(data) > max_total - total:
+                        data, aborted = b"", []
                     total += len(data)
                     entry["records"] = data
-                    if version >= 4:
-                        entry["aborted_transactions"] = []
+                    if read_committed:      # (read_uncommitted: null, as Kafka's FetchDataInfo leaves it)
+                        entry["aborted_transactions"] = [
+                            {"producer_id": a.producer_id, "first_offset": a.first_offset} for a in aborted]
             parts.append(entry)
         responses.append({"topic": name, "partitions": parts})
     return responses, total

@@ -1,7 +1,9 @@
-"""FindCoordinator (10): the node leading the group's offsets-topic partition.
+"""FindCoordinator (10): the node leading the group's offsets-topic partition, or the transactional
+id's transaction log partition.
 
 The coordinator of a group is the leader of partition abs(javaHash(group_id)) % 50
-(offsets.topic.num.partitions). Batched keys from v4. A group key needs DESCRIBE on the group
+(offsets.topic.num.partitions); of a transactional id, the leader of partition abs(javaHash(id)) % 50
+(transaction.state.log.num.partitions) of the transaction log. Batched keys from v4. A group key needs DESCRIBE on the group
 (else GROUP_AUTHORIZATION_FAILED), a transaction key DESCRIBE on the transactional id.
 """
 from __future__ import annotations
@@ -26,7 +28,10 @@ def _lookup(ctx, key: str, key_type: int, version: int) -> dict:
     if key_type not in (GROUP, TRANSACTION) and not (key_type == SHARE and version >= 6):
         return {"error_code": ErrorCode.INVALID_REQUEST, "error_message": f"unsupported key type {key_type}",
                 "node_id": -1, "host": "", "port": -1}
-    node_id = cluster.coordinator_for(key)
+    if key_type == TRANSACTION:
+        node_id = ctx.service.transactions.coordinator_node(key)
+    else:
+        node_id = cluster.coordinator_for(key)
     node = cluster.nodes[node_id]
     if not node.up:
         return {"error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,

@@ -1,7 +1,9 @@
 """OffsetFetch (9).
 
 v0-7 carry one group (``GroupId``, ``Topics``; null Topics = every committed offset from v2;
-RequireStable from v7); v8+ carry ``Groups[]`` and the core is called once per group.
+RequireStable from v7: a partition with a transactional offset pending (KIP-447) answers
+UNSTABLE_OFFSET_COMMIT, offset -1, as Kafka's ``fetchOffsets``/``fetchAllOffsets``); v8+ carry
+``Groups[]`` (RequireStable for all of them) and the core is called once per group.
 No topic-existence check: a partition without a committed offset gets offset -1 and
 metadata "" (never UNKNOWN_TOPIC_OR_PARTITION).
 

@@ -11,9 +11,10 @@ NAMES = {
     0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
     10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup",
     15: "DescribeGroups", 16: "ListGroups", 17: "SaslHandshake", 18: "ApiVersions", 19: "CreateTopics",
-    20: "DeleteTopics", 22: "InitProducerId", 32: "DescribeConfigs", 36: "SaslAuthenticate",
+    20: "DeleteTopics", 22: "InitProducerId", 24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn",
+    27: "WriteTxnMarkers", 28: "TxnOffsetCommit", 32: "DescribeConfigs", 36: "SaslAuthenticate",
     37: "CreatePartitions", 42: "DeleteGroups",
-    44: "IncrementalAlterConfigs", 47: "OffsetDelete",
+    44: "IncrementalAlterConfigs", 47: "OffsetDelete", 65: "DescribeTransactions", 66: "ListTransactions",
     68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe", 74: "ListConfigResources",
     76: "ShareGroupHeartbeat", 77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge",
     90: "DescribeShareGroupOffsets", 91: "AlterShareGroupOffsets", 92: "DeleteShareGroupOffsets",
@@ -22,18 +23,21 @@ NAMES = {
 # the versions Kafka 3.9 serves and lists (no share group APIs: their v0 was unstable); 4.1 differs
 # where KIP-896 removed versions and where versions came with 4.0, and has the share group APIs at
 # v1 (listed and served even with share groups off, as Kafka 4.1 does: they answer UNSUPPORTED_VERSION)
-# and the share group offsets APIs (KIP-932's admin RPCs 90-92) at v0
+# and the share group offsets APIs (KIP-932's admin RPCs 90-92) at v0; EndTxn v5 and TxnOffsetCommit v5
+# (transactions V2) came with 4.0, ListTransactions v2 with 4.1, WriteTxnMarkers v2 (KIP-1228) with 4.2
 SERVED_3_9 = {
     0: (0, 9), 1: (0, 12), 2: (0, 7), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
-    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (0, 7), 20: (0, 6), 22: (0, 4),
-    32: (0, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0), 68: (0, 0), 69: (0, 0), 74: (0, 0),
+    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (0, 7), 20: (0, 6), 22: (0, 5),
+    24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 28: (0, 4),
+    32: (0, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0), 65: (0, 0), 66: (0, 1), 68: (0, 0),
+    69: (0, 0), 74: (0, 0),
 }
 SERVED_4_1 = {**SERVED_3_9, 0: (3, 9), 1: (4, 12), 2: (1, 7), 3: (0, 13), 8: (2, 9), 9: (1, 9), 15: (0, 6),
-              19: (2, 7), 20: (1, 6), 32: (1, 4), 68: (0, 1), 69: (0, 1), 74: (0, 1), 76: (1, 1), 77: (1, 1),
+              19: (2, 7), 20: (1, 6), 26: (0, 5), 27: (1, 1), 28: (0, 5), 32: (1, 4), 66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1), 76: (1, 1), 77: (1, 1),
               78: (1, 1), 79: (1, 1), 90: (0, 0), 91: (0, 0), 92: (0, 0)}
 # 4.2 made OffsetCommit v10 and OffsetFetch v10 (topic ids) stable: 4.1 had them unstable, not served;
 # ShareFetch and ShareAcknowledge v2 came with 4.2 (KIP-1206, KIP-1222), DescribeShareGroupOffsets v1 (KIP-1226)
-SERVED_4_2 = {**SERVED_4_1, 8: (2, 10), 9: (1, 10), 78: (1, 2), 79: (1, 2), 90: (0, 1)}
+SERVED_4_2 = {**SERVED_4_1, 8: (2, 10), 9: (1, 10), 27: (1, 2), 78: (1, 2), 79: (1, 2), 90: (0, 1)}
 SERVED = {"4.3": SERVED_4_2, "4.2": SERVED_4_2, "4.1": SERVED_4_1, "3.9": SERVED_3_9}
 ADVERTISED = {"4.3": {**SERVED_4_2, 0: (0, 9)}, "4.2": {**SERVED_4_2, 0: (0, 9)},
               "4.1": {**SERVED_4_1, 0: (0, 9)}, "3.9": SERVED_3_9}    # Produce: KAFKA-18659

@@ -8,6 +8,7 @@ import structlog
 
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.events import BASE_FIELDS, EVENT_FIELDS, EVENT_TYPES, check_event
+from groupcoord.coordinator.group.offsets import TxnOffsetCommitRequest
 from groupcoord.coordinator.group.runtime import GroupCoordinator, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 from groupcoord.coordinator.timer import Timers
@@ -92,6 +93,11 @@ def test_every_event_type_is_emitted_somewhere(make_harness):
     h.commit("simple", offsets={("foo", 0): 1})
     h.gc.delete_groups(lambda r: None, group_ids=["simple"])
     h.commit("simple2", offsets={("foo", 0): 1})
+    for commit in (True, False):                            # transactional offsets (KIP-447), committed, aborted
+        txn = TxnOffsetCommitRequest("tx", "txn", 7, 0, [{"name": "foo", "partitions": [
+            {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+        h.gc.txn_offset_commit(lambda r: None, txn)
+        h.gc.complete_transaction(h.gc.partition_of("txn"), 7, 0, commit)
     h.run_until(200000)                                     # offsets expire, groups deleted
     h.join("g2", client_id="p")                             # pending member that never comes back
     h.run_until(h.now + 10000)

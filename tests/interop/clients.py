@@ -111,7 +111,7 @@ class Coord:
 
     def events_of(self, group_id: str, *kinds: str) -> list[dict]:
         with self._lock:
-            return [e for e in self.events if e["group"] == group_id and (not kinds or e["event"] in kinds)]
+            return [e for e in self.events if e.get("group") == group_id and (not kinds or e["event"] in kinds)]
 
     def group(self, group_id: str) -> GroupView | None:
         def snapshot():

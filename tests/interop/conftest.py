@@ -26,7 +26,7 @@ from groupcoord.coordinator.pytest_plugin import groupcoord_factory  # noqa: F40
 def _event_line(e: dict) -> str:
     skip = {"v", "event", "ts_ms", "group"}
     fields = " ".join(f"{k}={v}" for k, v in e.items() if k not in skip and v is not None)
-    return f"{e['ts_ms'] % 100000:>5} {e['group']} {e['event']} {fields}"
+    return f"{e['ts_ms'] % 100000:>5} {e.get('group', e.get('transactional_id'))} {e['event']} {fields}"
 
 
 @pytest.fixture

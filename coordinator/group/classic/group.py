@@ -460,8 +460,11 @@ class ClassicGroup:
         return self.state == EMPTY
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
-                               v9: bool = False, topics=None, topic_id=None) -> ErrorCode | None:
-        """``ClassicGroup.validateOffsetCommit``: the error of a commit, or None."""
+                               v9: bool = False, topics=None, topic_id=None, *,
+                               transactional: bool = False) -> ErrorCode | None:
+        """``ClassicGroup.validateOffsetCommit``: the error of a commit, or None. ``transactional``
+        (TxnOffsetCommit, KIP-447): without a member id, generation or instance id (v0-2) the commit is
+        accepted whatever the state, and the group's state is not enforced (no REBALANCE_IN_PROGRESS)."""
         state = self.state
         if state == DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -473,9 +476,9 @@ class ClassicGroup:
                 return error
             if generation_id != self.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
-        elif state != EMPTY:
+        elif state != EMPTY and not transactional:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if state == COMPLETING_REBALANCE:
+        if state == COMPLETING_REBALANCE and not transactional:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return None
 

@@ -349,19 +349,23 @@ class ConsumerGroup:
         return any(name in m.subscribed_topic_names for m in self.members.values())
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
-                               v9: bool, topics=None, topic_id=None) -> int | None:
+                               v9: bool, topics=None, topic_id=None, *, transactional: bool = False) -> int | None:
         """``ConsumerGroup.validateOffsetCommit``: the error code of a commit, or None. Without
         ``topics``, Kafka 4.0's strict rule: the member's epoch and no other. With them (the commit's
         [{"name", "partitions": [{"partition_index"}]}], ``topic_id(name)`` resolving names: Kafka
         4.3, KIP-1251), an older epoch is accepted for partitions assigned to the member, or pending
-        revocation, at that epoch or before; one partition that is not fails the whole commit."""
+        revocation, at that epoch or before; one partition that is not fails the whole commit.
+        ``transactional`` (TxnOffsetCommit, KIP-447): a commit without member id, epoch and instance id
+        is accepted, and any version may commit for a member of this protocol."""
         if member_epoch < 0 and not self.members:
             return None                   # an admin or manual commit to an empty group
+        if transactional and member_epoch == -1 and member_id == "" and instance_id is None:
+            return None                   # (TxnOffsetCommit v0-2 carry none of them)
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         classic = member.classic is not None
-        if not v9 and not classic:
+        if not v9 and not classic and not transactional:
             return ErrorCode.UNSUPPORTED_VERSION     # OffsetCommit v9+ for members of this protocol
         if member_epoch == member.member_epoch:
             return None

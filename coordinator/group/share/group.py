@@ -186,9 +186,9 @@ class ShareGroup:
         return None
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
-                               v9: bool, topics=None, topic_id=None) -> int | None:
-        """``ShareGroup.validateOffsetCommit``: a share group commits no offsets ("Group G is not a
-        consumer group.")."""
+                               v9: bool, topics=None, topic_id=None, *, transactional: bool = False) -> int | None:
+        """``ShareGroup.validateOffsetCommit``: a share group commits no offsets, transactional or not
+        ("Group G is not a consumer group.")."""
         return ErrorCode.GROUP_ID_NOT_FOUND
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:

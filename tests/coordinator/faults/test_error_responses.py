@@ -58,6 +58,18 @@ REQUESTS = {
     20: {"topics": [{"name": "t", "topic_id": TOPIC_ID}, {"name": "u", "topic_id": TOPIC_ID}],
          "topic_names": ["t", "u"], "timeout_ms": 1000},
     22: {"transactional_id": None, "transaction_timeout_ms": 1000, "producer_id": -1, "producer_epoch": -1},
+    24: {"transactions": [{"transactional_id": "tx", "producer_id": 7, "producer_epoch": 0, "verify_only": False,
+                           "topics": [{"name": "t", "partitions": [0, 1]}]}],
+         "v3_and_below_transactional_id": "tx", "v3_and_below_producer_id": 7, "v3_and_below_producer_epoch": 0,
+         "v3_and_below_topics": [{"name": "t", "partitions": [0, 1]}]},
+    25: {"transactional_id": "tx", "producer_id": 7, "producer_epoch": 0, "group_id": "g"},
+    26: {"transactional_id": "tx", "producer_id": 7, "producer_epoch": 0, "committed": True},
+    27: {"markers": [{"producer_id": 7, "producer_epoch": 0, "transaction_result": False, "coordinator_epoch": 0,
+                      "topics": [{"name": "t", "partition_indexes": [0, 1]}], "transaction_version": 0}]},
+    28: {"transactional_id": "tx", "group_id": "g", "producer_id": 7, "producer_epoch": 0, "generation_id": 1,
+         "member_id": "m", "group_instance_id": None, "topics": [{"name": "t", "partitions": [
+             {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": ""},
+             {"partition_index": 1, "committed_offset": 6, "committed_leader_epoch": -1, "committed_metadata": None}]}]},
     32: {"resources": [{"resource_type": 32, "resource_name": "g", "configuration_keys": None},
                        {"resource_type": 4, "resource_name": "0", "configuration_keys": ["group.max.size"]}],
          "include_synonyms": False, "include_documentation": False},
@@ -69,6 +81,9 @@ REQUESTS = {
         {"name": "consumer.session.timeout.ms", "config_operation": 0, "value": "50000"}]},
                        {"resource_type": 32, "resource_name": "h", "configs": []}], "validate_only": False},
     47: {"group_id": "g", "topics": [{"name": "t", "partitions": [{"partition_index": 0}]}]},
+    65: {"transactional_ids": ["tx", "ty"]},
+    66: {"state_filters": ["Ongoing"], "producer_id_filters": [7], "duration_filter": -1,
+         "transactional_id_pattern": None},
     68: {"group_id": "g", "member_id": "m", "member_epoch": 0, "instance_id": None, "rack_id": None,
          "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "subscribed_topic_regex": None,
          "server_assignor": None, "topic_partitions": []},
@@ -100,16 +115,18 @@ PER_ENTRY = {
     15: lambda r: r["groups"],
     19: lambda r: r["topics"],
     20: lambda r: r["responses"],
+    28: lambda r: [p for t in r["topics"] for p in t["partitions"]],
     32: lambda r: r["results"],
     37: lambda r: r["results"],
     42: lambda r: r["results"],
     44: lambda r: r["responses"],
+    65: lambda r: r["transaction_states"],
     69: lambda r: r["groups"],
     77: lambda r: r["groups"],
     90: lambda r: r["groups"],
 }
-EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 15: 2, 19: 2, 20: 2, 32: 2, 37: 2, 42: 2, 44: 2, 69: 2, 77: 2,
-                    90: 2}
+EXPECTED_ENTRIES = {0: 3, 1: 1, 2: 2, 3: 2, 8: 1, 28: 2, 15: 2, 19: 2, 20: 2, 32: 2, 37: 2, 42: 2, 44: 2, 65: 2, 69: 2,
+                    77: 2, 90: 2}
 
 
 def _cases():
@@ -121,16 +138,17 @@ def _cases():
 
 def test_every_api_has_a_sample_request():
     assert set(REQUESTS) == set(HANDLERS)
-    assert len(HANDLERS) == 34
+    assert len(HANDLERS) == 41
     assert set(HANDLERS) <= set(APIS)
 
 
 def _error_codes(obj) -> list[int]:
-    """Every ErrorCode field of a decoded response, depth first."""
+    """Every ErrorCode field of a decoded response, depth first (AddPartitionsToTxn's are
+    ``partition_error_code``)."""
     found = []
     if isinstance(obj, dict):
         for k, v in obj.items():
-            if k == "error_code":
+            if k in ("error_code", "partition_error_code"):
                 found.append(v)
             else:
                 found.extend(_error_codes(v))

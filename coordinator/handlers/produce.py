@@ -21,9 +21,10 @@ from ..producers import ProducerStateError
 from ..security import TRANSACTIONAL_ID, WRITE, authorize
 
 API_KEY = ApiKey.PRODUCE
-# Kafka 4.0 removed v0-2 (KIP-896) but still lists them in ApiVersions, for librdkafka (KAFKA-18659)
-VERSIONS = {"4.1": (3, 9)}
-ADVERTISED = {"4.1": (0, 9)}
+# Kafka 4.0 removed v0-2 (KIP-896) but still lists them in ApiVersions, for librdkafka (KAFKA-18659);
+# v12 (transactions V2) came with 4.0, v13 (topic ids) with 4.1
+VERSIONS = {"3.9": (0, 11), "4.1": (3, 13)}
+ADVERTISED = {"4.1": (0, 13)}
 
 # the coordinator errors a verification may end with that Kafka turns into NOT_ENOUGH_REPLICAS (retriable,
 # no metadata refresh) for the producer (ReplicaManager.handleProduceAppend's postVerificationCallback)
@@ -58,24 +59,47 @@ def verification_error(version: int, code: int) -> int:
 
 
 def _verify(ctx, version, transactions, transactional_id, log, name, index, header) -> ErrorCode | None:
-    """KIP-890 part 1 for one partition: None when its batch may be appended."""
+    """KIP-890 part 1 for one partition: None when its batch may be appended. From v12 (transactions V2)
+    the partition is added to the transaction rather than checked (Kafka's ADD_PARTITION operation)."""
     try:
         if not log.transaction_verification_needed(header.producer_id, header.producer_epoch):
             return None
     except ProducerStateError as exc:
         return exc.code
-    code = transactions.verify_partition(transactional_id, header.producer_id, header.producer_epoch, name, index)
+    code = transactions.verify_partition(transactional_id, header.producer_id, header.producer_epoch, name, index,
+                                         add=version >= 12)
     return None if code is None or code == ErrorCode.NONE else verification_error(version, code)
+
+
+def _by_name(ctx, body) -> None:
+    """v13 names topics by id: each gets its name back (None for an unknown id)."""
+    for topic in body["topic_data"]:
+        topic["name"] = ctx.service.topic_name(topic["topic_id"])
+
+
+def _new_leader(cluster, name: str, index: int, endpoints: dict) -> dict:
+    """KIP-951 (v10+): a NOT_LEADER_OR_FOLLOWER answer names the partition's leader, and the response
+    that leader's address."""
+    leader = cluster.leader_for(name, index)
+    node = cluster.nodes.get(leader)
+    if node is None:
+        return {"leader_id": -1, "leader_epoch": -1}
+    endpoints[leader] = {"node_id": leader, "host": node.host, "port": node.port, "rack": node.rack}
+    return {"leader_id": leader, "leader_epoch": 0}
 
 
 def handle(ctx, version, body, respond):
     cluster = ctx.service.cluster
+    if version >= 13:
+        _by_name(ctx, body)
     max_bytes = ctx.service.config["message.max.bytes"]
     transactional_id = body.get("transactional_id")
     # the first batch of each partition (RequestUtils.hasTransactionalRecords looks at those)
     firsts = {}
     producers = set()
     for topic in body["topic_data"]:
+        if topic["name"] is None:
+            continue
         for p in topic["partition_data"]:
             header = _first_batch(p["records"] or b"")
             if header is not None and header.is_transactional:
@@ -91,6 +115,7 @@ def handle(ctx, version, body, respond):
             return
     transactions = getattr(ctx.service, "transactions", None) if firsts else None
     responses = []
+    endpoints: dict = {}
     for topic in body["topic_data"]:
         name = topic["name"]
         parts = []
@@ -98,11 +123,16 @@ def handle(ctx, version, body, respond):
             index = p["index"]
             data = p["records"] or b""
             base = -1
-            log = cluster.log(name, index)
-            if log is None:
+            log = cluster.log(name, index) if name is not None else None
+            leader = None
+            if name is None:
+                code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif log is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif cluster.leader_for(name, index) != ctx.node_id:
                 code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if version >= 10:
+                    leader = _new_leader(cluster, name, index, endpoints)
             elif len(data) > max_bytes:
                 code = ErrorCode.MESSAGE_TOO_LARGE
             else:
@@ -112,15 +142,20 @@ def handle(ctx, version, body, respond):
                     code = _verify(ctx, version, transactions, transactional_id, log, name, index, header)
                 if code is None:
                     code, base = cluster.append(name, index, data)
-            parts.append({"index": index, "error_code": code, "base_offset": base,
-                          "log_append_time_ms": -1,
-                          "log_start_offset": log.log_start_offset if log else -1,
-                          "record_errors": [], "error_message": None})
-        responses.append({"name": name, "partition_responses": parts})
+            part = {"index": index, "error_code": code, "base_offset": base, "log_append_time_ms": -1,
+                    "log_start_offset": log.log_start_offset if log else -1,
+                    "record_errors": [], "error_message": None}
+            if leader is not None:
+                part["current_leader"] = leader
+            parts.append(part)
+        responses.append({"name": name or "", "topic_id": topic.get("topic_id"), "partition_responses": parts})
     if body["acks"] == 0:
         respond(None)
         return
-    respond({"responses": responses, "throttle_time_ms": 0})
+    response = {"responses": responses, "throttle_time_ms": 0}
+    if endpoints:
+        response["node_endpoints"] = list(endpoints.values())
+    respond(response)
 
 
 def error_response(version: int, body: dict, code: int) -> dict | None:
@@ -129,7 +164,7 @@ def error_response(version: int, body: dict, code: int) -> dict | None:
         return None
     message = error_message(code)
     return {"throttle_time_ms": 0, "responses": [
-        {"name": t["name"], "partition_responses": [
+        {"name": t.get("name") or "", "topic_id": t.get("topic_id"), "partition_responses": [
             {"index": p["index"], "error_code": code, "base_offset": -1, "log_append_time_ms": -1,
              "log_start_offset": -1, "record_errors": [], "error_message": message}
             for p in t["partition_data"]]} for t in body["topic_data"]]}

@@ -232,9 +232,14 @@ class TransactionCoordinator:
         return {tp: error for tp in partitions}
 
     def verify_partition(self, transactional_id: str | None, producer_id: int, producer_epoch: int,
-                         topic: str, partition: int) -> int | None:
+                         topic: str, partition: int, add: bool = False) -> int | None:
         """The leader's check of a transactional Produce (KIP-890 part 1): None when the partition is in
-        the producer's ongoing transaction, else the error of :meth:`verify_partitions`."""
+        the producer's ongoing transaction, else the error of :meth:`verify_partitions`. ``add`` (Produce
+        v12, transactions V2): the partition is added to the transaction instead."""
+        if add:
+            error = self.add_partitions(transactional_id, producer_id, producer_epoch, {(topic, partition)},
+                                        client_version=2)
+            return None if error == _E.NONE else error
         error = self.verify_partitions(transactional_id, producer_id, producer_epoch, [(topic, partition)])[
             (topic, partition)]
         return None if error == _E.NONE else error

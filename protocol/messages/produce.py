@@ -1,8 +1,10 @@
-"""Produce (key 0). We speak 0-9 (v13+ identify topics by id)."""
+"""Produce (key 0). v10 answers NOT_LEADER_OR_FOLLOWER with the new leader (KIP-951), v11
+TRANSACTION_ABORTABLE, v12 is transactions V2 (KIP-890 part 2: the partitions join the transaction
+without AddPartitionsToTxn), v13 names topics by id (KIP-516)."""
 from ..schema import A, F, S, api
 
 API = api(
-    0, "Produce", valid="0-9", flexible="9+",
+    0, "Produce", valid="0-13", flexible="9+",
     request=[
         F("TransactionalId", "string", "3+", nullable="3+", default=None),
         F("Acks", "int16"),

@@ -24,23 +24,24 @@ NAMES = {
 # where KIP-896 removed versions and where versions came with 4.0, and has the share group APIs at
 # v1 (listed and served even with share groups off, as Kafka 4.1 does: they answer UNSUPPORTED_VERSION)
 # and the share group offsets APIs (KIP-932's admin RPCs 90-92) at v0; EndTxn v5 and TxnOffsetCommit v5
-# (transactions V2) came with 4.0, ListTransactions v2 with 4.1, WriteTxnMarkers v2 (KIP-1228) with 4.2
+# (transactions V2) came with 4.0, ListTransactions v2 with 4.1, WriteTxnMarkers v2 (KIP-1228) with 4.2;
+# Produce v12 (transactions V2) with 4.0 and v13 (topic ids) with 4.1
 SERVED_3_9 = {
-    0: (0, 9), 1: (0, 12), 2: (0, 7), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+    0: (0, 11), 1: (0, 12), 2: (0, 7), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
     13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (0, 7), 20: (0, 6), 22: (0, 5),
     24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 28: (0, 4),
     32: (0, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 44: (0, 1), 47: (0, 0), 65: (0, 0), 66: (0, 1), 68: (0, 0),
     69: (0, 0), 74: (0, 0),
 }
-SERVED_4_1 = {**SERVED_3_9, 0: (3, 9), 1: (4, 12), 2: (1, 7), 3: (0, 13), 8: (2, 9), 9: (1, 9), 15: (0, 6),
+SERVED_4_1 = {**SERVED_3_9, 0: (3, 13), 1: (4, 12), 2: (1, 7), 3: (0, 13), 8: (2, 9), 9: (1, 9), 15: (0, 6),
               19: (2, 7), 20: (1, 6), 26: (0, 5), 27: (1, 1), 28: (0, 5), 32: (1, 4), 66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1), 76: (1, 1), 77: (1, 1),
               78: (1, 1), 79: (1, 1), 90: (0, 0), 91: (0, 0), 92: (0, 0)}
 # 4.2 made OffsetCommit v10 and OffsetFetch v10 (topic ids) stable: 4.1 had them unstable, not served;
 # ShareFetch and ShareAcknowledge v2 came with 4.2 (KIP-1206, KIP-1222), DescribeShareGroupOffsets v1 (KIP-1226)
 SERVED_4_2 = {**SERVED_4_1, 8: (2, 10), 9: (1, 10), 27: (1, 2), 78: (1, 2), 79: (1, 2), 90: (0, 1)}
 SERVED = {"4.3": SERVED_4_2, "4.2": SERVED_4_2, "4.1": SERVED_4_1, "3.9": SERVED_3_9}
-ADVERTISED = {"4.3": {**SERVED_4_2, 0: (0, 9)}, "4.2": {**SERVED_4_2, 0: (0, 9)},
-              "4.1": {**SERVED_4_1, 0: (0, 9)}, "3.9": SERVED_3_9}    # Produce: KAFKA-18659
+ADVERTISED = {"4.3": {**SERVED_4_2, 0: (0, 13)}, "4.2": {**SERVED_4_2, 0: (0, 13)},
+              "4.1": {**SERVED_4_1, 0: (0, 13)}, "3.9": SERVED_3_9}    # Produce: KAFKA-18659
 
 
 def test_the_releases():

@@ -4,6 +4,8 @@ at its version, against a real service in virtual time; the markers land in the 
 offsets partitions."""
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from groupcoord.coordinator.config import BrokerConfig
@@ -484,3 +486,47 @@ def test_transactions_v2_txn_offset_commit_adds_the_offsets_partition():
     assert r["error_code"] == E.NONE
     settle(svc, clock)
     assert fetch_offset(svc, "g", require_stable=True) == (E.NONE, 9)
+
+
+# ------------------------------------------------------------------------------------ Produce v10-13
+PRODUCE = 0
+
+
+def produce_wire(svc, version, pid, epoch, partition=0, topic="orders", topic_id=None, node=0, seq=0) -> dict:
+    batch = records.encode_batch([records.Record(offset_delta=0, timestamp_delta=0, key=None, value=b"v")],
+                                 producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=pid >= 0)
+    body = {"transactional_id": TXN if pid >= 0 else None, "acks": -1, "timeout_ms": 1000,
+            "topic_data": [{"name": topic, "topic_id": topic_id,
+                            "partition_data": [{"index": partition, "records": batch}]}]}
+    return call(svc, PRODUCE, version, body, node=node)
+
+
+@pytest.mark.parametrize("version,expected", [(10, E.INVALID_TXN_STATE), (11, E.TRANSACTION_ABORTABLE), (12, E.NONE)])
+def test_produce_v12_adds_the_partition_to_the_transaction(version, expected):
+    """Transactions V2 (KIP-890 part 2, ``ReplicaManager`` with ADD_PARTITION verification): a Produce v12
+    of a transactional batch adds its partition to the transaction; before v12 a partition not added is
+    refused (TRANSACTION_ABORTABLE from v11, INVALID_TXN_STATE before)."""
+    svc, clock = service()
+    _, pid, epoch = init(svc)
+    [t] = produce_wire(svc, version, pid, epoch)["responses"]
+    assert t["partition_responses"][0]["error_code"] == expected
+    if version == 12:
+        assert svc.transactions.transactions[TXN].partitions == {("orders", 0)}
+        assert end(svc, pid, epoch, version=5)["error_code"] == E.NONE
+        settle(svc, clock)
+        assert control_batches(svc) == [(pid, epoch + 1, True)]
+
+
+def test_produce_v13_names_topics_by_id_and_v10_names_the_new_leader():
+    """ProduceRequest v13 (KIP-516): topics by id, UNKNOWN_TOPIC_ID for an id not known; v10 (KIP-951):
+    NOT_LEADER_OR_FOLLOWER carries the partition's leader and its address."""
+    svc, _ = service(nodes=2)
+    topic_id = svc.topic_id("orders")
+    [t] = produce_wire(svc, 13, -1, -1, topic="", topic_id=topic_id)["responses"]
+    assert t["topic_id"] == topic_id and t["partition_responses"][0]["error_code"] == E.NONE
+    [t] = produce_wire(svc, 13, -1, -1, topic="", topic_id=uuid.uuid4())["responses"]
+    assert t["partition_responses"][0]["error_code"] == E.UNKNOWN_TOPIC_ID
+    r = produce_wire(svc, 10, -1, -1, partition=1, node=0)
+    [p] = r["responses"][0]["partition_responses"]
+    assert p["error_code"] == E.NOT_LEADER_OR_FOLLOWER and p["current_leader"]["leader_id"] == 1
+    assert [(n["node_id"], n["port"]) for n in r["node_endpoints"]] == [(1, svc.cluster.nodes[1].port)]

@@ -87,7 +87,7 @@ class Transactions:
     def __init__(self, answer=None):
         self.answer, self.calls = answer, []
 
-    def verify_partition(self, transactional_id, producer_id, producer_epoch, topic, partition):
+    def verify_partition(self, transactional_id, producer_id, producer_epoch, topic, partition, add=False):
         self.calls.append((transactional_id, producer_id, producer_epoch, topic, partition))
         return self.answer
 

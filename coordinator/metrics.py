@@ -90,6 +90,11 @@ RequestMetrics ErrorsPerSec{request,error}                   ``errors_total{requ
                                                              not counted)
 socket-server-metrics connection-count                       ``connection_count{node}``
 socket-server-metrics connection-creation-total              ``connection_creation_total``
+ReplicaManager ProducerIdCount                               ``producer_id_count`` (producer ids in the
+                                                             partitions' producer state, every partition)
+ReplicaManager PartitionsWithLateTransactionsCount           ``partitions_with_late_transactions_count``
+                                                             (the oldest ongoing transaction's last write
+                                                             older than transaction.max.timeout.ms + 5 min)
 ===========================================================  ===========================================
 
 groupcoord's own: ``group_members{group}``, ``group_generation{group}``, ``members`` (all
@@ -108,6 +113,24 @@ archived, from :class:`~.share.partition.SharePartitionCounters`), and the ``pro
 prometheus_client. The share metrics are read from the share-partition manager (``service.share_partitions``:
 its :class:`~.share.manager.ShareStats` and its share-partitions) at scrape time: nothing is added to the
 ShareFetch and ShareAcknowledge path for them but a few dictionary increments.
+
+Transactions (the transaction coordinator, ``service.transactions``): counters from its ``transaction.*``
+events, ``transactions_started_total`` (``transaction.partitions_added`` that began one),
+``transactions_completed_total{result}`` (commit, abort), ``transaction_duration_seconds{result}`` histogram
+(``transaction.completed``'s ``duration_ms``: from the first AddPartitionsToTxn to the last marker),
+``transactions_fenced_total{cause}`` (init_producer_id, timeout, admin) and ``transactions_timed_out_total``
+(the fenced ones of cause timeout), ``offsets_transaction_completed_total{result}`` (groups' pending offsets
+made visible or dropped, from ``offsets.transaction_committed``/``aborted``); gauges read at scrape time,
+``transaction_count{state}`` (transactional ids by Kafka's state names, every state but Dead, 0 included),
+``open_transactions`` (Ongoing, PrepareCommit, PrepareAbort, PrepareEpochFence),
+``transactions_past_timeout`` (Ongoing for longer than their timeout: aborted at the coordinator's next
+check), ``oldest_open_transaction_age_seconds``, ``pending_transactional_offsets`` (offsets pending in
+every group, all producers) and ``partitions_with_unstable_offsets`` (partitions whose last stable offset
+is below their log end: read_committed consumers are held back). Kafka's transaction-coordinator-metrics
+partition-load-time-max/avg and TransactionMarkerChannelManager's UnknownDestinationQueueSize and
+LogAppendRetryQueueSize have no counterpart: the transaction log is read once at start, and markers are
+written in process (one still to write keeps its transaction in PrepareCommit or PrepareAbort, which
+``transaction_count{state}`` shows).
 """
 from __future__ import annotations
 
@@ -135,6 +158,12 @@ REQUEST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
                    10.0, 30.0, 60.0, 120.0, 300.0)
 #: upper bounds (seconds) of the rebalance-latency buckets
 REBALANCE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+#: upper bounds (seconds) of the transaction-duration buckets (up to transaction.max.timeout.ms, 15 min)
+TRANSACTION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
+#: the transaction states a transaction is open in
+OPEN_TRANSACTION_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+#: Kafka's ProducerStateManager.LATE_TRANSACTION_BUFFER_MS
+LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000
 
 
 
@@ -227,6 +256,14 @@ class Metrics:
         self.offsets_committed = 0
         self.offsets_expired = 0
         self.offsets_deleted = 0
+        #: transactions: started, completed by result (with their durations), fenced by cause; groups'
+        #: pending offsets completed by result
+        self.transactions_started = 0
+        self.transactions_completed: dict[str, int] = {}
+        self.transaction_buckets: dict[str, list[int]] = {}
+        self.transaction_seconds: dict[str, float] = {}
+        self.transactions_fenced: dict[str, int] = {}
+        self.offsets_transactions: dict[str, int] = {}
         #: callables returning more metric families, called on the event loop at each scrape
         self.extra: list = []
         self._unsubscribe = None
@@ -244,6 +281,11 @@ class Metrics:
             "offset.committed": self._offset_committed,
             "offsets.expired": self._offsets_expired,
             "offsets.deleted": self._offsets_deleted,
+            "transaction.partitions_added": self._transaction_partitions_added,
+            "transaction.completed": self._transaction_completed,
+            "transaction.fenced": self._transaction_fenced,
+            "offsets.transaction_committed": self._offsets_transaction_completed,
+            "offsets.transaction_aborted": self._offsets_transaction_completed,
         }
         for t in service.group_coordinator.group_types():
             if t.type != CLASSIC:
@@ -304,9 +346,54 @@ class Metrics:
             "offsets_committed": self.offsets_committed, "offsets_expired": self.offsets_expired,
             "offsets_deleted": self.offsets_deleted,
             "share": _share_snapshot(self.service.share_partitions),
+            "transactions": self._transactions_snapshot(),
             "extra": [family for fn in self.extra for family in fn()],
         }
         return Snapshot(raw, self._process)
+
+    def _transactions_snapshot(self) -> dict | None:
+        """The transaction coordinator's and the partitions' numbers, and the counters (see the module)."""
+        txn = getattr(self.service, "transactions", None)
+        if txn is None:
+            return None
+        now = txn.clock()
+        by_state: dict[str, int] = {}
+        past_timeout = 0
+        oldest = None
+        for meta in txn.transactions.values():
+            by_state[meta.state] = by_state.get(meta.state, 0) + 1
+            if meta.state in OPEN_TRANSACTION_STATES and meta.start_ms >= 0:
+                oldest = meta.start_ms if oldest is None else min(oldest, meta.start_ms)
+                if meta.state == "Ongoing" and meta.start_ms + meta.timeout_ms < now:
+                    past_timeout += 1
+        offsets = self.service.group_coordinator.offsets
+        producers = {pid for g in offsets.pending_group_ids() for pid in offsets.open_producers(g)}
+        pending = sum(len(offsets.pending_offsets(pid)) for pid in producers)
+        producer_ids = unstable = late = 0
+        late_after = txn.max_timeout_ms + LATE_TRANSACTION_BUFFER_MS
+        for topic in self.service.cluster.topics.values():
+            for log in topic.partitions:
+                state = log.producer_state
+                if state is None:
+                    continue
+                producer_ids += len(state.producers)
+                if not state.ongoing:
+                    continue
+                if log.last_stable_offset < log.log_end_offset:
+                    unstable += 1
+                # ProducerStateManager.hasLateTransaction: the last write of the oldest ongoing transaction's
+                # producer
+                entry = state.producers.get(next(iter(state.ongoing.values())))
+                if entry is not None and entry.last_timestamp > 0 and now - entry.last_timestamp > late_after:
+                    late += 1
+        return {"by_state": by_state, "past_timeout": past_timeout,
+                "oldest_age": 0.0 if oldest is None else max(0, now - oldest) / 1000.0,
+                "pending_offsets": pending, "producer_ids": producer_ids, "unstable_partitions": unstable,
+                "late_partitions": late, "started": self.transactions_started,
+                "completed": dict(self.transactions_completed),
+                "buckets": {k: list(v) for k, v in self.transaction_buckets.items()},
+                "seconds": dict(self.transaction_seconds), "fenced": dict(self.transactions_fenced),
+                "offsets_completed": dict(self.offsets_transactions)}
 
     def exposition(self) -> bytes:
         """The metrics in Prometheus' text format."""
@@ -393,6 +480,26 @@ class Metrics:
     def _offsets_deleted(self, e: dict) -> None:
         self.offsets_deleted += e.get("partitions") or 0
 
+    def _transaction_partitions_added(self, e: dict) -> None:
+        if e.get("began"):
+            self.transactions_started += 1
+
+    def _transaction_completed(self, e: dict) -> None:
+        result = e.get("result") or "unknown"
+        self._inc(self.transactions_completed, result)
+        seconds = max(0, e.get("duration_ms") or 0) / 1000.0
+        buckets = self.transaction_buckets.get(result)
+        if buckets is None:
+            buckets = self.transaction_buckets[result] = [0] * (len(TRANSACTION_BUCKETS) + 1)
+        buckets[bisect_left(TRANSACTION_BUCKETS, seconds)] += 1
+        self.transaction_seconds[result] = self.transaction_seconds.get(result, 0.0) + seconds
+
+    def _transaction_fenced(self, e: dict) -> None:
+        self._inc(self.transactions_fenced, e.get("cause") or "unknown")
+
+    def _offsets_transaction_completed(self, e: dict) -> None:
+        self._inc(self.offsets_transactions, "commit" if e["event"] == "offsets.transaction_committed" else "abort")
+
 #: a share-partition's record states as the metrics label them, by RecordState value
 _RECORD_STATES = {0: "available", 1: "acquired", 2: "acknowledged", 4: "archived"}
 _ACK_TYPES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}    # Kafka's ackType tag values
@@ -454,6 +561,8 @@ class Snapshot:
         yield from self._cluster()
         if "share" in self.raw:
             yield from self._share()
+        if self.raw.get("transactions") is not None:
+            yield from self._transactions()
         yield from self.raw.get("extra", ())
         if self.process is not None:
             yield from self.process.collect()
@@ -597,6 +706,9 @@ class Snapshot:
                                   "malformed frame.", value=stats.get("closed_malformed", 0))
 
 
+    def _transactions(self) -> Iterator:
+        yield from _transaction_families(self.raw["transactions"])
+
     def _share(self) -> Iterator:
         share = self.raw["share"]
 
@@ -659,6 +771,56 @@ class Snapshot:
             session_partitions.add_metric([str(node_id)], p)
         yield sessions
         yield session_partitions
+
+
+def _transaction_families(t: dict) -> Iterator:
+    """The transaction metrics of a snapshot (see the module)."""
+    def counter(name, doc, label, data):
+        m = CounterMetricFamily(PREFIX + name, doc, labels=[label])
+        for key, n in sorted(data.items()):
+            m.add_metric([key], n)
+        return m
+
+    states = GaugeMetricFamily(PREFIX + "transaction_count", "Transactional ids in each transaction state "
+                               "(Kafka's TransactionState names).", labels=["state"])
+    for state in ("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
+                  "PrepareEpochFence"):
+        states.add_metric([state], t["by_state"].get(state, 0))
+    yield states
+    yield GaugeMetricFamily(PREFIX + "open_transactions", "Transactions begun and not completed (Ongoing, "
+                            "PrepareCommit, PrepareAbort, PrepareEpochFence).",
+                            value=sum(t["by_state"].get(s, 0) for s in OPEN_TRANSACTION_STATES))
+    yield GaugeMetricFamily(PREFIX + "transactions_past_timeout", "Ongoing transactions open for longer than their "
+                            "transaction.timeout.ms, not aborted yet.", value=t["past_timeout"])
+    yield GaugeMetricFamily(PREFIX + "oldest_open_transaction_age_seconds", "How long the oldest open "
+                            "transaction has been open (0: none).", value=t["oldest_age"])
+    yield GaugeMetricFamily(PREFIX + "pending_transactional_offsets", "Transactional offsets pending in every "
+                            "group, waiting for their transaction's marker.", value=t["pending_offsets"])
+    yield GaugeMetricFamily(PREFIX + "partitions_with_unstable_offsets", "Partitions whose last stable offset "
+                            "is below their log end (an open transaction holds read_committed consumers).",
+                            value=t["unstable_partitions"])
+    yield GaugeMetricFamily(PREFIX + "producer_id_count", "Producer ids in the partitions' producer state, "
+                            "idempotent and transactional (Kafka: ReplicaManager ProducerIdCount).",
+                            value=t["producer_ids"])
+    yield GaugeMetricFamily(PREFIX + "partitions_with_late_transactions_count", "Partitions whose oldest ongoing "
+                            "transaction last wrote longer ago than transaction.max.timeout.ms + 5 min (Kafka: "
+                            "ReplicaManager PartitionsWithLateTransactionsCount).", value=t["late_partitions"])
+    yield CounterMetricFamily(PREFIX + "transactions_started", "Transactions begun (their first "
+                              "AddPartitionsToTxn or AddOffsetsToTxn).", value=t["started"])
+    yield counter("transactions_completed", "Transactions completed (every marker written), by result.",
+                  "result", {"commit": 0, "abort": 0, **t["completed"]})
+    duration = HistogramMetricFamily(PREFIX + "transaction_duration_seconds", "Transactions from their beginning "
+                                     "to their last marker, by result.", labels=["result"])
+    for result in sorted(t["buckets"]):
+        duration.add_metric([result], _cumulative(t["buckets"][result], TRANSACTION_BUCKETS), t["seconds"][result])
+    yield duration
+    yield counter("transactions_fenced", "Producers fenced over an open transaction, which was aborted, by cause "
+                  "(init_producer_id, timeout, admin).", "cause", t["fenced"])
+    yield CounterMetricFamily(PREFIX + "transactions_timed_out", "Transactions aborted for running past their "
+                              "transaction.timeout.ms.", value=t["fenced"].get("timeout", 0))
+    yield counter("offsets_transaction_completed", "Groups' pending transactional offsets completed by a marker, "
+                  "by result (commit: made visible; abort: dropped), one per group and marker.", "result",
+                  {"commit": 0, "abort": 0, **t["offsets_completed"]})
 
 
 class _Collector:

@@ -32,6 +32,7 @@ log = structlog.get_logger("groupcoord.admin")
 MODULES = (
     "groupcoord.coordinator.admin.cluster_api",
     "groupcoord.coordinator.admin.groups_api",
+    "groupcoord.coordinator.admin.transactions_api",
     "groupcoord.coordinator.admin.faults_api",
     "groupcoord.coordinator.admin.events_api",
     "groupcoord.coordinator.admin.metrics_api",

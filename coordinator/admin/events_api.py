@@ -491,8 +491,10 @@ _ERROR = {"description": "bad parameter",
 SCHEMAS = {
     "Event": {
         "type": "object",
-        "description": "a coordinator event (schema in groupcoord.coordinator.events)",
-        "required": ["v", "event", "ts_ms", "group", "generation", "state", "members"],
+        "description": "a coordinator event (schema in groupcoord.coordinator.events): a group's carries group, "
+                       "generation, state and members; the transaction coordinator's (transaction.*) "
+                       "transactional_id, producer_id, producer_epoch and transaction_state instead",
+        "required": ["v", "event", "ts_ms"],
         "properties": {
             "v": {"type": "integer"}, "event": {"type": "string"}, "ts_ms": {"type": "integer"},
             "group": {"type": "string"}, "generation": {"type": "integer"}, "state": {"type": "string"},

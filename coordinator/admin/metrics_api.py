@@ -59,7 +59,8 @@ PATHS = {
             "summary": "Prometheus metrics",
             "description": "Groups by protocol and state (classic and consumer groups), members, rebalances "
                            "and their duration, consumer groups' epoch bumps, join and sync time, "
-                           "heartbeats, offset commits, errors by code, connections, requests by API and "
+                           "heartbeats, offset commits, transactions by state and result, fenced producers, pending "
+                           "transactional offsets, unstable partitions, errors by code, connections, requests by API and "
                            "version, in Prometheus' text exposition format (OpenMetrics when the Accept "
                            "header asks for it). Metric names follow Kafka's, prefixed `groupcoord_`.",
             "tags": ["metrics"],

@@ -2,7 +2,8 @@
 
 The page (``web/index.html``, ``web/app.js``, ``web/style.css``: plain HTML, CSS and JS, no build)
 reads the JSON endpoints (``/api/nodes``, ``/api/topics``, ``/api/groups``, ``/api/groups/{id}``,
-``/api/events/recent``) and follows ``/api/events/stream``. Classic groups show their generations;
+``/api/transactions``, ``/api/events/recent``) and follows ``/api/events/stream``. Open transactions are
+shown with their age against their timeout, partitions and pending offsets, and the last ones ended. Classic groups show their generations;
 consumer groups (KIP-848) their group and assignment epochs, each member's epochs and reconciliation
 state, and its target assignment against what it owns. ``GET /static/{file}`` serves only the
 files of that folder, by name: anything else is a 404.

@@ -6,6 +6,8 @@
 // epochs and reconciliation state, and its target assignment against what it owns. Share groups
 // (KIP-932) show their group epochs, their members sharing partitions and the records each holds, and
 // each share-partition's in-flight records by state (SPSO to SPEO), delivery counts and holders.
+// Transactions: the open ones (/api/transactions, re-read on the transaction.* events) with their age
+// against their timeout, partitions and pending offsets, and the last ones completed or fenced.
 "use strict";
 
 (() => {
@@ -31,8 +33,14 @@
     "offset.committed", "offsets.expired", "offsets.deleted", "consumer.group_epoch_bumped",
     "consumer.member_joined", "consumer.member_replaced", "consumer.member_left", "consumer.member_fenced",
     "share.member_joined", "share.member_left", "share.member_fenced", "share.group_epoch_bumped",
-    ...SHARE_RECORD_EVENTS,
+    ...SHARE_RECORD_EVENTS, "offsets.transactional_commit", "offsets.transaction_committed",
+    "offsets.transaction_aborted", "transaction.producer_initialized", "transaction.partitions_added",
+    "transaction.prepared", "transaction.completed", "transaction.fenced",
   ];
+  // the transaction coordinator's states a transaction is open in
+  const OPEN_TXN_STATES = new Set(["Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"]);
+  const TXN_ENDED = "transaction.completed,transaction.fenced";
+  const MAX_TXN_RECENT = 12;       // completed or fenced transactions listed
   // Kafka's MemberState of a consumer group's member, as the page words it
   const MEMBER_STATES = {
     stable: "stable", unrevoked_partitions: "revoking", unreleased_partitions: "waiting for partitions",
@@ -60,6 +68,9 @@
     lastTs: 0,
     buffering: true,       // live events wait until the history is loaded
     buffer: [],
+    txns: null,            // GET /api/transactions
+    txnsAt: 0,             // performance.now() when it was read
+    txnRecent: [],         // transaction.completed and transaction.fenced events, newest first
   };
 
   const $ = (id) => document.getElementById(id);
@@ -143,6 +154,16 @@
   }
 
   const loadNodes = () => load("nodes", "/api/nodes", (v) => { S.nodes = v; });
+  const loadTransactions = () => load("transactions", "/api/transactions", (v) => { S.txns = v; S.txnsAt = performance.now(); });
+  const loadTxnHistory = () => load("transactions", `/api/events/recent?limit=${MAX_TXN_RECENT}&type=${TXN_ENDED}`,
+                                    (list) => { for (const ev of list) ingest(ev, false); });
+
+  // transactions change by the event: re-read them soon after, at most a few times a second
+  let txnTimer = null;
+  function scheduleTransactions() {
+    if (txnTimer !== null) return;
+    txnTimer = setTimeout(() => { txnTimer = null; loadTransactions().then(render); }, 150);
+  }
   const loadTopics = () => load("topics", "/api/topics", (v) => { S.topics = v; });
 
   function loadGroups() {
@@ -263,6 +284,16 @@
       S.skew = S.skew === null ? skew : Math.max(S.skew, skew);
     }
     if (typeof ev.ts_ms === "number") S.lastTs = Math.max(S.lastTs, ev.ts_ms);
+    if (ev.event.startsWith("transaction.")) {
+      if (ev.event === "transaction.completed" || ev.event === "transaction.fenced") {
+        S.txnRecent.unshift(ev);
+        S.txnRecent.sort((a, b) => b.ts_ms - a.ts_ms);
+        if (S.txnRecent.length > MAX_TXN_RECENT) S.txnRecent.length = MAX_TXN_RECENT;
+      }
+      if (live) { scheduleTransactions(); render(); }
+      return;
+    }
+    if (live && ev.event.startsWith("offsets.transaction")) scheduleTransactions();   // pending offsets
     const id = ev.group;
     if (typeof id !== "string") return;
 
@@ -340,7 +371,7 @@
 
   async function resync() {
     S.buffering = true;
-    await Promise.all([loadNodes(), loadTopics(), loadGroups(), loadHistory()]);
+    await Promise.all([loadNodes(), loadTopics(), loadGroups(), loadHistory(), loadTransactions(), loadTxnHistory()]);
     S.buffering = false;
     const pending = S.buffer.splice(0);
     for (const ev of pending) ingest(ev, true);
@@ -697,6 +728,7 @@
     renderNodes();
     renderTopics();
     renderGroup();
+    renderTransactions();
   }
 
   function renderCluster() {
@@ -710,6 +742,8 @@
       parts.push(`${t} topic${t === 1 ? "" : "s"}`);
     }
     parts.push(`${S.groups.size} group${S.groups.size === 1 ? "" : "s"}`);
+    const open = (S.txns || []).filter((t) => OPEN_TXN_STATES.has(t.state)).length;
+    if (open) parts.push(`${open} open transaction${open === 1 ? "" : "s"}`);
     setText($("cluster-summary"), parts.join(" · "));   // a live region: only real changes
   }
 
@@ -1040,6 +1074,51 @@
     }));
   }
 
+  // The open transactions, oldest first: how long each has been open against its timeout (red once past
+  // it: the coordinator aborts it at its next check), its partitions and pending offsets; then the last
+  // ones completed (committed or aborted, and how long they took) or fenced (and why).
+  function renderTransactions() {
+    const card = $("txn-card");
+    const all = S.txns || [];
+    card.hidden = all.length === 0 && S.txnRecent.length === 0;
+    if (card.hidden) return;
+    const since = performance.now() - S.txnsAt;     // the ages go on between two reads
+    const open = all.filter((t) => OPEN_TXN_STATES.has(t.state))
+      .sort((a, b) => (a.start_time_ms ?? 0) - (b.start_time_ms ?? 0) || a.transactional_id.localeCompare(b.transactional_id));
+    setText($("txn-count"), `(${open.length} open of ${all.length} transactional id${all.length === 1 ? "" : "s"})`);
+    $("txn-empty").hidden = open.length > 0;
+    $("txn-open").tBodies[0].replaceChildren(...open.map((t) => {
+      const age = t.duration_ms === null ? null : t.duration_ms + since;
+      const late = t.past_timeout || (t.state === "Ongoing" && age !== null && age > t.timeout_ms);
+      const fill = h("span", {});
+      fill.style.width = `${age === null ? 0 : Math.min(100, (100 * age) / Math.max(1, t.timeout_ms))}%`;   // CSSOM
+      return h("tr", { "data-txn": t.transactional_id, "data-state": t.state, "data-producer-id": t.producer_id,
+                       "data-epoch": t.producer_epoch, "data-partitions": t.partitions,
+                       "data-pending-offsets": t.pending_offsets, "data-past-timeout": late ? "true" : "false" },
+        h("td", { class: "mono", title: t.transactional_id }, t.transactional_id,
+          h("span", { class: "sub" }, `coordinator node ${t.coordinator.node} (partition ${t.coordinator.partition})`)),
+        h("td", { class: "num mono" }, `${t.producer_id} / ${t.producer_epoch}`),
+        h("td", {}, h("span", { class: `badge ts-${t.state}` }, t.state)),
+        h("td", { title: late ? "past its transaction.timeout.ms: the coordinator aborts it at its next check" : null },
+          h("span", { class: "age" }, h("span", { class: "agebar", "aria-hidden": "true" }, fill),
+            `${fmtMs(age)} of ${fmtMs(t.timeout_ms)}${late ? " (timed out)" : ""}`)),
+        h("td", { class: "num" }, fmtInt(t.partitions)),
+        h("td", { class: "num" }, fmtInt(t.pending_offsets)));
+    }));
+    $("txn-recent-empty").hidden = S.txnRecent.length > 0;
+    $("txn-recent").replaceChildren(...S.txnRecent.map((ev) => {
+      const fenced = ev.event === "transaction.fenced";
+      const what = fenced ? `fenced (${ev.cause})` : ev.result === "commit" ? "committed" : "aborted";
+      return h("li", { "data-event": ev.event, "data-txn": ev.transactional_id, "data-result": ev.result || null,
+                       "data-cause": ev.cause || null },
+        h("span", { class: "when" }, fmtClock(ev.ts_ms, true)),
+        h("span", { class: "mono" }, ev.transactional_id),
+        h("span", { class: "what" }, what),
+        h("span", { class: "sub" }, fenced ? `producer ${ev.producer_id}, epoch now ${ev.producer_epoch}`
+                                           : `in ${fmtMs(ev.duration_ms)}, producer ${ev.producer_id}`));
+    }));
+  }
+
   function renderOffsets(d) {
     const body = $("offsets").tBodies[0];
     const rows = d ? (d.offsets || []).slice().sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition) : [];
@@ -1140,11 +1219,13 @@
     connect();
     await resync();
     setInterval(() => {
-      loadNodes(); loadTopics(); loadGroups().then(render);
+      loadNodes(); loadTopics(); loadGroups().then(render); loadTransactions();
       scheduleDetail(0);
     }, POLL_MS);
     // the open rebalance bar grows and "now" moves on
     setInterval(() => { if (S.selected && !document.hidden) drawTimeline(S.selected); }, 500);
+    // and so do the open transactions' ages
+    setInterval(() => { if (!document.hidden && (S.txns || []).some((t) => OPEN_TXN_STATES.has(t.state))) renderTransactions(); }, 500);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -2,6 +2,7 @@
 
 ``serve`` (:mod:`groupcoord.coordinator.cli`), ``groups`` and ``topics``
 (:mod:`groupcoord.client.admin_cli`), ``share-groups`` (:mod:`groupcoord.client.share_groups_cli`),
+``transactions`` (:mod:`groupcoord.client.transactions_cli`),
 ``configs`` (:mod:`groupcoord.cli.configs`), ``fleet``, ``simulate`` and ``sweep`` (:mod:`groupcoord.sim.cli`),
 ``analyze`` (:mod:`groupcoord.analytics.cli`). Each module has ``register(subparsers)`` and sets
 ``func`` (args -> exit status) on its parsers.
@@ -13,11 +14,11 @@ import sys
 
 from groupcoord.analytics import cli as analytics_cli
 from groupcoord.cli import configs as configs_cli
-from groupcoord.client import admin_cli, share_groups_cli
+from groupcoord.client import admin_cli, share_groups_cli, transactions_cli
 from groupcoord.coordinator import cli as coordinator_cli
 from groupcoord.sim import cli as sim_cli
 
-PARTS = (coordinator_cli, sim_cli, analytics_cli, admin_cli, share_groups_cli, configs_cli)
+PARTS = (coordinator_cli, sim_cli, analytics_cli, admin_cli, share_groups_cli, transactions_cli, configs_cli)
 
 
 def version() -> str:

@@ -55,6 +55,12 @@ CONSUMER_GROUP_DESCRIBE = int(ApiKey.CONSUMER_GROUP_DESCRIBE)
 CREATE_PARTITIONS = int(ApiKey.CREATE_PARTITIONS)
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES = (
     int(ApiKey.DESCRIBE_CONFIGS), int(ApiKey.INCREMENTAL_ALTER_CONFIGS), int(ApiKey.LIST_CONFIG_RESOURCES))
+#: the transaction admin APIs: DescribeTransactions, ListTransactions, and WriteTxnMarkers (an abort of a hanging
+#: transaction, as kafka-transactions.sh's abort sends it)
+DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, WRITE_TXN_MARKERS = (
+    int(ApiKey.DESCRIBE_TRANSACTIONS), int(ApiKey.LIST_TRANSACTIONS), int(ApiKey.WRITE_TXN_MARKERS))
+#: FindCoordinator's key types
+GROUP_KEY, TRANSACTION_KEY = 0, 1
 #: the share group (KIP-932) admin APIs: ShareGroupDescribe, DescribeShareGroupOffsets, AlterShareGroupOffsets,
 #: DeleteShareGroupOffsets
 SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS, ALTER_SHARE_GROUP_OFFSETS, DELETE_SHARE_GROUP_OFFSETS = (
@@ -84,6 +90,9 @@ ADMIN_VERSIONS: dict[int, tuple[int, int]] = {
     DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),       # v1 (Kafka 4.2, KIP-1226): the Lag
     ALTER_SHARE_GROUP_OFFSETS: (0, 0),
     DELETE_SHARE_GROUP_OFFSETS: (0, 0),
+    DESCRIBE_TRANSACTIONS: (0, 0),
+    LIST_TRANSACTIONS: (0, 2),                  # v1: the duration filter (KIP-994); v2: the id pattern (KIP-1152)
+    WRITE_TXN_MARKERS: (1, 1),                  # (v0 is gone from Kafka 4.0; v2 adds only TransactionVersion)
 }
 
 #: Kafka's ConfigResource.Type, by the names kafka-configs.sh gives them
@@ -187,6 +196,26 @@ class SharePartitionOffsetInfo:
 
 
 @dataclass(frozen=True)
+class TransactionListing:
+    """A transactional id as ListTransactions tells it (Kafka's ``TransactionListing``)."""
+    transactional_id: str
+    producer_id: int
+    state: str                  # Kafka's TransactionState name: "Ongoing", "CompleteCommit", ...
+
+
+@dataclass(frozen=True)
+class TransactionDescription:
+    """A transactional id as DescribeTransactions tells it (Kafka's ``TransactionDescription``)."""
+    coordinator_id: int
+    state: str
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int | None       # None: no transaction open (-1)
+    topic_partitions: tuple[TP, ...]            # sorted
+
+
+@dataclass(frozen=True)
 class Committed:
     offset: int
     leader_epoch: int | None
@@ -271,7 +300,7 @@ class AdminClient:
         self.timeout_ms = timeout_ms
         self._deadline = 0.0
         self._conns: dict[tuple[str, int], BrokerConnection] = {}
-        self._coordinators: dict[str, Node] = {}
+        self._coordinators: dict[tuple[int, str], Node] = {}     # (key type, key) -> its coordinator
 
     # ---- time -----------------------------------------------------------------------------
     def _start(self) -> None:
@@ -548,15 +577,20 @@ class AdminClient:
         return {tp: offset for tp, offset in found.items() if offset is not None}
 
     # ---- groups: coordinators ---------------------------------------------------------------
-    async def find_coordinator(self, group_id: str) -> Node:
-        node = self._coordinators.get(group_id)
+    async def find_coordinator(self, key: str, key_type: int = GROUP_KEY) -> Node:
+        """The coordinator of a group (key type 0) or a transactional id (key type 1), remembered
+        until it moves."""
+        node = self._coordinators.get((key_type, key))
         if node is not None:
             return node
 
         def build(v: int) -> dict:
             if v >= 4:
-                return {"key_type": 0, "coordinator_keys": [group_id]}
-            return {"key": group_id, "key_type": 0}
+                return {"key_type": key_type, "coordinator_keys": [key]}
+            if key_type != GROUP_KEY and v < 1:
+                raise KafkaError(_E.UNSUPPORTED_VERSION, "The broker does not support FindCoordinator of other "
+                                                         "than groups (FindCoordinator v1)")
+            return {"key": key, "key_type": key_type}
         conn = await self._any_broker()
         version, resp = await self._send(conn, FIND_COORDINATOR, build)
         entry = resp["coordinators"][0] if version >= 4 else resp
@@ -565,28 +599,31 @@ class AdminClient:
             if isinstance(code, ErrorCode) and code.retriable:
                 raise _Retry(f"FindCoordinator: {code.name}")
             raise KafkaError(code, entry.get("error_message") or None)
-        node = self._coordinators[group_id] = Node(entry["node_id"], entry["host"], entry["port"])
+        node = self._coordinators[(key_type, key)] = Node(entry["node_id"], entry["host"], entry["port"])
         return node
 
-    async def _group_request(self, group_id: str, api_key: int, build, error_of) -> tuple[int, dict, Node]:
-        """One request to the group's coordinator, again at the (new) coordinator while the
-        answer (error_of(resp, version)) says it moved or is loading."""
+    async def _group_request(self, group_id: str, api_key: int, build, error_of, *,
+                             key_type: int = GROUP_KEY) -> tuple[int, dict, Node]:
+        """One request to the coordinator of a group (or, key_type 1, of a transactional id), again at
+        the (new) coordinator while the answer (error_of(resp, version)) says it moved or is loading."""
+        what = "group" if key_type == GROUP_KEY else "transactional id"
+
         async def attempt():
-            node = await self.find_coordinator(group_id)
+            node = await self.find_coordinator(group_id, key_type)
             try:
                 conn = await self._connect(node.host, node.port)
                 version, resp = await self._send(conn, api_key, build)
             except (ConnectionError, OSError, TimeoutError):
-                self._coordinators.pop(group_id, None)
+                self._coordinators.pop((key_type, group_id), None)
                 raise
             code = _code(error_of(resp, version))
             if code in _FIND_AGAIN:
-                self._coordinators.pop(group_id, None)
+                self._coordinators.pop((key_type, group_id), None)
                 raise _Retry(f"{APIS[api_key].name}: {code.name}")
             if code == _E.COORDINATOR_LOAD_IN_PROGRESS:
                 raise _Retry(f"{APIS[api_key].name}: {code.name}")
             return version, resp, node
-        return await self._retrying(f"{APIS[api_key].name} of group {group_id}", attempt)
+        return await self._retrying(f"{APIS[api_key].name} of {what} {group_id}", attempt)
 
     # ---- groups -----------------------------------------------------------------------------
     async def list_groups(self, states: Iterable[str] | None = None, types: Iterable[str] | None = None,
@@ -860,6 +897,139 @@ class AdminClient:
         return None, {t["topic_name"]: KafkaError(t["error_code"], t.get("error_message")) if t["error_code"]
                       else None for t in resp["responses"]}
 
+    # ---- transactions -------------------------------------------------------------------------
+    async def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
+                                duration_ms: int = -1, pattern: str | None = None
+                                ) -> dict[int, list[TransactionListing]]:
+        """ListTransactions at every broker (each lists the transactional ids it coordinates), as Kafka's
+        ``listTransactions(...).allByBrokerId()``: the listings by broker id. Filters: states (Kafka's
+        names), producer ids, open for longer than ``duration_ms`` (-1: any; v1+), ids matching
+        ``pattern`` (a regular expression; v2+). COORDINATOR_LOAD_IN_PROGRESS is retried; any other error
+        of a broker raises KafkaError, as Kafka's ListTransactionsHandler fails the broker's future."""
+        self._start()
+        body = {"state_filters": list(states), "producer_id_filters": list(producer_ids),
+                "duration_filter": duration_ms, "transactional_id_pattern": pattern or None}
+
+        def build(v: int) -> dict:
+            # ListTransactionsRequest.Builder.build refuses filters the version lacks
+            if duration_ms >= 0 and v < 1:
+                raise KafkaError(_E.UNSUPPORTED_VERSION, "Duration filter can be set only when using API version 1 "
+                                                         "or higher.")
+            if pattern and v < 2:
+                raise KafkaError(_E.UNSUPPORTED_VERSION, "Transactional ID pattern filter can be set only when "
+                                                         "using API version 2 or higher.")
+            return body
+        brokers, _ = await self._metadata([])
+        out: dict[int, list[TransactionListing]] = {}
+        for node in sorted(brokers.values(), key=lambda n: n.node_id):
+            async def attempt(node=node):
+                conn = await self._connect(node.host, node.port)
+                _, resp = await self._send(conn, LIST_TRANSACTIONS, build)
+                code = _code(resp["error_code"])
+                if code == _E.COORDINATOR_LOAD_IN_PROGRESS:
+                    raise _Retry(f"ListTransactions at node {node.node_id}: {code.name}")
+                if code == _E.COORDINATOR_NOT_AVAILABLE:
+                    raise KafkaError(code, f"ListTransactions request sent to broker {node.node_id} failed because "
+                                           "the coordinator is shutting down")
+                if code != _E.NONE:
+                    raise KafkaError(code, f"ListTransactions request sent to broker {node.node_id} failed with "
+                                           "an unexpected exception")
+                return resp["transaction_states"]
+            states_of = await self._retrying(f"ListTransactions at node {node.node_id}", attempt)
+            out[node.node_id] = [TransactionListing(t["transactional_id"], t["producer_id"], t["transaction_state"])
+                                 for t in states_of]
+        return out
+
+    async def describe_transactions(self, transactional_ids: Iterable[str]
+                                    ) -> dict[str, TransactionDescription | KafkaError]:
+        """DescribeTransactions of each id at its coordinator (FindCoordinator key type 1): a description,
+        or the id's error with Kafka's message (TRANSACTIONAL_ID_NOT_FOUND: no such id), as Kafka's
+        DescribeTransactionsHandler fails the id's future. NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE
+        find the coordinator again; COORDINATOR_LOAD_IN_PROGRESS is retried."""
+        self._start()
+        out: dict[str, TransactionDescription | KafkaError] = {}
+        for txn_id in dict.fromkeys(transactional_ids):
+            def error_of(resp, version, txn_id=txn_id):
+                return _state_of(resp, txn_id)["error_code"]
+            _, resp, node = await self._group_request(txn_id, DESCRIBE_TRANSACTIONS, {"transactional_ids": [txn_id]},
+                                                      error_of, key_type=TRANSACTION_KEY)
+            t = _state_of(resp, txn_id)
+            code = _code(t["error_code"])
+            if code != _E.NONE:
+                why = _DESCRIBE_TRANSACTIONS_ERRORS.get(code, "failed due to unexpected error")
+                out[txn_id] = KafkaError(code, f"DescribeTransactions request for transactionalId `{txn_id}` {why}")
+                continue
+            start = t["transaction_start_time_ms"]
+            out[txn_id] = TransactionDescription(
+                node.node_id, t["transaction_state"], t["producer_id"], t["producer_epoch"],
+                t["transaction_timeout_ms"], start if start >= 0 else None,
+                tuple(sorted({TP(x["topic"], p) for x in t["topics"] for p in x["partitions"]})))
+        return out
+
+    async def abort_transaction(self, partition: TP, producer_id: int, producer_epoch: int,
+                                coordinator_epoch: int) -> None:
+        """Abort a hanging transaction of one partition (Kafka's ``abortTransaction`` with an
+        ``AbortTransactionSpec``): WriteTxnMarkers with an abort marker to the partition's leader, found
+        again while it moves (NOT_LEADER_OR_FOLLOWER, REPLICA_NOT_AVAILABLE, BROKER_NOT_AVAILABLE,
+        UNKNOWN_TOPIC_OR_PARTITION, as AbortTransactionHandler retries them); any other error raises
+        KafkaError. The broker must let the principal ALTER (or CLUSTER_ACTION) the cluster."""
+        self._start()
+        spec = (f"AbortTransactionSpec(topicPartition={partition.topic}-{partition.partition}, "
+                f"producerId={producer_id}, producerEpoch={producer_epoch}, coordinatorEpoch={coordinator_epoch})")
+        body = {"markers": [{"producer_id": producer_id, "producer_epoch": producer_epoch, "transaction_result": False,
+                             "topics": [{"name": partition.topic, "partition_indexes": [partition.partition]}],
+                             "coordinator_epoch": coordinator_epoch, "transaction_version": 0}]}
+
+        async def attempt():
+            brokers, topics = await self._metadata([partition.topic])
+            t = topics.get(partition.topic)
+            leader = next((p["leader_id"] for p in (t or {}).get("partitions", ())
+                           if p["partition_index"] == partition.partition), -1)
+            if leader not in brokers:
+                raise _Retry(f"no leader of {partition.topic}-{partition.partition}")
+            conn = await self._connect(brokers[leader].host, brokers[leader].port)
+            _, resp = await self._send(conn, WRITE_TXN_MARKERS, body)
+            codes = [p["error_code"] for m in resp["markers"] if m["producer_id"] == producer_id
+                     for x in m["topics"] if x["name"] == partition.topic
+                     for p in x["partitions"] if p["partition_index"] == partition.partition]
+            if len(codes) != 1:
+                raise AdminError(f"WriteTxnMarkers response included unexpected entries: {resp['markers']} "
+                                 f"(expected to find exactly one entry with {spec})")
+            code = _code(codes[0])
+            if code in _ABORT_RETRIED:
+                raise _Retry(f"WriteTxnMarkers: {code.name}")
+            return code
+        code = await self._retrying(f"WriteTxnMarkers of {partition.topic}-{partition.partition}", attempt)
+        if code == _E.INVALID_PRODUCER_EPOCH:
+            raise KafkaError(code, f"WriteTxnMarkers request with {spec} failed due an invalid producer epoch")
+        if code == _E.TRANSACTION_COORDINATOR_FENCED:
+            raise KafkaError(code, f"WriteTxnMarkers request with {spec} failed since the provided coordinator "
+                                   f"epoch {coordinator_epoch} has been fenced by the active coordinator")
+        if code == _E.CLUSTER_AUTHORIZATION_FAILED:
+            raise KafkaError(code, f"WriteTxnMarkers request with {spec} failed due to cluster authorization error")
+        if code != _E.NONE:
+            raise KafkaError(code, f"WriteTxnMarkers request with {spec} failed due to unexpected error: "
+                                   f"{code.message if isinstance(code, ErrorCode) else f'error code {code}'}")
+
+
+#: DescribeTransactionsHandler's messages of an id's errors (after "DescribeTransactions request for
+#: transactionalId `X` ")
+_DESCRIBE_TRANSACTIONS_ERRORS = {
+    _E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "failed due to authorization failure",
+    _E.TRANSACTIONAL_ID_NOT_FOUND: "failed because the ID could not be found",
+}
+#: the WriteTxnMarkers errors AbortTransactionHandler retries after finding the leader again
+_ABORT_RETRIED = (_E.NOT_LEADER_OR_FOLLOWER, _E.REPLICA_NOT_AVAILABLE, _E.BROKER_NOT_AVAILABLE,
+                  _E.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+def _state_of(resp: dict, transactional_id: str) -> dict:
+    """The DescribeTransactions entry of one id."""
+    for t in resp["transaction_states"]:
+        if t["transactional_id"] == transactional_id:
+            return t
+    raise AdminError(f"DescribeTransactions response included no entry for transactionalId `{transactional_id}`")
+
 
 def _share_group_error(resp: dict, version: int) -> int:
     """The top-level error of AlterShareGroupOffsets and DeleteShareGroupOffsets, REBALANCE_IN_PROGRESS
@@ -871,5 +1041,6 @@ def _share_group_error(resp: dict, version: int) -> int:
 __all__ = [
     "ADMIN_VERSIONS", "AdminClient", "AdminError", "Committed", "EARLIEST", "GroupDescription", "GroupListing",
     "LATEST", "MemberDescription", "Node", "PartitionInfo", "ShareGroupDescription", "ShareMemberDescription",
-    "SharePartitionOffsetInfo", "TopicDescription", "parse_bootstrap", "pick_version",
+    "SharePartitionOffsetInfo", "TopicDescription", "TransactionDescription", "TransactionListing", "parse_bootstrap",
+    "pick_version",
 ]

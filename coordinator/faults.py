@@ -11,7 +11,10 @@ A :class:`FaultEngine` (``service.faults``) holds two kinds of faults, each with
 
 ``api`` is a Kafka API name ("JoinGroup", "JOIN_GROUP", "ConsumerGroupHeartbeat") or key; ``error``
 a Kafka error name or code; ``member`` the request's MemberId (APIs whose request has one at the
-top: JoinGroup, SyncGroup, Heartbeat, LeaveGroup v0-2, OffsetCommit, ConsumerGroupHeartbeat). The request is answered with an error response built like Kafka's
+top: JoinGroup, SyncGroup, Heartbeat, LeaveGroup v0-2, OffsetCommit, ConsumerGroupHeartbeat);
+``transactional_id`` the request's TransactionalId (:data:`TRANSACTIONAL_APIS`: Produce, InitProducerId,
+AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit; without ``api``: any of them), so one
+producer's transaction step fails and the others' do not. The request is answered with an error response built like Kafka's
 ``AbstractRequest.getErrorResponse`` (:func:`error_response`: per partition, per group or
 top level, wherever the response has them); with ``latency_ms`` it is held first (and the
 connection behind it, as a slow broker would); with ``drop`` the connection is closed instead
@@ -28,7 +31,8 @@ answers the others. Faults act before the handler, so on any node (filter with `
 1, null: every time). Actions: ``expire_member`` / ``remove_member`` / ``fence_member`` (by
 ``member``, ``instance_id`` or ``client_id``; default: the event's member; ``group`` defaults to
 the event's group), ``inject`` (``fault``: a request fault to add), ``node_down``, ``node_up``,
-``move_coordinator`` (``group`` or ``partition``, ``node``), ``drop_connections``.
+``move_coordinator`` (``group`` or ``partition``, ``node``), ``drop_connections`` (``node``, ``client_id``,
+``transactional_id``), ``crash_producer`` (``transactional_id``).
 
 Consumer groups (KIP-848): ``expire_member`` ends a member's session (``consumer.member_fenced``,
 reason "session_timeout"); ``remove_member`` leaves as an admin LeaveGroup does; ``fence_member`` answers the
@@ -79,6 +83,29 @@ any API (``group`` and ``member`` filter them too). Beyond those:
   coordinator releases records, what it holds stays acquired until its locks expire or its share
   session ends.
 
+Transactions. Request faults fail any step of one producer's transaction by its ``transactional_id``
+(each step answered with the error as Kafka's ``getErrorResponse`` builds it: a retriable one, e.g. EndTxn
+COORDINATOR_NOT_AVAILABLE once, and the client finds the coordinator again and retries)::
+
+    {"api": "EndTxn", "transactional_id": "T", "error": "COORDINATOR_NOT_AVAILABLE", "count": 1}
+
+Scheduled faults fire on the transaction coordinator's events too (``transaction.producer_initialized``,
+``transaction.partitions_added``, ``transaction.prepared``, ``transaction.completed``,
+``transaction.fenced``); their ``when`` matches :data:`.events.TRANSACTION_BASE_FIELDS`
+(``transactional_id``, ``producer_id``, ``producer_epoch``, ``transaction_state``) and the event's own
+fields, not ``group``. While such a fault (or any) with ``drop_connections`` or ``crash_producer`` is active,
+the engine notes which client ids send each transactional id's requests (:attr:`FaultEngine.producers`):
+``drop_connections`` with ``transactional_id`` closes the connections of those clients (on every node: the
+coordinator's and the partition leaders'); ``crash_producer`` (its ``transactional_id`` defaults to the
+event's) crashes the producer between two steps, from the cluster's view: its connections are dropped and so
+are its later requests of that id (a request fault per client id, ``{"transactional_id", "client_id",
+"drop": true}``, listed with the scheduled fault as its source; remove it to let the client back), so its
+transaction stays open until ``transaction.timeout.ms`` aborts it (``transaction.fenced``, cause "timeout")
+or a new producer of the id fences it (cause "init_producer_id")::
+
+    {"when": {"event": "transaction.partitions_added", "transactional_id": "T"},
+     "do": {"action": "crash_producer"}}
+
 With no fault active the engine costs nothing: its request hook is in
 ``service.before_request`` only while a request fault is active, and it subscribes to the
 bus only while a scheduled fault is.
@@ -93,11 +120,12 @@ from typing import Any
 
 import structlog
 
+from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode
 from groupcoord.protocol.messages import APIS
 
 from .context import RequestContext, Verdict
-from .events import BASE_FIELDS, EVENT_FIELDS
+from .events import BASE_FIELDS, EVENT_FIELDS, TRANSACTION_BASE_FIELDS, TRANSACTION_EVENT_FIELDS
 from .handlers import HANDLERS
 from .share.manager import DROP_ACKNOWLEDGEMENTS
 
@@ -114,15 +142,23 @@ _TOP_GROUP_APIS = frozenset(key for key, handler in HANDLERS.items() if not hasa
 GROUP_APIS = frozenset(key for key, handler in HANDLERS.items() if hasattr(handler, "groups")) | _TOP_GROUP_APIS
 #: APIs whose requests carry share acknowledgements (``drop_acknowledgements``)
 ACKNOWLEDGING_APIS = (_API_BY_NAME["sharefetch"], _API_BY_NAME["shareacknowledge"])
-_REQUEST_KEYS = {"id", "api", "group", "node", "client_id", "member", "count", "skip", "error", "latency_ms", "drop",
-                 "drop_acknowledgements"}
+_REQUEST_KEYS = {"id", "api", "group", "node", "client_id", "member", "transactional_id", "count", "skip", "error",
+                 "latency_ms", "drop", "drop_acknowledgements"}
 #: APIs whose requests name a member at the top (MemberId)
 MEMBER_APIS = frozenset(key for key, api in APIS.items() if any(f.key == "member_id" for f in api.request.fields))
+#: where a request names its transactional id: TransactionalId at the top (Produce, InitProducerId, AddOffsetsToTxn,
+#: EndTxn, TxnOffsetCommit), AddPartitionsToTxn's v3_and_below_transactional_id (v0-3, a producer's)
+_TRANSACTIONAL_ID_FIELDS = ("transactional_id", "v3_and_below_transactional_id")
+#: APIs whose requests carry a transactional id (the ``transactional_id`` filter)
+TRANSACTIONAL_APIS = frozenset(key for key, api in APIS.items()
+                               if any(f.key in _TRANSACTIONAL_ID_FIELDS for f in api.request.fields))
 _SCHEDULE_KEYS = {"id", "when", "do", "times"}
-_EVENT_KEYS = set(BASE_FIELDS).union(*EVENT_FIELDS.values())
+#: every event's fields: the group coordinator's and the transaction coordinator's
+_EVENT_KEYS = set(BASE_FIELDS).union(*EVENT_FIELDS.values(), TRANSACTION_BASE_FIELDS,
+                                     *TRANSACTION_EVENT_FIELDS.values())
 _MEMBER_ACTIONS = ("expire_member", "remove_member", "fence_member")
 _LOCK_KEYS = {"group", "member", "topic", "partition"}
-_CONNECTION_ACTIONS = ("node_down", "drop_connections")
+_CONNECTION_ACTIONS = ("node_down", "drop_connections", "crash_producer")
 _ACTIONS = {
     "expire_member": {"group", "member", "instance_id", "client_id"},
     "remove_member": {"group", "member", "instance_id", "client_id"},
@@ -131,9 +167,19 @@ _ACTIONS = {
     "node_down": {"node"},
     "node_up": {"node", "preferred_election"},
     "move_coordinator": {"group", "partition", "node"},
-    "drop_connections": {"node", "client_id"},
+    "drop_connections": {"node", "client_id", "transactional_id"},
+    "crash_producer": {"transactional_id"},
     "expire_locks": _LOCK_KEYS,
 }
+#: the actions that need to know which clients sent a transactional id's requests
+_PRODUCER_ACTIONS = ("drop_connections", "crash_producer")
+
+
+def _event_fields(kind: str) -> tuple[str, ...]:
+    """An event type's fields, the common ones included."""
+    if kind in TRANSACTION_EVENT_FIELDS:
+        return TRANSACTION_BASE_FIELDS + TRANSACTION_EVENT_FIELDS[kind]
+    return BASE_FIELDS + EVENT_FIELDS[kind]
 
 
 class FaultError(ValueError):
@@ -218,6 +264,14 @@ def request_groups(api_key: int, version: int, body: dict) -> list | None:
     return None if groups is None else groups(version, body)
 
 
+def request_transactional_ids(api_key: int, version: int, body: dict) -> list:
+    """The transactional ids a request names: its TransactionalId (None for a Produce or InitProducerId of a
+    producer without one), or each transaction of an AddPartitionsToTxn v4+ (a broker's verification batch)."""
+    if api_key == ApiKey.ADD_PARTITIONS_TO_TXN and version >= 4:
+        return [t.get("transactional_id") for t in body.get("transactions") or ()]
+    return [body.get(name) for name in _TRANSACTIONAL_ID_FIELDS if name in body][:1]
+
+
 # ============================================================================ error responses
 def error_response(api_key: int, version: int, body: dict, error: int) -> dict | None:
     """The response to ``body`` failing with ``error`` as a whole, in the shape Kafka's
@@ -267,11 +321,12 @@ class RequestFault:
     fired: int = 0
     active: bool = True
     drop_acknowledgements: bool = False     # the request is served, its share acknowledgements are not
+    transactional_id: str | None = None
 
     def to_json(self) -> dict:
         return {"id": self.id, "kind": "request", "api": APIS[self.api].name if self.api is not None else None,
                 "api_key": self.api, "group": self.group, "node": self.node, "client_id": self.client_id,
-                "member": self.member, "count": self.count, "remaining": self.remaining, "skip": self.skip,
+                "member": self.member, "transactional_id": self.transactional_id, "count": self.count, "remaining": self.remaining, "skip": self.skip,
                 "error": self.error.name if self.error is not None else None,
                 "error_code": int(self.error) if self.error is not None else None,
                 "latency_ms": self.latency_ms, "drop": self.drop,
@@ -324,6 +379,9 @@ class FaultEngine:
         self._ids = itertools.count(1)
         self._index: dict[int, list[RequestFault]] = {}     # api key -> active request faults
         self._hooked = False
+        #: transactional id -> the client ids seen sending its requests (most recent last), recorded while
+        #: a scheduled fault that may need them (drop_connections, crash_producer) is active
+        self.producers: dict[str, list[str]] = {}
         self._schedules: list[ScheduledFault] = []          # active scheduled faults
         self._unsubscribe = None
         #: what fired, oldest first: {"fault", "ts_ms", "kind", ...}
@@ -399,6 +457,10 @@ class FaultEngine:
         if member is not None and api is not None and api not in MEMBER_APIS:
             raise FaultError(f"{APIS[api].name} requests carry no member id: drop 'member' or choose an API "
                              f"whose requests do ({', '.join(sorted(APIS[k].name for k in MEMBER_APIS))})")
+        transactional_id = _str(spec, "transactional_id")
+        if transactional_id is not None and api is not None and api not in TRANSACTIONAL_APIS:
+            raise FaultError(f"{APIS[api].name} requests carry no transactional id: drop 'transactional_id' or choose "
+                             f"an API whose requests do ({', '.join(sorted(APIS[k].name for k in TRANSACTIONAL_APIS))})")
         node = _int(spec, "node")
         if node is not None and node not in self.service.cluster.nodes:
             raise FaultError(f"no node {node}", "not_found")
@@ -423,7 +485,7 @@ class FaultEngine:
         count = _int(spec, "count", minimum=1)
         return RequestFault(fault_id or self._new_id(spec), api, group, node, _str(spec, "client_id"), member, count,
                             _int(spec, "skip", default=0, nullable=False), error, latency, drop, source,
-                            remaining=count, drop_acknowledgements=drop_acks)
+                            remaining=count, drop_acknowledgements=drop_acks, transactional_id=transactional_id)
 
     def _parse_scheduled(self, spec: dict) -> ScheduledFault:
         _unknown(spec, _SCHEDULE_KEYS, "a scheduled fault")
@@ -432,9 +494,9 @@ class FaultEngine:
             raise FaultError("when must be a non-empty object of event fields, e.g. "
                              '{"event": "group.state_change", "group": "G", "state_to": "CompletingRebalance"}')
         kind = when.get("event")
-        if kind is not None and kind not in EVENT_FIELDS:
-            raise FaultError(f"unknown event {kind!r}; known: {', '.join(EVENT_FIELDS)}")
-        allowed = set(BASE_FIELDS) | set(EVENT_FIELDS[kind]) if kind is not None else _EVENT_KEYS
+        if kind is not None and kind not in EVENT_FIELDS and kind not in TRANSACTION_EVENT_FIELDS:
+            raise FaultError(f"unknown event {kind!r}; known: {', '.join([*EVENT_FIELDS, *TRANSACTION_EVENT_FIELDS])}")
+        allowed = set(_event_fields(kind)) if kind is not None else _EVENT_KEYS
         _unknown(when, allowed, f"when ({kind or 'any event'})")
         if not isinstance(do, dict):
             raise FaultError("do must be an object with an action, e.g. "
@@ -447,7 +509,7 @@ class FaultEngine:
             chosen = [k for k in ("member", "instance_id", "client_id") if do.get(k) is not None]
             if len(chosen) > 1:
                 raise FaultError(f"{action} names its member by one of member, instance_id or client_id")
-            if not chosen and kind is not None and "member" not in EVENT_FIELDS[kind]:
+            if not chosen and kind is not None and "member" not in _event_fields(kind):
                 raise FaultError(f"{action} needs member, instance_id or client_id: {kind} events name no member")
             for k in ("group", *chosen):
                 _str(do, k)
@@ -467,6 +529,10 @@ class FaultEngine:
         elif action == "drop_connections":
             self._check_node(_int(do, "node"))
             _str(do, "client_id")
+            _str(do, "transactional_id")
+        elif action == "crash_producer":
+            if _str(do, "transactional_id") is None and kind is not None and kind not in TRANSACTION_EVENT_FIELDS:
+                raise FaultError(f"crash_producer needs transactional_id: {kind} events name none")
         elif action == "expire_locks":
             for k in ("group", "member", "topic"):
                 _str(do, k)
@@ -492,13 +558,35 @@ class FaultEngine:
             self._schedules.append(fault)
             if self._unsubscribe is None:
                 self._unsubscribe = self.service.bus.subscribe(self.on_event)
+            self._hook()
             return
-        keys = (ACKNOWLEDGING_APIS if fault.drop_acknowledgements else APIS) if fault.api is None else (fault.api,)
+        if fault.api is not None:
+            keys = (fault.api,)
+        elif fault.drop_acknowledgements:
+            keys = ACKNOWLEDGING_APIS
+        else:
+            keys = TRANSACTIONAL_APIS if fault.transactional_id is not None else APIS
         for key in keys:
             self._index.setdefault(key, []).append(fault)
-        if not self._hooked:
+        self._hook()
+
+    def _watching_producers(self) -> bool:
+        """Whether an active scheduled fault may act on a transactional id's clients."""
+        return any(s.do["action"] in _PRODUCER_ACTIONS for s in self._schedules)
+
+    def _hook(self) -> None:
+        """In ``service.before_request`` exactly while a request fault is active or the clients of
+        transactional ids are watched."""
+        wanted = bool(self._index) or self._watching_producers()
+        if wanted and not self._hooked:
             self.service.before_request.append(self.before_request)
             self._hooked = True
+        elif not wanted and self._hooked:
+            try:
+                self.service.before_request.remove(self.before_request)
+            except ValueError:
+                pass
+            self._hooked = False
 
     def _deactivate(self, fault) -> None:
         if not fault.active:
@@ -509,6 +597,7 @@ class FaultEngine:
             if not self._schedules and self._unsubscribe is not None:
                 self._unsubscribe()
                 self._unsubscribe = None
+            self._hook()
             return
         for key in list(self._index):
             rules = [r for r in self._index[key] if r is not fault]
@@ -516,16 +605,13 @@ class FaultEngine:
                 self._index[key] = rules
             else:
                 del self._index[key]
-        if not self._index and self._hooked:
-            try:
-                self.service.before_request.remove(self.before_request)
-            except ValueError:
-                pass
-            self._hooked = False
+        self._hook()
 
     # ---- request faults -------------------------------------------------------------
     def before_request(self, ctx: RequestContext, body: dict) -> Verdict | None:
         """The ``service.before_request`` hook."""
+        if ctx.api_key in TRANSACTIONAL_APIS and self._watching_producers():
+            self._saw_producer(ctx, body)
         rules = self._index.get(ctx.api_key)
         if not rules:
             return None
@@ -538,6 +624,9 @@ class FaultEngine:
             if rule.member is not None and body.get("member_id") != rule.member:
                 continue
             if rule.drop_acknowledgements and not _has_acknowledgements(body):
+                continue
+            if rule.transactional_id is not None and \
+                    rule.transactional_id not in request_transactional_ids(ctx.api_key, ctx.api_version, body):
                 continue
             if rule.group is not None:
                 if groups is None:
@@ -562,6 +651,7 @@ class FaultEngine:
                 self._deactivate(rule)
         self.log.append({"fault": rule.id, "ts_ms": ctx.now_ms, "kind": "request", "api": APIS[ctx.api_key].name,
                          "node": ctx.node_id, "client_id": ctx.client_id, "group": rule.group,
+                         "transactional_id": rule.transactional_id,
                          "error": rule.error.name if rule.error is not None else None,
                          "latency_ms": rule.latency_ms, "drop": rule.drop,
                          "drop_acknowledgements": rule.drop_acknowledgements})
@@ -582,6 +672,18 @@ class FaultEngine:
         if response is None:        # Produce acks=0: Kafka closes the connection on an error
             return Verdict(delay_ms=rule.latency_ms, close=True, reason=reason)
         return Verdict(respond=response, delay_ms=rule.latency_ms, reason=reason)
+
+    def _saw_producer(self, ctx: RequestContext, body: dict) -> None:
+        """Remember which client sent a transactional id's request (for drop_connections and crash_producer)."""
+        for txn_id in request_transactional_ids(ctx.api_key, ctx.api_version, body):
+            if txn_id is None or ctx.api_key == ApiKey.ADD_PARTITIONS_TO_TXN and ctx.api_version >= 4:
+                continue            # (a broker's verification, not the producer)
+            clients = self.producers.setdefault(txn_id, [])
+            if clients[-1:] != [ctx.client_id]:         # (the most recent last, the last 8 kept)
+                if ctx.client_id in clients:
+                    clients.remove(ctx.client_id)
+                clients.append(ctx.client_id)
+                del clients[:-8]
 
     @staticmethod
     def _batched(ctx) -> bool:
@@ -609,6 +711,7 @@ class FaultEngine:
                     self._deactivate(s)
             self.log.append({"fault": s.id, "ts_ms": event.get("ts_ms"), "kind": "scheduled",
                              "event": event.get("event"), "group": event.get("group"),
+                             **({"transactional_id": event["transactional_id"]} if "transactional_id" in event else {}),
                              "action": s.do["action"]})
             def action(s=s, event=dict(event)):       # noqa: B006 (a copy bound now, on purpose)
                 self._run_action(s, event)
@@ -677,7 +780,9 @@ class FaultEngine:
                 return self.move_partition(do["partition"], do.get("node"))
             return self.move_group(do.get("group") or event.get("group"), do.get("node"))
         if action == "drop_connections":
-            return self.drop_connections(do.get("node"), do.get("client_id"))
+            return self.drop_connections(do.get("node"), do.get("client_id"), do.get("transactional_id"))
+        if action == "crash_producer":
+            return self.crash_producer(do.get("transactional_id") or event.get("transactional_id"), source=source)
         raise FaultError(f"unknown action {action!r}")
 
     def add_injected(self, spec: dict, source: str) -> dict:
@@ -870,10 +975,42 @@ class FaultEngine:
         result = self.move_partition(self.service.cluster.coordinator_partition(group_id), node)
         return {"group": group_id, **result}
 
-    def drop_connections(self, node: int | None = None, client_id: str | None = None) -> dict:
-        """Close client connections (of a node, of a client id, or all)."""
+    def drop_connections(self, node: int | None = None, client_id: str | None = None,
+                         transactional_id: str | None = None) -> dict:
+        """Close client connections (of a node, of a client id, of the producer of a transactional id: the
+        clients seen sending its requests; or all)."""
         if node is not None:
             self._node(node)
-        closed = self.server.drop_connections(node, client_id) if self.server is not None else 0
-        log.warning("connections_dropped", node=node, client_id=client_id, closed=closed)
-        return {"closed": closed}
+        clients = [client_id]
+        if transactional_id is not None:
+            clients = self.producer_clients(transactional_id)
+            if client_id is not None:
+                clients = [c for c in clients if c == client_id]
+        closed = 0
+        if self.server is not None:
+            closed = sum(self.server.drop_connections(node, c) for c in clients)
+        log.warning("connections_dropped", node=node, client_id=client_id, transactional_id=transactional_id,
+                    closed=closed)
+        return {"closed": closed} if transactional_id is None else {"closed": closed, "clients": clients}
+
+    def producer_clients(self, transactional_id: str) -> list[str]:
+        """The client ids seen sending the transactional id's requests while a scheduled fault watched them."""
+        clients = self.producers.get(transactional_id)
+        if not clients:
+            raise FaultError(f"no client seen sending requests of transactional id {transactional_id!r} (they are "
+                             "watched while a drop_connections or crash_producer fault is active)", "not_found")
+        return list(clients)
+
+    def crash_producer(self, transactional_id: str | None, source: str = "api") -> dict:
+        """The producer of a transactional id crashes, from the cluster's view: the connections of its client
+        are dropped, and its later requests of that id are dropped too (an injected request fault per client,
+        until removed: ``faults``), so its open transaction stays open until its transaction.timeout.ms
+        aborts it, or a new producer of the id (another client id, or after the fault's removal) fences it."""
+        if not isinstance(transactional_id, str) or not transactional_id:
+            raise FaultError("crash_producer needs a transactional_id")
+        clients = self.producer_clients(transactional_id)
+        faults = [self.add_injected({"transactional_id": transactional_id, "client_id": c, "drop": True}, source)["id"]
+                  for c in clients]
+        closed = self.drop_connections(client_id=None, transactional_id=transactional_id)["closed"]
+        log.warning("producer_crashed", transactional_id=transactional_id, clients=clients, closed=closed)
+        return {"transactional_id": transactional_id, "clients": clients, "closed": closed, "faults": faults}

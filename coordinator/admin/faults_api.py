@@ -199,12 +199,13 @@ async def expire_share_locks(request: web.Request) -> web.Response:
 @routes.post("/api/connections/drop")
 async def drop_connections(request: web.Request) -> web.Response:
     body = await json_body(request)
-    _only(body, {"node", "client_id"})
-    client_id = body.get("client_id")
-    if client_id is not None and not isinstance(client_id, str):
-        raise ApiError(400, "invalid_body", "client_id must be a string")
+    _only(body, {"node", "client_id", "transactional_id"})
+    for key in ("client_id", "transactional_id"):
+        if body.get(key) is not None and not isinstance(body[key], str):
+            raise ApiError(400, "invalid_body", f"{key} must be a string")
     try:
-        return web.json_response(_engine(request).drop_connections(_optional_int(body, "node"), client_id))
+        return web.json_response(_engine(request).drop_connections(_optional_int(body, "node"), body.get("client_id"),
+                                                                   body.get("transactional_id")))
     except FaultError as exc:
         raise _fail(exc) from None
 
@@ -241,6 +242,10 @@ SCHEMAS = {
             "member": {"type": "string", "nullable": True,
                        "description": "the request's MemberId (JoinGroup, SyncGroup, Heartbeat, LeaveGroup v0-2, "
                                       "OffsetCommit, ConsumerGroupHeartbeat)"},
+            "transactional_id": {"type": "string", "nullable": True,
+                                 "description": "the request's TransactionalId (Produce, InitProducerId, "
+                                                "AddPartitionsToTxn v0-3, AddOffsetsToTxn, EndTxn, TxnOffsetCommit; "
+                                                "api null: all of them)"},
             "count": {"type": "integer", "minimum": 1, "nullable": True},
             "skip": {"type": "integer", "minimum": 0, "description": "matches to let through first"},
             "error": {**_NAME_OR_CODE, "nullable": True,
@@ -278,16 +283,18 @@ SCHEMAS = {
                        "fence_member: consumer groups, FENCED_MEMBER_EPOCH at the member's next "
                        "ConsumerGroupHeartbeat; share groups, fenced now as by its session timeout); inject "
                        "{fault: RequestFaultSpec}; node_down {node}; node_up {node, preferred_election?}; "
-                       "move_coordinator {group? | partition?, node?}; drop_connections {node?, client_id?}; "
-                       "expire_locks {group?, member?, topic?, partition?} (a share group's acquisition locks "
-                       "expire now; defaults: the event's group and member)",
+                       "move_coordinator {group? | partition?, node?}; drop_connections {node?, client_id?, "
+                       "transactional_id?}; expire_locks {group?, member?, topic?, partition?} (a share group's "
+                       "acquisition locks expire now; defaults: the event's group and member); crash_producer "
+                       "{transactional_id?} (the producer's connections dropped and its later requests for that id "
+                       "too, until the fault is deleted; default: the event's transactional id)",
         "properties": {
             "action": {"type": "string", "enum": ["expire_member", "remove_member", "fence_member", "inject",
                                                   "node_down", "node_up", "move_coordinator", "drop_connections",
-                                                  "expire_locks"]},
+                                                  "expire_locks", "crash_producer"]},
             "group": {"type": "string"}, "member": {"type": "string"}, "instance_id": {"type": "string"},
             "client_id": {"type": "string"}, "node": {"type": "integer"}, "partition": {"type": "integer"},
-            "topic": {"type": "string"},
+            "topic": {"type": "string"}, "transactional_id": {"type": "string"},
             "preferred_election": {"type": "boolean"}, "fault": {"$ref": _REF + "RequestFaultSpec"},
         },
     },
@@ -303,6 +310,7 @@ SCHEMAS = {
             "api": {"type": "string", "nullable": True}, "api_key": {"type": "integer", "nullable": True},
             "group": {"type": "string", "nullable": True}, "node": {"type": "integer", "nullable": True},
             "client_id": {"type": "string", "nullable": True}, "member": {"type": "string", "nullable": True},
+            "transactional_id": {"type": "string", "nullable": True},
             "count": {"type": "integer", "nullable": True}, "skip": {"type": "integer"},
             "error": {"type": "string", "nullable": True}, "error_code": {"type": "integer", "nullable": True},
             "latency_ms": {"type": "integer"}, "drop": {"type": "boolean"},
@@ -380,7 +388,9 @@ SCHEMAS = {
     "ConnectionsDrop": {
         "type": "object", "additionalProperties": False,
         "properties": {"node": {"type": "integer", "minimum": 0, "nullable": True},
-                       "client_id": {"type": "string", "nullable": True}},
+                       "client_id": {"type": "string", "nullable": True},
+                       "transactional_id": {"type": "string", "nullable": True,
+                                            "description": "the connections of the producer of that id"}},
     },
 }
 

@@ -410,10 +410,12 @@ def protocol_times(bootstrap: str, n: int, group: str, protocol: str, strategy: 
 
 
 class Serve:
-    """`groupcoord serve --profile test --no-data-dir --topic t0:8 --topic t1:8` in a process of its own."""
+    """`groupcoord serve --profile test --no-data-dir --topic t0:8 --topic t1:8` in a process of its own
+    (``data_dir``: that data dir instead of none)."""
 
-    def __init__(self, *extra: str):
-        args = [sys.executable, "-m", "groupcoord.cli", "serve", "--profile", "test", "--no-data-dir",
+    def __init__(self, *extra: str, data_dir: str | None = None):
+        keep = ("--data-dir", data_dir) if data_dir else ("--no-data-dir",)
+        args = [sys.executable, "-m", "groupcoord.cli", "serve", "--profile", "test", *keep,
                 *(a for t, p in CP_TOPICS.items() for a in ("--topic", f"{t}:{p}")), "--port", "0",
                 "--log-level", "warning", *extra]
         self.log = tempfile.TemporaryFile("w+")        # its warnings, shown if it ends badly

@@ -67,9 +67,15 @@ versions of its own (a small cousin of KRaft's ``__cluster_metadata`` log); ``uu
   before any offset commit is written (so an end offset on disk is never below a commit on
   disk), not at each produce.
 
+* 4 - the producer ids handed out (Kafka's ProducerIdsRecord). key: none. value: version int16 (=0),
+  broker_id int32, broker_epoch int64, next_producer_id int64: the ids below it are taken. Written and
+  fsynced before the first id of a block is handed out.
+
 The data plane's records are kept in segment files (:mod:`.segments`, ``DIR/<topic>-<partition>/``),
-and the share-partitions' states in ``DIR/__share_group_state.log`` (Kafka's ShareSnapshot records, in
-these frames; the latest of each share-partition is its state).
+the share-partitions' states in ``DIR/__share_group_state.log`` (Kafka's ShareSnapshot records, in
+these frames; the latest of each share-partition is its state), and the transactional ids' states in
+``DIR/__transaction_state.log`` (Kafka's TransactionLogKey/Value, :mod:`.txn.records`; the latest of each
+id is its state, a tombstone its expiry).
 
 Recovery: frames are read in order. A frame is good when its length is plausible (4 to
 ``MAX_FRAME``), it lies whole within the file, its CRC matches and its payload decodes. At a bad

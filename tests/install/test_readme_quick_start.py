@@ -77,3 +77,35 @@ def test_the_share_group_example_with_our_client_runs(groupcoord_factory):
     assert r.returncode == 0, r.stderr
     assert r.stdout == "{TopicPartition(topic='jobs', partition=0): None}\n"
     assert gc.call(lambda: [sp.start_offset for sp in gc.service.share_partitions.share_partitions().values()]) == [10]
+
+
+@pytest.mark.interop
+def test_the_transactions_example_bills_each_payment_once(groupcoord_factory):
+    from confluent_kafka import Consumer, TopicPartition
+    gc = groupcoord_factory()
+    code = example("transactions")
+    assert code.count('"127.0.0.1:9092"') == 1 and len(code.splitlines()) <= 30
+    r = subprocess.run([sys.executable, "-c", code.replace('"127.0.0.1:9092"', repr(gc.bootstrap_servers))],
+                       capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "10 payments billed exactly once\n"
+    reader = Consumer({"bootstrap.servers": gc.bootstrap_servers, "group.id": "auditor",
+                       "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    try:
+        reader.subscribe(["receipts"])
+        receipts = []
+        while len(receipts) < 10:
+            message = reader.poll(15)
+            assert message is not None, receipts
+            if message.error() is None:
+                receipts.append(message.value())
+        assert sorted(receipts) == sorted(b"receipt %d" % i for i in range(10))
+        [committed] = reader.committed([TopicPartition("payments", 0)], 15)
+    finally:
+        reader.close()
+    billing = Consumer({"bootstrap.servers": gc.bootstrap_servers, "group.id": "billing"})
+    try:
+        [committed] = billing.committed([TopicPartition("payments", 0)], 15)
+    finally:
+        billing.close()
+    assert committed.offset == 10

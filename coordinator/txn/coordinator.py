@@ -124,7 +124,15 @@ class TransactionCoordinator:
                          expected: tuple[int, int] | None = None, *, enable_2pc: bool = False,
                          keep_prepared: bool = False) -> tuple[int, int, int]:
         """(error, producer id, epoch) (``handleInitProducerId``). ``expected``: the producer id and
-        epoch an idempotent or transactional producer resumes with (v3+), None for a new one."""
+        epoch an idempotent or transactional producer resumes with (v3+), None for a new one. A block of
+        producer ids that cannot be kept (a full disk) is COORDINATOR_NOT_AVAILABLE, nothing changed."""
+        try:
+            return self._init_producer_id(transactional_id, timeout_ms, expected, enable_2pc, keep_prepared)
+        except OSError as exc:
+            log.warning("no producer id block kept", transactional_id=transactional_id, error=str(exc))
+            return _E.COORDINATOR_NOT_AVAILABLE, -1, -1
+
+    def _init_producer_id(self, transactional_id, timeout_ms, expected, enable_2pc, keep_prepared):
         if transactional_id is None:
             return _E.NONE, self.next_producer_id(), 0
         if not transactional_id:

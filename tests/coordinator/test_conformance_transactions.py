@@ -530,3 +530,17 @@ def test_produce_v13_names_topics_by_id_and_v10_names_the_new_leader():
     [p] = r["responses"][0]["partition_responses"]
     assert p["error_code"] == E.NOT_LEADER_OR_FOLLOWER and p["current_leader"]["leader_id"] == 1
     assert [(n["node_id"], n["port"]) for n in r["node_endpoints"]] == [(1, svc.cluster.nodes[1].port)]
+
+
+def test_a_producer_id_block_that_cannot_be_kept_fails_init_producer_id_cleanly(tmp_path):
+    """ProducerIdManager: a block not written is not handed out (here a full disk: the metadata log's write
+    fails), and the request gets a retriable error instead of a closed connection."""
+    store = LogStore(str(tmp_path))
+    svc, _ = service(store=store)
+
+    def full(*_args):
+        raise OSError(28, "No space left on device")
+    store.put_producer_ids = full
+    assert init(svc)[0] == E.COORDINATOR_NOT_AVAILABLE
+    assert TXN not in svc.transactions.transactions
+    store.close()

@@ -94,7 +94,11 @@ stopped, or once the coordinator has removed its member id from the group (until
 - **Summary** per log: p50/p95 (linear interpolation) and max rebalance duration,
   partition-seconds without an owner, partitions moved and the minimum summed over rebalances,
   their ratio, and the number of invariant violations (the work-queue invariants' included).
-  ``events`` counts every event of the log, a producer's (no group) included; a group's
+  ``events`` counts every event of the log, a producer's and the transaction coordinator's
+  (``transaction.*``: no group, read no further) included; a group's ``events`` and
+  ``coordinator_events`` count its transactional offset events (``offsets.transactional_commit``,
+  ``offsets.transaction_committed``, ``offsets.transaction_aborted``) as ``offset.committed``: the
+  model reads only their generation (``generations_grow``), no table counts them as commits. A group's
   ``events`` and ``member_events`` count its record events (``client.records_polled``,
   ``client.batch_processed``, ``client.acknowledged``), which the rebalance model reads no
   further (they are the work-queue tables').

@@ -5,9 +5,10 @@ lines of a group are gathered (``groupByKey``), sorted by time then position in 
 and analysed in Python (:func:`~groupcoord.analytics.model.analyze_group`), rebalances being sequential
 per group. The per-scenario summary is computed with DataFrame aggregations. Tables (Parquet,
 one directory each under OUT): ``rebalances``, ``sessions``, ``groups``, ``invariants``,
-``violations``, ``summary``. A producer's events (no group) are counted in the summary's
-``events``. Work queues (:mod:`.share`, the same for both engines) add ``deliveries``,
-``consumers``, ``redeliveries``, ``archived`` and ``work``, and their invariants' rows.
+``violations``, ``summary``. A producer's events and the transaction coordinator's (no group)
+are counted in the summary's ``events``. Work queues (:mod:`.share`, the same for both engines)
+add ``deliveries``, ``consumers``, ``redeliveries``, ``archived`` and ``work``, and their
+invariants' rows.
 
 That is the "rdd" engine, which takes every line on its own. The default, "dataframe"
 (:mod:`.pipeline`), computes the same tables with the per-line work in the JVM and hands a log it
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from . import storage
 from .model import INVARIANTS, RECORD_EVENTS, analyze_group, group_partitions
-from .share import ACK_TYPES, PRODUCER_EVENTS, WORK_INVARIANTS
+from .share import ACK_TYPES, PRODUCER_EVENTS, TRANSACTION_PREFIX, WORK_INVARIANTS
 
 EVENTS_FILE = "events.jsonl"
 SCENARIO_FILE = "scenario.json"
@@ -400,7 +401,9 @@ def _events(path: str, values):
 
 def event_problem(ev) -> str | None:
     """What keeps a parsed line from being an event this analyser reads (schema v1: an object
-    with a type, an integer ts_ms, a group, and the fields the model reads well-formed), or None."""
+    with a type, an integer ts_ms, a group, and the fields the model reads well-formed), or None.
+    Without a group: a producer's ``producer.produced`` and the transaction coordinator's
+    ``transaction.*`` (with its ``transactional_id``), counted in the summary and read no further."""
     if not isinstance(ev, dict):
         return "expected a JSON object"
     kind = ev.get("event")
@@ -410,13 +413,18 @@ def event_problem(ev) -> str | None:
         return f"{kind}: schema version {ev.get('v')!r} (this analyser reads version 1)"
     if not isinstance(ev.get("ts_ms"), int) or isinstance(ev.get("ts_ms"), bool):
         return f"{kind}: \"ts_ms\" must be an integer"
-    if kind in PRODUCER_EVENTS and ev.get("group") is None:     # a producer's: no group
-        if not isinstance(ev.get("producer"), str) or not isinstance(ev.get("topic"), str):
-            return f"{kind}: \"producer\" and \"topic\" must be strings"
-        if not all(_is_int(ev.get(k)) for k in ("partition", "first", "last")) or ev["first"] > ev["last"]:
-            return f"{kind}: \"partition\", \"first\" <= \"last\" must be integers"
-        return None
-    if not isinstance(ev.get("group"), str):
+    group = ev.get("group")
+    if not isinstance(group, str):
+        if group is None and kind in PRODUCER_EVENTS:     # a producer's: no group
+            if not isinstance(ev.get("producer"), str) or not isinstance(ev.get("topic"), str):
+                return f"{kind}: \"producer\" and \"topic\" must be strings"
+            if not all(_is_int(ev.get(k)) for k in ("partition", "first", "last")) or ev["first"] > ev["last"]:
+                return f"{kind}: \"partition\", \"first\" <= \"last\" must be integers"
+            return None
+        if group is None and kind.startswith(TRANSACTION_PREFIX):     # the transaction coordinator's
+            if not isinstance(ev.get("transactional_id"), str):
+                return f"{kind}: \"transactional_id\" must be a string"
+            return None
         return f"{kind}: \"group\" must be a string"
     if kind.startswith("client."):
         if not isinstance(ev.get("client"), str):
@@ -465,11 +473,12 @@ def _analyze(item, metas):
     meta = metas[log]
     events = _events(meta[4], values)
     head = (log, meta[1], meta[2], meta[5])
-    if group is None:           # producers' events, and lines without a group or a time: the parser raises
+    if group is None:           # events without a group (producers', transactions'), or a line the parser raises on
         n, grouped = 0, False
         for ev in events:
             n += 1
-            grouped |= ev["event"] not in PRODUCER_EVENTS or ev.get("group") is not None
+            kind = ev["event"]
+            grouped |= ev.get("group") is not None or not (kind in PRODUCER_EVENTS or kind.startswith(TRANSACTION_PREFIX))
         if grouped or not n:
             raise ValueError(f"{_MARK} {meta[4]}: an event without \"group\" or \"ts_ms\"")
         yield "ungrouped", head, {"events": n}
@@ -700,7 +709,7 @@ def _conform(df, fields):
 
 def _write_summary(frames, logs_df, out: str, ungrouped: dict | None = None):
     """The summary table written, and its rows (computed once: kept for the collect).
-    ``ungrouped``: per log, its events without a group (producers'), counted in ``events``."""
+    ``ungrouped``: per log, its events without a group (producers', transactions'), counted in ``events``."""
     from pyspark.sql import functions as F
     summary_df = _summary(frames, logs_df, F)
     if ungrouped:

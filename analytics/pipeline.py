@@ -10,10 +10,11 @@ per-event work in the JVM.
   before the shuffle. ``commits_kept`` is a ``lag`` over each partition's offsets in time order,
   counted per group, the first counterexamples riding along as JSON.
 * Record events of work queues (``client.records_polled``, ``client.batch_processed``,
-  ``client.acknowledged``) and producers' events (``producer.produced``, no group) that the JVM
-  can vouch for are counted there too: per group, one event for the model (it counts them and
-  reads them no further: :data:`~.model.RECORDS_RUN`); per log, the producers' (``ungrouped``
-  rows, added to the summary's ``events``).
+  ``client.acknowledged``), producers' events (``producer.produced``, no group) and the transaction
+  coordinator's (``transaction.*``, no group) that the JVM can vouch for are counted there too: per
+  group, one event for the model (it counts them and reads them no further:
+  :data:`~.model.RECORDS_RUN`); per log, the events without a group (``ungrouped`` rows, added to
+  the summary's ``events``).
 * The other lines (2%), the runs and the ``commits_kept`` counts go, grouped by (log, group),
   through Arrow (``applyInPandas``) to the sequential model, which returns every table's rows as
   JSON; these are kept (small) and each table is read from them with ``from_json``. Each run is
@@ -45,23 +46,23 @@ class Fallback(Exception):
 
 def _event_schema():
     """What the JVM reads of a line other than a commit (the model parses the rest): the group and
-    time, and what tells a record event or a producer's event it counts without Python."""
+    time, and what tells a record event, a producer's or a transaction's event it counts without Python."""
     from pyspark.sql import types as T
     S, L = T.StringType(), T.LongType()
     return T.StructType([T.StructField(n, t, True) for n, t in (
         ("ts_ms", L), ("group", S), ("event", S), ("client", S), ("records", T.ArrayType(T.ArrayType(S))),
         ("started_ms", L), ("busy_ms", L), ("producer", S), ("topic", S), ("partition", L), ("first", L),
-        ("last", L))])
+        ("last", L), ("transactional_id", S), ("v", L))])
 
 
 def _counted(general):
-    """(a record event, a producer's event) as the JVM can vouch for them (the fields
-    :func:`job.event_problem` checks, but for the type of a string field): counted, never sent to
-    Python. Any other such line goes to Python, which checks it."""
+    """(a record event, an event without a group: a producer's or the transaction coordinator's) as
+    the JVM can vouch for them (the fields :func:`job.event_problem` checks, but for the type of a
+    string field): counted, never sent to Python. Any other such line goes to Python, which checks it."""
     from pyspark.sql import functions as F
 
     from .job import _RUNS
-    from .share import ACK_TYPES, PRODUCER_EVENTS
+    from .share import ACK_TYPES, PRODUCER_EVENTS, TRANSACTION_PREFIX
     kind = general["event"]
     record = F.lit(False)
     def checker(width, last):
@@ -80,10 +81,12 @@ def _counted(general):
             ok = ok & general["started_ms"].isNotNull() & general["busy_ms"].isNotNull()
         record = record | ok
     record = record & general["group"].isNotNull() & general["ts_ms"].isNotNull() & general["client"].isNotNull()
-    producer = (kind.isin(*PRODUCER_EVENTS) & general["group"].isNull() & general["ts_ms"].isNotNull()
-                & general["producer"].isNotNull() & general["topic"].isNotNull() & general["partition"].isNotNull()
-                & (general["first"] <= general["last"]))
-    return F.coalesce(record, F.lit(False)), F.coalesce(producer, F.lit(False))
+    producer = (kind.isin(*PRODUCER_EVENTS) & general["producer"].isNotNull() & general["topic"].isNotNull()
+                & general["partition"].isNotNull() & (general["first"] <= general["last"]))
+    transaction = kind.startswith(TRANSACTION_PREFIX) & general["transactional_id"].isNotNull()
+    ungrouped = ((producer | transaction) & general["group"].isNull() & general["ts_ms"].isNotNull()
+                 & (F.coalesce(general["v"], F.lit(1)) == 1))
+    return F.coalesce(record, F.lit(False)), F.coalesce(ungrouped, F.lit(False))
 
 
 def _input_schema():
@@ -177,15 +180,15 @@ def _lines_and_runs(spark, sources, shape):
         return F.when(client_commit, cc[name]).when(commit, oc[name])
     general = F.from_json("value", _event_schema())   # any other line: 2% of a long log, or a foreign writer
     x = x.select("*", F.when(line, general).alias("general"))
-    record, producer = _counted(F.col("general"))
-    x = x.select("*", record.alias("record"), producer.alias("producer"))
-    line = line & ~F.col("record") & ~F.col("producer")
+    record, ungrouped = _counted(F.col("general"))
+    x = x.select("*", record.alias("record"), ungrouped.alias("ungrouped"))
+    line = line & ~F.col("record") & ~F.col("ungrouped")
     x = x.select(
         "log", "pos",
         F.when(commit, either("group")).otherwise(F.col("general.group")).alias("group"),
         F.when(commit, either("ts").cast(L)).otherwise(F.col("general.ts_ms")).alias("ts"),
         F.when(client_commit, F.lit("client.committed")).when(commit, F.lit("offset.committed"))
-        .when(F.col("record"), F.lit(RECORDS_RUN)).when(F.col("producer"), F.lit("producer")).alias("kind"),
+        .when(F.col("record"), F.lit(RECORDS_RUN)).when(F.col("ungrouped"), F.lit("ungrouped")).alias("kind"),
         F.when(client_commit, cc["client"]).alias("client"),
         F.when(client_commit, cc["member"]).alias("member"),
         either("gen").cast(L).alias("gen"),
@@ -236,8 +239,8 @@ def _group_rows(key, pdf, metas):
     log, group = key
     meta = metas[log]
     head = {"log": log, "cell": meta["cell"], "scenario": meta["scenario"], "seed": meta["seed"]}
-    if group is None:             # producers' events (counted in the JVM), or a line to check
-        if not (pdf["kind"] == "producer").all():
+    if group is None:             # producers' and transactions' events (counted in the JVM), or a line to check
+        if not (pdf["kind"] == "ungrouped").all():
             raise Fallback(f"{FALLBACK_MARK} an event without a group")
         return pd.DataFrame([("ungrouped", json.dumps({**head, "events": int(pdf["n"].sum())}))],
                             columns=["tag", "payload"])

@@ -47,6 +47,9 @@ WORK_TABLES = ("deliveries", "consumers", "redeliveries", "archived", "work")
 
 RECORD_EVENTS = ("client.records_polled", "client.batch_processed", "client.acknowledged")
 PRODUCER_EVENTS = ("producer.produced",)
+#: the transaction coordinator's events (``transaction.*``: a transactional id, no group): counted in
+#: the summary's ``events`` like a producer's (``ungrouped``), read no further
+TRANSACTION_PREFIX = "transaction."
 ACK_TYPES = ("ACCEPT", "RELEASE", "REJECT", "GAP")
 #: the leader's record of acknowledgements (simulate and serve logs): preferred to the members' own
 #: (a member that dies before the answer to its piggy-backed acknowledgements never hears of them)

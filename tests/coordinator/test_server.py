@@ -86,9 +86,13 @@ async def test_api_versions_of_kafka_4(release, topic_ids):
     # the group APIs: every version Kafka 4.x serves (JoinGroup 0-1 were restored in 4.0.1)
     assert keys[11] == (0, 9) and keys[14] == (0, 5) and keys[12] == (0, 4) and keys[13] == (0, 5)
     assert keys[10] == (0, 6) and keys[18] == (0, 4) and keys[15] == (0, 6) and keys[16] == (0, 5)
-    # KIP-896 floors; Produce still lists v0 (KAFKA-18659) though it serves 3+
+    # KIP-896 floors; Produce still lists v0 (KAFKA-18659) though it serves 3+ (v12: transactions V2,
+    # v13: topic ids)
     assert keys[1] == (4, 12) and keys[2] == (1, 7)
-    assert keys[19] == (2, 7) and keys[20] == (1, 6) and keys[0] == (0, 9)
+    assert keys[19] == (2, 7) and keys[20] == (1, 6) and keys[0] == (0, 13)
+    # the transaction APIs: EndTxn and TxnOffsetCommit v5 (transactions V2), ListTransactions v2
+    assert keys[22] == (0, 5) and keys[24] == (0, 5) and keys[26] == (0, 5) and keys[28] == (0, 5)
+    assert keys[65] == (0, 0) and keys[66] == (0, 2)
     assert keys[68] == (0, 1) and keys[69] == (0, 1)       # KIP-848: ConsumerGroupHeartbeat, ...Describe
     # OffsetCommit / OffsetFetch v10 (topic ids): unstable in 4.1, served from 4.2 (the default: 4.3)
     assert (keys[8], keys[9]) == (((2, 10), (1, 10)) if topic_ids else ((2, 9), (1, 9)))
@@ -124,7 +128,8 @@ async def test_api_versions_of_kafka_3_9_keep_the_old_versions():
     async with running(config={"groupcoord.kafka.version": "3.9"}) as gc:
         keys = await advertised(gc)
     assert keys[8] == (0, 9) and keys[9] == (0, 9) and keys[1] == (0, 12) and keys[2] == (0, 7)
-    assert keys[0] == (0, 9) and keys[19] == (0, 7) and keys[20] == (0, 6)
+    assert keys[0] == (0, 11) and keys[19] == (0, 7) and keys[20] == (0, 6)
+    assert keys[26] == (0, 4) and keys[28] == (0, 4) and keys[66] == (0, 1)     # transactions V2 came with 4.0
     assert keys[3] == (0, 12) and keys[15] == (0, 5)      # Metadata v13, DescribeGroups v6 came with 4.0
     assert keys[68] == (0, 0) and keys[69] == (0, 0)      # v1 (regexes, client-made member ids) with 4.0
 

@@ -734,6 +734,16 @@ class Cluster:
             log.append_placed(batch, batch_base, last, max_timestamp, segment_base)
         return ErrorCode.NONE
 
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Kafka's ``producer.id.expiration.ms`` over every partition: the producers idle that long, and
+        without an open transaction, are forgotten (their next batch starts afresh); how many went."""
+        gone = 0
+        for topic in self.topics.values():
+            for log in topic.partitions:
+                if log.producer_state is not None:
+                    gone += log.producer_state.remove_expired(now_ms, expiration_ms)
+        return gone
+
     def add_waiter(self, waiter) -> None:
         self._waiters.append(waiter)
 

@@ -90,6 +90,8 @@ SETTINGS: dict[str, Setting] = {s.key: s for s in [
     Setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000, "How often transactions open for longer than their timeout are aborted (their producers fenced).", at_least=1),
     Setting("transactional.id.expiration.ms", 604800000, "How long a transactional id with no transaction open is kept without a request before it is forgotten.", at_least=1),
     Setting("transaction.remove.expired.transaction.cleanup.interval.ms", 3600000, "How often expired transactional ids are forgotten.", at_least=1),
+    Setting("producer.id.expiration.ms", 86400000, "How long a partition keeps an idle producer's state (its epoch and last sequences) when it has no open transaction there.", at_least=1),
+    Setting("producer.id.expiration.check.interval.ms", 600000, "How often idle producers' state is forgotten.", at_least=1),
     Setting("auto.create.topics.enable", True, "Create unknown topics on Metadata requests that allow it.", bool),
     Setting("num.partitions", 1, "Partitions of auto-created topics.", at_least=1),
     Setting("default.replication.factor", 1, "Replication factor reported for topics (no replication is emulated)."),

@@ -333,6 +333,15 @@ class ProducerStateManager:
         for first_offset in info.started_transactions:
             self.ongoing[first_offset] = info.producer_id
 
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget the producers without an open transaction here whose last batch is older than
+        ``expiration_ms`` (``removeExpiredProducers`` with ``isProducerExpired``); how many went."""
+        gone = [pid for pid, entry in self.producers.items()
+                if entry.current_txn_first_offset is None and now_ms - entry.last_timestamp >= expiration_ms]
+        for pid in gone:
+            del self.producers[pid]
+        return len(gone)
+
     def first_undecided_offset(self) -> int | None:
         return next(iter(self.ongoing), None)
 

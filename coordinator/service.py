@@ -140,6 +140,7 @@ class Service:
             states.restore(self.store.load_share_states().items())
             states.log = self._keep_share_state
         self._schedule_retention()
+        self._schedule_producer_expiry()
         # producer ids: handed out from blocks kept in the metadata log (Kafka's ProducerIdsRecord), so
         # none is handed out twice, restarts included
         self._next_producer_id = max(_FIRST_PRODUCER_ID, self._kept_next_producer_id)
@@ -180,6 +181,16 @@ class Service:
             self._schedule_retention()
         self.timers.schedule(("log-retention",), self.clock() + int(self.config["log.retention.check.interval.ms"]),
                              check)
+
+    def _schedule_producer_expiry(self) -> None:
+        """Kafka's producer id expiration, every producer.id.expiration.check.interval.ms."""
+        def check() -> None:
+            gone = self.cluster.expire_producers(self.clock(), int(self.config["producer.id.expiration.ms"]))
+            if gone:
+                log.info("producer ids expired", producers=gone)
+            self._schedule_producer_expiry()
+        self.timers.schedule(("producer-expiry",),
+                             self.clock() + int(self.config["producer.id.expiration.check.interval.ms"]), check)
 
     def _restore_topics(self) -> None:
         """Bring back the store's topics (before any listener opens: a Metadata request would

@@ -3,7 +3,8 @@
 acks=0 gets no response (respond(None)); acks 1 and -1 are answered once the
 batches are appended (there is no replication to wait for).
 
-Idempotent and transactional batches are checked by the partition's producer state
+A partition's records must be exactly one batch of magic 2 (``ProduceRequest.validateRecords``: else
+INVALID_RECORD, logged). Idempotent and transactional batches are checked by the partition's producer state
 (:meth:`.cluster.Cluster.append`: epochs, sequences, duplicates answered with their first offset).
 A request with a transactional batch needs a transactional id (else the whole request fails with
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KafkaApis.handleProduceRequest) and, where the service has a
@@ -13,12 +14,16 @@ answered as Kafka translates them for the request's version (AddPartitionsToTxnM
 """
 from __future__ import annotations
 
+import structlog
+
 from groupcoord.protocol import records
 from groupcoord.protocol.api_keys import ApiKey
 from groupcoord.protocol.errors import ErrorCode, error_message
 
 from ..producers import ProducerStateError
 from ..security import TRANSACTIONAL_ID, WRITE, authorize
+
+logger = structlog.get_logger("groupcoord.produce")
 
 API_KEY = ApiKey.PRODUCE
 # Kafka 4.0 removed v0-2 (KIP-896) but still lists them in ApiVersions, for librdkafka (KAFKA-18659);
@@ -40,6 +45,20 @@ def _first_batch(data: bytes):
         return records.read_batch_header(data)
     except records.DecodeError:
         return None
+
+
+def _records_problem(version: int, data: bytes, header) -> str | None:
+    """``ProduceRequest.validateRecords``: a partition's records are exactly one batch of magic 2 (else
+    INVALID_RECORD, before anything else of the partition is looked at), or why not."""
+    if header is None:
+        return f"Produce requests with version {version} must have at least one record batch per partition"
+    if header.magic != 2:
+        return (f"Produce requests with version {version} are only allowed to contain record batches with "
+                "magic version 2")
+    if header.size < len(data):
+        return (f"Produce requests with version {version} are only allowed to contain exactly one record batch "
+                "per partition")
+    return None
 
 
 def verification_error(version: int, code: int) -> int:
@@ -129,6 +148,9 @@ def handle(ctx, version, body, respond):
                 code = ErrorCode.UNKNOWN_TOPIC_ID
             elif log is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif (problem := _records_problem(version, data, _first_batch(data))) is not None:
+                code = ErrorCode.INVALID_RECORD
+                logger.info("produce refused", topic=name, partition=index, client_id=ctx.client_id, reason=problem)
             elif cluster.leader_for(name, index) != ctx.node_id:
                 code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 if version >= 10:

@@ -183,6 +183,8 @@ class TransactionCoordinator:
                     timeout_ms, None if expected is None else expected[1], now)
             except Fenced:
                 return _E.PRODUCER_FENCED, None
+            except RuntimeError:        # (epochs exhausted: Kafka's IllegalStateException)
+                return _E.UNKNOWN_SERVER_ERROR, None
         if meta.state == st.ONGOING:
             return _E.NONE, meta.prepare_fence_producer_epoch()
         raise RuntimeError(f"transactional id {meta.transactional_id} in state {meta.state}")
@@ -334,11 +336,18 @@ class TransactionCoordinator:
         current = (meta.producer_id, meta.producer_epoch)
 
         def prepare(no_partition_added: bool) -> Transit:
-            next_pid = self.next_producer_id() if meta.epoch_exhausted else st.NO_PRODUCER_ID
             if is_fence:
                 meta.pending = None
+            next_pid = self.next_producer_id() if meta.epoch_exhausted else st.NO_PRODUCER_ID
             return meta.prepare_abort_or_commit(result, client_version, next_pid, now, no_partition_added)
 
+        try:
+            return self._end_v2_prepared(meta, commit, result, is_retry, prepare, current, fence)
+        except OSError as exc:      # (a block of producer ids not kept: nothing changed)
+            log.warning("no producer id block kept", transactional_id=meta.transactional_id, error=str(exc))
+            return _E.COORDINATOR_NOT_AVAILABLE, -1, -1
+
+    def _end_v2_prepared(self, meta, commit, result, is_retry, prepare, current, fence) -> tuple[int, int, int]:
         if meta.state == st.ONGOING:
             transit = prepare(False)
         elif meta.state == st.COMPLETE_COMMIT and commit and is_retry:
@@ -383,11 +392,16 @@ class TransactionCoordinator:
         commit = meta.state == st.PREPARE_COMMIT
         left = set()
         for topic, partition in sorted(meta.partitions):
-            if topic == OFFSETS_TOPIC:
-                error = self.groups.complete_transaction(partition, meta.producer_id, meta.producer_epoch, commit)
-            else:
-                error = self.cluster.write_marker(topic, partition, meta.producer_id, meta.producer_epoch, commit,
-                                                  self.coordinator_epoch, transaction_version=meta.client_version)
+            try:
+                if topic == OFFSETS_TOPIC:
+                    error = self.groups.complete_transaction(partition, meta.producer_id, meta.producer_epoch, commit)
+                else:
+                    error = self.cluster.write_marker(topic, partition, meta.producer_id, meta.producer_epoch, commit,
+                                                      self.coordinator_epoch, transaction_version=meta.client_version)
+            except OSError as exc:      # (an offsets log not written: its pending offsets stay on disk, retried)
+                log.warning("transaction marker not written", transactional_id=transactional_id, topic=topic,
+                            partition=partition, error=str(exc))
+                error = _E.KAFKA_STORAGE_ERROR
             if error and error not in _MARKER_DONE:
                 left.add((topic, partition))
                 log.info("transaction marker not written", transactional_id=transactional_id, topic=topic,
@@ -510,7 +524,7 @@ class TransactionCoordinator:
         if pattern:
             try:
                 compiled = re.compile(pattern)
-            except re.error as exc:
+            except (re.error, OverflowError, RecursionError) as exc:
                 raise ValueError(f"Transaction ID pattern `{pattern}` is not a valid regular expression: {exc}.") \
                     from None
         now = self.clock()

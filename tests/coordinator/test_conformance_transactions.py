@@ -544,3 +544,98 @@ def test_a_producer_id_block_that_cannot_be_kept_fails_init_producer_id_cleanly(
     assert init(svc)[0] == E.COORDINATOR_NOT_AVAILABLE
     assert TXN not in svc.transactions.transactions
     store.close()
+
+
+# ------------------------------------------------------------------------------------ the review's findings
+def test_a_produce_partition_is_exactly_one_batch():
+    """ProduceRequest.validateRecords (KafkaApis.handleProduceRequest): a partition's records are one batch
+    of magic 2, else INVALID_RECORD and nothing appended. (Two batches, the second transactional under a
+    producer id no coordinator knows, opened a transaction no marker would ever end: the LSO stuck.)"""
+    svc, _ = service()
+    first = records.encode_batch([records.Record(0, 0, None, b"a", [])], producer_id=5000, producer_epoch=0,
+                                 base_sequence=0)
+    second = records.encode_batch([records.Record(0, 0, None, b"b", [])], producer_id=5001, producer_epoch=0,
+                                  base_sequence=0, transactional=True)
+
+    def produce(data) -> int:
+        r = call(svc, PRODUCE, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 1000, "topic_data": [
+            {"name": "orders", "partition_data": [{"index": 0, "records": data}]}]})
+        return r["responses"][0]["partition_responses"][0]["error_code"]
+    assert produce(first + second) == E.INVALID_RECORD
+    assert produce(b"") == E.INVALID_RECORD
+    log = svc.cluster.log("orders", 0)
+    assert (log.log_end_offset, log.last_stable_offset, log.ongoing_transactions) == (0, 0, {})
+    assert produce(first) == E.NONE
+
+
+def test_markers_are_retried_when_the_offsets_log_cannot_be_written(tmp_path):
+    """TransactionMarkerChannelManager retries a marker until it is written: an offsets log write that fails
+    once (a full disk) leaves the transaction in PrepareCommit only until the next try, and the committed
+    offset is on disk after a restart. (The error escaped the timer: the transaction stayed PrepareCommit.)"""
+    store = LogStore(str(tmp_path))
+    svc, clock = service(store=store)
+    _, pid, epoch = init(svc)
+    add(svc, pid, epoch, ("orders", 0))
+    assert produce_txn(svc, pid, epoch) == E.NONE
+    assert add_offsets(svc, pid, epoch, "g") == E.NONE
+    assert txn_commit(svc, pid, epoch, "g", 1) == E.NONE
+    real_append, failures = store.append, []
+
+    def full_once(partition, recs):
+        if not failures:
+            failures.append(partition)
+            raise OSError(28, "No space left on device")
+        return real_append(partition, recs)
+    store.append = full_once
+    assert end(svc, pid, epoch)["error_code"] == E.NONE
+    settle(svc, clock)
+    assert failures and state(svc) == "PrepareCommit"
+    settle(svc, clock, 100)
+    assert state(svc) == "CompleteCommit"
+    assert svc.cluster.log("orders", 0).last_stable_offset == svc.cluster.log("orders", 0).log_end_offset
+    store.close()
+    store2 = LogStore(str(tmp_path))
+    svc2, _ = service(store=store2)
+    svc2.load()
+    assert fetch_offset(svc2, "g", require_stable=True) == (E.NONE, 1)
+    store2.close()
+
+
+@pytest.mark.parametrize("pattern", ["a{99999999999}", "(" * 2000 + ")" * 2000, "(", "[z-a]"])
+def test_a_pattern_that_is_no_regular_expression_is_refused(pattern):
+    """TransactionStateManager.listTransactionStates: INVALID_REGULAR_EXPRESSION for any pattern that does not
+    compile (Python's re raised OverflowError or RecursionError for some, out of the handler)."""
+    svc, _ = service()
+    init(svc)
+    r = call(svc, LIST_TXNS, 2, {"state_filters": [], "producer_id_filters": [], "transactional_id_pattern": pattern})
+    assert r["error_code"] == E.INVALID_REGULAR_EXPRESSION and r["transaction_states"] == []
+
+
+def test_init_producer_id_with_the_epochs_exhausted_and_a_stale_epoch():
+    """TransactionCoordinator.prepareInitProducerIdTransit: prepareIncrementProducerEpoch's
+    IllegalStateException is UNKNOWN_SERVER_ERROR (it raised out of the handler here); with the current epoch
+    the producer id is rotated instead."""
+    svc, _ = service()
+    _, pid, _ = init(svc)
+    svc.transactions.transactions[TXN].producer_epoch = 32766
+    svc.transactions.transactions[TXN].last_producer_epoch = 32765
+    assert init(svc, pid=pid, epoch=5)[0] == E.UNKNOWN_SERVER_ERROR
+    error, new_pid, new_epoch = init(svc, pid=pid, epoch=32766)
+    assert (error, new_epoch) == (E.NONE, 0) and new_pid != pid
+
+
+def test_idle_producers_are_forgotten_by_the_partitions():
+    """ProducerStateManager.removeExpiredProducers (producer.id.expiration.ms): an idle producer's state goes,
+    one with an open transaction stays."""
+    svc, clock = service(**{"producer.id.expiration.ms": 60_000, "producer.id.expiration.check.interval.ms": 10_000})
+    _, pid, epoch = init(svc)
+    add(svc, pid, epoch, ("orders", 0))
+    batch = records.encode_batch([records.Record(0, 0, None, b"i", [])], base_timestamp=clock.now,
+                                 producer_id=7, producer_epoch=0, base_sequence=0)
+    assert svc.cluster.append("orders", 0, batch)[0] == E.NONE
+    txn = records.encode_batch([records.Record(0, 0, None, b"t", [])], base_timestamp=clock.now,
+                               producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True)
+    assert svc.cluster.append("orders", 0, txn)[0] == E.NONE
+    state_ = svc.cluster.log("orders", 0).producer_state
+    settle(svc, clock, 70_000)
+    assert set(state_.producers) == {pid}

@@ -8,8 +8,9 @@ transactional offset commits (KIP-447) in the group coordinator, read_committed 
 * A second producer with the same transactional id fences the first, whose open transaction is
   aborted (TransactionsTest.testFencingOnCommit / testFencingOnSend).
 * A TxnOffsetCommit with the group metadata of a generation a rebalance ended is refused and its
-  offsets never committed (KIP-447; TransactionsTest.testSendOffsetsWithGroupMetadata,
-  OffsetMetadataManagerTest's transactional illegal-generation cases).
+  offsets never committed, with confluent-kafka and kafka-python (aiokafka passes only a group id)
+  (KIP-447; TransactionsTest.testSendOffsetsWithGroupMetadata, OffsetMetadataManagerTest's
+  transactional illegal-generation cases).
 * The service killed (SIGKILL) mid-transaction and restarted on its data dir: committed records and
   offsets kept, a transaction whose commit was under way completed or aborted whole, an open one
   aborted at its timeout (TransactionsBounceTest, TransactionsExpirationTest).
@@ -289,6 +290,52 @@ def test_offsets_of_a_generation_a_rebalance_ended_are_refused(coord, closing):
     producer.send_offsets_to_transaction([TopicPartition(SOURCE, 0, 5), TopicPartition(SOURCE, 1, 5)],
                                          a.consumer_group_metadata(), WAIT)
     producer.commit_transaction(WAIT)
+    assert committed(c.bootstrap, group, SOURCE, 2) == {0: 5, 1: 5}
+    assert [v for _, v in read_all(c.bootstrap, SINK, 1)] == [b"live"]
+
+
+def test_kafka_python_offsets_of_a_generation_a_rebalance_ended_are_refused(coord, closing):
+    """The same KIP-447 fencing with kafka-python: its ConsumerGroupMetadata (group_metadata()) of a
+    generation a rebalance ended makes send_offsets_to_transaction fail (CommitFailedError, an abortable
+    error), nothing is committed; with the consumer's current metadata the offsets commit."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.errors import CommitFailedError, KafkaError as KPError
+    from kafka.structs import OffsetAndMetadata
+    c = coord(topics={SOURCE: 2, SINK: 1})
+    group = "kip447-kafka-python"
+    a = closing(KafkaConsumer(bootstrap_servers=c.bootstrap, group_id=group, client_id="a", enable_auto_commit=False,
+                              session_timeout_ms=6000, heartbeat_interval_ms=200))
+    assert len(a.partitions_for_topic(SOURCE)) == 2      # (its metadata first: see txn_pipeline.py)
+    a.subscribe([SOURCE])
+    wait_until(lambda: a.poll(timeout_ms=50) is not None and len(a.assignment()) == 2, message="a assigned both")
+    stale = a.group_metadata()
+    old_generation = c.group(group).generation
+    b = closing(Consumer({"bootstrap.servers": c.bootstrap, "group.id": group, "client.id": "b",
+                          "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 200,
+                          "partition.assignment.strategy": "range"}))
+    b.subscribe([SOURCE])
+    wait_until(lambda: (a.poll(timeout_ms=50), b.poll(0.05)) and len(a.assignment()) == 1 == len(b.assignment())
+               and c.stable(group, 2), message="a rebalance to two members")
+    assert c.group(group).generation > old_generation
+
+    producer = closing(KafkaProducer(bootstrap_servers=c.bootstrap, transactional_id="kip447-kafka-python"))
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send(SINK, value=b"zombie", partition=0)
+    offsets = {KTopicPartition(SOURCE, p): OffsetAndMetadata(5, "", -1) for p in (0, 1)}
+    with pytest.raises(KPError) as raised:
+        producer.send_offsets_to_transaction(offsets, stale)
+        producer.commit_transaction()
+    assert isinstance(raised.value, CommitFailedError), raised.value
+    producer.abort_transaction()
+    assert committed(c.bootstrap, group, SOURCE, 2) == {0: -1001, 1: -1001}
+
+    a.poll(timeout_ms=50)
+    producer.begin_transaction()
+    producer.send(SINK, value=b"live", partition=0)
+    producer.send_offsets_to_transaction(offsets, a.group_metadata())
+    producer.commit_transaction()
     assert committed(c.bootstrap, group, SOURCE, 2) == {0: 5, 1: 5}
     assert [v for _, v in read_all(c.bootstrap, SINK, 1)] == [b"live"]
 

@@ -17,7 +17,8 @@ KafkaJS members live in one node process (js/driver.js) spoken to in JSON lines.
 
 Also here: :func:`wait_until` (every wait of the suite: a condition polled until a deadline),
 :class:`Coord` (a started coordinator and snapshots of its core, :class:`GroupView`),
-:class:`RequestSpy` (which node answered which group request), and the assertions
+:class:`RequestSpy` (which node answered which group request), :class:`Daemon` (``groupcoord serve
+--data-dir`` in a process of its own, to kill and start again), and the assertions
 :func:`wait_covered` and :func:`assert_exactly_once`.
 """
 from __future__ import annotations
@@ -26,8 +27,11 @@ import asyncio
 import concurrent.futures
 import itertools
 import json
+import os
 import queue
+import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -1047,3 +1051,52 @@ def assert_exactly_once(consumed: list, produced: list) -> None:
     assert not dups, f"records consumed more than once: {dups[:10]}"
     assert sorted(consumed, key=lambda r: (r.topic, r.partition, r.offset)) == \
         sorted(produced, key=lambda r: (r.topic, r.partition, r.offset))
+
+
+class Daemon:
+    """``groupcoord serve --profile test --data-dir DIR --fsync always`` in a process of its own (fsync
+    before every acknowledgement), with ``topics`` (name -> partitions), ``events`` (a file for
+    ``--events``), ``settings`` (``--set`` key=value) and a fixed ``port`` (0: any; to start again where a
+    killed one listened). ``kill()`` is kill -9; ``close()`` a clean stop."""
+
+    def __init__(self, data_dir, topics: dict, *, port: int = 0, events=None, settings: Iterable[str] = ()):
+        self.events = events
+        args = [sys.executable, "-m", "groupcoord.cli", "serve", "--port", str(port), "--profile", "test",
+                "--data-dir", str(data_dir), "--fsync", "always", "--log-format", "json"]
+        for name, partitions in topics.items():
+            args += ["--topic", f"{name}:{partitions}"]
+        for setting in settings:
+            args += ["--set", setting]
+        if events is not None:
+            args += ["--events", str(events)]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = ""
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if line.startswith("bootstrap servers:") or not line:
+                break
+        assert line.startswith("bootstrap servers:"), f"daemon did not start: {line!r}"
+        self.bootstrap = line.split(":", 1)[1].strip()
+        self.port = int(self.bootstrap.rsplit(":", 1)[1])
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def events_where(self, **fields) -> list[dict]:
+        """The events written to ``events`` so far that have all of ``fields``."""
+        if self.events is None or not os.path.exists(self.events):
+            return []
+        with open(self.events, encoding="utf-8") as f:
+            return [e for e in (json.loads(line) for line in f if line.strip())
+                    if all(e.get(k) == v for k, v in fields.items())]

@@ -8,19 +8,13 @@ restarted on the same port with the same --data-dir.
 """
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from clients import wait_until
+from clients import Daemon, wait_until
 
 pytestmark = pytest.mark.interop
 
@@ -28,44 +22,6 @@ TOPIC = "t"
 PARTITIONS = 4
 GROUP = "durable-storm"
 SESSION_TIMEOUT_MS = 30_000
-
-
-class Daemon:
-    def __init__(self, data_dir, events, port: int = 0):
-        self.events = events
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "groupcoord.cli", "serve", "--port", str(port), "--profile", "test",
-             "--data-dir", str(data_dir), "--fsync", "always", "--topic", f"{TOPIC}:{PARTITIONS}",
-             "--events", str(events), "--log-format", "json"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = ""
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line.startswith("bootstrap servers:") or not line:
-                break
-        assert line.startswith("bootstrap servers:"), f"daemon did not start: {line!r}"
-        self.bootstrap = line.split(":", 1)[1].strip()
-        self.port = int(self.bootstrap.rsplit(":", 1)[1])
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-
-    def group_events(self) -> list[dict]:
-        if not os.path.exists(self.events):
-            return []
-        with open(self.events, encoding="utf-8") as f:
-            return [e for e in (json.loads(line) for line in f if line.strip()) if e.get("group") == GROUP]
 
 
 class Storm:
@@ -134,7 +90,7 @@ def _describe(bootstrap: str):
 
 def test_acknowledged_commits_and_the_stable_group_survive_a_kill_9(tmp_path):
     data_dir = tmp_path / "data"
-    first = Daemon(data_dir, tmp_path / "events-1.jsonl")
+    first = Daemon(data_dir, {TOPIC: PARTITIONS}, events=tmp_path / "events-1.jsonl")
     daemons = [first]
     storms: list[Storm] = []
     try:
@@ -147,7 +103,7 @@ def test_acknowledged_commits_and_the_stable_group_survive_a_kill_9(tmp_path):
         before = _describe(first.bootstrap)
         members_before = sorted((m.member_id, tuple(sorted(tp.partition for tp in m.assignment.topic_partitions)))
                                 for m in before.members)
-        stable = [e for e in first.group_events() if e["event"] == "group.state_change" and e["state_to"] == "Stable"]
+        stable = [e for e in first.events_where(group=GROUP) if e["event"] == "group.state_change" and e["state_to"] == "Stable"]
         generation = stable[-1]["generation"]
         assert stable[-1]["members"] == 3
         for s in storms:
@@ -167,7 +123,7 @@ def test_acknowledged_commits_and_the_stable_group_survive_a_kill_9(tmp_path):
                 acked[p] = max(acked.get(p, -1), o)
         assert sorted(acked) == list(range(PARTITIONS))
 
-        second = Daemon(data_dir, tmp_path / "events-2.jsonl", port=first.port)
+        second = Daemon(data_dir, {TOPIC: PARTITIONS}, events=tmp_path / "events-2.jsonl", port=first.port)
         daemons.append(second)
         assert second.bootstrap == first.bootstrap
         committed = _committed(second.bootstrap)
@@ -185,7 +141,7 @@ def test_acknowledged_commits_and_the_stable_group_survive_a_kill_9(tmp_path):
             s.acks_after = 0
             s.committing.set()
         wait_until(lambda: all(s.acks_after >= 20 for s in storms), timeout=60, message="commits after restart")
-        events = second.group_events()
+        events = second.events_where(group=GROUP)
         commits = [e for e in events if e["event"] == "offset.committed" and e["errors"] == 0]
         assert commits and {e["generation"] for e in commits} == {generation}
         assert not [e for e in events if e["event"] in ("rebalance.started", "member.joined", "member.expired")]
@@ -197,7 +153,7 @@ def test_acknowledged_commits_and_the_stable_group_survive_a_kill_9(tmp_path):
         for s in storms:
             s.thread.join(10)
         for d in daemons:
-            d.stop()
+            d.close()
         for s in storms:
             try:
                 s.consumer.close()

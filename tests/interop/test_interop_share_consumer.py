@@ -18,7 +18,6 @@ share_ours.py), the service checked from inside. Every check runs with both (``c
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import textwrap
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
-from clients import WAIT, wait_until
+from clients import WAIT, Daemon, wait_until
 from share_ours import OurShareConsumer
 
 pytestmark = pytest.mark.interop
@@ -542,39 +541,6 @@ def test_a_record_released_each_time_is_delivered_limit_times_then_archived(grou
 
 
 # ============================================================================ 5. the service killed (-9) and restarted
-class Daemon:
-    """``groupcoord serve --data-dir`` in a process of its own (fsync before every acknowledgement)."""
-
-    def __init__(self, data_dir, topic: str, partitions: int, port: int = 0):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "groupcoord.cli", "serve", "--port", str(port), "--profile", "test",
-             "--data-dir", str(data_dir), "--fsync", "always", "--topic", f"{topic}:{partitions}",
-             "--log-format", "json"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = ""
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line.startswith("bootstrap servers:") or not line:
-                break
-        assert line.startswith("bootstrap servers:"), f"daemon did not start: {line!r}"
-        self.bootstrap = line.split(":", 1)[1].strip()
-        self.port = int(self.bootstrap.rsplit(":", 1)[1])
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-
-
 @dataclass
 class _CloseAll:
     items: list
@@ -636,7 +602,7 @@ def test_acknowledged_records_survive_a_kill_9_of_the_service_and_the_others_com
     data_dir = tmp_path / "data"
     daemons: list[Daemon] = []
     closing(_CloseAll(daemons))             # (registered first: closed after the consumers)
-    first = Daemon(data_dir, topic, partitions)
+    first = Daemon(data_dir, {topic: partitions})
     daemons.append(first)
     admin = AdminClient({"bootstrap.servers": first.bootstrap})
     [altered] = admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group, incremental_configs=[
@@ -675,7 +641,7 @@ def test_acknowledged_records_survive_a_kill_9_of_the_service_and_the_others_com
     assert terminal == acked
     assert available == dict.fromkeys(released_keys, 1)
 
-    second = Daemon(data_dir, topic, partitions, port=first.port)
+    second = Daemon(data_dir, {topic: partitions}, port=first.port)
     daemons.append(second)
     assert second.bootstrap == first.bootstrap
     # the held records' acknowledgement cannot succeed: the restarted service holds them for nobody

@@ -17,21 +17,18 @@ transactional offset commits (KIP-447) in the group coordinator, read_committed 
 """
 from __future__ import annotations
 
-import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from clients import WAIT, wait_until
+from clients import WAIT, Daemon, wait_until
 
 pytestmark = pytest.mark.interop
 
@@ -341,46 +338,9 @@ def test_kafka_python_offsets_of_a_generation_a_rebalance_ended_are_refused(coor
 
 
 # ============================================================================ 4. kill -9 of the service
-class Daemon:
-    """``groupcoord serve`` in a process of its own, with --data-dir (as test_interop_durability)."""
-
-    def __init__(self, data_dir, events, port: int = 0):
-        self.events = events
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "groupcoord.cli", "serve", "--port", str(port), "--profile", "test",
-             "--data-dir", str(data_dir), "--fsync", "always", "--topic", f"{SOURCE}:2", "--topic", f"{SINK}:2",
-             "--set", "transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
-             "--events", str(events), "--log-format", "json"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        line = ""
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if line.startswith("bootstrap servers:") or not line:
-                break
-        assert line.startswith("bootstrap servers:"), f"daemon did not start: {line!r}"
-        self.bootstrap = line.split(":", 1)[1].strip()
-        self.port = int(self.bootstrap.rsplit(":", 1)[1])
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-
-    def txn_events(self, transactional_id: str) -> list[dict]:
-        if not os.path.exists(self.events):
-            return []
-        with open(self.events, encoding="utf-8") as f:
-            return [e for e in (json.loads(line) for line in f if line.strip())
-                    if e.get("transactional_id") == transactional_id]
+#: the daemon of the kill -9 test: both topics, and timed-out transactions looked for every 200 ms
+DAEMON_TOPICS = {SOURCE: 2, SINK: 2}
+DAEMON_SETTINGS = ("transaction.abort.timed.out.transaction.cleanup.interval.ms=200",)
 
 
 class Storm:
@@ -418,7 +378,7 @@ def test_kill_9_of_the_service_mid_transaction_loses_nothing_committed(tmp_path)
     visible one, and the open transaction is aborted by its timeout: read_committed reads to the end
     and never shows its records; its offsets are never committed."""
     data_dir = tmp_path / "data"
-    first = Daemon(data_dir, tmp_path / "events-1.jsonl")
+    first = Daemon(data_dir, DAEMON_TOPICS, events=tmp_path / "events-1.jsonl", settings=DAEMON_SETTINGS)
     daemons = [first]
     storms: list[Storm] = []
     try:
@@ -445,13 +405,14 @@ def test_kill_9_of_the_service_mid_transaction_loses_nothing_committed(tmp_path)
         for s in storms:     # the producers die with the service: what they left is the coordinator's to finish
             s.kill()
 
-        second = Daemon(data_dir, tmp_path / "events-2.jsonl", port=first.port)
+        second = Daemon(data_dir, DAEMON_TOPICS, events=tmp_path / "events-2.jsonl", settings=DAEMON_SETTINGS,
+                        port=first.port)
         daemons.append(second)
         assert second.bootstrap == bs
 
         # read_committed reaches the end only once the open transaction is aborted (its timeout)
         records = [v.decode() for _, v in read_all(bs, SINK, 2, timeout=15)]
-        fenced = wait_until(lambda: [e["cause"] for e in second.txn_events("open") if e["event"] == "transaction.fenced"],
+        fenced = wait_until(lambda: [e["cause"] for e in second.events_where(transactional_id="open") if e["event"] == "transaction.fenced"],
                             message="the open transaction's transaction.fenced event")      # (events file buffered)
         assert fenced == ["timeout"]
         assert sorted(v for v in records if v.startswith("done-")) == sorted(f"done-{i}" for i in range(20))
@@ -472,4 +433,4 @@ def test_kill_9_of_the_service_mid_transaction_loses_nothing_committed(tmp_path)
         for s in storms:
             s.kill()
         for d in daemons:
-            d.stop()
+            d.close()

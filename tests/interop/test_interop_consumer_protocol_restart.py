@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from clients import all_partitions, coverage_problems, wait_until
+from clients import Daemon, all_partitions, coverage_problems, wait_until
 from test_interop_consumer_protocol import ConsumerProtocolMember
-from test_interop_durability import PARTITIONS, TOPIC, Daemon
+from test_interop_durability import PARTITIONS, TOPIC
 
 pytestmark = pytest.mark.interop
 
@@ -33,7 +33,7 @@ def described(bootstrap: str):
 def test_consumer_protocol_members_carry_on_across_a_kill_9_of_the_coordinator(tmp_path):
     data_dir = tmp_path / "data"
     partitions = all_partitions({TOPIC: PARTITIONS})
-    first = Daemon(data_dir, tmp_path / "events-1.jsonl")
+    first = Daemon(data_dir, {TOPIC: PARTITIONS}, events=tmp_path / "events-1.jsonl")
     daemons = [first]
     members: list[ConsumerProtocolMember] = []
     try:
@@ -52,7 +52,7 @@ def test_consumer_protocol_members_carry_on_across_a_kill_9_of_the_coordinator(t
         assert sorted(joined) == sorted(m.member_id() for m in members)
 
         first.kill()
-        second = Daemon(data_dir, tmp_path / "events-2.jsonl", port=first.port)
+        second = Daemon(data_dir, {TOPIC: PARTITIONS}, events=tmp_path / "events-2.jsonl", port=first.port)
         daemons.append(second)
         # the group as it was, at once (its records replayed), and the members still in it
         assert described(second.bootstrap) == ("STABLE", before)
@@ -66,4 +66,4 @@ def test_consumer_protocol_members_carry_on_across_a_kill_9_of_the_coordinator(t
         for m in reversed(members):        # while the coordinator is up: they leave the group
             m.close()
         for d in daemons:
-            d.stop()
+            d.close()

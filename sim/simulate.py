@@ -173,7 +173,7 @@ class Simulator(Driver):
             self.service.create_topic(name, n)
         set_group_configs(self.service, scenario)
         self.versions = self.service.supported_versions()
-        self._service_wake: int | None = None
+        self._service_wake = _NEVER          # when the coordinator's next timer is due (_arm_service)
         self._timers_seen = -1                 # Timers.changes when _arm_service last asked
         self._corr = itertools.count(1)
         self.progress = progress
@@ -489,7 +489,10 @@ class Simulator(Driver):
         now = self.now
         if r.work is not None:
             self._work(r)
-        elif r.next_poll <= now and r.stall_until <= now:
+        elif r.next_poll <= now and r.stall_until <= now and (
+                now >= m.quiet_until or now >= m.commits.next_auto_commit):
+            # (a quiet member's poll that may only heartbeat reads neither the positions nor the
+            # poll timer: the application's polls are counted at the next look, as many)
             self._app_polls_due(r)
         for _ in range(1000):
             actions = m.poll(now)
@@ -722,7 +725,8 @@ class Simulator(Driver):
         now = self.now
         w = r.wake_at
         if (m.on_response(rid, resp, now) or w is None or w <= now
-                or (r.next_poll <= now and r.stall_until <= now and self._app_polls_due(r))):
+                or (r.next_poll <= now and r.stall_until <= now and now >= m.quiet_until
+                    and self._app_polls_due(r))):
             # poll: the response left work, or no wake-up of the member's last next_deadline()
             # stands (one due now waits in this ms: it must not be taken for the next), or the
             # application's polls since (_app_polls) asked for a rejoin
@@ -748,27 +752,28 @@ class Simulator(Driver):
 
     def _arm_service(self) -> None:
         timers = self.service.timers
-        if timers.changes == self._timers_seen:
-            wake = self._service_wake
-            if wake is None or wake >= self.now:
-                return                        # the same next deadline, and its wake-up stands
+        if timers.changes == self._timers_seen and self._service_wake >= self.now:
+            return                            # the same next deadline, and its wake-up stands
         self._timers_seen = timers.changes
         d = timers.next_deadline()
-        if d is not None and (self._service_wake is None or d < self._service_wake or self._service_wake < self.now):
+        if d is not None and (d < self._service_wake or self._service_wake < self.now):
             # _loop runs it before anything else due at that ms: when the coordinator's timers
             # fire must not depend on when another group's request happened to re-arm this wake-up
             self._service_wake = d
 
-    def _service_timers(self, d) -> None:
-        if self._service_wake != d:
-            return
-        self._service_wake = None
-        self.service.advance(self.now)
-        self._arm_service()
+    def _service_timers(self, now: int) -> int:
+        """Run the coordinator's timers due by now (those they arm for now too); how many runs."""
+        n = 0
+        while self._service_wake <= now:
+            n += 1
+            self._service_wake = _NEVER
+            self.service.advance(now)
+            self._arm_service()
+        return n
 
     # ---- running ------------------------------------------------------------------------------------
     def run(self, until: Callable[[], bool] | None = None) -> list[dict]:
-        """Run to the scenario's end (or, checked every 1024 events, until ``until()`` holds);
+        """Run to the scenario's end (or until ``until()`` holds, checked about every 1024 items);
         returns the events sorted.
 
         Python's cyclic garbage collector is off meanwhile: a run makes few cycles (some
@@ -801,8 +806,9 @@ class Simulator(Driver):
     def _loop(self, until, bar, task, wall0: float) -> int:
         """Run the agenda ms by ms up to self.end; returns how many items ran. At each ms the
         coordinator's timer wake-up (_service_wake) goes first, then the slot's items in the
-        order they were scheduled, those scheduled meanwhile for this ms included. Every 1024
-        items ``until()`` may end the run there; every 16384 the progress bar is updated."""
+        order they were scheduled, those scheduled meanwhile for this ms included. At the end of
+        a ms in which another 1024 items ran, ``until()`` may end the run there; every 16384
+        items the progress bar is updated."""
         wheel, far = self._wheel, self._far
         pop = heapq.heappop
         end = self.end
@@ -818,41 +824,33 @@ class Simulator(Driver):
                     self._queued += 1
                 self._far_enters = far[0][0] - _MASK if far else _NEVER
             slot = wheel[now & _MASK]
-            wake = self._service_wake
-            if slot or (wake is not None and wake <= now):
+            if slot or self._service_wake <= now:
                 if realtime:
                     self._pace(now, wall0)
                 self.now = now
-                i = 0
-                while True:
-                    wake = self._service_wake
-                    if wake is not None and wake <= now:
-                        self._service_timers(wake)
-                        n += 1
-                        continue
-                    if i == len(slot):
-                        break
-                    fn, arg = slot[i]
-                    i += 1
+                before = n
+                if self._service_wake <= now:
+                    n += self._service_timers(now)
+                for fn, arg in slot:        # (what runs schedules for now too: the list grows meanwhile)
                     fn(arg)
-                    if checks:
-                        k = n + i
-                        if until is not None and not k & 0x3FF and until():
-                            self.end = now
-                            return k
-                        if bar is not None and not k & 0x3FFF:
-                            bar.update(task, completed=now, vt=f"{now / 1000:.0f}/{end / 1000:.0f} virtual s")
-                n += i
-                self._queued -= i
+                    if self._service_wake <= now:       # a timer armed for now goes before the next item
+                        n += self._service_timers(now)
+                n += len(slot)
+                self._queued -= len(slot)
                 slot.clear()
+                if checks and n >> 10 != before >> 10:
+                    if until is not None and until():
+                        self.end = now
+                        return n
+                    if bar is not None and n >> 14 != before >> 14:
+                        bar.update(task, completed=now, vt=f"{now / 1000:.0f}/{end / 1000:.0f} virtual s")
             now += 1
             if self._queued < _SPARSE and not wheel[now & _MASK]:
                 # a sparse wheel (a quiet run) and nothing due next ms: on to what comes next, its
                 # next item found in C rather than ms by ms
                 nxt = self._far_enters
-                wake = self._service_wake
-                if wake is not None and wake < nxt:
-                    nxt = wake
+                if self._service_wake < nxt:
+                    nxt = self._service_wake
                 if self._queued:
                     ahead = _next_slot(wheel, now & _MASK)
                     if now + ahead < nxt:

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 from groupcoord.protocol.errors import ErrorCode, KafkaError
 
@@ -101,14 +101,24 @@ class Disconnect(Action):
     conn_id: int
 
 
-@dataclass
+@dataclass(slots=True)
 class SendRequest(Action):
+    """A request to send; the same object waits in the member's requests in flight for its response
+    (one object a request: ``handler(body or None, request, now)`` returns True when the response
+    settled all it touched, see Member.on_response; ``deadline`` is when it times out)."""
     request_id: int
     conn_id: int
     api_key: int
     api_version: int
     body: dict
     timeout_ms: int
+    handler: Any = field(default=None, repr=False, compare=False)
+    deadline: int = field(default=0, repr=False, compare=False)
+    ctx: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def version(self) -> int:
+        return self.api_version
 
 
 @dataclass

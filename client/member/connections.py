@@ -78,17 +78,8 @@ class Conn:
     picked: dict = field(default_factory=dict)   # api key -> version chosen (pick_version)
 
 
-@dataclass(slots=True)
-class Request:
-    """A request awaiting its response. ``handler(body or None, request, now)`` returns True when
-    the response settled all it touched (see Member.on_response), a falsy value otherwise."""
-    request_id: int
-    conn_id: int
-    api_key: int
-    version: int
-    handler: Callable
-    deadline: int
-    ctx: Any = None
+#: A request awaiting its response: the SendRequest that sent it.
+Request = SendRequest
 
 
 class Connections:
@@ -192,8 +183,9 @@ class Connections:
         body = build if type(build) is dict else build(version)
         rid = next(self.ids)
         timeout = self.request_timeout_ms if timeout_ms is None else timeout_ms
-        self.inflight[rid] = Request(rid, conn.conn_id, api_key, version, handler, now + timeout, ctx)
-        self.actions.append(SendRequest(rid, conn.conn_id, api_key, version, body, timeout))
+        req = self.inflight[rid] = SendRequest(rid, conn.conn_id, api_key, version, body, timeout, handler,
+                                               now + timeout, ctx)
+        self.actions.append(req)
         return rid
 
     def expire(self, now: int) -> bool:

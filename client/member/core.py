@@ -27,6 +27,7 @@ from .actions import (
     OffsetAndMetadata,
     PartitionsLost,
     PartitionsRevoked,
+    SendRequest,
     UnsupportedOperationError,
 )
 from .commits import Commits
@@ -75,6 +76,9 @@ class Closing:
     leave: int | None = None        # the LeaveGroup's request id while it is in flight
 
 
+_STALE = (0, NEVER)          # Member._static before next_deadline finds it
+
+
 class Member:
     """One consumer-group member; see the package's docstring.
 
@@ -100,6 +104,9 @@ class Member:
     subscription_pattern: str | None = None
     #: group.protocol=consumer: called with (Kafka's MemberState name, member epoch) as they are set
     state_listener = None
+    #: polls between inputs that only heartbeat and commit take the short way (_quick_poll); off,
+    #: every poll is a whole one (what a quick poll must equal: tests/sim/test_quick_polls.py)
+    quick_polls = True
 
     def __init__(self, config: ConsumerConfig | Mapping[str, Any], assignors: list | None = None, *,
                  topics: Iterable[str] = (), now: int = 0, fetch: bool = False,
@@ -128,6 +135,11 @@ class Member:
         self._now = now
         # see poll(): a pass that ran only the heartbeat and the commits leaves nothing to do
         self._one_quiet_pass = cfg["request.timeout.ms"] > 0 and cfg["auto.commit.interval.ms"] > 0
+        #: until when (exclusive) a poll has nothing to run but the heartbeat, the auto-commit and the
+        #: commits (see _quick_poll; 0: not so, -1: so, until next_deadline() finds when); a driver may
+        #: leave out what only the other steps read meanwhile
+        self.quiet_until = 0
+        self._static = _STALE                  # see next_deadline
 
         # what the application sees (Kafka's SubscriptionState)
         self.subscription: frozenset[str] = frozenset()
@@ -162,6 +174,7 @@ class Member:
     # ============================================================================ inputs
     def subscribe(self, topics: Iterable[str], now: int) -> None:
         """Set the subscription; a change while in a group makes the member rejoin."""
+        self._input()
         if self.group_id is None:
             raise ConfigError("group.id", "subscribe() needs group.id")
         new = frozenset(topics)
@@ -179,6 +192,7 @@ class Member:
         with group.protocol=consumer. The member names no topic (its subscription is empty); its
         assignment comes by topic ids, whose names it learns from Metadata by id. Replaces a
         subscription by names (Kafka asks for unsubscribe() in between)."""
+        self._input()
         if not self.consumer_protocol:
             # Kafka's ClassicKafkaConsumer (its text lacks the space after "using")
             raise UnsupportedOperationError("Subscribe to RE2/J pattern is not supported when using the CLASSIC "
@@ -201,6 +215,7 @@ class Member:
         self.heartbeat.last_app_poll = now
         group = self.membership
         if group.left_on_poll_timeout:
+            self._input()
             group.left_on_poll_timeout = False
             group.request_rejoin("rejoining after the poll timeout")
             return True
@@ -209,10 +224,12 @@ class Member:
     def on_connected(self, conn_id: int, api_versions, now: int) -> None:
         """Connection conn_id is up; api_versions: the broker's ApiVersions ``api_keys``
         (a list of {api_key, min_version, max_version}) or a mapping key -> (min, max)."""
+        self._input()
         self.net.on_connected(conn_id, api_versions)
 
     def on_connection_lost(self, conn_id: int, now: int) -> None:
         """Connection conn_id failed to open or broke; its requests get no responses."""
+        self._input()
         conn = self.net.conns.get(conn_id)
         if conn is None:
             return
@@ -232,17 +249,26 @@ class Member:
         self.settled_deadline = None
         req = self.net.inflight.pop(request_id, None)
         if req is None:
+            self._input()
             return True
         self._now = now
         try:
             handler = req.handler      # (a call through a local: 3.11 specializes it, not req.handler())
-            return not handler(body, req, now)
+            if handler(body, req, now):
+                return False
         except (FatalConsumerError, IllegalStateError) as e:
             self._fail_fatally(e)
-            return True
+        self._input()
+        return True
+
+    def _input(self) -> None:
+        """An input came: the next poll is a whole one (see _quick_poll)."""
+        self.quiet_until = 0
+        self._static = _STALE
 
     def callback_done(self, token: int, now: int) -> None:
         """The rebalance listener ran the callback of the action with this token."""
+        self._input()
         self.membership.callbacks_pending.discard(token)
 
     # ---- application requests ---------------------------------------------------------
@@ -253,6 +279,7 @@ class Member:
         Returns a handle; a :class:`CommitCompleted` with it follows. Sync commits retry
         retriable errors until the timeout (default.api.timeout.ms); async ones do not.
         """
+        self._input()
         if offsets is None:
             offsets = self.all_consumed()
         normalized = {}
@@ -264,15 +291,18 @@ class Member:
 
     def fetch_committed(self, partitions: Iterable[TP], now: int, *, timeout_ms: int | None = None) -> int:
         """OffsetFetch for partitions; an :class:`OffsetsFetched` with the returned handle follows."""
+        self._input()
         return self.commits.fetch(partitions, now, timeout_ms)
 
     def close(self, now: int, timeout_ms: int | None = None) -> None:
         """Leave the group as Kafka's close does: auto-commit, revoke, LeaveGroup (dynamic only)."""
+        self._input()
         if self.closing is not None or self.closed:
             return
         self.closing = Closing(now + (self.commits.api_timeout_ms if timeout_ms is None else timeout_ms))
 
     def seek(self, tp: TP, offset: int) -> None:
+        self._input()
         tp = TP(*tp)
         if tp not in self.assignment:
             raise IllegalStateError(f"{tp} is not assigned to this member")
@@ -302,6 +332,7 @@ class Member:
 
     def take_records(self, max_records: int | None = None) -> list[ConsumerRecord]:
         """Fetched records of assigned partitions, advancing their positions (fetch=True)."""
+        self._input()
         return self.fetcher.take_records(max_records or self.config["max.poll.records"])
 
     # ---- introspection ------------------------------------------------------------------
@@ -375,6 +406,10 @@ class Member:
     # ============================================================================ the pump
     def poll(self, now: int) -> list[Action]:
         """Run everything due at ``now``; returns the actions to execute, in order."""
+        if now < self.quiet_until:
+            return self._quick_poll(now)
+        self.quiet_until = 0
+        self._static = _STALE
         self._now = now
         if self.closed:
             return self.take_actions()
@@ -404,6 +439,8 @@ class Member:
                 # the pass only sent a heartbeat or ran the commits (auto-commit, sends, done
                 # ones dropped): they change nothing another step reads (nor what the snapshot
                 # holds but the actions and the commits), so another pass would find nothing to do
+                if self.quick_polls and not self.consumer_protocol and not self.fetch_enabled:
+                    self.quiet_until = -1           # (next_deadline finds until when)
                 break
             after = self._snapshot()
             if after == before:
@@ -424,63 +461,124 @@ class Member:
         """When poll() next has something to do without any input (None: nothing scheduled)."""
         now = self._now
         net = self.net
-        best = NEVER
+        failed = self.fatal_error is not None or self.closed
+        if failed:
+            rare = NEVER
+        else:
+            static = self._static
+            if now >= static[0]:           # (or stale: an input or a whole poll came since it was found)
+                static = self._static = self._static_deadline(now)
+            rare = static[0]
+        # rare: every timer but the heartbeat's, the auto-commit's and the commits' (see _quick_poll);
         # the timers read at every call are read here, not through their part's deadline(): five
         # calls more cost 4% of the simulator's instructions per request (bench/fleet.py instructions)
         for r in net.inflight.values():
             d = r.deadline
+            if now < d < rare:
+                rare = d
+        if failed:
+            self.quiet_until = 0
+            return None if rare == NEVER else rare
+        state = self.membership.state
+        if state is STABLE or state is COMPLETING:
+            hb = self.heartbeat
+            d = hb.session_deadline
+            if d is not None and now < d < rare:
+                rare = d
+            if self.closing is None:
+                d = hb.last_app_poll + hb.max_poll_interval_ms
+                if now < d < rare:
+                    rare = d
+        # (a metadata request asked for waits for its back-off, or for a poll: no wake-up of its own)
+        if self.quiet_until:
+            retry = static[1]
+            self.quiet_until = retry if now < retry < rare else rare
+        return self._frequent_deadline(now, rare, state)
+
+    def _static_deadline(self, now: int) -> tuple[int, int]:
+        """The earliest timer of the parts only inputs and whole polls move (metadata, the offset
+        fetches, the rejoin, the coordinator's discovery, the positions' resets, reconnects, close),
+        and when a metadata request asked for may go (NEVER: none asked for)."""
+        best = NEVER
+        group = self.membership
+        commits = self.commits
+        metadata = self.metadata
+        d = metadata.next_refresh
+        if now < d < best:
+            best = d
+        # the other parts are asked when they may have something scheduled
+        if commits.fetches:
+            best = commits.fetches_deadline(now, best)
+        if group.join_retry_at > now or group.prepare is not None or group.completion is not None:
+            best = group.deadline(now, best)
+        if self.discovery.retry_at > now:
+            best = self.discovery.deadline(now, best)
+        if self.offsets.retry_at > now:
+            best = self.offsets.deadline(now, best)
+        net = self.net
+        if net.reconnect_at:
+            best = net.reconnect_deadline(now, best)
+        if self.closing is not None:
+            d = self.closing.deadline
             if now < d < best:
                 best = d
-        if self.fatal_error is None and not self.closed:
-            group = self.membership
-            state = group.state
-            if state is STABLE or state is COMPLETING:
-                hb = self.heartbeat
-                d = hb.session_deadline
-                if d is not None and now < d < best:
-                    best = d
-                if not hb.in_flight:
-                    d = hb.next
-                    if now < d < best:
-                        best = d
-                if self.closing is None:
-                    d = hb.last_app_poll + hb.max_poll_interval_ms
-                    if now < d < best:
-                        best = d
-            commits = self.commits
-            if commits.auto_commit and state is STABLE:
-                d = commits.next_auto_commit
-                if now < d < best:
-                    best = d
-            for op in commits.ops:
-                if op.done:
-                    continue                   # settled by a response since the last poll
-                if not op.in_flight:
-                    d = op.next_try
-                    if now < d < best:
-                        best = d
-                d = op.deadline
-                if now < d < best:
-                    best = d
-            d = self.metadata.next_refresh
+        return best, (metadata.retry_at if metadata.requested else NEVER)
+
+    def _frequent_deadline(self, now: int, best: int, state) -> int | None:
+        """The earliest of best and of the timers of the heartbeat, the auto-commit and the commits."""
+        hb = self.heartbeat
+        if (state is STABLE or state is COMPLETING) and not hb.in_flight:
+            d = hb.next
             if now < d < best:
                 best = d
-            # the other parts are asked when they may have something scheduled
-            if commits.fetches:
-                best = commits.fetches_deadline(now, best)
-            if group.join_retry_at > now or group.prepare is not None or group.completion is not None:
-                best = group.deadline(now, best)
-            if self.discovery.retry_at > now:
-                best = self.discovery.deadline(now, best)
-            if self.offsets.retry_at > now:
-                best = self.offsets.deadline(now, best)
-            if net.reconnect_at:
-                best = net.reconnect_deadline(now, best)
-            if self.closing is not None:
-                d = self.closing.deadline
+        commits = self.commits
+        if commits.auto_commit and state is STABLE:
+            d = commits.next_auto_commit
+            if now < d < best:
+                best = d
+        for op in commits.ops:
+            if op.done:
+                continue                   # settled by a response since the last poll
+            if not op.in_flight:
+                d = op.next_try
                 if now < d < best:
                     best = d
+            d = op.deadline
+            if now < d < best:
+                best = d
         return None if best == NEVER else best
+
+    def _quick_poll(self, now: int) -> list[Action]:
+        """poll() after a poll whose last pass found nothing to do but the heartbeat and the
+        commits, with no input since (an input or a whole poll clears ``quiet_until``) and before
+        ``quiet_until``: the earliest of the other timers (request timeouts, the session, the poll
+        timeout, metadata), as the last next_deadline() found them, or sooner. Then a whole poll's
+        first pass would find no other step to enter (nothing but time moves them, and none of
+        their times has come) and end the poll (see poll): this is that pass. The deadlines it
+        leaves, next_deadline() finds as after a whole poll."""
+        self._now = now
+        net = self.net
+        hb = self.heartbeat
+        try:
+            if not hb.in_flight and now >= hb.next:
+                cid = net.by_key.get(COORDINATOR)
+                if cid is None or net.conns[cid].versions is None:
+                    self.quiet_until = 0           # no connection to send on yet: a whole poll
+                    return self.poll(now)
+                hb.step(now)
+            commits = self.commits
+            if commits.auto_commit and now >= commits.next_auto_commit:
+                commits.step_auto_commit(now)
+            if commits.ops:
+                commits.step(now)
+        except (FatalConsumerError, IllegalStateError) as e:
+            self._fail_fatally(e)
+            self.quiet_until = 0
+        for a in net.actions:                   # (their timeouts are among the other timers)
+            if type(a) is SendRequest and a.deadline < self.quiet_until:
+                self.quiet_until = a.deadline
+        out, net.actions = net.actions, []
+        return out
 
     def take_actions(self) -> list[Action]:
         """The actions inputs queued since the last poll (after on_response returned False)."""

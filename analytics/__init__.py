@@ -1,8 +1,8 @@
 """Rebalance and work-queue analytics: event logs in, Parquet tables and an HTML report out (PySpark).
 
-``groupcoord analyze LOG... --out OUT [--master URL]`` reads logs (a directory with
-``events.jsonl`` and ``scenario.json`` from the fleet, or an events file of ``groupcoord serve
---events``) and writes under OUT the Parquet tables ``rebalances``, ``sessions``, ``groups`` (totals per
+``groupcoord analyze LOG... --out OUT [--master URL]`` reads logs (a directory with ``events/``, the
+typed Parquet log of :mod:`.eventfile`, or ``events.jsonl``, and ``scenario.json`` from the fleet or the
+simulator, or an events file of ``groupcoord serve --events``) and writes under OUT the Parquet tables ``rebalances``, ``sessions``, ``groups`` (totals per
 group), ``invariants`` (per group and invariant), ``violations`` (counterexamples), ``summary``
 (per log) and ``report.html``; when a log has work queues (below), also ``deliveries`` (per
 record), ``consumers`` (per client), ``redeliveries``, ``archived`` and ``work`` (per group).

@@ -6,7 +6,7 @@ import sys
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("analyze", help="rebalance analytics of event logs (a Spark job)",
-                              description="Read event logs (directories with events.jsonl and scenario.json, "
+                              description="Read event logs (directories with events/ or events.jsonl, and scenario.json, "
                                           "or events files of 'groupcoord serve --events') and write Parquet "
                                           "tables and report.html to OUT.")
     p.add_argument("logs", nargs="+", metavar="LOG", help="a log directory or an events file")

@@ -85,12 +85,15 @@ def check_invariants(events, scenario: dict | None = None) -> dict:
 
 
 def check_log(path) -> dict:
-    """:func:`check_invariants` of a log directory (events.jsonl, scenario.json) or events file."""
+    """:func:`check_invariants` of a log directory (events/ or events.jsonl, scenario.json) or events file."""
+    from . import eventfile
     path = Path(path)
     scenario = None
     if path.is_dir():
         if (path / "scenario.json").is_file():
             scenario = json.loads((path / "scenario.json").read_text(encoding="utf-8"))
+        if eventfile.is_events_dir(path / eventfile.EVENTS_DIR):
+            return check_invariants(eventfile.read_events(path / eventfile.EVENTS_DIR), scenario)
         path = path / "events.jsonl"
     with open(path, encoding="utf-8") as f:
         events = [json.loads(line) for line in f if line.strip()]

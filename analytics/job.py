@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import storage
+from . import eventfile, storage
 from .model import INVARIANTS, RECORD_EVENTS, analyze_group, group_partitions
 from .share import ACK_TYPES, PRODUCER_EVENTS, TRANSACTION_PREFIX, WORK_INVARIANTS
 
@@ -61,6 +61,7 @@ class LogSource:
     scenario: dict | None = None
     cell: str | None = None
     start_ms: int | None = None   # ts_ms of the log's first event (logs are written in time order)
+    format: str = "jsonl"         # "jsonl" (events_path: a file) or "parquet" (a directory: :mod:`.eventfile`)
 
     @property
     def scenario_name(self) -> str | None:
@@ -73,7 +74,7 @@ class LogSource:
 
 
 def find_logs(paths, cells=None, spark=None) -> list[LogSource]:
-    """Each path: a directory holding events.jsonl (and scenario.json), or an events file (e.g.
+    """Each path: a directory holding events/ (Parquet) or events.jsonl (and scenario.json), or an events file (e.g.
     from ``groupcoord serve --events FILE``). ``cells``: a cell id per path (sweeps). A Hadoop
     filesystem URI (``hdfs://``...) is looked at through ``spark``'s Hadoop configuration."""
     sources: list[LogSource] = []
@@ -82,10 +83,11 @@ def find_logs(paths, cells=None, spark=None) -> list[LogSource]:
         if storage.is_uri(raw):
             if spark is None:
                 raise LogError(f"{raw}: a URI needs the Spark session (find_logs(..., spark=...))")
-            events, scenario, name, start_ms = _find_uri_log(spark, str(raw))
+            events, scenario, name, start_ms, fmt = _find_uri_log(spark, str(raw))
         else:
             events, scenario, name = _find_local_log(Path(storage.local(raw)))
-            start_ms = _check_first_event(events)
+            fmt = "parquet" if events.is_dir() else "jsonl"
+            start_ms = _check_first_parquet_event(events) if fmt == "parquet" else _check_first_event(events)
             events = str(events.resolve())
         cell = cells[i] if cells is not None else None
         log = cell or name
@@ -94,17 +96,21 @@ def find_logs(paths, cells=None, spark=None) -> list[LogSource]:
             n += 1
             log = f"{base}-{n}"
         used.add(log)
-        sources.append(LogSource(log, events, scenario, cell, start_ms))
+        sources.append(LogSource(log, events, scenario, cell, start_ms, fmt))
     if not sources:
         raise LogError("no logs given")
     return sources
 
 
 def _find_local_log(path: Path):
+    """(events path, scenario, name): a log directory's events/ (Parquet, read first when both are
+    there) or events.jsonl, or an events file."""
     if path.is_dir():
-        events = path / EVENTS_FILE
-        if not events.is_file():
-            raise LogError(f"{path}: no {EVENTS_FILE} in this directory")
+        events = path / eventfile.EVENTS_DIR
+        if not eventfile.is_events_dir(events):
+            events = path / EVENTS_FILE
+        if not events.is_file() and not events.is_dir():
+            raise LogError(f"{path}: no {EVENTS_FILE} or {eventfile.EVENTS_DIR}/ in this directory")
         scenario = None
         sc_path = path / SCENARIO_FILE
         if sc_path.is_file():
@@ -133,22 +139,51 @@ def _find_uri_log(spark, uri: str):
         if not fs.exists():
             raise LogError(f"{uri}: no such file or directory")
         scenario, events_fs, events, name = None, fs, uri, uri.rsplit("/", 1)[-1]
+        parquet = False
         if fs.is_dir():
-            if not fs.exists(EVENTS_FILE):
-                raise LogError(f"{uri}: no {EVENTS_FILE} in this directory")
+            parquet = fs.exists(eventfile.EVENTS_DIR) and fs.is_dir(eventfile.EVENTS_DIR) and any(
+                n.endswith(".parquet") for n in fs.list(eventfile.EVENTS_DIR))
+            if not parquet and not fs.exists(EVENTS_FILE):
+                raise LogError(f"{uri}: no {EVENTS_FILE} or {eventfile.EVENTS_DIR}/ in this directory")
             if fs.exists(SCENARIO_FILE):
                 scenario = _scenario(f"{uri}/{SCENARIO_FILE}", fs.read_bytes(SCENARIO_FILE).decode("utf-8"))
-            events = f"{uri}/{EVENTS_FILE}"
+            events = f"{uri}/{eventfile.EVENTS_DIR if parquet else EVENTS_FILE}"
             events_fs = storage.HadoopFs(spark, events)
         else:
             name = name.rsplit(".", 1)[0] if "." in name else name
+        if parquet:
+            return events, scenario, name, _first_parquet_event(spark, events), "parquet"
         head = events_fs.read_bytes(limit=1 << 20)
     except LogError:
         raise
     except Exception as e:   # py4j: the Hadoop exception's first line
         text = str(e).strip().splitlines()
         raise LogError(f"{uri}: cannot read it: {_java_line(text)}") from None
-    return events, scenario, name, _first_event(events, head)
+    return events, scenario, name, _first_event(events, head), "jsonl"
+
+
+def _first_parquet_event(spark, events: str) -> int | None:
+    """The ts_ms of a Parquet log's first event, read through Spark (a log at a URI)."""
+    from pyspark.sql import functions as F
+    firsts = [spark.read.parquet(path).where(F.col(eventfile.POS) == 0).select("ts_ms")
+              for _, path in eventfile.kind_files(events, spark)]
+    rows = eventfile.union(firsts).collect() if firsts else []
+    return rows[0]["ts_ms"] if rows else None
+
+
+def _check_first_parquet_event(path: Path) -> int | None:
+    """:func:`_check_first_event` of a Parquet log: its first event (position 0), read with pyarrow."""
+    try:
+        first = eventfile.first_event(path)
+    except Exception as e:       # pyarrow: not Parquet, a column it cannot read
+        raise LogError(f"{path}: not an event log ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") \
+            from None
+    if first is None:
+        return None
+    problem = event_problem(first)
+    if problem:
+        raise LogError(f"{path}: not an event log: {problem}")
+    return first["ts_ms"]
 
 
 def _java_line(lines) -> str:
@@ -383,6 +418,17 @@ def _keyed_lines(log: str, block: int, lines):
             yield (log, group), (int(t.group(1)), (block, n), line)
         else:   # let the parser say what is wrong
             yield (log, None), (0, (block, n), line)
+
+
+def _parquet_keyed_lines(spark, source):
+    """:func:`_keyed_lines` of a Parquet log: each event rebuilt as its JSON line (line numbers:
+    its position in the log, from 1)."""
+    rdds = []
+    for _, path in eventfile.kind_files(source.events_path, spark):
+        df = spark.read.parquet(path)
+        decoders = eventfile.spark_decoders(df.schema)
+        rdds.append(df.rdd.mapPartitions(lambda rows, d=decoders: eventfile.keyed_lines(source.log, rows, d)))
+    return spark.sparkContext.union(rdds) if rdds else spark.sparkContext.emptyRDD()
 
 
 def _events(path: str, values):
@@ -624,8 +670,9 @@ def _compute_rdd(spark, sources, out: str):
                         s.events_path, s.seed, s.start_ms)
     metas_b = sc.broadcast(metas)
     parts = max(sc.defaultParallelism, min(len(sources), 4 * sc.defaultParallelism))
-    events = sc.union([sc.textFile(s.events_path, minPartitions=1).mapPartitionsWithIndex(
-        lambda i, lines, log=s.log: _keyed_lines(log, i, lines)) for s in sources])
+    events = sc.union([_parquet_keyed_lines(spark, s) if s.format == "parquet" else
+                       sc.textFile(s.events_path, minPartitions=1).mapPartitionsWithIndex(
+                           lambda i, lines, log=s.log: _keyed_lines(log, i, lines)) for s in sources])
     rows = (events.groupByKey(parts)
             .flatMap(lambda item: _analyze(item, metas_b.value))
             .cache())

@@ -1,10 +1,14 @@
 """The DataFrame pipeline (``engine="dataframe"``): the same tables as the RDD job, with the
 per-event work in the JVM.
 
-* Each log is read as text with its position in the file. A commit line (``client.committed``,
+* A JSON-lines log is read as text with its position in the file. A commit line (``client.committed``,
   ``offset.committed``: 98% of a long log) written as groupcoord writes it is checked by one
   regular expression and its few fields cut out of the text; any other line is parsed with
   ``from_json`` (group and time) and kept whole for the model.
+* A Parquet log (``events/``, :mod:`.eventfile`) is read as columns, one file per event kind, the
+  files of a kind read together across logs: no text is parsed. A commit kind's rows are taken as
+  commits without a look at each when the files' footers vouch for them (:func:`.eventfile.vouched`),
+  else each is checked; any other event goes to the model as the JSON of its columns (``to_json``).
 * Commits never reach Python one by one: they are counted per run (one client's commits with one
   member and generation, or the coordinator's of one generation) in one aggregation, partial
   before the shuffle. ``commits_kept`` is a ``lag`` over each partition's offsets in time order,
@@ -31,6 +35,8 @@ import json
 import os
 import re
 
+from . import eventfile
+from .eventfile import untuple
 from .model import (INVARIANTS, MAX_COUNTEREXAMPLES, RECORD_EVENTS, RECORDS_RUN, RUN, RUN_LAST_TS, RunOutOfOrder,
                     analyze_group, group_partitions)
 
@@ -97,17 +103,23 @@ def _input_schema():
         ("member", S), ("gen", L), ("n", L), ("last_ts", L), ("last_pos", L))])
 
 
-def read_events(spark, sources):
-    """(log, pos, value) of every line; pos grows with the position in the file."""
+def read_events(spark, sources, kinds=None):
+    """(log, pos, value) of every line of JSON-lines logs; pos grows with the position in the file.
+    A Parquet log's events come as JSON (:func:`.eventfile.json_frame`; only those of ``kinds``, when
+    given: a JSON-lines log is read whole)."""
     from pyspark.sql import functions as F
     frames = []
     for s in sources:
+        if eventfile.is_parquet(s):
+            df = eventfile.json_frame(spark, [s], kinds=kinds)
+            if df is not None:
+                frames.append(df)
+            continue
         frames.append(spark.read.text(s.events_path)
                       .select(F.lit(s.log).alias("log"), F.monotonically_increasing_id().alias("pos"), "value"))
-    df = frames[0]
-    for f in frames[1:]:
-        df = df.unionAll(f)
-    return df
+    if not frames:                # Parquet logs without an event of those kinds
+        return spark.createDataFrame([], "log string, pos long, value string")
+    return eventfile.union(frames)
 
 
 # A commit line exactly as groupcoord writes it (compact JSON, fields in this order, strings without
@@ -147,7 +159,8 @@ _COORDINATOR_FIELDS = [("ts", '"ts_ms":', ','), ("group", ',"group":"', '","'), 
 def model_input(spark, sources):
     """The rows the per-group model reads, all in one DataFrame (see the module docstring)."""
     shape = _shaper()
-    return _lines_and_runs(spark, sources, shape).unionAll(_kept(spark, sources, shape))
+    rows, kept = _lines_and_runs(spark, sources, shape), _kept(spark, sources, shape)
+    return rows if kept is None else rows.unionAll(kept)
 
 
 def _shaper():
@@ -165,6 +178,57 @@ def _shaper():
 def _lines_and_runs(spark, sources, shape):
     """One row per line other than a commit, and one per run of commits."""
     from pyspark.sql import functions as F
+    text = [s for s in sources if not eventfile.is_parquet(s)]
+    parquet = [s for s in sources if eventfile.is_parquet(s)]
+    frames = [_rows(_text_events(spark, text))] if text else []
+    if parquet:
+        commits, others = _parquet_events(spark, parquet)
+        if others:
+            frames.append(_rows(eventfile.union(others)))
+        if commits:       # a Parquet log's commits: runs counted straight from their columns
+            frames.append(eventfile.union(commits).groupBy("log", "group", "kind", "client", "member", "gen").agg(
+                *_run_aggregates()))
+    return eventfile.union([shape(f, kind=F.coalesce("kind", F.lit("line"))) for f in frames])
+
+
+def _run_aggregates():
+    from pyspark.sql import functions as F
+    return (F.count(F.lit(1)).alias("n"), F.min("ts").alias("ts"), F.max("ts").alias("last_ts"),
+            F.min("pos").alias("pos"), F.max("pos").alias("last_pos"))
+
+
+def _rows(x):
+    """The rows of :func:`_lines_and_runs` of events in :data:`_EVENT_COLUMNS`."""
+    from pyspark.sql import functions as F
+    form = F.col("form")
+    commit, client_commit, line = form > 0, form == 1, form == 0
+    record, ungrouped = _counted(F.col("general"))
+    x = x.select("*", record.alias("record"), ungrouped.alias("ungrouped"))
+    line = line & ~F.col("record") & ~F.col("ungrouped")
+    x = x.select(
+        "log", "pos",
+        F.when(commit, F.col("c_group")).otherwise(F.col("general.group")).alias("group"),
+        F.when(commit, F.col("c_ts")).otherwise(F.col("general.ts_ms")).alias("ts"),
+        F.when(client_commit, F.lit("client.committed")).when(commit, F.lit("offset.committed"))
+        .when(F.col("record"), F.lit(RECORDS_RUN)).when(F.col("ungrouped"), F.lit("ungrouped")).alias("kind"),
+        F.when(client_commit, F.col("c_client")).alias("client"),
+        F.when(client_commit, F.col("c_member")).alias("member"),
+        F.col("c_gen").alias("gen"),
+        F.when(line, F.col("value")).alias("value"), F.when(line, F.col("pos")).alias("line"))
+    # one row per line, and one per run of commits (partial counts before the shuffle)
+    return x.groupBy("log", "group", "kind", "client", "member", "gen", "value", "line").agg(*_run_aggregates())
+
+
+#: The columns every source's events come in to :func:`_lines_and_runs`: form (1: a client's commit,
+#: 2: the coordinator's, 0: any other event), the commit's fields, and the other events' JSON and
+#: :func:`_event_schema` struct.
+_EVENT_COLUMNS = ("log", "pos", "form", "value", "general", "c_group", "c_ts", "c_client", "c_member", "c_gen")
+
+
+def _text_events(spark, sources):
+    """Events of JSON-lines logs: a commit line checked by its pattern and its fields cut out, any
+    other line parsed with from_json."""
+    from pyspark.sql import functions as F
     from pyspark.sql import types as T
     L = T.LongType()
     v = F.col("value")
@@ -179,25 +243,64 @@ def _lines_and_runs(spark, sources, shape):
     def either(name):
         return F.when(client_commit, cc[name]).when(commit, oc[name])
     general = F.from_json("value", _event_schema())   # any other line: 2% of a long log, or a foreign writer
-    x = x.select("*", F.when(line, general).alias("general"))
-    record, ungrouped = _counted(F.col("general"))
-    x = x.select("*", record.alias("record"), ungrouped.alias("ungrouped"))
-    line = line & ~F.col("record") & ~F.col("ungrouped")
-    x = x.select(
-        "log", "pos",
-        F.when(commit, either("group")).otherwise(F.col("general.group")).alias("group"),
-        F.when(commit, either("ts").cast(L)).otherwise(F.col("general.ts_ms")).alias("ts"),
-        F.when(client_commit, F.lit("client.committed")).when(commit, F.lit("offset.committed"))
-        .when(F.col("record"), F.lit(RECORDS_RUN)).when(F.col("ungrouped"), F.lit("ungrouped")).alias("kind"),
-        F.when(client_commit, cc["client"]).alias("client"),
-        F.when(client_commit, cc["member"]).alias("member"),
-        either("gen").cast(L).alias("gen"),
-        F.when(line, v).alias("value"), F.when(line, F.col("pos")).alias("line"))
-    # one row per line, and one per run of commits (partial counts before the shuffle)
-    rows = (x.groupBy("log", "group", "kind", "client", "member", "gen", "value", "line")
-            .agg(F.count(F.lit(1)).alias("n"), F.min("ts").alias("ts"), F.max("ts").alias("last_ts"),
-                 F.min("pos").alias("pos"), F.max("pos").alias("last_pos")))
-    return shape(rows, kind=F.coalesce("kind", F.lit("line")))
+    return x.select("log", "pos", "form", F.when(line, v).alias("value"), F.when(line, general).alias("general"),
+                    either("group").alias("c_group"), either("ts").cast(L).alias("c_ts"),
+                    F.when(client_commit, cc["client"]).alias("c_client"),
+                    F.when(client_commit, cc["member"]).alias("c_member"), either("gen").cast(L).alias("c_gen"))
+
+
+#: The columns (and Spark types' simple strings) a commit kind's Parquet file must have for its
+#: rows to be taken as commits (any other file of the kind: the RDD job takes the log).
+_PARQUET_COMMITS = {
+    "client.committed": {"v": "bigint", "event": "string", "ts_ms": "bigint", "group": "string", "client": "string",
+                         "member": "string", "generation": "bigint",
+                         "offsets": "array<struct<topic:string,partition:bigint,offset:bigint>>"},
+    "offset.committed": {"v": "bigint", "event": "string", "ts_ms": "bigint", "group": "string",
+                         "generation": "bigint"},
+}
+
+
+def _parquet_commits(df, kind: str):
+    """A commit kind's file, or Fallback when its columns are not the commits' (the RDD job says more)."""
+    types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    if any(types.get(n) != t for n, t in _PARQUET_COMMITS[kind].items()):
+        raise Fallback(f"{FALLBACK_MARK} a {kind} file with other columns")
+    return df
+
+
+def _parquet_events(spark, sources):
+    """Events of Parquet logs (:mod:`.eventfile`), read from their columns (no text is parsed):
+    (commits, others): the commits as (log, pos, kind, group, ts, client, member, gen), any other
+    event in :data:`_EVENT_COLUMNS`. A commit with a null field (or of another schema version) is an
+    other event (the model then hands the log to the RDD job). (SQL text: one call to the JVM per
+    column, where Column objects built field by field took 17,000 calls and 2 s for one log.)"""
+    commits, others = [], []
+    for kind, df, paths in eventfile.kind_frames(spark, sources, with_paths=True):
+        value, general = eventfile.to_json(df), eventfile.general(df, _event_schema())
+        ok = "true"
+        if kind in COMMITS:
+            df = _parquet_commits(df, kind)
+            client = kind == "client.committed"
+            if eventfile.vouched(kind, paths):    # (the footers say it: no row to check, 2x less CPU)
+                ok = "true"
+            else:
+                ok = " AND ".join([f"v = 1 AND event = '{kind}'"] + [f"{eventfile.q(n)} IS NOT NULL"
+                                                                     for n in eventfile.REQUIRED[kind]])
+                if client:
+                    ok += (" AND forall(offsets, o -> o.topic IS NOT NULL AND o.partition IS NOT NULL"
+                           " AND o.offset IS NOT NULL)")
+            commits.append(df.where(ok).selectExpr(
+                "log", f"{eventfile.POS} AS pos", f"'{kind}' AS kind", "`group`", "ts_ms AS ts",
+                "client" if client else "cast(null AS string) AS client",
+                "member" if client else "cast(null AS string) AS member", "generation AS gen"))
+            if ok == "true":
+                continue
+            ok = f"NOT coalesce({ok}, false)"     # (a null in a row: not a commit, to be checked)
+        others.append(df.where(ok).selectExpr(
+            "log", f"{eventfile.POS} AS pos", "0 AS form", f"{value} AS value", f"{general} AS general",
+            "cast(null AS string) AS c_group", "cast(null AS bigint) AS c_ts", "cast(null AS string) AS c_client",
+            "cast(null AS string) AS c_member", "cast(null AS bigint) AS c_gen"))
+    return commits, others
 
 
 def _kept(spark, sources, shape):
@@ -206,19 +309,21 @@ def _kept(spark, sources, shape):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
     L = T.LongType()
-    v = F.col("value")
     # commits_kept: each partition's offsets in time order (the lines of the run above vouch for
     # the commit lines: one that fails them sends everything to the RDD job)
-    c = read_events(spark, sources).where(v.startswith(_CLIENT_PREFIX))
-    cc = _cut(v, _CLIENT_FIELDS)
-    # the entries cut at "],[" and "," (topic names have neither): 2.3x faster than from_json here
-    entries = F.split(F.expr("substring(o, 3, length(o) - 3)"), r"\],\[")
-    c = c.select("log", "pos", cc["group"].alias("group"), cc["ts"].try_cast(L).alias("ts"),
-                 cc["client"].alias("client"), cc["offsets"].alias("o"))
-    c = (c.select("log", "group", "ts", "pos", "client", F.posexplode(entries).alias("idx", "o"))
-         .select("log", "group", "ts", "pos", "client", "idx", F.split("o", ",").alias("o"))
-         .select("log", "group", "ts", "pos", "client", "idx", F.expr("substring(o[0], 2, length(o[0]) - 2)").alias("topic"),
-                 F.col("o")[1].try_cast(L).alias("part"), F.col("o")[2].try_cast(L).alias("off")))
+    text = [s for s in sources if not eventfile.is_parquet(s)]
+    frames = [_text_offsets(spark, text)] if text else []
+    for kind, df in eventfile.kind_frames(spark, [s for s in sources if eventfile.is_parquet(s)],
+                                          kinds=("client.committed",)):
+        df = _parquet_commits(df, kind)
+        frames.append(df.select("log", "group", F.col("ts_ms").alias("ts"),
+                                F.col(eventfile.POS).alias("pos"), "client",
+                                F.posexplode("offsets").alias("idx", "o"))
+                      .select("log", "group", "ts", "pos", "client", "idx", F.col("o.topic").alias("topic"),
+                              F.col("o.partition").alias("part"), F.col("o.offset").alias("off")))
+    if not frames:
+        return None
+    c = eventfile.union(frames)
     wp = Window.partitionBy("log", "group", "topic", "part").orderBy("ts", "pos", "idx")
     kept = c.select("*", F.lag("off").over(wp).alias("prev_off"), F.lag("client").over(wp).alias("prev_client"),
                     F.lag("ts").over(wp).alias("prev_ts"))
@@ -229,6 +334,24 @@ def _kept(spark, sources, shape):
         F.count(F.lit(1)).alias("n"), F.sum(fail.cast(L)).alias("gen"),
         F.to_json(F.slice(F.sort_array(F.collect_list(F.when(fail, example))), 1, MAX_COUNTEREXAMPLES)).alias("value"))
     return shape(stats, kind=F.lit("kept"))
+
+
+def _text_offsets(spark, sources):
+    """(log, group, ts, pos, client, idx, topic, part, off) of each offset of the client commit lines."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    L = T.LongType()
+    v = F.col("value")
+    c = read_events(spark, sources).where(v.startswith(_CLIENT_PREFIX))
+    cc = _cut(v, _CLIENT_FIELDS)
+    # the entries cut at "],[" and "," (topic names have neither): 2.3x faster than from_json here
+    entries = F.split(F.expr("substring(o, 3, length(o) - 3)"), r"\],\[")
+    c = c.select("log", "pos", cc["group"].alias("group"), cc["ts"].try_cast(L).alias("ts"),
+                 cc["client"].alias("client"), cc["offsets"].alias("o"))
+    return (c.select("log", "group", "ts", "pos", "client", F.posexplode(entries).alias("idx", "o"))
+            .select("log", "group", "ts", "pos", "client", "idx", F.split("o", ",").alias("o"))
+            .select("log", "group", "ts", "pos", "client", "idx", F.expr("substring(o[0], 2, length(o[0]) - 2)").alias("topic"),
+                    F.col("o")[1].try_cast(L).alias("part"), F.col("o")[2].try_cast(L).alias("off")))
 
 
 def _group_rows(key, pdf, metas):
@@ -245,6 +368,7 @@ def _group_rows(key, pdf, metas):
         return pd.DataFrame([("ungrouped", json.dumps({**head, "events": int(pdf["n"].sum())}))],
                             columns=["tag", "payload"])
     pdf = pdf.sort_values(["ts", "pos"], kind="stable")
+    parquet = meta["format"] == "parquet"
     events, kept_checked, kept_failed, kept_examples = [], 0, 0, []
     lines, runs = [], []          # ((ts, pos), event)
     records = None                # the group's record events, as one event (RECORDS_RUN)
@@ -255,6 +379,8 @@ def _group_rows(key, pdf, metas):
                 ev = json.loads(r.value)
             except (json.JSONDecodeError, TypeError):
                 raise Fallback(f"{FALLBACK_MARK} not JSON") from None
+            if parquet:
+                ev = untuple(ev)
             if event_problem(ev) or ev["event"] in COMMITS:
                 raise Fallback(f"{FALLBACK_MARK} a line to check")
             if ev["event"] in RECORD_EVENTS:      # one the JVM did not vouch for: counted the same
@@ -360,7 +486,7 @@ def model_output(spark, sources):
     """(tag, payload) rows of every table, computed in one Spark job and kept (persisted)."""
     from pyspark.storagelevel import StorageLevel
     metas = {s.log: {"cell": s.cell, "scenario": s.scenario_name, "seed": s.seed, "scenario_doc": s.scenario,
-                     "start_ms": s.start_ms} for s in sources}
+                     "start_ms": s.start_ms, "format": s.format} for s in sources}
     rows = (model_input(spark, sources).groupBy("log", "group")
             .applyInPandas(lambda key, pdf: _group_rows(key, pdf, metas), "tag string, payload string"))
     return rows.persist(StorageLevel.MEMORY_AND_DISK)
@@ -378,6 +504,11 @@ def table(rows, name, fields):
 def split_size(spark, sources, parallelism: int) -> int:
     """Bytes per input split: each core gets two or more splits of a big log (at least 4 MiB)."""
     from . import storage
-    total = sum(storage.HadoopFs(spark, s.events_path).size() if storage.is_uri(s.events_path)
-                else os.path.getsize(s.events_path) for s in sources)
-    return max(4 << 20, total // max(1, 2 * parallelism) + 1)
+
+    def size(path):
+        return storage.HadoopFs(spark, path).size() if storage.is_uri(path) else os.path.getsize(path)
+    total = sum(sum(size(p) for _, p in eventfile.kind_files(s.events_path, spark)) if eventfile.is_parquet(s)
+                else size(s.events_path) for s in sources)
+    # (Parquet: 20x smaller than the text, hence the lower floor)
+    return max(1 << 20 if any(eventfile.is_parquet(s) for s in sources) else 4 << 20,
+               total // max(1, 2 * parallelism) + 1)

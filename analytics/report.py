@@ -779,7 +779,7 @@ def _timeline_section(analysis, out: Path, cell_params: dict | None = None, comp
              f"the shortest show); the scenario's actions dashed. The runs of one scenario side by side, on one "
              f"time axis and scale{f', a column per {html.escape(compare)}' if columns == len(values) else ''}. "
              f"{total} groups.{shared}</p>"]
-    page = 0
+    page, pictures = 0, []
     for scenario, keys in by_scenario.items():
         actions = scenario_actions(entries.get(keys[0][0], {}))
         if actions:
@@ -805,7 +805,7 @@ def _timeline_section(analysis, out: Path, cell_params: dict | None = None, comp
                     rebalances=[((s - t0) / 1000, d / 1000) for s, d in rebalances[key]],
                     actions=[a for a in scenario_actions(entry) if a.groups is None or key[1] in a.groups]))
             name = f"timeline-{page}.png"
-            _save(timeline_figure(panels, end_s, actions, columns), out / name, dpi=80)
+            pictures.append((panels, end_s, actions, columns, out / name))
             if all(params.get(log) is not None for log, _ in chunk):
                 heading = f"{scenario}: {len(chunk)} runs"
             else:
@@ -813,4 +813,56 @@ def _timeline_section(analysis, out: Path, cell_params: dict | None = None, comp
                 heading = f"{scenario}: {label}" if scenario else label
             alt = "timelines of " + "; ".join(p.title.replace("\n", ": ") for p in panels)
             parts.append(f"<h4>{html.escape(heading)}</h4><img src='{name}' alt='{html.escape(alt)}'>")
+    _draw_timelines(pictures)
     return "\n".join(parts)
+
+
+#: From this many timeline pictures on, they are drawn by processes of their own (one a CPU, at most
+#: 4): drawing is most of the report's time (16 logs of 50 groups: 43 s in one process)
+PARALLEL_PICTURES = 8
+
+
+def _draw_timelines(pictures: list[tuple]) -> None:
+    """Draw and write each (panels, end_s, actions, columns, path): the same files either way."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+    workers = min(4, os.cpu_count() or 1, len(pictures) // (PARALLEL_PICTURES // 2))
+    if len(pictures) < PARALLEL_PICTURES or workers < 2:
+        _draw(pictures)
+        return
+    # Python processes of their own, not multiprocessing: its spawned children import the caller's
+    # __main__ (an unguarded script would run again), and a fork would copy the JVM gateway's threads
+    import tempfile
+    code = "import sys, pickle; from groupcoord.analytics.report import _draw; _draw(pickle.load(sys.stdin.buffer))"
+    errors = [tempfile.TemporaryFile() for _ in range(workers)]
+    procs: list = []
+    try:
+        procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stderr=err) for err in errors]
+        for i, proc in enumerate(procs):
+            proc.stdin.write(pickle.dumps(pictures[i::workers]))
+            proc.stdin.close()
+        failed = [err for proc, err in zip(procs, errors) if proc.wait() != 0]
+        if failed:
+            failed[0].seek(0)
+            last = failed[0].read().decode(errors="replace").strip().splitlines()[-1:]
+            raise RuntimeError(f"drawing the timelines failed: {last}")
+    except (OSError, RuntimeError) as e:
+        # (a child that cannot start or import groupcoord): drawn here instead, the same files
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        print(f"report: the timelines are drawn in this process ({e})", file=sys.stderr)
+        _draw(pictures)
+    finally:
+        for err in errors:
+            err.close()
+
+
+def _draw(pictures: list[tuple]) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    for panels, end_s, actions, columns, path in pictures:
+        _save(timeline_figure(panels, end_s, actions, columns), path, dpi=80)

@@ -201,7 +201,7 @@ def work_queues(spark, sources, groups_df, meta_fields: list) -> WorkQueues | No
             c = v.contains(f'"{k}"')
             wanted = c if wanted is None else wanted | c
         e = F.from_json("value", _event_schema())
-        ev = (read_events(spark, candidates).where(wanted).select("log", "pos", e.alias("e"))
+        ev = (read_events(spark, candidates, kinds=_KINDS).where(wanted).select("log", "pos", e.alias("e"))
               .select("log", "pos", F.col("e.event").alias("kind"), F.col("e.ts_ms").alias("ts"),
                       *[F.col(f"e.{n}").alias(n) for n in ("group", "client", "protocol", "reason", "records",
                                                            "offsets", "busy_ms", "error", "topic", "partition",

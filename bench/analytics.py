@@ -2,7 +2,7 @@
 per-group computation in one Python process without Spark (the peer: read, parse, group, analyse).
 
     .venv/bin/python bench/analytics.py [LOG_DIR ...] [--scenario FILE] [--seed N] [--master URL]
-        [--engines rdd,dataframe] [--copies 1,4] [--jvm-quick-tier on|off]
+        [--engines rdd,dataframe] [--copies 1,4] [--jvm-quick-tier on|off] [--format parquet|jsonl]
 
 Without LOG_DIR, the scenario (default examples/scenarios/crashes-and-coordinator-move.toml) is
 simulated first into a temporary directory. The Spark job runs once on the logs to warm up (JVM
@@ -11,6 +11,8 @@ reported separately. ``events_per_second(logs)`` is the function other benchmark
 ``--engines`` runs each engine of ``analyze`` side by side in the same Spark session;
 ``--copies N`` gives the logs N times (named apart), to see the cost grow with the input;
 ``--jvm-quick-tier on`` adds -XX:TieredStopAtLevel=1 to the local driver's JVM options (off by default);
+``--format parquet|jsonl`` converts the logs first (the peer then reads that format too); a log's
+format is otherwise what its directory holds (events/: Parquet, else events.jsonl);
 ``--phases`` prints where the timed run's time went (the first table's write runs the whole pipeline,
 the other writes read its kept rows; then the summary, the report); ``--without-commits`` is a probe,
 not an analysis: the dataframe engine drops the commit lines by their prefix (98% of a long log; the
@@ -33,18 +35,24 @@ DEFAULT_SCENARIO = ROOT / "examples" / "scenarios" / "crashes-and-coordinator-mo
 
 def python_events_per_second(logs) -> dict:
     """The peer: the analysis in one process, no Spark (no Parquet, no report)."""
+    from groupcoord.analytics.eventfile import read_events
     from groupcoord.analytics.job import find_logs
     from groupcoord.analytics.model import analyze_group, group_partitions
     t0 = time.perf_counter()
     events = 0
     for source in find_logs(logs):
         by_group = defaultdict(list)
-        with open(source.events_path, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    e = json.loads(line)
-                    by_group[e["group"]].append(e)
-                    events += 1
+        if source.format == "parquet":
+            for e in read_events(source.events_path):
+                by_group[e.get("group")].append(e)
+                events += 1
+        else:
+            with open(source.events_path, encoding="utf-8") as f:
+                for line in f:
+                    if line.strip():
+                        e = json.loads(line)
+                        by_group[e["group"]].append(e)
+                        events += 1
         for group, evs in by_group.items():
             evs.sort(key=lambda e: e["ts_ms"])
             analyze_group(group, evs, group_partitions(source.scenario, group))
@@ -119,6 +127,51 @@ def events_per_second(logs, master: str | None = None, out=None, warm_up: bool =
             "spark_start_s": started, "warm_up_s": warm}
 
 
+def convert(logs, fmt: str, out: Path) -> list:
+    """The log directories written again with their events in ``fmt`` ("parquet" or "jsonl")."""
+    import shutil
+
+    from groupcoord.analytics.eventfile import read_events
+    from groupcoord.analytics.job import find_logs
+    from groupcoord.sim.model import write_outputs
+    converted = []
+    for i, source in enumerate(find_logs(logs)):
+        t0 = time.perf_counter()
+        if source.format == "parquet":
+            events = read_events(source.events_path)
+        else:
+            with open(source.events_path, encoding="utf-8") as f:
+                events = [json.loads(line) for line in f if line.strip()]
+        d = out / f"{i}" / source.log
+        write_outputs(d, events, source.scenario or {}, None, event_format=fmt)
+        summary = Path(source.events_path).parent / "summary.json"
+        if summary.is_file():
+            shutil.copy(summary, d / "summary.json")
+        print(f"converted {source.log} to {fmt}: {len(events)} events in {time.perf_counter() - t0:.1f} s", flush=True)
+        converted.append(d)
+    return converted
+
+
+def copied(logs, copies: int, out: Path) -> list:
+    """The logs ``copies`` times: a JSON-lines log given again (Spark reads the file once per copy),
+    a Parquet log's directory copied (its files would be read once for every copy: see
+    eventfile.kind_frames)."""
+    import shutil
+
+    from groupcoord.analytics.job import find_logs
+    result = []
+    for source, path in zip(find_logs(logs), logs):
+        if source.format != "parquet" or copies == 1:
+            result += [path] * copies
+            continue
+        for n in range(copies):
+            d = out / f"{n}" / source.log
+            if not d.exists():
+                shutil.copytree(Path(source.events_path).parent, d)
+            result.append(d)
+    return result
+
+
 def simulate(scenario: Path, seed: int | None, out: Path) -> Path:
     from groupcoord.sim import scenario as scenario_mod
     from groupcoord.sim import simulate as simulate_mod
@@ -139,6 +192,8 @@ def main(argv=None) -> int:
     p.add_argument("--jvm-quick-tier", choices=("on", "off"), default="off")
     p.add_argument("--phases", action="store_true", help="print where the timed run's time went")
     p.add_argument("--without-commits", action="store_true", help="probe: drop the commit lines (wrong tables)")
+    p.add_argument("--format", choices=("parquet", "jsonl"), default=None,
+                   help="convert the logs to this event format first (default: as they are)")
     args = p.parse_args(argv)
     from groupcoord.analytics import job
     if args.jvm_quick_tier == "on":
@@ -150,12 +205,15 @@ def main(argv=None) -> int:
         print("probe --without-commits: the dataframe engine drops every commit line (the tables are wrong)")
     with tempfile.TemporaryDirectory(prefix="bench-analytics-log-") as tmp:
         logs = args.logs or [simulate(args.scenario, args.seed, Path(tmp) / "log")]
+        if args.format:
+            logs = convert(logs, args.format, Path(tmp) / "converted")
         peer = python_events_per_second(logs)
         print(f"peer, one Python process without Spark: {peer['events']} events, {peer['seconds']:.2f} s, "
               f"{peer['events_per_s']:,.0f} events/s", flush=True)
         for copies in (int(c) for c in args.copies.split(",")):
             for engine in args.engines.split(","):
-                r = events_per_second(logs * copies, master=args.master, engine=engine, phases=phases)
+                r = events_per_second(copied(logs, copies, Path(tmp) / "copies"), master=args.master, engine=engine,
+                                      phases=phases)
                 if args.without_commits:          # the tables count only the lines read: the log's events
                     r["events"] = peer["events"] * copies
                     r["events_per_s"] = r["events"] / r["seconds"]

@@ -13,8 +13,9 @@ def register(subparsers) -> None:
     fleet = subparsers.add_parser(
         "fleet", help="run a scenario's simulated consumers in real time against a coordinator",
         description="Run simulated consumers (our client library) against a coordinator: a daemon "
-                    "(--bootstrap) or one started in this process. Writes DIR/events.jsonl, "
-                    "DIR/scenario.json and DIR/summary.json with --out.")
+                    "(--bootstrap) or one started in this process. Writes the event log (DIR/events/, "
+                    "Parquet; DIR/events.jsonl with --events-format jsonl), DIR/scenario.json and "
+                    "DIR/summary.json with --out.")
     fleet.add_argument("scenario", metavar="SCENARIO", help="a scenario TOML file (see examples/scenarios/)")
     fleet.add_argument("--bootstrap", metavar="HOST:PORT",
                        help="a running coordinator (default: start one in this process; the scenario's "
@@ -24,6 +25,7 @@ def register(subparsers) -> None:
     fleet.add_argument("--admin-token", default=None, help="bearer token of the admin API "
                        "(default: $GROUPCOORD_HTTP_TOKEN)")
     fleet.add_argument("--out", metavar="DIR", help="write the event log and summary to DIR")
+    add_events_format(fleet)
     fleet.add_argument("--seed", type=int, default=None, help="seed of the timeline's random picks")
     fleet.add_argument("--duration", type=float, default=None, metavar="SECONDS",
                        help="override the scenario's duration_s")
@@ -53,7 +55,8 @@ def register(subparsers) -> None:
                     "and network. The same seed gives the same event log byte for byte.")
     sim.add_argument("scenario", metavar="SCENARIO", help="a scenario TOML file (see examples/scenarios/)")
     sim.add_argument("--seed", type=int, default=None, help="the seed (default: the scenario's)")
-    sim.add_argument("--out", metavar="DIR", help="write events.jsonl, scenario.json and summary.json to DIR")
+    sim.add_argument("--out", metavar="DIR", help="write the event log, scenario.json and summary.json to DIR")
+    add_events_format(sim)
     sim.add_argument("--duration", type=float, default=None, metavar="SECONDS",
                      help="override the scenario's duration_s (virtual seconds)")
     sim.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -79,6 +82,14 @@ def register(subparsers) -> None:
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a scenario key in every cell, e.g. duration_s=120 (repeatable)")
     s.set_defaults(func=_sweep)
+
+
+def add_events_format(parser) -> None:
+    from .model import EVENT_FORMATS
+    parser.add_argument("--events-format", choices=EVENT_FORMATS, default="parquet",
+                        help="the event log under --out: 'parquet' (DIR/events/, typed columns, one file per "
+                             "event kind: what analyze reads fastest), 'jsonl' (DIR/events.jsonl, one JSON "
+                             "object per line) or 'both' (default: parquet)")
 
 
 def _value(text: str):
@@ -133,7 +144,7 @@ def _simulate(args) -> int:
     events, summary, resolved = simulate(sc, seed, workers=workers,
                                          progress=not args.no_progress and sys.stderr.isatty())
     if args.out:
-        write_outputs(args.out, events, resolved, summary)
+        write_outputs(args.out, events, resolved, summary, event_format=args.events_format)
     return print_summary(summary, scenario=sc)
 
 
@@ -199,7 +210,7 @@ def _fleet(args) -> int:
                                  admin_token=token, progress=not args.no_progress and sys.stderr.isatty(),
                                  until_stable=args.until_stable, share_connections=args.share_connections,
                                  processes=processes, shard=shard, start_at=start_at,
-                                 log_level=args.log_level))
+                                 log_level=args.log_level, event_format=args.events_format))
     except (OSError, ConnectionError) as e:
         print(f"groupcoord: cannot reach the coordinator: {e}", file=sys.stderr)
         return 1

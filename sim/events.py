@@ -1,8 +1,8 @@
 """Structured events of fleet members (schema version 1), next to the coordinator's.
 
-A fleet run writes one ``events.jsonl``: the coordinator's events (schema v1 of
-:mod:`groupcoord.coordinator.events`) and these, one JSON object per line, sorted by ``ts_ms``
-and then by order of occurrence.
+A fleet run writes one event log (``events/``, Parquet, or ``events.jsonl``: sim/eventfile.py):
+the coordinator's events (schema v1 of :mod:`groupcoord.coordinator.events`) and these, sorted by
+``ts_ms`` and then by order of occurrence.
 
 Common fields (every member event)
 ----------------------------------

@@ -994,7 +994,7 @@ async def run(sc: Scenario, seed: int | None = None, out_dir=None, *, bootstrap:
               admin: str | None = None, admin_token: str | None = None, progress: bool = False,
               until_stable: bool = False, hold_s: float = 0.0, share_connections: bool = False,
               processes: int = 1, shard: tuple[int, int] | None = None, start_at: float | None = None,
-              log_level: str = "error") -> FleetRunner:
+              log_level: str = "error", event_format: str = "jsonl") -> FleetRunner:
     """Run a scenario in real time; returns the runner (``sorted_events``, ``final``, ``summary()``).
     ``until_stable``: end once the timeline is over and every group is stable (``hold_s`` later).
 
@@ -1004,7 +1004,8 @@ async def run(sc: Scenario, seed: int | None = None, out_dir=None, *, bootstrap:
     ``processes`` > 1: the members (of the shard) run in that many child processes
     (:mod:`.processes`; ``log_level`` is theirs), this one merges their events into one log.
     ``start_at``: the wall time (``time.time()``) at which the scenario's clock starts (default: now),
-    e.g. one time for every shard, so that their timelines run together."""
+    e.g. one time for every shard, so that their timelines run together. ``event_format``: how the
+    event log is written to ``out_dir`` (:func:`~.model.write_outputs`)."""
     seed = sc.seed if seed is None else seed
     if shard is not None and bootstrap is None:
         raise ValueError("a shard of a scenario runs against a daemon (bootstrap)")
@@ -1018,5 +1019,5 @@ async def run(sc: Scenario, seed: int | None = None, out_dir=None, *, bootstrap:
     events = await runner.run()
     runner.sorted_events = events
     if out_dir is not None:
-        write_outputs(out_dir, events, runner.resolved(), runner.summary(events))
+        write_outputs(out_dir, events, runner.resolved(), runner.summary(events), event_format=event_format)
     return runner

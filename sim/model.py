@@ -2,6 +2,7 @@
 their consumer configs, the timeline's actions, the summary and the output files."""
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from collections import Counter, defaultdict
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .eventfile import EVENTS_DIR, write_events
 from .events import MemberEvents, producer_event
 from .scenario import Event, GroupSpec, Scenario
 
@@ -309,13 +311,34 @@ def sorted_events(events: list[dict]) -> list[dict]:
     return sorted(events, key=lambda e: e["ts_ms"])
 
 
-def write_outputs(out_dir, events: list[dict], scenario_doc: dict, summary: dict | None) -> None:
+#: How the event log is written: "parquet" (``events/``, typed columns: :mod:`.eventfile`), "jsonl"
+#: (``events.jsonl``, one JSON object per line) or "both".
+EVENT_FORMATS = ("parquet", "jsonl", "both")
+
+
+def write_outputs(out_dir, events: list[dict], scenario_doc: dict, summary: dict | None,
+                  event_format: str = "jsonl") -> None:
+    """The run's files in out_dir: the event log (``event_format``, :data:`EVENT_FORMATS`; a log of
+    the other format left there by an earlier run is removed), scenario.json and summary.json."""
+    if event_format not in EVENT_FORMATS:
+        raise ValueError(f"event format {event_format!r}: one of {', '.join(EVENT_FORMATS)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "events.jsonl", "w", encoding="utf-8") as f:
-        for e in events:
-            f.write(json.dumps(e, separators=(",", ":"), default=str))
-            f.write("\n")
+    # a log without events is an empty events.jsonl whatever the format (a Parquet file has rows)
+    if event_format in ("jsonl", "both") or not events:
+        with open(out / "events.jsonl", "w", encoding="utf-8") as f:
+            for e in events:
+                f.write(json.dumps(e, separators=(",", ":"), default=str))
+                f.write("\n")
+    else:
+        (out / "events.jsonl").unlink(missing_ok=True)
+    if event_format in ("parquet", "both"):
+        write_events(out, events)
+    elif (out / EVENTS_DIR).is_dir():
+        for old in (out / EVENTS_DIR).glob("*.parquet"):
+            old.unlink()
+        with contextlib.suppress(OSError):         # (left when it holds anything else)
+            (out / EVENTS_DIR).rmdir()
     (out / "scenario.json").write_text(json.dumps(scenario_doc, indent=2, sort_keys=True) + "\n")
     if summary is not None:
         (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")

@@ -74,7 +74,8 @@ action = "leave"
 group = "g"
 members = [2]
 """)
-    assert main(["simulate", str(path), "--seed", "1", "--out", str(tmp_path / "out"), "--no-progress"]) == 0
+    assert main(["simulate", str(path), "--seed", "1", "--out", str(tmp_path / "out"), "--no-progress",
+                 "--events-format", "jsonl"]) == 0
     assert "simulate s (seed 1)" in capsys.readouterr().out
     events = [json.loads(line) for line in (tmp_path / "out" / "events.jsonl").read_text().splitlines()]
     member = [e for e in events if e["event"].startswith("client.")]

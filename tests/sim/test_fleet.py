@@ -96,7 +96,7 @@ node = 1
         p = cluster.coordinator_partition("billing")
         gc.call(lambda: cluster.set_leader(None, p, 0))
         rc = main(["fleet", str(path), "--bootstrap", gc.bootstrap_servers, "--admin", gc.admin_url,
-                   "--out", str(tmp_path / "out"), "--until-stable", "--no-progress"])
+                   "--out", str(tmp_path / "out"), "--until-stable", "--no-progress", "--events-format", "jsonl"])
         assert gc.call(lambda: gc.service.partition_count("orders")) == 4
         assert gc.call(lambda: cluster.offsets_leaders[p]) == 1
     assert rc == 0

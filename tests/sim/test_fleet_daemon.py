@@ -62,7 +62,7 @@ def test_fleet_against_a_daemon_keeps_to_its_groups_and_warns_of_ignored_setting
     with ThreadedCoordinator(http=True, topics={"orders": 2}) as gc:
         other = commit_for_another_group(gc)
         rc = main(["fleet", str(path), "--bootstrap", gc.bootstrap_servers, "--admin", gc.admin_url,
-                   "--out", str(tmp_path / "out"), "--until-stable", "--no-progress"])
+                   "--out", str(tmp_path / "out"), "--until-stable", "--no-progress", "--events-format", "jsonl"])
         other_exists = gc.call(gc.service.group_coordinator.group, "other") is not None
     assert rc == 0
     assert other["while_streaming"] and other_exists    # the other group's events went out to the stream
@@ -111,7 +111,7 @@ def test_a_share_group_s_configs_are_set_on_the_daemon_before_its_members_start(
     path.write_text(SHARE_SCENARIO)
     with ThreadedCoordinator(topics={"jobs": 2}) as gc:
         rc = main(["fleet", str(path), "--bootstrap", gc.bootstrap_servers, "--out", str(tmp_path / "out"),
-                   "--no-progress"])
+                   "--no-progress", "--events-format", "jsonl"])
         configs = gc.call(lambda: {k: gc.service.group_coordinator.group_configs.get("workers", k)
                                    for k in ("share.auto.offset.reset", "share.record.lock.duration.ms")})
     assert rc == 0

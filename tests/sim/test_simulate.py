@@ -235,7 +235,7 @@ interval_ms = 300
 def _simulate_cli(path, out, seed, hashseed):
     env = {**os.environ, "PYTHONHASHSEED": str(hashseed)}
     subprocess.run([sys.executable, "-m", "groupcoord.cli", "simulate", str(path), "--seed", str(seed),
-                    "--out", str(out), "--no-progress"], check=True, env=env, capture_output=True, timeout=120)
+                    "--out", str(out), "--no-progress", "--events-format", "jsonl"], check=True, env=env, capture_output=True, timeout=120)
     return (out / "events.jsonl").read_bytes()
 
 
@@ -277,7 +277,7 @@ node = 1
     for workers in (1, 2, 3):
         out = tmp_path / f"w{workers}"
         subprocess.run([sys.executable, "-m", "groupcoord.cli", "simulate", str(path), "--seed", "7",
-                        "--out", str(out), "--no-progress", "--workers", str(workers)],
+                        "--out", str(out), "--no-progress", "--workers", str(workers), "--events-format", "jsonl"],
                        check=True, capture_output=True, timeout=120)
         logs[workers] = (out / "events.jsonl").read_bytes()
         summaries[workers] = json.loads((out / "summary.json").read_text())
@@ -596,7 +596,8 @@ def test_consumer_protocol_runs_are_deterministic_and_shard(tmp_path):
     assert _simulate_cli(path, tmp_path / "c", 43, 1) != a
     out = tmp_path / "w2"
     subprocess.run([sys.executable, "-m", "groupcoord.cli", "simulate", str(path), "--seed", "42",
-                    "--out", str(out), "--no-progress", "--workers", "2"], check=True, capture_output=True, timeout=120)
+                    "--out", str(out), "--no-progress", "--workers", "2", "--events-format", "jsonl"],
+                   check=True, capture_output=True, timeout=120)
     assert (out / "events.jsonl").read_bytes() == a
 
 

@@ -219,7 +219,7 @@ def test_a_share_scenario_gives_the_same_log_across_processes_and_with_two_worke
     for i, workers in enumerate(("1", "1", "2")):
         out = tmp_path / f"out{i}"
         subprocess.run([sys.executable, "-m", "groupcoord.cli", "simulate", str(path), "--seed", "7", "--workers",
-                        workers, "--out", str(out), "--no-progress"], check=True, capture_output=True)
+                        workers, "--out", str(out), "--no-progress", "--events-format", "jsonl"], check=True, capture_output=True)
         logs.append((out / "events.jsonl").read_bytes())
     assert logs[0] == logs[1] == logs[2]
     events = [json.loads(line) for line in logs[0].splitlines()]

@@ -1,0 +1,133 @@
+"""The typed event log (DIR/events/, Parquet: sim/eventfile.py writes it, analytics/eventfile.py reads
+it) against JSON lines: the same runs analysed from either format give the same tables, row by row,
+and the same report data, with either engine; the pipeline reads no text of a Parquet log."""
+import json
+from pathlib import Path
+
+import pytest
+
+from groupcoord.analytics import eventfile, job, pipeline
+from groupcoord.sim import scenario, simulate
+from groupcoord.sim.model import write_outputs
+
+from test_scenarios import SCENARIOS, short  # same directory (rootdir-relative imports, no packages)
+
+TABLES = ("rebalances", "sessions", "groups", "invariants", "violations", "summary",
+          "deliveries", "consumers", "redeliveries", "archived", "work")
+#: a work queue (share group, producers, record events) besides the consumer groups
+SHARE_QUEUE = {"produce.stop_s": 40, "produce.rate_per_s": 25, "duration_s": 60}
+
+
+@pytest.fixture(scope="module")
+def spark():
+    return job.spark_session()
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    """Each run written twice, as JSON lines and as Parquet, into directories of the same name."""
+    root = tmp_path_factory.mktemp("formats")
+    runs = {name: short(name) for name in ("crashes-and-coordinator-move", "slow-members", "hour-1000")}
+    runs["share-queue"] = scenario.apply_overrides(scenario.load(SCENARIOS / "share-queue.toml"), SHARE_QUEUE)
+    for name, sc in runs.items():
+        events, summary, resolved = simulate.simulate(sc, 1)
+        for fmt in ("jsonl", "parquet"):
+            write_outputs(root / fmt / name, events, resolved, summary, event_format=fmt)
+    return {fmt: sorted((root / fmt).iterdir()) for fmt in ("jsonl", "parquet")}
+
+
+def tables(spark, out: Path) -> dict:
+    got = {}
+    for name in TABLES:
+        if not (out / name).exists():
+            continue
+        rows = [r.asDict(recursive=True) for r in spark.read.parquet(str(out / name)).collect()]
+        got[name] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+    return got
+
+
+def report_data(a) -> dict:
+    def key(r):
+        return json.dumps(r, sort_keys=True, default=str)
+    return {"summary": [{k: v for k, v in r.items() if k != "path"} for r in a.summary], "invariants": a.invariants, "violations": a.violations, "events": a.events,
+            "rebalances": sorted(a.rebalances, key=key), "timeline": sorted(a.timeline, key=key),
+            "work": a.work, "logs": [{k: v for k, v in log.items() if k != "path"} for log in a.logs]}
+
+
+def without_path(t: dict) -> dict:
+    return {name: [{k: v for k, v in r.items() if k != "path"} for r in rows] for name, rows in t.items()}
+
+
+def test_every_event_round_trips_to_the_same_json_lines(logs):
+    assert [d.name for d in logs["jsonl"]] == [d.name for d in logs["parquet"]]
+    for text, typed in zip(logs["jsonl"], logs["parquet"]):
+        assert not (typed / "events.jsonl").exists() and not (text / "events").exists()
+        lines = "".join(eventfile.json_lines(typed / "events"))
+        assert lines == (text / "events.jsonl").read_text(encoding="utf-8"), typed.name
+    kinds = {eventfile.kind_of(p.name) for d in logs["parquet"] for p in (d / "events").iterdir()}
+    # consumer groups, the coordinator, a share group's records and acknowledgements, producers
+    assert {"client.committed", "offset.committed", "client.assigned", "client.records_polled",
+            "client.acknowledged", "producer.produced", "share.records_acquired"} <= kinds
+
+
+def test_tables_and_report_are_the_same_from_either_format(spark, logs, tmp_path, monkeypatch):
+    text = job.find_logs([str(d) for d in logs["jsonl"]])
+    typed = job.find_logs([str(d) for d in logs["parquet"]])
+    assert {s.format for s in text} == {"jsonl"} and {s.format for s in typed} == {"parquet"}
+    assert [s.start_ms for s in text] == [s.start_ms for s in typed]
+    reference = job.analyze(text, tmp_path / "jsonl", spark=spark, report=False, engine="rdd")
+
+    # a Parquet log's events reach the pipeline as columns: no line of text is read
+    def no_text(spark, sources, kinds=None):
+        assert all(s.format == "parquet" for s in sources)
+        return read_events(spark, sources, kinds)
+    read_events = pipeline.read_events
+    monkeypatch.setattr(pipeline, "read_events", no_text)
+    monkeypatch.setattr(pipeline, "_text_events", None)
+    monkeypatch.setattr(pipeline, "_text_offsets", None)
+    dataframe = job.analyze(typed, tmp_path / "parquet", spark=spark, report=False, engine="dataframe")
+    monkeypatch.undo()
+    rdd = job.analyze(typed, tmp_path / "parquet-rdd", spark=spark, report=False, engine="rdd")
+    assert (reference.engine, dataframe.engine, rdd.engine) == ("rdd", "dataframe", "rdd")
+
+    expected = tables(spark, tmp_path / "jsonl")
+    assert set(expected) == set(TABLES)           # the work queue's tables too
+    assert sum(r["events"] for r in expected["summary"]) > 10_000
+    for got in (tables(spark, tmp_path / "parquet"), tables(spark, tmp_path / "parquet-rdd")):
+        assert set(got) == set(expected)
+        for name in TABLES:
+            assert without_path(got)[name] == without_path(expected)[name], name
+        assert {r["path"] for r in got["summary"]} == {str((d / "events").resolve()) for d in logs["parquet"]}
+    for a in (dataframe, rdd):
+        assert report_data(a) == report_data(reference)
+
+
+def test_a_commit_file_the_pipeline_cannot_vouch_for_goes_to_the_rdd_job(spark, logs, tmp_path):
+    # a client commit without its member: the same tables as its JSON lines (the RDD job takes both)
+    name = "hour-1000"
+    events = eventfile.read_events(next(d for d in logs["parquet"] if d.name == name) / "events")
+    commit = next(e for e in events if e["event"] == "client.committed")
+    commit["member"] = None
+    resolved = json.loads((logs["jsonl"][0].parent / name / "scenario.json").read_text())
+    for fmt in ("jsonl", "parquet"):
+        write_outputs(tmp_path / fmt / name, events, resolved, None, event_format=fmt)
+    assert not eventfile.vouched("client.committed", [str(tmp_path / "parquet" / name / "events"
+                                                          / "client.committed.parquet")])
+    got = {}
+    for fmt in ("jsonl", "parquet"):
+        a = job.analyze(job.find_logs([str(tmp_path / fmt / name)]), tmp_path / f"out-{fmt}", spark=spark,
+                        report=False, engine="dataframe")
+        assert a.engine == "rdd"
+        got[fmt] = without_path(tables(spark, tmp_path / f"out-{fmt}"))
+    assert got["parquet"] == got["jsonl"]
+
+
+def test_a_log_directory_with_both_formats_is_read_as_parquet(logs, tmp_path):
+    d = tmp_path / "both"
+    events = eventfile.read_events(logs["parquet"][0] / "events")
+    write_outputs(d, events, {}, None, event_format="both")
+    (source,) = job.find_logs([str(d)])
+    assert (source.format, Path(source.events_path).name) == ("parquet", "events")
+    write_outputs(d, events, {}, None, event_format="jsonl")     # the Parquet log of before is gone
+    (source,) = job.find_logs([str(d)])
+    assert (source.format, Path(source.events_path).name, (d / "events").exists()) == ("jsonl", "events.jsonl", False)

@@ -669,7 +669,7 @@ class _Connection(asyncio.Protocol):
                              request.api_version, request.correlation_id, self.conn_id,
                              self.principal, self)
         if not service.before_request and not service.after_request:
-            self._dispatch_plain(request, ctx)    # (no hooks: two calls less a request)
+            self._dispatch(request, ctx, None, hooks=False)    # (no hooks: two calls less a request)
             return
         try:
             verdict = service.admit(ctx, request.body)
@@ -700,10 +700,16 @@ class _Connection(asyncio.Protocol):
         if self.buf and not self.waiting and not self.closed:
             self._process()
 
-    def _dispatch(self, request, ctx: RequestContext, verdict: Verdict | None) -> None:
+    def _dispatch(self, request, ctx: RequestContext, verdict: Verdict | None, hooks: bool = True) -> None:
+        """Run the request through the service (hooks=False: straight to its handler, as no hook is
+        there to see it) and send its answer, now or once given."""
         answer = _Answer(self, request)
         try:
-            dispatched = self.service.dispatch(ctx, request.body, answer.respond, verdict)
+            if hooks:
+                dispatched = self.service.dispatch(ctx, request.body, answer.respond, verdict)
+            else:
+                self.service.handle(ctx, request.body, answer.respond)
+                dispatched = True
         except Exception:
             log.exception("handler_failed", api=request.api_name, version=request.api_version,
                           connection=self.conn_id)
@@ -716,20 +722,6 @@ class _Connection(asyncio.Protocol):
                      node=self.node_id, api=request.api_name)
             self.close()
             return
-        answer.dispatched()
-
-    def _dispatch_plain(self, request, ctx: RequestContext) -> None:
-        """_dispatch without hooks (no verdict, nothing observes the answer): the handler."""
-        answer = _Answer(self, request)
-        try:
-            self.service.handle(ctx, request.body, answer.respond)
-        except Exception:
-            log.exception("handler_failed", api=request.api_name, version=request.api_version,
-                          connection=self.conn_id)
-            self.close()
-            return
-        finally:
-            self.server.rearm()
         answer.dispatched()
 
     def _send(self, request, body) -> None:

@@ -36,6 +36,7 @@ RESPONSE_HEADER = MessageSpec("ResponseHeader", [
 
 _PEEK = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
@@ -132,15 +133,29 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, body: di
 class SharedBody(dict):
     """A response body answered to many requests (a Metadata answer of one cluster epoch). It
     must not change once built; its encoding is kept per API version and reused."""
-    __slots__ = ("encoded",)
+    __slots__ = ("encoded", "framed")
 
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self.encoded: dict[tuple[int, int], bytes] = {}
+        # per API version: (the frame's size, the frame after the correlation id)
+        self.framed: dict[tuple[int, int], tuple[int, bytes]] = {}
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict,
                     *, framed: bool = True) -> bytes:
+    if framed and body.__class__ is SharedBody:
+        # all but the correlation id kept (the answer to a heartbeat: 1.1x the heartbeats a second)
+        known = body.framed.get((api_key, api_version))
+        if known is not None:
+            return _SIZE_AND_CORRELATION.pack(known[0], correlation_id) + known[1]
+        frame = _encode_response(api_key, api_version, correlation_id, body, True)
+        body.framed[api_key, api_version] = (len(frame) - 4, frame[8:])
+        return frame
+    return _encode_response(api_key, api_version, correlation_id, body, framed)
+
+
+def _encode_response(api_key: int, api_version: int, correlation_id: int, body: dict, framed: bool) -> bytes:
     cached = _RESPONSE_ENCODERS.get((api_key, api_version))
     if cached is None:
         api = APIS[api_key]

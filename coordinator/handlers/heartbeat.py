@@ -26,21 +26,24 @@ def _answer(code: int) -> SharedBody:
     return body
 
 
-def handle(ctx, version, body, respond):
+def answer(ctx, version, body) -> SharedBody:
+    """The answer, given at once (a heartbeat never waits): what :func:`handle` responds, and what
+    the server's lane of repeated heartbeats sends (server.py)."""
     group_id = body["group_id"]
     if not authorize(ctx, READ, GROUP, group_id):
-        respond(_answer(ErrorCode.GROUP_AUTHORIZATION_FAILED))
-        return
+        return _answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not group_id:            # (here, not a method of the request: the hottest request)
-        respond(_answer(ErrorCode.INVALID_GROUP_ID))
-        return
-    request = HeartbeatRequest(group_id, body["generation_id"], body["member_id"],
-                               body.get("group_instance_id") if version >= 3 else None)
+        return _answer(ErrorCode.INVALID_GROUP_ID)
     service = ctx.service
     if not service.is_coordinator(group_id, ctx.node_id):
-        respond(_answer(ErrorCode.NOT_COORDINATOR))
-        return
-    respond(_answer(service.group_coordinator.heartbeat_error(request)))
+        return _answer(ErrorCode.NOT_COORDINATOR)
+    request = HeartbeatRequest(group_id, body["generation_id"], body["member_id"],
+                               body.get("group_instance_id") if version >= 3 else None)
+    return _answer(service.group_coordinator.heartbeat_error(request))
+
+
+def handle(ctx, version, body, respond):
+    respond(answer(ctx, version, body))
 
 
 def error_response(version: int, body: dict, code: int) -> dict:

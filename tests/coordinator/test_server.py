@@ -689,6 +689,38 @@ async def test_a_connection_s_repeated_heartbeats_are_answered_each_with_its_own
         other.close()
 
 
+async def test_repeated_heartbeats_meet_hooks_added_later_and_a_coordinator_that_moved():
+    # repeated heartbeats take a lane past the dispatch (no hook, the answer never waits): a hook
+    # added later must still see them, and each answer is the one of the moment
+    async with running(nodes=2) as gc:
+        c = await Client.connect(gc.bootstrap_servers)
+        meta = await c.call(10, 3, {"key": "g4", "key_type": 0})
+        node = meta["node_id"]
+        c.close()
+        host = gc.bootstrap_servers.split(",")[0].rsplit(":", 1)[0]
+        c = await Client.connect(f"{host}:{gc.server.listening[node]}")
+        r = await c.call(11, 5, join_body("g4"))
+        r = await c.call(11, 5, join_body("g4", r["member_id"]))
+        member, gen = r["member_id"], r["generation_id"]
+        await c.call(14, 3, {"group_id": "g4", "generation_id": gen, "member_id": member,
+                             "assignments": [{"member_id": member, "assignment": b"x"}]})
+        hb = {"group_id": "g4", "generation_id": gen, "member_id": member, "group_instance_id": None}
+        for _ in range(3):
+            assert (await c.call(12, 4, hb))["error_code"] == 0
+        requests = gc.server.stats["requests"]
+        seen = []
+        gc.service.before_request.append(lambda ctx, body: seen.append((ctx.api_key, ctx.correlation_id)))
+        sent = [c.send(12, 4, hb) for _ in range(2)]
+        assert [corr for corr, _ in [await c.read(12, 4) for _ in sent]] == sent
+        assert seen == [(12, corr) for corr in sent]
+        gc.service.before_request.clear()
+        assert (await c.call(12, 4, hb))["error_code"] == 0
+        assert gc.server.stats["requests"] == requests + 3
+        gc.service.faults.move_group("g4", 1 - node)
+        assert (await c.call(12, 4, hb))["error_code"] == ErrorCode.NOT_COORDINATOR
+        c.close()
+
+
 async def test_metadata_auto_creates_topics_and_reports_ids():
     async with running(config={"num.partitions": 3}) as gc:
         c = await Client.connect(gc.bootstrap_servers)

@@ -302,3 +302,18 @@ def test_kafka_python_parses_our_api_versions_response_header_as_v0(version):
     assert [(k.api_key, k.min_version, k.max_version) for k in decoded.api_keys] == \
         [(x["api_key"], x["min_version"], x["max_version"]) for x in body["api_keys"]]
     assert BY_NAME["ApiVersions"].key == API_VERSIONS
+
+
+def test_a_shared_body_is_framed_once_per_version_and_each_answer_has_its_own_correlation_id():
+    # an answer shared by many requests (a heartbeat's error code) keeps its frame but for the
+    # correlation id: every frame must equal one encoded from scratch
+    shared = frames.SharedBody(throttle_time_ms=0, error_code=27)
+    for version in (0, 4, 0, 4):                  # (v4: a flexible header, a tag byte after the id)
+        for corr in (7, -1, 2**31 - 1):
+            plain = frames.encode_response(12, version, corr, {"throttle_time_ms": 0, "error_code": 27})
+            assert frames.encode_response(12, version, corr, shared) == plain
+            assert frames.decode_response(12, version, plain[4:]) == (corr, {"throttle_time_ms": 0, "error_code": 27}
+                                                                       if version else {"error_code": 27})
+    assert set(shared.framed) == {(12, 0), (12, 4)}
+    unframed = frames.encode_response(12, 4, 9, shared, framed=False)
+    assert unframed == frames.encode_response(12, 4, 9, {"throttle_time_ms": 0, "error_code": 27})[4:]

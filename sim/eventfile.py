@@ -140,25 +140,163 @@ def _file_name(kind, taken: set) -> str:
     return name
 
 
-def write_events(out_dir, events: list[dict]) -> Path:
-    """Write the events (in the log's order) as ``out_dir/events/``; returns that directory."""
-    import pyarrow.parquet as pq
+def _no_values(array) -> bool:
+    """A chunk's column that says nothing of the column's type: nulls only (a ``string`` column of
+    nulls), or lists without an item (``list<string>``)."""
     pa = _pa()
-    shapes: dict[tuple, list[int]] = {}
-    for i, e in enumerate(events):
-        shapes.setdefault((e.get("event"), tuple(e)), []).append(i)
-    path = Path(out_dir) / EVENTS_DIR
-    path.mkdir(parents=True, exist_ok=True)
-    for old in path.glob("*.parquet"):            # a log written here before
-        old.unlink()
-    taken: set[str] = set()
-    for (kind, keys), positions in shapes.items():
-        if POS in keys:
-            raise ValueError(f"{kind}: an event field named {POS!r} (the column of the events' positions)")
-        mine = [events[i] for i in positions]
-        arrays = [_column(k, [e[k] for e in mine]) for k in keys]
-        arrays.append(pa.array(positions, pa.int64()))
-        table = pa.Table.from_arrays(arrays, names=[*keys, POS])
-        # row groups of 128k events: input splits for Spark's cores within one kind's file
-        pq.write_table(table, path / _file_name(kind, taken), row_group_size=1 << 17)
-    return path
+    if array.null_count == len(array):
+        return True
+    return pa.types.is_list(array.type) and array.type.value_type == pa.string() and not len(array.values)
+
+
+def _loose(arrow_type):
+    """The type with every struct field nullable: chunks that differ only in that have one type."""
+    pa = _pa()
+    if pa.types.is_list(arrow_type) and pa.types.is_struct(arrow_type.value_type):
+        item = arrow_type.value_type
+        return pa.list_(pa.struct([pa.field(f.name, f.type) for f in item]))
+    return arrow_type
+
+
+def _values(array) -> list:
+    """A chunk's column as the events' values again (tuples as lists, JSON text parsed)."""
+    pa = _pa()
+    values = array.to_pylist()
+    if pa.types.is_struct(array.type) and [f.name for f in array.type] == ["json"]:
+        return [None if v is None else json.loads(v["json"]) for v in values]
+    if pa.types.is_list(array.type) and pa.types.is_struct(array.type.value_type):
+        return [None if v is None else [list(x.values()) for x in v] for v in values]
+    return values
+
+
+def _target(chunks: list):
+    """The type of one field's column of all of a file's chunks (each described by its type and
+    whether it has values: :func:`_no_values`), as :func:`_column` gives it of all the values at
+    once: chunks of nulls or empty lists take the type the others agree on, and a struct field is
+    nullable when it is in any chunk. None: chunks of other types (rare), whose values decide."""
+    pa = _pa()
+    telling = {t for t, empty in chunks if not empty}
+    if len(telling) <= 1:
+        # no chunk tells: nulls only (string), or empty lists somewhere (list<string>)
+        return telling.pop() if telling else max((t for t, _ in chunks), key=pa.types.is_list)
+    if len({_loose(t) for t in telling}) != 1:
+        return None
+    item = _loose(telling.pop()).value_type
+    # a struct field not nullable in every chunk that says so
+    nullable = {f.name for t, empty in chunks if not empty for f in t.value_type if f.nullable}
+    return pa.list_(pa.struct([pa.field(f.name, f.type, nullable=f.name in nullable) for f in item]))
+
+
+def _conform(chunk, target):
+    """A chunk's column as a column of the type :func:`_target` found."""
+    pa = _pa()
+    if chunk.type == target:
+        return chunk
+    if chunk.null_count == len(chunk):
+        return pa.nulls(len(chunk), target)
+    if _no_values(chunk):                                   # empty lists (and nulls): no values to convert
+        return pa.ListArray.from_arrays(chunk.offsets, pa.array([], target.value_type), mask=chunk.is_null())
+    return chunk.cast(target)                                # (struct fields made nullable)
+
+
+def _joined(name: str, chunks: list):
+    """One field's column of all of a file's chunks, as :func:`_column` makes it of all its values
+    at once (:func:`_target`; chunks of types that do not join are made one column again from their
+    values)."""
+    pa = _pa()
+    target = _target([(c.type, _no_values(c)) for c in chunks])
+    if target is None:
+        return _column(name, [v for c in chunks for v in _values(c)])
+    return pa.chunked_array([_conform(c, target) for c in chunks], target)
+
+
+class EventWriter:
+    """Writes the events, given one by one in the log's order, as ``out_dir/events/``, holding
+    neither the events nor their columns: each kind's events are turned into columns 16k at a time,
+    kept compressed (Arrow IPC, zstd: about a tenth of the columns' size) with their types, and
+    written at :meth:`close`, a row group at a time. The files are those of the whole log's columns
+    made at once (:func:`_target`)."""
+
+    ROW_GROUP = 1 << 17     # rows of a row group: input splits for Spark's cores within one kind's file
+    CHUNK = 1 << 14         # events of one file turned into columns at once (the events held: at most this many a file)
+
+    def __init__(self, out_dir) -> None:
+        self.path = Path(out_dir) / EVENTS_DIR
+        self.pos = 0
+        self._pending: dict[tuple, tuple[list, list]] = {}   # (kind, fields) -> (events, their positions)
+        # (kind, fields) -> [(the chunk's columns as compressed Arrow IPC, [(type, no values) per column])]
+        self._chunks: dict[tuple, list] = {}
+
+    def add(self, e: dict) -> None:
+        shape = (e.get("event"), tuple(e))
+        pending = self._pending.get(shape)
+        if pending is None:
+            if POS in shape[1]:
+                raise ValueError(f"{shape[0]}: an event field named {POS!r} (the column of the events' positions)")
+            pending = self._pending[shape] = ([], [])
+            self._chunks[shape] = []
+        pending[0].append(e)
+        pending[1].append(self.pos)
+        self.pos += 1
+        if len(pending[1]) >= self.CHUNK:
+            self._convert(shape)
+
+    def _convert(self, shape) -> None:
+        pa = _pa()
+        events, positions = self._pending[shape]
+        if positions:
+            keys = shape[1]
+            arrays = [_column(k, [e[k] for e in events]) for k in keys]
+            arrays.append(pa.array(positions, pa.int64()))
+            table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+                w.write_table(table)
+            self._chunks[shape].append((sink.getvalue(), [(a.type, _no_values(a)) for a in arrays]))
+            self._pending[shape] = ([], [])
+
+    @staticmethod
+    def _columns(chunk) -> list:
+        _pa()
+        import pyarrow.ipc
+        return [c.combine_chunks() for c in pyarrow.ipc.open_stream(chunk[0]).read_all().columns]
+
+    def close(self) -> Path:
+        """Write the files (an earlier log's in that directory removed); returns the directory."""
+        import pyarrow.parquet as pq
+        pa = _pa()
+        self.path.mkdir(parents=True, exist_ok=True)
+        for old in self.path.glob("*.parquet"):            # a log written here before
+            old.unlink()
+        taken: set[str] = set()
+        for shape in list(self._chunks):                    # (in the order the shapes came)
+            self._convert(shape)
+            chunks = self._chunks.pop(shape)
+            names = [*shape[1], POS]
+            targets = [_target([c[1][i] for c in chunks]) for i in range(len(names))]
+            path = self.path / _file_name(shape[0], taken)
+            if None in targets:                             # (rare) columns made again of their values
+                columns = [self._columns(c) for c in chunks]
+                table = pa.Table.from_arrays([_joined(k, [c[i] for c in columns]) for i, k in enumerate(names)],
+                                             names=names)
+                pq.write_table(table, path, row_group_size=self.ROW_GROUP)
+                continue
+            schema = pa.schema([pa.field(k, t) for k, t in zip(names, targets)])
+            with pq.ParquetWriter(path, schema) as writer:
+                per_group = max(1, self.ROW_GROUP // self.CHUNK)
+                for first in range(0, len(chunks), per_group):
+                    group = [self._columns(c) for c in chunks[first:first + per_group]]
+                    table = pa.Table.from_arrays(
+                        [pa.chunked_array([_conform(c[i], t) for c in group], t) for i, t in enumerate(targets)],
+                        schema=schema)
+                    writer.write_table(table, row_group_size=self.ROW_GROUP)
+        self._pending.clear()
+        return self.path
+
+
+def write_events(out_dir, events) -> Path:
+    """Write the events (in the log's order) as ``out_dir/events/``; returns that directory."""
+    writer = EventWriter(out_dir)
+    for e in events:
+        writer.add(e)
+    return writer.close()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .eventfile import EVENTS_DIR, write_events
+from .eventfile import EVENTS_DIR, EventWriter
 from .events import MemberEvents, producer_event
 from .scenario import Event, GroupSpec, Scenario
 
@@ -316,32 +316,59 @@ def sorted_events(events: list[dict]) -> list[dict]:
 EVENT_FORMATS = ("parquet", "jsonl", "both")
 
 
-def write_outputs(out_dir, events: list[dict], scenario_doc: dict, summary: dict | None,
+class RunOutput:
+    """A run's files in out_dir, its events given one by one in the log's order (:meth:`add`): the
+    event log (``event_format``, :data:`EVENT_FORMATS`; a log of the other format left there by an
+    earlier run is removed), then at :meth:`close` scenario.json and summary.json."""
+
+    def __init__(self, out_dir, event_format: str = "jsonl") -> None:
+        if event_format not in EVENT_FORMATS:
+            raise ValueError(f"event format {event_format!r}: one of {', '.join(EVENT_FORMATS)}")
+        self.out = Path(out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.format = event_format
+        self.count = 0
+        self._lines = None
+        if event_format in ("jsonl", "both"):
+            self._lines = open(self.out / "events.jsonl", "w", encoding="utf-8")
+        else:
+            (self.out / "events.jsonl").unlink(missing_ok=True)
+        self._columns = EventWriter(self.out) if event_format in ("parquet", "both") else None
+
+    def add(self, e: dict) -> None:
+        self.count += 1
+        if self._lines is not None:
+            self._lines.write(json.dumps(e, separators=(",", ":"), default=str))
+            self._lines.write("\n")
+        if self._columns is not None:
+            self._columns.add(e)
+
+    def close(self, scenario_doc: dict, summary: dict | None) -> None:
+        out = self.out
+        if self._lines is not None:
+            self._lines.close()
+        elif not self.count:
+            (out / "events.jsonl").write_text("")   # a log without events: an empty events.jsonl whatever
+            # the format (a Parquet file has rows)
+        if self._columns is not None:
+            self._columns.close()
+        elif (out / EVENTS_DIR).is_dir():
+            for old in (out / EVENTS_DIR).glob("*.parquet"):
+                old.unlink()
+            with contextlib.suppress(OSError):         # (left when it holds anything else)
+                (out / EVENTS_DIR).rmdir()
+        (out / "scenario.json").write_text(json.dumps(scenario_doc, indent=2, sort_keys=True) + "\n")
+        if summary is not None:
+            (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+
+
+def write_outputs(out_dir, events, scenario_doc: dict, summary: dict | None,
                   event_format: str = "jsonl") -> None:
-    """The run's files in out_dir: the event log (``event_format``, :data:`EVENT_FORMATS`; a log of
-    the other format left there by an earlier run is removed), scenario.json and summary.json."""
-    if event_format not in EVENT_FORMATS:
-        raise ValueError(f"event format {event_format!r}: one of {', '.join(EVENT_FORMATS)}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    # a log without events is an empty events.jsonl whatever the format (a Parquet file has rows)
-    if event_format in ("jsonl", "both") or not events:
-        with open(out / "events.jsonl", "w", encoding="utf-8") as f:
-            for e in events:
-                f.write(json.dumps(e, separators=(",", ":"), default=str))
-                f.write("\n")
-    else:
-        (out / "events.jsonl").unlink(missing_ok=True)
-    if event_format in ("parquet", "both"):
-        write_events(out, events)
-    elif (out / EVENTS_DIR).is_dir():
-        for old in (out / EVENTS_DIR).glob("*.parquet"):
-            old.unlink()
-        with contextlib.suppress(OSError):         # (left when it holds anything else)
-            (out / EVENTS_DIR).rmdir()
-    (out / "scenario.json").write_text(json.dumps(scenario_doc, indent=2, sort_keys=True) + "\n")
-    if summary is not None:
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    """The run's files in out_dir (:class:`RunOutput`) of its events, in the log's order."""
+    output = RunOutput(out_dir, event_format)
+    for e in events:
+        output.add(e)
+    output.close(scenario_doc, summary)
 
 
 _WORK_EVENTS = frozenset(("client.records_polled", "client.batch_processed", "client.acknowledged"))
@@ -373,7 +400,7 @@ def _count_work(g: dict, kind: str, e: dict) -> None:
                 w[{"ACCEPT": "accepted", "REJECT": "rejected", "RELEASE": "released"}[kind_]] += n
 
 
-def summarize(events: list[dict]) -> dict:
+def summaries():
     """Per group: coordinator rebalances (a consumer group's: from an epoch bump to the group's next
     Stable or Empty at the coordinator, the bumps meanwhile included; ``analyze`` counts one per
     bump, each until its members have caught up), final generation and state, member-side assignments,
@@ -382,7 +409,10 @@ def summarize(events: list[dict]) -> dict:
     group owns it); and zombie overlaps, which are expected, not violations: a partition assigned
     while a client the coordinator has removed from the group (expired, say: a frozen member; or
     left on a stalled poll) still
-    believes it owns it, until that client finds out (its partitions are then lost)."""
+    believes it owns it, until that client finds out (its partitions are then lost).
+
+    A generator: send it the log's events, a list at a time in the log's order, then None: it
+    yields the summary (:func:`summarize`: of a whole log at once)."""
     groups: dict[str, dict] = defaultdict(lambda: {
         "rebalances": 0, "rebalance_ms_total": 0, "rebalance_ms_max": 0, "generation": -1, "state": None,
         "members": 0, "clients_started": 0, "assigned_callbacks": 0, "moved_partitions": 0,
@@ -400,71 +430,80 @@ def summarize(events: list[dict]) -> dict:
         g["rebalance_ms_total"] += duration
         g["rebalance_ms_max"] = max(g["rebalance_ms_max"], duration)
 
-    for e in events:
-        kind = e["event"]
-        if kind == "producer.produced":
-            continue
-        g = groups[e["group"]]
-        if kind in _WORK_EVENTS:
-            _count_work(g, kind, e)
-            continue
-        if not kind.startswith("client."):
-            g["generation"] = e["generation"]
-            g["state"] = e["state"]
-            g["members"] = e["members"]
-            if kind == "rebalance.completed":
-                completed(g, e["duration_ms"])
-            elif kind == "consumer.group_epoch_bumped":
-                # a consumer group's rebalance: from an epoch bump to the group's next Stable
-                bumped.setdefault(e["group"], e["ts_ms"])
-            elif kind == "group.state_change" and e["state_to"] in ("Stable", "Empty") and e["group"] in bumped:
-                completed(g, e["ts_ms"] - bumped.pop(e["group"]))
-            elif kind in ("member.expired", "member.removed", "consumer.member_fenced"):
-                g["expired"] += kind != "member.removed"
-                removed.add(e.get("member"))
-            elif kind in ("member.replaced", "consumer.member_replaced"):
-                removed.add(e.get("old_member"))
-            elif kind in ("member.left", "consumer.member_left") and not e.get("pending") and not e.get("static"):
-                removed.add(e.get("member"))      # e.g. its poll stalled beyond max.poll.interval.ms
-            continue
-        client = e["client"]
-        if e.get("member"):
-            member_of[client] = e["member"]
-        if kind == "client.started":
-            g["clients_started"] += 1
-        elif kind == "client.assigned":
-            g["assigned_callbacks"] += 1
-            for t, p in e["partitions"]:
-                key = (e["group"], t, p)
-                holder = owner.get(key)
-                if holder is not None and holder != client:
-                    if member_of.get(holder) in removed:
-                        g["zombie_overlaps"] += 1     # the holder is no longer a member
-                    else:
-                        g["ownership_violations"] += 1
-                prev = last_owner.get(key)
-                if prev is not None and prev != client:
-                    g["moved_partitions"] += 1
-                owner[key] = last_owner[key] = client
-                owned[client].add((t, p))
-        elif kind in ("client.revoked", "client.lost"):
-            g["revoked_partitions" if kind == "client.revoked" else "lost_partitions"] += len(e["partitions"])
-            for t, p in e["partitions"]:
-                key = (e["group"], t, p)
-                if owner.get(key) == client:
-                    del owner[key]
-                owned[client].discard((t, p))
-        elif kind == "client.committed":
-            g["commits"] += 1
-        elif kind == "client.stopped":
-            g["stops"][e["reason"]] += 1
-            for t, p in owned.pop(client, set()):
-                key = (e["group"], t, p)
-                if owner.get(key) == client:
-                    del owner[key]
+    while (events := (yield)) is not None:
+        for e in events:
+            kind = e["event"]
+            if kind == "producer.produced":
+                continue
+            g = groups[e["group"]]
+            if kind in _WORK_EVENTS:
+                _count_work(g, kind, e)
+                continue
+            if not kind.startswith("client."):
+                g["generation"] = e["generation"]
+                g["state"] = e["state"]
+                g["members"] = e["members"]
+                if kind == "rebalance.completed":
+                    completed(g, e["duration_ms"])
+                elif kind == "consumer.group_epoch_bumped":
+                    # a consumer group's rebalance: from an epoch bump to the group's next Stable
+                    bumped.setdefault(e["group"], e["ts_ms"])
+                elif kind == "group.state_change" and e["state_to"] in ("Stable", "Empty") and e["group"] in bumped:
+                    completed(g, e["ts_ms"] - bumped.pop(e["group"]))
+                elif kind in ("member.expired", "member.removed", "consumer.member_fenced"):
+                    g["expired"] += kind != "member.removed"
+                    removed.add(e.get("member"))
+                elif kind in ("member.replaced", "consumer.member_replaced"):
+                    removed.add(e.get("old_member"))
+                elif kind in ("member.left", "consumer.member_left") and not e.get("pending") and not e.get("static"):
+                    removed.add(e.get("member"))      # e.g. its poll stalled beyond max.poll.interval.ms
+                continue
+            client = e["client"]
+            if e.get("member"):
+                member_of[client] = e["member"]
+            if kind == "client.started":
+                g["clients_started"] += 1
+            elif kind == "client.assigned":
+                g["assigned_callbacks"] += 1
+                for t, p in e["partitions"]:
+                    key = (e["group"], t, p)
+                    holder = owner.get(key)
+                    if holder is not None and holder != client:
+                        if member_of.get(holder) in removed:
+                            g["zombie_overlaps"] += 1     # the holder is no longer a member
+                        else:
+                            g["ownership_violations"] += 1
+                    prev = last_owner.get(key)
+                    if prev is not None and prev != client:
+                        g["moved_partitions"] += 1
+                    owner[key] = last_owner[key] = client
+                    owned[client].add((t, p))
+            elif kind in ("client.revoked", "client.lost"):
+                g["revoked_partitions" if kind == "client.revoked" else "lost_partitions"] += len(e["partitions"])
+                for t, p in e["partitions"]:
+                    key = (e["group"], t, p)
+                    if owner.get(key) == client:
+                        del owner[key]
+                    owned[client].discard((t, p))
+            elif kind == "client.committed":
+                g["commits"] += 1
+            elif kind == "client.stopped":
+                g["stops"][e["reason"]] += 1
+                for t, p in owned.pop(client, set()):
+                    key = (e["group"], t, p)
+                    if owner.get(key) == client:
+                        del owner[key]
     out = {}
     for name in sorted(groups):
         g = groups[name]
         g["stops"] = dict(sorted(g["stops"].items()))
         out[name] = g
-    return out
+    yield out
+
+
+def summarize(events) -> dict:
+    """The summary of a whole log (:func:`summaries`)."""
+    summary = summaries()
+    next(summary)
+    summary.send(events)
+    return summary.send(None)

@@ -25,7 +25,9 @@ import itertools
 import marshal
 import math
 import os
+import pickle
 import random
+import struct
 import tempfile
 import time
 import uuid
@@ -44,7 +46,9 @@ from groupcoord.coordinator.service import Service
 from groupcoord.protocol.records import Record, encode_batch
 
 from .events import stop_reason
-from .model import Client, Driver, consumer_config, follow, set_group_configs, share_config, summarize, write_outputs
+from .model import (
+    Client, Driver, consumer_config, follow, set_group_configs, share_config, summaries, summarize, write_outputs,
+)
 from .scenario import Scenario
 from .work import Work
 
@@ -772,15 +776,42 @@ class Simulator(Driver):
         return n
 
     # ---- running ------------------------------------------------------------------------------------
-    def run(self, until: Callable[[], bool] | None = None) -> list[dict]:
+    def run(self, until: Callable[[], bool] | None = None, *,
+            spill: Callable[[list[dict]], None] | None = None) -> list[dict]:
         """Run to the scenario's end (or until ``until()`` holds, checked about every 1024 items);
-        returns the events sorted.
+        returns the events sorted. With ``spill``, the events are handed to it instead, in the
+        log's order, as the run goes (a chunk of at least _SPILL at the end of a ms, the rest at
+        the end), and none are returned.
 
         Python's cyclic garbage collector is off meanwhile: a run makes few cycles (some
         thousand objects an hour) but keeps millions of objects alive (the log above all),
         which every full collection walks again: 14% of a 10-minute run's time."""
         with _no_cyclic_gc():
-            return self._run(until)
+            if spill is None:
+                return self._run(until)
+            key = _log_key(self.scenario.group_ids())
+            events = self.events
+            last = [-1]
+
+            def hand_on() -> None:
+                # events are made in the order of their ts_ms: at the end of a ms, those so far
+                # sorted come before any later one
+                chunk = sorted(events, key=key)
+                events.clear()      # (in place: the service and the members append to this list)
+                if chunk:
+                    if key(chunk[0]) < last[0]:
+                        raise RuntimeError(f"an event of ts_ms {chunk[0]['ts_ms']} made after a later one")
+                    last[0] = key(chunk[-1])
+                    spill(chunk)
+
+            def until_or_spill() -> bool:
+                if len(events) >= _SPILL:
+                    hand_on()
+                return until is not None and until()
+
+            self._run(until_or_spill)
+            hand_on()
+            return []
 
     def _run(self, until: Callable[[], bool] | None) -> list[dict]:
         self.plan()
@@ -868,8 +899,11 @@ class Simulator(Driver):
         else:
             self.max_lag_ms = max(self.max_lag_ms, int(-ahead * 1000))
 
-    def summary(self, events: list[dict]) -> dict:
-        groups = summarize(events)
+    def summary(self, events: list[dict] | int, groups: dict | None = None) -> dict:
+        """The run's summary, of its events (or of how many they are and their summary, ``groups``:
+        see simulate_to)."""
+        if groups is None:
+            groups = summarize(events)
         checks = {}
         for gid in self.scenario.group_ids():
             if self.only is not None and gid not in self.only:
@@ -888,7 +922,8 @@ class Simulator(Driver):
         return {"scenario": self.scenario.name, "seed": self.seed, "mode": self.mode,
                 "virtual_s": self.end / 1000, "wall_s": round(self.wall_s, 3),
                 "virtual_s_per_wall_s": round(self.end / 1000 / self.wall_s, 1) if self.wall_s else None,
-                "events": len(events), "clients": len(self.clients), "stats": dict(self.stats),
+                "events": events if isinstance(events, int) else len(events), "clients": len(self.clients),
+                "stats": dict(self.stats),
                 "notes": list(self.notes), "groups": groups}
 
 
@@ -1108,6 +1143,114 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
     resolved = Driver(sc, seed).resolved()
     resolved["mode"] = Simulator.mode
     return events, summary, resolved
+
+
+#: events a simulation holds at most (about: a chunk ends at the end of a ms) when it hands them on
+_SPILL = 1 << 14
+
+
+_FRAME = struct.Struct(">Q")
+
+
+def _spill_into(f) -> Callable[[list[dict]], None]:
+    """Chunks of events written one after another to the file f, each its size then its marshal
+    (plain data, as the log is; pickled when a value is not). (marshal.load from the file itself
+    reads it in pieces: 6 times slower than marshal.loads of a chunk's bytes.)"""
+    def spill(chunk: list[dict]) -> None:
+        try:
+            data = marshal.dumps(chunk)
+        except ValueError:
+            data = marshal.dumps(pickle.dumps(chunk))
+        f.write(_FRAME.pack(len(data)))
+        f.write(data)
+    return spill
+
+
+def _spilled(path: str):
+    """The events of a file written by _spill_into, in order."""
+    with open(path, "rb") as f:
+        while head := f.read(_FRAME.size):
+            chunk = marshal.loads(f.read(_FRAME.unpack(head)[0]))
+            yield from (pickle.loads(chunk) if isinstance(chunk, bytes) else chunk)
+
+
+def _run_shard_to(args) -> dict:
+    """A shard run, its events into the file at path (None: none), summarized as they come: its summary."""
+    sc, seed, groups, path, progress = args
+    sim = Simulator(sc, seed, groups=groups, progress=progress)
+    summary = summaries()
+    next(summary)
+    count = 0
+    with open(path, "wb") if path is not None else contextlib.nullcontext() as f:
+        write = _spill_into(f) if f is not None else None
+
+        def spill(chunk: list[dict]) -> None:
+            nonlocal count
+            count += len(chunk)
+            summary.send(chunk)
+            if write is not None:
+                write(chunk)
+        sim.run(spill=spill)
+    return sim.summary(count, summary.send(None))
+
+
+def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers: int = 1,
+                event_format: str = "jsonl", progress: bool = False) -> tuple[dict, dict]:
+    """:func:`simulate`, the events written to out_dir's files (``write_outputs``, when out_dir is
+    given) and summarized as they come, never all held: each shard hands its events on to a file as
+    it goes, and these files are merged into the log's order. Memory: the simulation's state and,
+    for Parquet, the log's columns. Returns (summary, resolved scenario)."""
+    from .model import RunOutput
+    seed = sc.seed if seed is None else seed
+    parts = shards(sc, workers) if workers > 1 else []
+    parts = parts if len(parts) > 1 else [None]
+    import multiprocessing
+    wall0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="groupcoord-run-") as tmp:
+        paths = [os.path.join(tmp, f"shard-{i}.marshal") if out_dir is not None else None for i in range(len(parts))]
+        jobs = [(sc, seed, groups, path, progress and i == 0) for i, (groups, path) in enumerate(zip(parts, paths))]
+        if len(parts) == 1:
+            results = [_run_shard_to(jobs[0])]
+        else:
+            # every shard in a process of its own: the memory of a simulation is given back when
+            # it ends, before the merge (Python keeps what a process freed)
+            ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+            with ctx.Pool(len(parts)) as pool:
+                results = pool.map(_run_shard_to, jobs, chunksize=1)
+        wall = time.perf_counter() - wall0
+        resolved = Driver(sc, seed).resolved()
+        resolved["mode"] = Simulator.mode
+        output = RunOutput(out_dir, event_format) if out_dir is not None else None
+        if output is not None:
+            add = output.add
+            with _no_cyclic_gc():
+                for e in heapq.merge(*map(_spilled, paths), key=_log_key(sc.group_ids())):
+                    add(e)
+    summary = results[0] if len(results) == 1 else _merged_summary(sc, results, wall)
+    if output is not None:
+        output.close(resolved, summary)
+    return summary, resolved
+
+
+def _merged_summary(sc: Scenario, results: list[dict], wall: float) -> dict:
+    """One summary of the shards' summaries."""
+    summary = dict(results[0])
+    groups: dict = {}
+    for gid in sc.group_ids():
+        for part in results:
+            if gid in part["groups"]:
+                groups[gid] = part["groups"][gid]
+    notes: list[str] = []
+    for part in results:
+        notes += [n for n in part["notes"] if n not in notes]
+    stats: dict = {}
+    for part in results:
+        for k, v in part["stats"].items():
+            stats[k] = stats.get(k, 0) + v
+    summary.update(groups=groups, notes=notes, stats=stats, events=sum(part["events"] for part in results),
+                   clients=sum(part["clients"] for part in results), wall_s=round(wall, 3),
+                   virtual_s_per_wall_s=round(sc.duration_s / wall, 1) if wall else None, workers=len(results))
+    return summary
 
 
 def run(sc: Scenario, seed: int | None = None, out_dir=None, *, progress: bool = False,

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from collections import Counter
 
 import pytest
@@ -318,6 +319,71 @@ def test_a_sharded_run_leaves_no_file_behind(tmp_path, monkeypatch):
     with pytest.raises(ZeroDivisionError):
         simulate.simulate(sc, 3, workers=2)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_streamed_run_writes_what_a_held_one_writes(workers, tmp_path, monkeypatch):
+    # simulate_to (the CLI's): each shard hands its events on to a file as it goes (here every few
+    # events, at the end of a ms), and the files are merged as they are written and summarized;
+    # the files and the summary must be those of the log held whole
+    from groupcoord.sim.model import write_outputs
+    sc = scenario.from_dict({**tomllib.loads(SCENARIO), "events": [
+        {"at_s": 20, "action": "crash", "group": "g-1", "members": [0]},
+        {"at_s": 25, "action": "node_down", "node": 1}, {"at_s": 28, "action": "node_up", "node": 1}]})
+    events, summary, resolved = simulate.simulate(sc, 5, workers=workers)
+    write_outputs(tmp_path / "held", events, resolved, summary, event_format="both")
+    monkeypatch.setattr(simulate, "_SPILL", 7)
+    streamed, resolved2 = simulate.simulate_to(sc, 5, tmp_path / "streamed", workers=workers, event_format="both")
+    assert resolved2 == resolved
+    held = tmp_path / "held"
+    out = tmp_path / "streamed"
+    assert (out / "events.jsonl").read_bytes() == (held / "events.jsonl").read_bytes()
+    assert len(events) > 300 and streamed["events"] == len(events)
+    for run in (streamed, summary):
+        for key in ("wall_s", "virtual_s_per_wall_s"):
+            run.pop(key)
+    assert streamed == summary
+    assert json.loads((out / "summary.json").read_text())["groups"] == summary["groups"]
+    import pyarrow.parquet as pq
+    files = sorted(f.name for f in (held / "events").iterdir())
+    assert files == sorted(f.name for f in (out / "events").iterdir())
+    for name in files:
+        assert pq.read_table(out / "events" / name).equals(pq.read_table(held / "events" / name))
+    # without out_dir: the summary alone
+    alone, _ = simulate.simulate_to(sc, 5, workers=workers)
+    alone.pop("wall_s"), alone.pop("virtual_s_per_wall_s")
+    assert alone == summary
+
+
+def test_a_streamed_run_leaves_no_file_behind(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)         # TMPDIR is read again
+    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})
+    summary, _ = simulate.simulate_to(sc, 3, tmp_path / "out", workers=3, event_format="parquet")
+    assert summary["workers"] == 3 and summary["events"] > 30
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert sorted(f.name for f in (tmp_path / "out").iterdir()) == ["events", "scenario.json", "summary.json"]
+    monkeypatch.setattr(simulate, "_run_shard_to", _fails)      # a shard fails
+    with pytest.raises(ZeroDivisionError):
+        simulate.simulate_to(sc, 3, workers=2)
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def _fails(args):
+    raise ZeroDivisionError
+
+
+def test_events_that_will_not_marshal_are_spilled_pickled(tmp_path):
+    path = tmp_path / "spill"
+    chunks = [[{"ts_ms": 1, "x": 1}], [{"ts_ms": 2, "x": Counter(a=1)}], [{"ts_ms": 3, "x": [2]}]]
+    with open(path, "wb") as f:
+        spill = simulate._spill_into(f)
+        for c in chunks:
+            spill(c)
+    assert list(simulate._spilled(str(path))) == [e for c in chunks for e in c]
 
 
 def test_shards_balance_members():

@@ -1,0 +1,87 @@
+"""The Parquet event log written a few events at a time (sim/eventfile.py's EventWriter turns each
+kind's events into columns a chunk at a time) has the tables of the log's columns made at once."""
+from __future__ import annotations
+
+import random
+
+import pyarrow.parquet as pq
+import pytest
+
+from groupcoord.sim.eventfile import EVENTS_DIR, EventWriter
+
+
+def _tables(path) -> dict:
+    return {f.name: pq.read_table(f) for f in sorted((path / EVENTS_DIR).glob("*.parquet"))}
+
+
+def _write(out, events, chunk: int, monkeypatch) -> dict:
+    monkeypatch.setattr(EventWriter, "CHUNK", chunk)
+    w = EventWriter(out)
+    for e in events:
+        w.add(e)
+    w.close()
+    return _tables(out)
+
+
+def _ev(kind, **fields):
+    return {"ts_ms": 0, "event": kind, **fields}
+
+
+# each case: one field's values, event after event; chunks of two split them where a chunk alone
+# would give another type than the whole column
+CASES = {
+    "null then int": [None, None, 3, 4, None],
+    "int then null": [1, 2, None, None],
+    "null only": [None, None, None],
+    "empty lists then tuples": [[], None, [["t", 1]], [["t", 2], ["u", 0]]],
+    "empty lists only": [[], [], None],
+    "tuple position null in one chunk": [[["t", 1, None]], [["t", 1, None]], [["t", 2, 5]]],
+    "tuple position null everywhere": [[["t", 1, None]], [["t", 2, None]]],
+    "int then string": [1, 2, "x", "y"],
+    "int then a huge one": [1, 2, 2**70, 3],
+    "int then float": [1, 2, 1.5, -0.0],
+    "bool then int": [True, False, 1, 0],
+    "ints then tuples in lists": [[1, 2], [3], [["a", 1]], [["b", 2]]],
+    "tuples of two then three": [[["t", 1]], [["t", 2]], [["t", 1, 9]], [["u", 0, 1]]],
+    "object then int": [{"a": 1}, {"b": [1, 2]}, 5, None],
+    "same value (a repeat column) then another": ["v", "v", "w", "v"],
+    "lists of strings then of ints": [["a"], ["b"], [1], [2]],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_field_written_in_chunks_has_the_column_of_all_its_values(case, tmp_path, monkeypatch):
+    events = [_ev("k", field=v, n=i) for i, v in enumerate(CASES[case])]
+    whole = _write(tmp_path / "whole", events, 1 << 30, monkeypatch)
+    for chunk in (1, 2, 3):
+        parts = _write(tmp_path / f"by{chunk}", events, chunk, monkeypatch)
+        assert parts.keys() == whole.keys()
+        for name, table in whole.items():
+            assert parts[name].schema == table.schema, (case, chunk)
+            assert parts[name].to_pylist() == table.to_pylist(), (case, chunk)
+
+
+def test_kinds_and_shapes_interleaved_keep_their_files_and_positions(tmp_path, monkeypatch):
+    rng = random.Random(5)
+    kinds = ["a", "b", "c"]
+    events = []
+    for _ in range(400):
+        kind = rng.choice(kinds)
+        e = _ev(kind, x=rng.choice([None, rng.randrange(10), rng.randrange(10)]),
+                owned=[[rng.choice("tu"), rng.randrange(4)] for _ in range(rng.randrange(3))])
+        if kind == "c" and rng.random() < 0.3:
+            e["extra"] = rng.choice([None, "s"])          # another shape of that kind: a file of its own
+        events.append(e)
+    whole = _write(tmp_path / "whole", events, 1 << 30, monkeypatch)
+    monkeypatch.setattr(EventWriter, "ROW_GROUP", 14)          # row groups of two chunks
+    parts = _write(tmp_path / "parts", events, 7, monkeypatch)
+    assert parts.keys() == whole.keys() and len(whole) == 4
+    for name, table in parts.items():
+        groups = pq.ParquetFile(tmp_path / "parts" / EVENTS_DIR / name).metadata
+        sizes = [groups.row_group(i).num_rows for i in range(groups.num_row_groups)]
+        assert sum(sizes) == table.num_rows and all(n == 14 for n in sizes[:-1]) and 0 < sizes[-1] <= 14
+    for name, table in whole.items():
+        assert parts[name].schema == table.schema
+        assert parts[name].to_pylist() == table.to_pylist()
+    positions = sorted(p for t in whole.values() for p in t.column("_pos").to_pylist())
+    assert positions == list(range(len(events)))

@@ -42,6 +42,7 @@ from groupcoord.client.member.share import ShareMember
 from groupcoord.client.member.share_actions import AcknowledgementsCommitted
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
+from groupcoord.coordinator.handlers import heartbeat as heartbeat_api
 from groupcoord.coordinator.service import Service
 from groupcoord.protocol.records import Record, encode_batch
 
@@ -77,7 +78,7 @@ def latency_sampler(spec: dict, rng: random.Random) -> Callable[[], int]:
 
 
 class _Conn:
-    __slots__ = ("cid", "gid", "node", "alive", "queue", "busy", "req_at", "resp_at")
+    __slots__ = ("cid", "gid", "node", "alive", "queue", "busy", "req_at", "resp_at", "heartbeat_ctx")
 
     def __init__(self, cid: int, gid: int, node: int):
         self.cid = cid                 # the member's id of it
@@ -88,6 +89,7 @@ class _Conn:
         self.busy = False
         self.req_at = 0                # arrival time of the last request (in-order delivery)
         self.resp_at = 0
+        self.heartbeat_ctx: RequestContext | None = None   # its heartbeats' context (see _serve_one)
 
 
 class _Running:
@@ -120,6 +122,7 @@ class _Running:
 #: auto-commits fall within it); an item due later waits in a heap until the wheel reaches it.
 _WHEEL = 1 << 13
 _MASK = _WHEEL - 1
+_HEARTBEAT = 12                        # its API key
 _NEVER = 1 << 62                       # an ms after every run (an int: compares faster than inf)
 #: Below this many items in the wheel the agenda jumps to its next item (_next_slot, about as
 #: dear as stepping over 6 empty ms) instead of stepping ms by ms: a few hundred members' items,
@@ -663,9 +666,21 @@ class Simulator(Driver):
             from groupcoord.protocol import frames
             wire = frames.encode_request(a.api_key, a.api_version, corr, body, client_id, framed=False)
             body = frames.decode_request(wire).body
-        ctx = RequestContext(self.service, conn.node, client_id, "/127.0.0.1", a.api_key, a.api_version, corr,
-                             conn.gid)
         service = self.service
+        if a.api_key == _HEARTBEAT and not service.before_request and not service.after_request:
+            # a heartbeat is answered at once (heartbeat.answer), its context the connection's last
+            # one's but for the correlation id, as the server's lane of repeated heartbeats does:
+            # no context, no callback a heartbeat
+            ctx = conn.heartbeat_ctx
+            if ctx is None or ctx.api_version != a.api_version:
+                ctx = conn.heartbeat_ctx = RequestContext(service, conn.node, client_id, "/127.0.0.1", _HEARTBEAT,
+                                                          a.api_version, corr, conn.gid)
+            ctx.correlation_id = corr
+            self._respond(r, conn, a, corr, heartbeat_api.answer(ctx, a.api_version, body))
+            self._arm_service()
+            return
+        ctx = RequestContext(service, conn.node, client_id, "/127.0.0.1", a.api_key, a.api_version, corr,
+                             conn.gid)
         if not service.before_request and not service.after_request:
             # the pipeline without hooks is the handler: one call less per request (bench/fleet.py instructions)
             service.handle(ctx, body, partial(self._respond_cb, r, conn, a, corr))

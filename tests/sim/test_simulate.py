@@ -386,6 +386,18 @@ def test_events_that_will_not_marshal_are_spilled_pickled(tmp_path):
     assert list(simulate._spilled(str(path))) == [e for c in chunks for e in c]
 
 
+def test_heartbeats_answered_at_once_give_the_log_of_the_whole_pipeline(monkeypatch):
+    # the simulator answers a heartbeat through heartbeat.answer with its connection's kept context;
+    # through the service's handle (the lane off) the log must be the same, coordinator moves included
+    sc = scenario.from_dict({**tomllib.loads(SCENARIO), "events": [
+        {"at_s": 12, "action": "node_down", "node": 1}, {"at_s": 16, "action": "node_up", "node": 1},
+        {"at_s": 22, "action": "crash", "group": "g-1", "members": [0]}]})
+    lane = simulate.Simulator(sc, 9).run()
+    monkeypatch.setattr(simulate, "_HEARTBEAT", -1)
+    whole = simulate.Simulator(sc, 9).run()
+    assert lane == whole and sum(e["event"] == "member.expired" for e in lane) >= 1
+
+
 def test_shards_balance_members():
     sc = scenario.from_dict({"topics": {"t": 1}, "groups": [
         {"name": "a", "topics": ["t"], "members": 10, "count": 3},

@@ -671,6 +671,7 @@ class _Connection(asyncio.Protocol):
         """A repeated Heartbeat with no hook to see it: answered by the handler's ``answer``, which
         never waits, with its last context (1.2x the heartbeats a second of bench/coordinator.py)."""
         self.server.stats["requests"] += 1
+        self.client_id = request.client_id
         ctx.correlation_id = correlation_id
         try:
             body = heartbeat_api.answer(ctx, request.api_version, request.body)

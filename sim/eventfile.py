@@ -22,7 +22,9 @@ So the JSON lines can be rebuilt exactly (``groupcoord.analytics.eventfile.read_
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import pickle
 import re
 from pathlib import Path
 
@@ -140,13 +142,16 @@ def _file_name(kind, taken: set) -> str:
     return name
 
 
-def _no_values(array) -> bool:
-    """A chunk's column that says nothing of the column's type: nulls only (a ``string`` column of
-    nulls), or lists without an item (``list<string>``)."""
+def _no_values(array) -> str | None:
+    """What a chunk's column says of the column's type: nothing when it holds nulls only ("nulls":
+    a ``string`` column of nulls) or lists without an item ("lists": ``list<string>``, and nulls);
+    None: its type."""
     pa = _pa()
     if array.null_count == len(array):
-        return True
-    return pa.types.is_list(array.type) and array.type.value_type == pa.string() and not len(array.values)
+        return "nulls"
+    if pa.types.is_list(array.type) and array.type.value_type == pa.string() and not len(array.values):
+        return "lists"
+    return None
 
 
 def _loose(arrow_type):
@@ -158,11 +163,17 @@ def _loose(arrow_type):
     return arrow_type
 
 
+def _is_json(arrow_type) -> bool:
+    pa = _pa()
+    return pa.types.is_struct(arrow_type) and [f.name for f in arrow_type] == ["json"]
+
+
 def _values(array) -> list:
-    """A chunk's column as the events' values again (tuples as lists, JSON text parsed)."""
+    """A typed chunk's column as the events' values again (tuples as lists; JSON text parsed, which
+    is not always the value it was made of: see EventWriter._convert)."""
     pa = _pa()
     values = array.to_pylist()
-    if pa.types.is_struct(array.type) and [f.name for f in array.type] == ["json"]:
+    if _is_json(array.type):
         return [None if v is None else json.loads(v["json"]) for v in values]
     if pa.types.is_list(array.type) and pa.types.is_struct(array.type.value_type):
         return [None if v is None else [list(x.values()) for x in v] for v in values]
@@ -171,11 +182,13 @@ def _values(array) -> list:
 
 def _target(chunks: list):
     """The type of one field's column of all of a file's chunks (each described by its type and
-    whether it has values: :func:`_no_values`), as :func:`_column` gives it of all the values at
-    once: chunks of nulls or empty lists take the type the others agree on, and a struct field is
-    nullable when it is in any chunk. None: chunks of other types (rare), whose values decide."""
+    :func:`_no_values`), as :func:`_column` gives it of all the values at once: chunks of nulls or
+    empty lists take the type the others agree on, and a struct field is nullable when it is in any
+    chunk. None: chunks that do not join so (rare): their values decide (:func:`_joined`)."""
     pa = _pa()
     telling = {t for t, empty in chunks if not empty}
+    if any(empty == "lists" for _, empty in chunks) and not all(pa.types.is_list(t) for t in telling):
+        return None                                      # lists beside values that are not lists
     if len(telling) <= 1:
         # no chunk tells: nulls only (string), or empty lists somewhere (list<string>)
         return telling.pop() if telling else max((t for t, _ in chunks), key=pa.types.is_list)
@@ -199,14 +212,15 @@ def _conform(chunk, target):
     return chunk.cast(target)                                # (struct fields made nullable)
 
 
-def _joined(name: str, chunks: list):
+def _joined(name: str, chunks: list, raw: list | None = None):
     """One field's column of all of a file's chunks, as :func:`_column` makes it of all its values
-    at once (:func:`_target`; chunks of types that do not join are made one column again from their
-    values)."""
+    at once (:func:`_target`); chunks that do not join are made one column again from their values
+    (``raw``: a chunk's values as they were, None where its column gives them back)."""
     pa = _pa()
     target = _target([(c.type, _no_values(c)) for c in chunks])
     if target is None:
-        return _column(name, [v for c in chunks for v in _values(c)])
+        raw = raw or [None] * len(chunks)
+        return _column(name, [v for c, r in zip(chunks, raw) for v in (_values(c) if r is None else r)])
     return pa.chunked_array([_conform(c, target) for c in chunks], target)
 
 
@@ -224,7 +238,8 @@ class EventWriter:
         self.path = Path(out_dir) / EVENTS_DIR
         self.pos = 0
         self._pending: dict[tuple, tuple[list, list]] = {}   # (kind, fields) -> (events, their positions)
-        # (kind, fields) -> [(the chunk's columns as compressed Arrow IPC, [(type, no values) per column])]
+        # (kind, fields) -> [(the chunk's columns as compressed Arrow IPC, [(type, _no_values) per
+        # column], {column: its values pickled, for a JSON text column})]
         self._chunks: dict[tuple, list] = {}
 
     def add(self, e: dict) -> None:
@@ -252,7 +267,14 @@ class EventWriter:
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
                 w.write_table(table)
-            self._chunks[shape].append((sink.getvalue(), [(a.type, _no_values(a)) for a in arrays]))
+            # a JSON text column's values are kept too (pickled): parsed back they may not be what
+            # made it (a tuple, an object written with str()), should the whole column need them
+            raw = {}
+            for i, (k, a) in enumerate(zip(keys, arrays)):
+                if _is_json(a.type):
+                    with contextlib.suppress(Exception):
+                        raw[i] = pickle.dumps([e[k] for e in events])
+            self._chunks[shape].append((sink.getvalue(), [(a.type, _no_values(a)) for a in arrays], raw))
             self._pending[shape] = ([], [])
 
     @staticmethod
@@ -277,8 +299,9 @@ class EventWriter:
             path = self.path / _file_name(shape[0], taken)
             if None in targets:                             # (rare) columns made again of their values
                 columns = [self._columns(c) for c in chunks]
-                table = pa.Table.from_arrays([_joined(k, [c[i] for c in columns]) for i, k in enumerate(names)],
-                                             names=names)
+                table = pa.Table.from_arrays(
+                    [_joined(k, [c[i] for c in columns], [_raw(c, i) for c in chunks]) for i, k in enumerate(names)],
+                    names=names)
                 pq.write_table(table, path, row_group_size=self.ROW_GROUP)
                 continue
             schema = pa.schema([pa.field(k, t) for k, t in zip(names, targets)])
@@ -292,6 +315,11 @@ class EventWriter:
                     writer.write_table(table, row_group_size=self.ROW_GROUP)
         self._pending.clear()
         return self.path
+
+
+def _raw(chunk, i: int) -> list | None:
+    kept = chunk[2].get(i)
+    return None if kept is None else pickle.loads(kept)
 
 
 def write_events(out_dir, events) -> Path:

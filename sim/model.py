@@ -343,6 +343,11 @@ class RunOutput:
         if self._columns is not None:
             self._columns.add(e)
 
+    def abort(self) -> None:
+        """The run failed: the files open are closed (what is written stays)."""
+        if self._lines is not None:
+            self._lines.close()
+
     def close(self, scenario_doc: dict, summary: dict | None) -> None:
         out = self.out
         if self._lines is not None:
@@ -366,8 +371,12 @@ def write_outputs(out_dir, events, scenario_doc: dict, summary: dict | None,
                   event_format: str = "jsonl") -> None:
     """The run's files in out_dir (:class:`RunOutput`) of its events, in the log's order."""
     output = RunOutput(out_dir, event_format)
-    for e in events:
-        output.add(e)
+    try:
+        for e in events:
+            output.add(e)
+    except BaseException:
+        output.abort()
+        raise
     output.close(scenario_doc, summary)
 
 

@@ -1138,23 +1138,7 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
             events += r[0]
         events.sort(key=_log_key(sc.group_ids()))
     wall = time.perf_counter() - wall0
-    summary = dict(results[0][1])
-    groups: dict = {}
-    for gid in sc.group_ids():
-        for _, part in results:
-            if gid in part["groups"]:
-                groups[gid] = part["groups"][gid]
-    notes: list[str] = []
-    for _, part in results:
-        notes += [n for n in part["notes"] if n not in notes]
-    stats: dict = {}
-    for _, part in results:
-        for k, v in part["stats"].items():
-            stats[k] = stats.get(k, 0) + v
-    summary.update(groups=groups, notes=notes, stats=stats, events=len(events),
-                   clients=sum(part["clients"] for _, part in results), wall_s=round(wall, 3),
-                   virtual_s_per_wall_s=round(sc.duration_s / wall, 1) if wall else None,
-                   workers=len(parts))
+    summary = _merged_summary(sc, [part for _, part in results], wall)
     resolved = Driver(sc, seed).resolved()
     resolved["mode"] = Simulator.mode
     return events, summary, resolved
@@ -1211,8 +1195,8 @@ def _run_shard_to(args) -> dict:
 
 def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers: int = 1,
                 event_format: str = "jsonl", progress: bool = False) -> tuple[dict, dict]:
-    """:func:`simulate`, the events written to out_dir's files (``write_outputs``, when out_dir is
-    given) and summarized as they come, never all held: each shard hands its events on to a file as
+    """:func:`simulate`, the events written to out_dir's files (as ``write_outputs`` writes them, when
+    out_dir is given) and summarized as they come, never all held: each shard hands its events on to a file as
     it goes, and these files are merged into the log's order. Memory: the simulation's state and,
     for Parquet, the log's columns. Returns (summary, resolved scenario)."""
     from .model import RunOutput
@@ -1238,9 +1222,16 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
         output = RunOutput(out_dir, event_format) if out_dir is not None else None
         if output is not None:
             add = output.add
-            with _no_cyclic_gc():
-                for e in heapq.merge(*map(_spilled, paths), key=_log_key(sc.group_ids())):
-                    add(e)
+            merged = heapq.merge(*map(_spilled, paths), key=_log_key(sc.group_ids()))
+            try:
+                with _no_cyclic_gc():
+                    for e in merged:
+                        add(e)
+            except BaseException:
+                output.abort()
+                raise
+            finally:
+                merged.close()          # (its files closed before their directory goes)
     summary = results[0] if len(results) == 1 else _merged_summary(sc, results, wall)
     if output is not None:
         output.close(resolved, summary)

@@ -707,6 +707,15 @@ async def test_repeated_heartbeats_meet_hooks_added_later_and_a_coordinator_that
         hb = {"group_id": "g4", "generation_id": gen, "member_id": member, "group_instance_id": None}
         for _ in range(3):
             assert (await c.call(12, 4, hb))["error_code"] == 0
+        handled = []                    # the lane: repeated heartbeats answered without the dispatch
+        handle = gc.service.handle
+        gc.service.handle = lambda ctx, body, respond: (handled.append(ctx.api_key), handle(ctx, body, respond))
+        assert [(await c.call(12, 4, hb))["error_code"] for _ in range(2)] == [0, 0] and handled == []
+        assert (await c.call(12, 4, {**hb, "generation_id": gen + 1}))["error_code"] == ErrorCode.ILLEGAL_GENERATION
+        assert handled == [12]          # other bytes: decoded and dispatched
+        del gc.service.handle
+        for _ in range(2):              # these bytes again: the lane again
+            assert (await c.call(12, 4, hb))["error_code"] == 0
         requests = gc.server.stats["requests"]
         seen = []
         gc.service.before_request.append(lambda ctx, body: seen.append((ctx.api_key, ctx.correlation_id)))

@@ -162,36 +162,26 @@ def _error_of(resp: dict) -> int | None:
 
 
 class RequestSpy:
-    """Wraps Service.handle to note, per request of a group API, the node it reached, the group
+    """An ``after_request`` hook noting, per request of a group API, the node it reached, the group
     and the error answered (and FindCoordinator answers, key by key). Installed on the service loop."""
 
     def __init__(self, coord: "Coord"):
         self.coord = coord
         self.seen: list[Seen] = []
-        service = coord.gc.service
-        inner = service.handle
+        coord.gc.call(coord.gc.service.after_request.append, self._observe)
 
-        def handle(ctx, body, respond):
-            if ctx.api_key in GROUP_APIS or ctx.api_key == FIND_COORDINATOR:
-                respond = self._wrap(ctx, body, respond)
-            inner(ctx, body, respond)
-        coord.gc.call(setattr, service, "handle", handle)
-
-    def _wrap(self, ctx, body, respond):
-        def reply(resp):
-            if resp is not None:
-                if ctx.api_key == FIND_COORDINATOR:
-                    found = resp.get("coordinators") or [dict(resp, key=body.get("key"))]
-                    for c in found:
-                        self.seen.append(Seen(ctx.node_id, "FindCoordinator", c["key"], c["error_code"], c))
-                elif "groups" in body and ctx.api_key == 9:          # OffsetFetch v8+
-                    for g in resp.get("groups", []):
-                        self.seen.append(Seen(ctx.node_id, "OffsetFetch", g["group_id"], g["error_code"]))
-                else:
-                    self.seen.append(Seen(ctx.node_id, GROUP_APIS[ctx.api_key], body.get("group_id"),
-                                          _error_of(resp)))
-            respond(resp)
-        return reply
+    def _observe(self, ctx, body, resp, seconds) -> None:
+        if resp is None or not (ctx.api_key in GROUP_APIS or ctx.api_key == FIND_COORDINATOR):
+            return
+        if ctx.api_key == FIND_COORDINATOR:
+            found = resp.get("coordinators") or [dict(resp, key=body.get("key"))]
+            for c in found:
+                self.seen.append(Seen(ctx.node_id, "FindCoordinator", c["key"], c["error_code"], c))
+        elif "groups" in body and ctx.api_key == 9:          # OffsetFetch v8+
+            for g in resp.get("groups", []):
+                self.seen.append(Seen(ctx.node_id, "OffsetFetch", g["group_id"], g["error_code"]))
+        else:
+            self.seen.append(Seen(ctx.node_id, GROUP_APIS[ctx.api_key], body.get("group_id"), _error_of(resp)))
 
     def snapshot(self) -> list[Seen]:
         return self.coord.gc.call(list, self.seen)

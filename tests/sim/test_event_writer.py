@@ -10,6 +10,11 @@ import pytest
 from groupcoord.sim.eventfile import EVENTS_DIR, EventWriter
 
 
+class Named:
+    def __str__(self):
+        return "named"
+
+
 def _tables(path) -> dict:
     return {f.name: pq.read_table(f) for f in sorted((path / EVENTS_DIR).glob("*.parquet"))}
 
@@ -46,6 +51,14 @@ CASES = {
     "object then int": [{"a": 1}, {"b": [1, 2]}, 5, None],
     "same value (a repeat column) then another": ["v", "v", "w", "v"],
     "lists of strings then of ints": [["a"], ["b"], [1], [2]],
+    # empty lists beside values that are not lists
+    "empty lists then strings": [[], [], "x", "y"],
+    "empty lists then objects": [[], [], {"a": 1}, {"b": 2}],
+    "null and an empty list then ints": [None, [], 5, 6],
+    "empty lists then mixed lists": [[], [], [1, "a"], [2]],
+    # values JSON text does not give back: tuples, an object written with str()
+    "tuples then lists": [(1, 2), (3,), [4], [5]],
+    "an object then strings": [Named(), Named(), "a", "b"],
 }
 
 

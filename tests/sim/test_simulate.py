@@ -368,7 +368,16 @@ def test_a_streamed_run_leaves_no_file_behind(tmp_path, monkeypatch):
     assert sorted(f.name for f in (tmp_path / "out").iterdir()) == ["events", "scenario.json", "summary.json"]
     monkeypatch.setattr(simulate, "_run_shard_to", _fails)      # a shard fails
     with pytest.raises(ZeroDivisionError):
-        simulate.simulate_to(sc, 3, workers=2)
+        simulate.simulate_to(sc, 3, tmp_path / "out2", workers=2)
+    assert list((tmp_path / "tmp").iterdir()) == []
+    monkeypatch.undo()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setattr(simulate, "_SPILL", 5)
+    from groupcoord.sim import model
+    monkeypatch.setattr(model.RunOutput, "add", lambda self, e: _fails(e))   # the writing fails in the merge
+    with pytest.raises(ZeroDivisionError):
+        simulate.simulate_to(sc, 3, tmp_path / "out3", workers=2, event_format="jsonl")
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
@@ -493,13 +502,11 @@ def test_a_round_trip_longer_than_the_heartbeat_interval_sends_the_next_heartbea
                     "heartbeat_interval_ms": 3000}]})
     sim = simulate.Simulator(sc, 1)
     arrivals: dict[str, list[int]] = {}
-    handle = sim.service.handle
 
-    def spy(ctx, body, respond):
+    def spy(ctx, body):                 # (a hook: every request goes through the service's pipeline)
         if ctx.api_key == 12:
             arrivals.setdefault(body["member_id"], []).append(sim.now)
-        handle(ctx, body, respond)
-    sim.service.handle = spy
+    sim.service.before_request.append(spy)
     events = sim.run()
     assert len(of(events, "group.state_change", state_to="Stable")) >= 1
     assert len(arrivals) == 2

@@ -16,6 +16,7 @@ cannot take to the RDD job (``analyze(engine=...)``, ``--engine`` or GROUPCOORD_
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 
 from . import eventfile, storage
 from .model import INVARIANTS, RECORD_EVENTS, analyze_group, group_partitions
@@ -585,15 +587,34 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     if not storage.is_uri(out):
         Path(out).mkdir(parents=True, exist_ok=True)
     computed = None
+    logs = [{"log": s.log, "cell": s.cell, "scenario": s.scenario_name, "seed": s.seed,
+             "path": s.events_path, "scenario_doc": s.scenario, "start_ms": s.start_ms} for s in sources]
+    timelines = None
+
+    def report_rows(small: list) -> None:
+        """The report's rows are known: its timelines drawn (a thread) while the other tables are
+        written (not into a URI: the report is written to a local directory then)."""
+        nonlocal timelines
+        if report and not storage.is_uri(out):
+            from .report import Timelines
+            view = SimpleNamespace(logs=logs, timeline=[r for tag, r in small if tag == "timeline"],
+                                   rebalances=[r for tag, r in small if tag == "rebalances"])
+            timelines = Timelines(view, out, cell_params)
+
     if engine == "dataframe":
         from .pipeline import Fallback, FALLBACK_MARK
         try:
-            computed = _compute_dataframe(spark, sources, out)
+            computed = _compute_dataframe(spark, sources, out, report_rows)
         except Fallback:
             computed = None
         except Exception as e:     # raised in a Python worker: the RDD job names the line
             if FALLBACK_MARK not in str(e):
                 raise
+        finally:
+            if computed is None and timelines is not None:     # drawn of rows the RDD job gives again
+                with contextlib.suppress(Exception):
+                    timelines.section()
+                timelines = None
     used = engine
     if computed is None:
         computed, used = _compute_rdd(spark, sources, out), "rdd"
@@ -605,20 +626,19 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         out=str(out), tables=tables, summary=sorted(summary, key=lambda r: r["log"]),
         invariants=_invariant_totals(by_tag["invariants"]),
         violations=sorted(by_tag["violations"], key=lambda r: (r["log"], r["group"], r["invariant"], r["ts_ms"])),
-        rebalances=by_tag["rebalances"], timeline=by_tag["timeline"],
-        logs=[{"log": s.log, "cell": s.cell, "scenario": s.scenario_name, "seed": s.seed,
-               "path": s.events_path, "scenario_doc": s.scenario, "start_ms": s.start_ms} for s in sources],
+        rebalances=by_tag["rebalances"], timeline=by_tag["timeline"], logs=logs,
         events=sum(r["events"] or 0 for r in summary), seconds=0.0, engine=used,
         work=sorted(by_tag["work"], key=lambda r: (r["log"], r["group"])))
     analysis.seconds = time.perf_counter() - t0
     if report:
         from .report import write_report
-        write_report(analysis, cell_params=cell_params)
+        write_report(analysis, cell_params=cell_params, timelines=timelines)
     return analysis
 
 
-def _compute_dataframe(spark, sources, out: str):
-    """The tables by :mod:`.pipeline`: (tables, summary rows, small rows for the report)."""
+def _compute_dataframe(spark, sources, out: str, report_rows=None):
+    """The tables by :mod:`.pipeline`: (tables, summary rows, small rows for the report);
+    ``report_rows(small rows)`` is told them as soon as they are known."""
     from pyspark.sql import functions as F
 
     from . import pipeline
@@ -639,6 +659,14 @@ def _compute_dataframe(spark, sources, out: str):
         work = _work_queues(spark, sources, frames)
         for name in MODEL_TABLES:
             tables[name] = _write(frames[name], storage.join(out, name))
+        # the report's rows first: its timelines are drawn meanwhile (report_rows)
+        report_small = []
+        for tag, payload in rows.where(F.col("tag").isin(*_REPORT_COLUMNS)).collect():
+            row = json.loads(payload)
+            report_small.append((tag, {"log": row["log"], "cell": row["cell"],
+                                       **{k: row.get(k) for k in _REPORT_COLUMNS[tag]}}))
+        if report_rows is not None:
+            report_rows(report_small)
         ungrouped = {}
         for (payload,) in rows.where(F.col("tag") == "ungrouped").select("payload").collect():
             row = json.loads(payload)
@@ -647,10 +675,7 @@ def _compute_dataframe(spark, sources, out: str):
         logs_df = spark.createDataFrame([(s.log, s.cell, s.scenario_name, s.seed, s.events_path) for s in sources],
                                         struct_type(schemas["logs"]))
         tables["summary"], summary = _write_summary(frames, logs_df, out, ungrouped)
-        for tag, payload in rows.where(F.col("tag").isin(*_REPORT_COLUMNS)).collect():
-            row = json.loads(payload)
-            small.append((tag, {"log": row["log"], "cell": row["cell"],
-                                **{k: row.get(k) for k in _REPORT_COLUMNS[tag]}}))
+        small += report_small
     finally:
         rows.unpersist()
         if work is not None:

@@ -177,9 +177,11 @@ def _verdicts_section(analysis, cell_params) -> str:
 
 
 # ------------------------------------------------------------------ the page
-def write_report(analysis, cell_params: dict | None = None, compare: str | None = None) -> Path | str:
+def write_report(analysis, cell_params: dict | None = None, compare: str | None = None,
+                 timelines: "Timelines | None" = None) -> Path | str:
     """Write report.html and its PNGs into ``analysis.out``; returns the page's path. The driver
-    writes them: into a Hadoop filesystem URI (``hdfs://``...) through the active Spark session."""
+    writes them: into a Hadoop filesystem URI (``hdfs://``...) through the active Spark session.
+    ``timelines``: the timeline section, started before (:class:`Timelines`, the same pictures)."""
     from . import storage
     if storage.is_uri(analysis.out):
         import tempfile
@@ -188,10 +190,12 @@ def write_report(analysis, cell_params: dict | None = None, compare: str | None 
             _write_report(analysis, Path(tmp), cell_params, compare)
             storage.upload_dir(SparkSession.getActiveSession(), tmp, analysis.out)
         return storage.join(analysis.out, "report.html")
-    return _write_report(analysis, Path(analysis.out), cell_params, compare)
+    return _write_report(analysis, Path(analysis.out), cell_params, compare, timelines)
 
 
-def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | None = None) -> Path:
+def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | None = None,
+                  timelines: "Timelines | None" = None) -> Path:
+    timeline_html = timelines.section() if timelines is not None else None   # (drawn before any figure here)
     import matplotlib
     matplotlib.use("Agg")
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>groupcoord rebalance report</title>"
@@ -224,7 +228,7 @@ def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | 
         if fig is not None:
             _save(fig, out / name)
             parts.append(f"<h3>{title}</h3><img src='{name}' alt='{html.escape(title)}'>")
-    parts.append(_timeline_section(analysis, out, cell_params, compare))
+    parts.append(timeline_html if timeline_html is not None else _timeline_section(analysis, out, cell_params, compare))
     parts.append(f"<h2>Rebalances</h2><p>The first {LISTED_REBALANCES} by start (all of them are in the "
                  f"<code>rebalances</code> table).</p>")
     rebs = sorted(analysis.rebalances, key=lambda r: (r["log"], r["start_ms"] or 0, r["group"]))[:LISTED_REBALANCES]
@@ -723,11 +727,48 @@ def _timeline_section(analysis, out: Path, cell_params: dict | None = None, comp
     """Every group's timeline, the runs of one scenario together (TIMELINE_PAGE groups a picture),
     each run named by its parameters in a sweep (with a compared axis: its values across, one
     situation a row); the scenario's actions marked and listed."""
+    section, pictures = _timeline_pictures(analysis, out, cell_params, compare)
+    if pictures:
+        _draw_timelines(pictures)
+    return section
+
+
+class Timelines:
+    """The timeline section, its pictures drawn by processes of their own (a thread waits for them)
+    from when the rows they need (``timeline``, ``rebalances``, ``logs`` of an analysis) are known:
+    while the driver waits on Spark for the other tables (one copy of hour-1000: about 2 s of
+    drawing). :meth:`section` waits."""
+
+    def __init__(self, analysis, out, cell_params: dict | None = None):
+        import threading
+        self.html, pictures = _timeline_pictures(analysis, Path(out), cell_params, None)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._draw, args=(pictures,), name="groupcoord-timelines",
+                                        daemon=True)
+        self._thread.start()
+
+    def _draw(self, pictures) -> None:
+        try:
+            if pictures:
+                _draw_timelines(pictures, apart=True)
+        except BaseException as e:      # (raised by section())
+            self._error = e
+
+    def section(self) -> str:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self.html
+
+
+def _timeline_pictures(analysis, out: Path, cell_params: dict | None = None,
+                       compare: str | None = None) -> tuple[str, list[tuple]]:
+    """The timeline section's HTML and its pictures to draw (``_draw_timelines``)."""
     series = defaultdict(list)
     for p in analysis.timeline:
         series[(p["log"], p["group"])].append(p)
     if not series:
-        return ""
+        return "", []
     entries = {e["log"]: e for e in analysis.logs}
     params = {e["log"]: (cell_params or {}).get(e.get("cell")) for e in analysis.logs}
     names, common = cell_names(cell_params, leave_out=("scenario", compare))
@@ -813,8 +854,7 @@ def _timeline_section(analysis, out: Path, cell_params: dict | None = None, comp
                 heading = f"{scenario}: {label}" if scenario else label
             alt = "timelines of " + "; ".join(p.title.replace("\n", ": ") for p in panels)
             parts.append(f"<h4>{html.escape(heading)}</h4><img src='{name}' alt='{html.escape(alt)}'>")
-    _draw_timelines(pictures)
-    return "\n".join(parts)
+    return "\n".join(parts), pictures
 
 
 #: From this many timeline pictures on, they are drawn by processes of their own (one a CPU, at most
@@ -822,14 +862,18 @@ def _timeline_section(analysis, out: Path, cell_params: dict | None = None, comp
 PARALLEL_PICTURES = 8
 
 
-def _draw_timelines(pictures: list[tuple]) -> None:
-    """Draw and write each (panels, end_s, actions, columns, path): the same files either way."""
+def _draw_timelines(pictures: list[tuple], apart: bool = False) -> None:
+    """Draw and write each (panels, end_s, actions, columns, path): the same files either way.
+    ``apart``: in processes of their own however few the pictures (drawn beside the driver's work:
+    a thread drawing here would hold the interpreter the driver needs)."""
     import os
     import pickle
     import subprocess
     import sys
     workers = min(4, os.cpu_count() or 1, len(pictures) // (PARALLEL_PICTURES // 2))
-    if len(pictures) < PARALLEL_PICTURES or workers < 2:
+    if apart:
+        workers = max(workers, min(2, os.cpu_count() or 1, len(pictures)))
+    elif len(pictures) < PARALLEL_PICTURES or workers < 2:
         _draw(pictures)
         return
     # Python processes of their own, not multiprocessing: its spawned children import the caller's

@@ -592,8 +592,8 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     timelines = None
 
     def report_rows(small: list) -> None:
-        """The report's rows are known: its timelines drawn (a thread) while the other tables are
-        written (not into a URI: the report is written to a local directory then)."""
+        """The report's rows are known: its timelines drawn (by processes of their own) while the
+        other tables are written (not into a URI: the report is written to a local directory then)."""
         nonlocal timelines
         if report and not storage.is_uri(out):
             from .report import Timelines

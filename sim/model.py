@@ -326,7 +326,6 @@ class RunOutput:
             raise ValueError(f"event format {event_format!r}: one of {', '.join(EVENT_FORMATS)}")
         self.out = Path(out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.format = event_format
         self.count = 0
         self._lines = None
         if event_format in ("jsonl", "both"):

@@ -16,7 +16,6 @@ cannot take to the RDD job (``analyze(engine=...)``, ``--engine`` or GROUPCOORD_
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -24,7 +23,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
 from . import eventfile, storage
 from .model import INVARIANTS, RECORD_EVENTS, analyze_group, group_partitions
@@ -589,32 +587,15 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     computed = None
     logs = [{"log": s.log, "cell": s.cell, "scenario": s.scenario_name, "seed": s.seed,
              "path": s.events_path, "scenario_doc": s.scenario, "start_ms": s.start_ms} for s in sources]
-    timelines = None
-
-    def report_rows(small: list) -> None:
-        """The report's rows are known: its timelines drawn (by processes of their own) while the
-        other tables are written (not into a URI: the report is written to a local directory then)."""
-        nonlocal timelines
-        if report and not storage.is_uri(out):
-            from .report import Timelines
-            view = SimpleNamespace(logs=logs, timeline=[r for tag, r in small if tag == "timeline"],
-                                   rebalances=[r for tag, r in small if tag == "rebalances"])
-            timelines = Timelines(view, out, cell_params)
-
     if engine == "dataframe":
         from .pipeline import Fallback, FALLBACK_MARK
         try:
-            computed = _compute_dataframe(spark, sources, out, report_rows)
+            computed = _compute_dataframe(spark, sources, out)
         except Fallback:
             computed = None
         except Exception as e:     # raised in a Python worker: the RDD job names the line
             if FALLBACK_MARK not in str(e):
                 raise
-        finally:
-            if computed is None and timelines is not None:     # drawn of rows the RDD job gives again
-                with contextlib.suppress(Exception):
-                    timelines.section()
-                timelines = None
     used = engine
     if computed is None:
         computed, used = _compute_rdd(spark, sources, out), "rdd"
@@ -632,13 +613,12 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     analysis.seconds = time.perf_counter() - t0
     if report:
         from .report import write_report
-        write_report(analysis, cell_params=cell_params, timelines=timelines)
+        write_report(analysis, cell_params=cell_params)
     return analysis
 
 
-def _compute_dataframe(spark, sources, out: str, report_rows=None):
-    """The tables by :mod:`.pipeline`: (tables, summary rows, small rows for the report);
-    ``report_rows(small rows)`` is told them as soon as they are known."""
+def _compute_dataframe(spark, sources, out: str):
+    """The tables by :mod:`.pipeline`: (tables, summary rows, small rows for the report)."""
     from pyspark.sql import functions as F
 
     from . import pipeline
@@ -659,14 +639,11 @@ def _compute_dataframe(spark, sources, out: str, report_rows=None):
         work = _work_queues(spark, sources, frames)
         for name in MODEL_TABLES:
             tables[name] = _write(frames[name], storage.join(out, name))
-        # the report's rows first: its timelines are drawn meanwhile (report_rows)
         report_small = []
         for tag, payload in rows.where(F.col("tag").isin(*_REPORT_COLUMNS)).collect():
             row = json.loads(payload)
             report_small.append((tag, {"log": row["log"], "cell": row["cell"],
                                        **{k: row.get(k) for k in _REPORT_COLUMNS[tag]}}))
-        if report_rows is not None:
-            report_rows(report_small)
         ungrouped = {}
         for (payload,) in rows.where(F.col("tag") == "ungrouped").select("payload").collect():
             row = json.loads(payload)

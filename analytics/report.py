@@ -1,18 +1,19 @@
 """report.html: one verdict line per run, the summary, the invariants with counterexamples, plots
-(matplotlib PNGs next to the page) and, for sweeps, the grid's cells side by side. A grid cell is
-named by its parameters (those that tell it from the other cells) wherever the page shows it
-but in the tables that list its id beside them; timelines mark the scenario's actions."""
+(matplotlib PNGs next to the page; the timelines SVG, :mod:`.timeline_svg`) and, for sweeps, the
+grid's cells side by side. A grid cell is named by its parameters (those that tell it from the other
+cells) wherever the page shows it but in the tables that list its id beside them; timelines mark the
+scenario's actions."""
 from __future__ import annotations
 
 import html
 import json
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from .model import INVARIANT_TITLES, expected_notes
 from .share import CAUSES, SKIPPED_BECAUSE
+from .timeline_svg import BLUE, RED, timeline_svg
 
 #: Groups per timeline picture (every group is drawn, over as many pictures as it takes), in rows
 #: of TIMELINE_COLUMNS small multiples.
@@ -41,7 +42,7 @@ CELL_SUMMARY_COLUMNS = [("cell", "cell"), ("parameters", "parameters")] + VERDIC
 #: Digits shown of the summary's fractional columns (the Parquet table has them all).
 _SHOWN_DIGITS = {"duration_p50_ms": 0, "duration_p95_ms": 0, "partition_seconds_unowned": 1, "movement_ratio": 2}
 
-_BLUE, _RED, _SHADE, _START, _ACTION = "#47a", "#c44", "#fc8", "#e80", "#333"
+_BLUE, _RED = BLUE, RED
 
 
 def _fmt(v) -> str:
@@ -177,11 +178,9 @@ def _verdicts_section(analysis, cell_params) -> str:
 
 
 # ------------------------------------------------------------------ the page
-def write_report(analysis, cell_params: dict | None = None, compare: str | None = None,
-                 timelines: "Timelines | None" = None) -> Path | str:
+def write_report(analysis, cell_params: dict | None = None, compare: str | None = None) -> Path | str:
     """Write report.html and its PNGs into ``analysis.out``; returns the page's path. The driver
-    writes them: into a Hadoop filesystem URI (``hdfs://``...) through the active Spark session.
-    ``timelines``: the timeline section, started before (:class:`Timelines`, the same pictures)."""
+    writes them: into a Hadoop filesystem URI (``hdfs://``...) through the active Spark session."""
     from . import storage
     if storage.is_uri(analysis.out):
         import tempfile
@@ -190,12 +189,10 @@ def write_report(analysis, cell_params: dict | None = None, compare: str | None 
             _write_report(analysis, Path(tmp), cell_params, compare)
             storage.upload_dir(SparkSession.getActiveSession(), tmp, analysis.out)
         return storage.join(analysis.out, "report.html")
-    return _write_report(analysis, Path(analysis.out), cell_params, compare, timelines)
+    return _write_report(analysis, Path(analysis.out), cell_params, compare)
 
 
-def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | None = None,
-                  timelines: "Timelines | None" = None) -> Path:
-    timeline_html = timelines.section() if timelines is not None else None   # (drawn before any figure here)
+def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | None = None) -> Path:
     import matplotlib
     matplotlib.use("Agg")
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>groupcoord rebalance report</title>"
@@ -228,7 +225,7 @@ def _write_report(analysis, out: Path, cell_params: dict | None, compare: str | 
         if fig is not None:
             _save(fig, out / name)
             parts.append(f"<h3>{title}</h3><img src='{name}' alt='{html.escape(title)}'>")
-    parts.append(timeline_html if timeline_html is not None else _timeline_section(analysis, out, cell_params, compare))
+    parts.append(_timeline_section(analysis, out, cell_params, compare))
     parts.append(f"<h2>Rebalances</h2><p>The first {LISTED_REBALANCES} by start (all of them are in the "
                  f"<code>rebalances</code> table).</p>")
     rebs = sorted(analysis.rebalances, key=lambda r: (r["log"], r["start_ms"] or 0, r["group"]))[:LISTED_REBALANCES]
@@ -638,132 +635,20 @@ class Panel:
     actions: list
 
 
-def timeline_figure(panels: list[Panel], end_s: float, actions: list[Action] | None = None,
-                    columns: int = TIMELINE_COLUMNS):
-    """Small multiples, ``columns`` a row, on one time axis and one scale each for members (left,
-    blue) and partitions without an owner (right, red); rebalances shaded, each start marked; the
-    scenario's actions dashed, named in a strip above each column; the legend above."""
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-    n = len(panels)
-    ncols = min(columns, n)
-    nrows = math.ceil(n / ncols)
-    # fixed margins, in inches (a layout engine measuring every tick label took half the time):
-    # the legend, the actions' strip, each row's two-line titles, the time axis' labels
-    legend, strip, title, bottom, side, between = 0.4, 0.6 if actions else 0.0, 0.4, 0.55, 0.6, 0.3
-    row = 1.5 + title
-    width, height = 9 if ncols == 1 else 4.6 * ncols, legend + strip + nrows * row + bottom
-    fig = plt.figure(figsize=(width, height))
-    panel_width = (width - 2 * side - (ncols - 1) * between) / ncols
-    grid = fig.add_gridspec(nrows, ncols, left=side / width, right=1 - side / width, bottom=bottom / height,
-                            top=1 - (legend + strip + title) / height, hspace=title / (row - title),
-                            wspace=between / panel_width)
-    strips = fig.add_gridspec(1, ncols, left=side / width, right=1 - side / width, wspace=between / panel_width,
-                              top=1 - legend / height, bottom=1 - (legend + strip) / height) if actions else None
-    top_members = max([max(p.members, default=0) for p in panels] + [1])
-    top_unowned = max([max(p.unowned, default=0) for p in panels if p.unowned] + [1])
-    first = None
-    for i, p in enumerate(panels):
-        at_row, col = divmod(i, ncols)
-        ax = fig.add_subplot(grid[at_row, col], sharex=first)
-        first = first or ax
-        xs = p.xs + [end_s]
-        ax.step(xs, p.members + p.members[-1:], where="post", color=_BLUE, linewidth=1.2)
-        ax.set_ylim(0, top_members * 1.15)
-        _counts(ax.yaxis, 4)
-        if p.rebalances:     # one collection each (an artist per rebalance: 5x slower to draw)
-            ax.broken_barh(p.rebalances, (0, 1), transform=ax.get_xaxis_transform(), color=_SHADE, alpha=0.6,
-                           linewidth=0)
-            ax.vlines([x for x, _ in p.rebalances], 0, 1, transform=ax.get_xaxis_transform(), color=_START,
-                      linewidth=0.5)
-        for a in p.actions:
-            ax.axvline(a.at_s, color=_ACTION, linestyle="--", linewidth=0.9)
-        last_in_row = col == ncols - 1 or i == n - 1
-        if p.unowned is not None:
-            right = ax.twinx()
-            right.step(xs, p.unowned + p.unowned[-1:], where="post", color=_RED, linewidth=1)
-            right.set_ylim(0, top_unowned * 1.15)
-            _counts(right.yaxis, 4)
-            right.tick_params(labelsize=7, colors=_RED, labelright=last_in_row)
-            if last_in_row:
-                right.set_ylabel("without an owner", fontsize=8, color=_RED)
-        ax.tick_params(labelsize=7, labelleft=col == 0, labelbottom=i + ncols >= n)
-        ax.tick_params(axis="y", colors=_BLUE)
-        if col == 0:
-            ax.set_ylabel("members", fontsize=8, color=_BLUE)
-        ax.set_xlim(0, end_s)
-        ax.set_title(p.title, fontsize=8, loc="left")
-    if actions:
-        for col in range(ncols):
-            _action_strip(fig.add_subplot(strips[0, col], sharex=first), actions, end_s)
-    fig.text(0.5, 0.08 / height, "seconds from the log's start", fontsize=9, ha="center", va="bottom")
-    handles = [Line2D([], [], color=_BLUE, label="members"),
-               Line2D([], [], color=_RED, label="partitions without an owner"),
-               Patch(color=_SHADE, label="rebalance (its start marked)")]
-    if actions:
-        handles.append(Line2D([], [], color=_ACTION, linestyle="--", label="scenario action"))
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1), ncols=len(handles), fontsize=8,
-               frameon=False)
-    return fig
-
-
-def _action_strip(ax, actions: list[Action], end_s: float) -> None:
-    """The scenario's actions named above a column of timelines: a dashed tick each, the names
-    on three staggered levels so that neighbours do not overwrite each other, each name on the
-    side of its tick towards the middle (and cut at the column's edge)."""
-    ax.set_ylim(0, 1)
-    ax.axis("off")
-    for i, a in enumerate(sorted(actions, key=lambda a: a.at_s)):
-        y = (0.8, 0.5, 0.2)[i % 3]
-        ax.axvline(a.at_s, ymax=y, color=_ACTION, linestyle="--", linewidth=0.9)
-        right_half = a.at_s > end_s / 2
-        text = ax.text(a.at_s, y, (a.label + " ") if right_half else (" " + a.label), fontsize=7, va="center",
-                       ha="right" if right_half else "left", color=_ACTION, clip_on=True)
-        text.set_in_layout(False)
-
-
 def _timeline_section(analysis, out: Path, cell_params: dict | None = None, compare: str | None = None) -> str:
     """Every group's timeline, the runs of one scenario together (TIMELINE_PAGE groups a picture),
     each run named by its parameters in a sweep (with a compared axis: its values across, one
-    situation a row); the scenario's actions marked and listed."""
+    situation a row); the scenario's actions marked and listed. The pictures are SVG files
+    (:mod:`.timeline_svg`)."""
     section, pictures = _timeline_pictures(analysis, out, cell_params, compare)
-    if pictures:
-        _draw_timelines(pictures)
+    for panels, end_s, actions, columns, path in pictures:
+        path.write_text(timeline_svg(panels, end_s, actions, columns), encoding="utf-8")
     return section
-
-
-class Timelines:
-    """The timeline section, its pictures drawn by processes of their own (a thread waits for them)
-    from when the rows they need (``timeline``, ``rebalances``, ``logs`` of an analysis) are known:
-    while the driver waits on Spark for the other tables (one copy of hour-1000: about 2 s of
-    drawing). :meth:`section` waits."""
-
-    def __init__(self, analysis, out, cell_params: dict | None = None):
-        import threading
-        self.html, pictures = _timeline_pictures(analysis, Path(out), cell_params, None)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._draw, args=(pictures,), name="groupcoord-timelines",
-                                        daemon=True)
-        self._thread.start()
-
-    def _draw(self, pictures) -> None:
-        try:
-            if pictures:
-                _draw_timelines(pictures, apart=True)
-        except BaseException as e:      # (raised by section())
-            self._error = e
-
-    def section(self) -> str:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self.html
 
 
 def _timeline_pictures(analysis, out: Path, cell_params: dict | None = None,
                        compare: str | None = None) -> tuple[str, list[tuple]]:
-    """The timeline section's HTML and its pictures to draw (``_draw_timelines``)."""
+    """The timeline section's HTML and its pictures to write: (panels, end_s, actions, columns, path)."""
     series = defaultdict(list)
     for p in analysis.timeline:
         series[(p["log"], p["group"])].append(p)
@@ -845,7 +730,7 @@ def _timeline_pictures(analysis, out: Path, cell_params: dict | None = None,
                     unowned=[p["unowned"] or 0 for p in pts] if has_unowned else None,
                     rebalances=[((s - t0) / 1000, d / 1000) for s, d in rebalances[key]],
                     actions=[a for a in scenario_actions(entry) if a.groups is None or key[1] in a.groups]))
-            name = f"timeline-{page}.png"
+            name = f"timeline-{page}.svg"
             pictures.append((panels, end_s, actions, columns, out / name))
             if all(params.get(log) is not None for log, _ in chunk):
                 heading = f"{scenario}: {len(chunk)} runs"
@@ -855,58 +740,3 @@ def _timeline_pictures(analysis, out: Path, cell_params: dict | None = None,
             alt = "timelines of " + "; ".join(p.title.replace("\n", ": ") for p in panels)
             parts.append(f"<h4>{html.escape(heading)}</h4><img src='{name}' alt='{html.escape(alt)}'>")
     return "\n".join(parts), pictures
-
-
-#: From this many timeline pictures on, they are drawn by processes of their own (one a CPU, at most
-#: 4): drawing is most of the report's time (16 logs of 50 groups: 43 s in one process)
-PARALLEL_PICTURES = 8
-
-
-def _draw_timelines(pictures: list[tuple], apart: bool = False) -> None:
-    """Draw and write each (panels, end_s, actions, columns, path): the same files either way.
-    ``apart``: in processes of their own however few the pictures (drawn beside the driver's work:
-    a thread drawing here would hold the interpreter the driver needs)."""
-    import os
-    import pickle
-    import subprocess
-    import sys
-    workers = min(4, os.cpu_count() or 1, len(pictures) // (PARALLEL_PICTURES // 2))
-    if apart:
-        workers = max(workers, min(2, os.cpu_count() or 1, len(pictures)))
-    elif len(pictures) < PARALLEL_PICTURES or workers < 2:
-        _draw(pictures)
-        return
-    # Python processes of their own, not multiprocessing: its spawned children import the caller's
-    # __main__ (an unguarded script would run again), and a fork would copy the JVM gateway's threads
-    import tempfile
-    code = "import sys, pickle; from groupcoord.analytics.report import _draw; _draw(pickle.load(sys.stdin.buffer))"
-    errors = [tempfile.TemporaryFile() for _ in range(workers)]
-    procs: list = []
-    try:
-        procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stderr=err) for err in errors]
-        for i, proc in enumerate(procs):
-            proc.stdin.write(pickle.dumps(pictures[i::workers]))
-            proc.stdin.close()
-        failed = [err for proc, err in zip(procs, errors) if proc.wait() != 0]
-        if failed:
-            failed[0].seek(0)
-            last = failed[0].read().decode(errors="replace").strip().splitlines()[-1:]
-            raise RuntimeError(f"drawing the timelines failed: {last}")
-    except (OSError, RuntimeError) as e:
-        # (a child that cannot start or import groupcoord): drawn here instead, the same files
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        print(f"report: the timelines are drawn in this process ({e})", file=sys.stderr)
-        _draw(pictures)
-    finally:
-        for err in errors:
-            err.close()
-
-
-def _draw(pictures: list[tuple]) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    for panels, end_s, actions, columns, path in pictures:
-        _save(timeline_figure(panels, end_s, actions, columns), path, dpi=80)

@@ -11,6 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
+import xml.etree.ElementTree as ET
+
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -122,6 +124,27 @@ def whole(ticks) -> bool:
     return len(ticks) > 1 and all(float(t).is_integer() for t in ticks)
 
 
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg(path) -> ET.Element:
+    """A timeline picture's SVG tree (the file must parse as XML)."""
+    return ET.parse(path).getroot()
+
+
+def having(root, tag: str, cls: str) -> list:
+    """The elements of a tag whose class attribute names cls."""
+    return [e for e in root.iter(SVG + tag) if cls in (e.get("class") or "").split()]
+
+
+def panels_of(root) -> list:
+    return having(root, "g", "panel")
+
+
+def title_of(panel) -> str:
+    return having(panel, "text", "title")[0].text
+
+
 # ---------------------------------------------------------------- verdicts
 def test_one_verdict_line_per_run_naming_cells_by_their_parameters(tmp_path):
     lines = [v.line() for v in report.verdicts(sweep_analysis(tmp_path), sweep_cells())]
@@ -160,8 +183,11 @@ def test_counts_are_on_whole_number_ticks(tmp_path, figures):
     assert whole(hist.get_yticks()) and hist.get_ylabel() == "rebalances"
     moved = figures["movement.png"].axes[0]
     assert whole(moved.get_xticks()) and whole(moved.get_yticks())
-    members, unowned = [ax for ax in figures["timeline-1.png"].axes if ax.get_visible() and ax.get_yticks().size]
-    assert whole(members.get_yticks()) and whole(unowned.get_yticks())
+    timeline = svg(tmp_path / "timeline-1.svg")
+    for axis in ("members", "unowned"):
+        (first, *_) = having(timeline, "g", axis)           # the first column's labels
+        ticks = [t.get("data-value") for t in having(first, "text", "tick")]
+        assert whole(ticks) and [t.text for t in having(first, "text", "tick")] == ticks
 
 
 def test_cells_are_labelled_by_their_parameters(tmp_path, figures):
@@ -179,7 +205,7 @@ def test_cells_are_labelled_by_their_parameters(tmp_path, figures):
 
 def test_legends_sit_beside_the_plots_not_on_them(tmp_path, figures):
     write_report(sweep_analysis(tmp_path), cell_params=sweep_cells(), compare="protocol")
-    for name in ("compare.png", "movement.png", "timeline-1.png"):
+    for name in ("compare.png", "movement.png"):
         fig = figures[name]
         renderer = FigureCanvasAgg(fig).get_renderer()         # saved, the figure's own canvas is closed
         fig.canvas.draw()
@@ -191,28 +217,71 @@ def test_legends_sit_beside_the_plots_not_on_them(tmp_path, figures):
                 assert not box.overlaps(ax.get_window_extent(renderer)), (name, ax.get_title())
     compare = figures["compare.png"]
     assert [t.get_text() for t in compare.legends[0].get_texts()] == PROTOCOLS
+    # the timelines' legend above the actions' strips, the strips above the first row's titles
+    timeline = svg(tmp_path / "timeline-1.svg")
+    (legend,) = having(timeline, "g", "legend")
+    legend_bottom = max(float(e.get("y", e.get("y1", 0))) + float(e.get("height", 0)) for e in legend)
+    strip_top = min(min(float(line.get("y2")), float(line.get("y1"))) for line in having(timeline, "line", "action")
+                    if line in list(having(timeline, "g", "strip")[0]))
+    strip_bottom = max(float(t.get("y")) for t in having(timeline, "text", "action"))
+    first_title = min(float(t.get("y")) - 11 for t in having(timeline, "text", "title"))
+    assert legend_bottom < strip_top - 4 and strip_bottom < first_title
+    assert [t.text for t in legend.iter(SVG + "text")] == ["members", "partitions without an owner",
+                                                          "rebalance (its start marked)", "scenario action"]
 
 
-def test_timelines_are_small_multiples_with_the_scenarios_actions(tmp_path, figures):
+def test_timelines_are_small_multiples_with_the_scenarios_actions(tmp_path):
     page = write_report(sweep_analysis(tmp_path), cell_params=sweep_cells(), compare="protocol").read_text()
     # one picture per scenario, a protocol a column, a session timeout a row, on one time axis
-    assert sorted(n for n in figures if n.startswith("timeline")) == ["timeline-1.png", "timeline-2.png"]
-    crash = figures["timeline-1.png"]
-    panels = [ax for ax in crash.axes if ax.get_title(loc="left")]
-    assert [ax.get_title(loc="left").split("\n")[0] for ax in panels] == [
-        f"{p}, session_timeout_ms={s}" for s in (10000, 45000) for p in PROTOCOLS]
-    assert len({round(ax.get_position().x0, 3) for ax in panels}) == 3
-    assert len({round(ax.get_position().y0, 3) for ax in panels}) == 2
-    assert all(ax.get_shared_x_axes().joined(panels[0], ax) for ax in panels)
-    # the crash, the node down and the coordinator move dashed on every panel, and named above
-    for ax in panels:
-        dashed = sorted(line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == "--")
-        assert dashed == [10, 30, 40]
-    names = {t.get_text().strip() for ax in crash.axes for t in ax.texts}
+    assert sorted(p.name for p in tmp_path.glob("timeline-*")) == ["timeline-1.svg", "timeline-2.svg"]
+    crash = svg(tmp_path / "timeline-1.svg")
+    panels = panels_of(crash)
+    assert [title_of(p) for p in panels] == [f"{p}, session_timeout_ms={s}" for s in (10000, 45000) for p in PROTOCOLS]
+    assert len({p.get("data-x") for p in panels}) == 3 and len({p.get("data-y") for p in panels}) == 2
+    assert len({(p.get("data-width"), p.get("data-end-s")) for p in panels}) == 1
+    # the crash, the node down and the coordinator move dashed on every panel where their seconds are, and named above
+    for p in panels:
+        dashed = having(p, "line", "action")
+        assert sorted(float(d.get("data-s")) for d in dashed) == [10, 30, 40]
+        x0, width, end = (float(p.get(k)) for k in ("data-x", "data-width", "data-end-s"))
+        for d in dashed:
+            assert float(d.get("x1")) == pytest.approx(x0 + width * float(d.get("data-s")) / end, abs=0.01)
+            assert d.get("stroke-dasharray")
+    names = {t.text for strip in having(crash, "g", "strip") for t in having(strip, "text", "action")}
     assert names == {"crash 2 members, back after 20 s", "node 1 down", "coordinator moves to node 0 (app)"}
+    assert len(having(crash, "g", "strip")) == 3                # one above each column
     assert ("Scenario <b>crash</b>, its actions (dashed): 10 s: crash 2 members, back after 20 s; 30 s: node 1 down; "
             "40 s: coordinator moves to node 0 (app).") in page
     assert "<h4>crash: 6 runs</h4>" in page and "<h4>rolling-restart: 6 runs</h4>" in page
+
+
+def test_a_timeline_draws_its_steps_and_rebalances_to_scale(tmp_path):
+    from groupcoord.analytics.report import Action, Panel
+    from groupcoord.analytics.timeline_svg import timeline_svg
+    panel = Panel(title="run / g\n1 rebalances", xs=[0.0, 10.0, 30.0], members=[2, 4, 3], unowned=[0, 6, 0],
+                  rebalances=[(10.0, 5.0)], actions=[Action(20.0, "crash", None)])
+    (tmp_path / "t.svg").write_text(timeline_svg([panel], 40.0, [Action(20.0, "crash", None)], 3))
+    root = svg(tmp_path / "t.svg")
+    (p,) = panels_of(root)
+    x0, y0, width, height = (float(p.get(k)) for k in ("data-x", "data-y", "data-width", "data-height"))
+    (shade,) = having(p, "rect", "rebalance")
+    assert float(shade.get("x")) == pytest.approx(x0 + width / 4, abs=0.01)          # 10 s of 40
+    assert float(shade.get("width")) == pytest.approx(width / 8, abs=0.01)            # 5 s of 40
+    (members,) = having(p, "path", "members")
+    # held at 2 to 10 s, 4 to 30 s, 3 to the end: the scale's top is 4 x 1.15
+    y = [y0 + height - height * v / (4 * 1.15) for v in (2, 4, 3)]
+    parts = [x0, y[0], x0 + width / 4, y[1], x0 + 3 * width / 4, y[2], x0 + width]
+    d = members.get("d").replace("M", " ").replace("H", " ").replace("V", " ").split()
+    assert [float(v) for v in d] == pytest.approx(parts, abs=0.01)
+    assert [t.text for t in having(root, "text", "title")] == ["run / g", "1 rebalances"]
+
+
+def test_tick_steps_are_round():
+    from groupcoord.analytics.timeline_svg import int_ticks, time_ticks
+    assert int_ticks(1.15) == [0, 1] and int_ticks(4.6) == [0, 2, 4] and int_ticks(230) == [0, 100, 200]
+    assert int_ticks(23) == [0, 10, 20] and int_ticks(9) == [0, 5]
+    assert time_ticks(60) == [0, 10, 20, 30, 40, 50, 60] and time_ticks(3600) == [0, 1000, 2000, 3000]
+    assert time_ticks(25) == [0, 5, 10, 15, 20, 25] and time_ticks(0) == [0.0]
 
 
 def test_actions_are_placed_on_the_logs_time_axis_and_on_their_groups():
@@ -236,8 +305,9 @@ def test_actions_are_placed_on_the_logs_time_axis_and_on_their_groups():
 def test_every_groups_timeline_is_drawn(tmp_path):
     n = 2 * TIMELINE_PAGE + 5
     page = write_report(analysis_of(tmp_path, {"sim-a": n - 3, "serve-b": 3})).read_text()
-    pictures = sorted(p.name for p in tmp_path.glob("timeline-*.png"))
-    assert pictures == [f"timeline-{i}.png" for i in (1, 2, 3)]        # TIMELINE_PAGE groups a picture
+    pictures = sorted(p.name for p in tmp_path.glob("timeline-*"))
+    assert pictures == [f"timeline-{i}.svg" for i in (1, 2, 3)]        # TIMELINE_PAGE groups a picture
+    assert sum(len(panels_of(svg(tmp_path / name))) for name in pictures) == n
     assert all(f"src='{name}'" in page for name in pictures)
     assert f"{n} groups" in page and f"sim-a / group-{n - 4}" in page  # the last group is drawn too
     assert "durations.png" in page and "same axis" in page

@@ -179,7 +179,7 @@ def _verdicts_section(analysis, cell_params) -> str:
 
 # ------------------------------------------------------------------ the page
 def write_report(analysis, cell_params: dict | None = None, compare: str | None = None) -> Path | str:
-    """Write report.html and its PNGs into ``analysis.out``; returns the page's path. The driver
+    """Write report.html and its pictures into ``analysis.out``; returns the page's path. The driver
     writes them: into a Hadoop filesystem URI (``hdfs://``...) through the active Spark session."""
     from . import storage
     if storage.is_uri(analysis.out):

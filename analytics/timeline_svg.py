@@ -2,13 +2,14 @@
 an owner over time, rebalances shaded, the scenario's actions dashed and named above each column.
 
 SVG text rather than matplotlib: a panel is a few dozen elements, written in well under a
-millisecond, where matplotlib took 50 ms a panel (16 logs of 50 groups: 40 CPU seconds of a
-68-second analysis, bench/README.md). The elements carry what they stand for as ``data-``
+millisecond, where matplotlib took about 50 ms a panel (16 logs of 50 groups: 20.7 s of a 68.4 s
+analysis, bench/README.md "The timelines as SVG"). The elements carry what they stand for as ``data-``
 attributes (a tick's value, an action's second), so that tests and readers need not measure pixels.
 """
 from __future__ import annotations
 
 import math
+import re
 from html import escape
 
 #: The pictures' colours (the report's other plots use the same)
@@ -23,6 +24,20 @@ FONT = 11
 def _q(v: float) -> str:
     """A coordinate, short (two decimals at most)."""
     return f"{v:.2f}".rstrip("0").rstrip(".")
+
+
+def _num(v: float) -> str:
+    """A value as a label or data- attribute: whole numbers without a point or an exponent."""
+    return str(int(v)) if float(v).is_integer() else f"{v:.10g}"
+
+
+#: What XML 1.0 does not allow in text (a group id may hold any character but these)
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _text(s: str) -> str:
+    """Text for an element or attribute: escaped, characters XML cannot hold replaced by U+FFFD."""
+    return escape(_NOT_XML.sub("\ufffd", str(s)))
 
 
 def int_ticks(top: float, most: int = 4) -> list[int]:
@@ -113,7 +128,7 @@ def _legend(width: int, with_actions: bool) -> str:
             dash = " stroke-dasharray='4 3'" if kind == "dash" else ""
             out.append(f"<line x1='{_q(x)}' y1='{_q(y)}' x2='{_q(x + 20)}' y2='{_q(y)}' stroke='{colour}' "
                        f"stroke-width='1.5'{dash}/>")
-        out.append(f"<text x='{_q(x + 26)}' y='{_q(y + 4)}'>{escape(label)}</text>")
+        out.append(f"<text x='{_q(x + 26)}' y='{_q(y + 4)}'>{_text(label)}</text>")
         x += w
     out.append("</g>")
     return "".join(out)
@@ -123,15 +138,17 @@ def _strip(actions: list, x0: float, y0: float, pw: float, end: float, col: int)
     out = [f"<g class='strip' clip-path='url(#col{col})'>"]
     bottom = y0 + STRIP_H
     for i, a in enumerate(sorted(actions, key=lambda a: a.at_s)):
+        if not 0 <= a.at_s <= end:          # (off the time axis: not drawn)
+            continue
         level = (0.8, 0.5, 0.2)[i % 3]
         ax = x0 + pw * a.at_s / end
         ay = bottom - level * STRIP_H
         right_half = a.at_s > end / 2
-        out.append(f"<line class='action' data-s='{a.at_s:g}' x1='{_q(ax)}' y1='{_q(bottom)}' x2='{_q(ax)}' "
+        out.append(f"<line class='action' data-s='{_num(a.at_s)}' x1='{_q(ax)}' y1='{_q(bottom)}' x2='{_q(ax)}' "
                    f"y2='{_q(ay)}' stroke='{ACTION}' stroke-width='0.9' stroke-dasharray='4 3'/>")
         anchor, dx = ("end", -3) if right_half else ("start", 3)
-        out.append(f"<text class='action' data-s='{a.at_s:g}' x='{_q(ax + dx)}' y='{_q(ay + 4)}' "
-                   f"text-anchor='{anchor}' fill='{ACTION}' font-size='{FONT - 1}'>{escape(a.label)}</text>")
+        out.append(f"<text class='action' data-s='{_num(a.at_s)}' x='{_q(ax + dx)}' y='{_q(ay + 4)}' "
+                   f"text-anchor='{anchor}' fill='{ACTION}' font-size='{FONT - 1}'>{_text(a.label)}</text>")
     out.append("</g>")
     return "".join(out)
 
@@ -147,13 +164,15 @@ def _panel(p, i: int, x0: float, y0: float, pw: float, end: float, members_max: 
     def y_unowned(v):
         return y0 + PANEL_H - PANEL_H * v / unowned_max
 
-    title, _, second = p.title.partition("\n")
+    # the title's last line is its count of rebalances; the name's own line breaks are spaces
+    title, broken, second = p.title.rpartition("\n")
+    title, second = (title.replace("\n", " "), second) if broken else (second, "")
     out = [f"<g class='panel' data-index='{i}' data-x='{_q(x0)}' data-y='{_q(y0)}' data-width='{_q(pw)}' "
-           f"data-height='{PANEL_H}' data-end-s='{end:g}'>",
-           f"<title>{escape(p.title.replace(chr(10), ': '))}</title>",
-           f"<text class='title' x='{_q(x0)}' y='{_q(y0 - TITLE_H + 13)}'>{escape(title)}</text>"]
+           f"data-height='{PANEL_H}' data-end-s='{_num(end)}'>",
+           f"<title>{_text(title + (': ' + second if second else ''))}</title>",
+           f"<text class='title' x='{_q(x0)}' y='{_q(y0 - TITLE_H + 13)}'>{_text(title)}</text>"]
     if second:
-        out.append(f"<text class='title' x='{_q(x0)}' y='{_q(y0 - 6)}'>{escape(second)}</text>")
+        out.append(f"<text class='title' x='{_q(x0)}' y='{_q(y0 - 6)}'>{_text(second)}</text>")
     out.append(f"<svg x='{_q(x0)}' y='{_q(y0)}' width='{_q(pw)}' height='{PANEL_H}' overflow='hidden'>"
                f"<g transform='translate({_q(-x0)},{_q(-y0)})'>")
     for start, duration in p.rebalances:
@@ -164,7 +183,9 @@ def _panel(p, i: int, x0: float, y0: float, pw: float, end: float, members_max: 
         out.append(f"<line class='rebalance-start' x1='{_q(x(start))}' y1='{_q(y0)}' x2='{_q(x(start))}' "
                    f"y2='{_q(y0 + PANEL_H)}' stroke='{START}' stroke-width='0.5'/>")
     for a in p.actions:
-        out.append(f"<line class='action' data-s='{a.at_s:g}' x1='{_q(x(a.at_s))}' y1='{_q(y0)}' "
+        if not 0 <= a.at_s <= end:
+            continue
+        out.append(f"<line class='action' data-s='{_num(a.at_s)}' x1='{_q(x(a.at_s))}' y1='{_q(y0)}' "
                    f"x2='{_q(x(a.at_s))}' y2='{_q(y0 + PANEL_H)}' stroke='{ACTION}' stroke-width='0.9' "
                    f"stroke-dasharray='4 3'/>")
     if p.xs:
@@ -185,8 +206,8 @@ def _panel(p, i: int, x0: float, y0: float, pw: float, end: float, members_max: 
         tx = _q(x(t))
         ticks.append(f"<line x1='{tx}' y1='{_q(y0 + PANEL_H)}' x2='{tx}' y2='{_q(y0 + PANEL_H + 4)}' stroke='#444'/>")
         if time_labels:
-            ticks.append(f"<text class='tick' data-value='{t:g}' x='{tx}' y='{_q(y0 + PANEL_H + 15)}' "
-                         f"text-anchor='middle' font-size='{FONT - 1}'>{t:g}</text>")
+            ticks.append(f"<text class='tick' data-value='{_num(t)}' x='{tx}' y='{_q(y0 + PANEL_H + 15)}' "
+                         f"text-anchor='middle' font-size='{FONT - 1}'>{_num(t)}</text>")
     ticks.append("</g>")
     out.append("".join(ticks))
     out.append("</g>")

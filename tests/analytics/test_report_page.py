@@ -250,6 +250,10 @@ def test_timelines_are_small_multiples_with_the_scenarios_actions(tmp_path):
     names = {t.text for strip in having(crash, "g", "strip") for t in having(strip, "text", "action")}
     assert names == {"crash 2 members, back after 20 s", "node 1 down", "coordinator moves to node 0 (app)"}
     assert len(having(crash, "g", "strip")) == 3                # one above each column
+    # the time axis labelled under the bottom row only, the counts left of the first column only
+    labelled = [p for p in panels if having(p, "text", "tick") and having(having(p, "g", "x-ticks")[0], "text", "tick")]
+    assert labelled == panels[3:]
+    assert [p for p in panels if having(having(p, "g", "members")[0], "text", "tick")] == [panels[0], panels[3]]
     assert ("Scenario <b>crash</b>, its actions (dashed): 10 s: crash 2 members, back after 20 s; 30 s: node 1 down; "
             "40 s: coordinator moves to node 0 (app).") in page
     assert "<h4>crash: 6 runs</h4>" in page and "<h4>rolling-restart: 6 runs</h4>" in page
@@ -273,7 +277,28 @@ def test_a_timeline_draws_its_steps_and_rebalances_to_scale(tmp_path):
     parts = [x0, y[0], x0 + width / 4, y[1], x0 + 3 * width / 4, y[2], x0 + width]
     d = members.get("d").replace("M", " ").replace("H", " ").replace("V", " ").split()
     assert [float(v) for v in d] == pytest.approx(parts, abs=0.01)
+    (unowned,) = having(p, "path", "unowned")          # on its own scale: its top is 6 x 1.15
+    d = unowned.get("d").replace("M", " ").replace("H", " ").replace("V", " ").split()
+    y = [y0 + height - height * v / (6 * 1.15) for v in (0, 6, 0)]
+    assert [float(v) for v in d] == pytest.approx([x0, y[0], x0 + width / 4, y[1], x0 + 3 * width / 4, y[2], x0 + width],
+                                                  abs=0.01)
     assert [t.text for t in having(root, "text", "title")] == ["run / g", "1 rebalances"]
+
+
+def test_any_name_makes_a_picture_that_parses(tmp_path):
+    # a group id may hold any character (Kafka refuses only an empty one): markup, quotes, a line
+    # break, characters XML cannot hold
+    from groupcoord.analytics.report import Action, Panel
+    from groupcoord.analytics.timeline_svg import timeline_svg
+    name = "a&b<c>'\"d\ne\x01f"
+    action = Action(1.0, name, None)
+    panel = Panel(title=f"{name}\n2 rebalances", xs=[0.0], members=[1], unowned=None, rebalances=[],
+                  actions=[action, Action(99.0, "later", None)])
+    (tmp_path / "t.svg").write_text(timeline_svg([panel], 10.0, [action, Action(99.0, "later", None)]))
+    root = svg(tmp_path / "t.svg")
+    assert [t.text for t in having(root, "text", "title")] == ["a&b<c>'\"d e\ufffdf", "2 rebalances"]
+    assert [t.text for t in having(root, "text", "action")] == ["a&b<c>'\"d\ne\ufffdf"]  # (99 s: off the axis)
+    assert [line.get("data-s") for line in having(panels_of(root)[0], "line", "action")] == ["1"]
 
 
 def test_tick_steps_are_round():

@@ -112,8 +112,8 @@ def test_invariant_tables(spark, analyzed, broken_log):
 
 def test_report(analyzed):
     page = (analyzed / "report.html").read_text()
-    for png in ("durations.png", "movement.png", "timeline-1.svg"):
-        assert (analyzed / png).stat().st_size > 1000 and f"src='{png}'" in page
+    for picture in ("durations.png", "movement.png", "timeline-1.svg"):
+        assert (analyzed / picture).stat().st_size > 1000 and f"src='{picture}'" in page
     assert "Coordinator events only" in page and "serve-events" in page
     assert "no partition owned by two members at once" in page
     assert page.count("class='l fail'") == 1 and "Counterexamples" in page

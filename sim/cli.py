@@ -134,15 +134,19 @@ def configure_logging(level: str) -> None:
 
 def _simulate(args) -> int:
     configure_logging(args.log_level)
-    from .simulate import simulate_to
+    from .simulate import WorkerDied, simulate_to
     sc = _load(args)
     if sc is None:
         return 2
     seed = sc.seed if args.seed is None else args.seed
     workers = args.workers if args.workers > 0 else (os.cpu_count() or 1)
     # (the log streamed to its files, never held whole: a 10,000-member hour in under 1 GB)
-    summary, _ = simulate_to(sc, seed, args.out or None, workers=workers, event_format=args.events_format,
-                             progress=not args.no_progress and sys.stderr.isatty())
+    try:
+        summary, _ = simulate_to(sc, seed, args.out or None, workers=workers, event_format=args.events_format,
+                                 progress=not args.no_progress and sys.stderr.isatty())
+    except WorkerDied as e:
+        print(f"groupcoord: {e}", file=sys.stderr)
+        return 1
     return print_summary(summary, scenario=sc)
 
 

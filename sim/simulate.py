@@ -1107,9 +1107,7 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
         sim = Simulator(sc, seed, progress=progress)
         events = sim.run()
         return events, sim.summary(events), sim.resolved()
-    import multiprocessing
     wall0 = time.perf_counter()
-    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with _no_cyclic_gc():       # the shards' logs arrive as millions of new objects
         # this process runs the first shard itself: one process fewer to start, one log fewer
         # to carry over
@@ -1119,12 +1117,11 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
                 fd, path = tempfile.mkstemp(prefix="groupcoord-shard-", suffix=".marshal")
                 os.close(fd)
                 paths.append(path)
-            with ctx.Pool(len(parts) - 1) as pool:
-                others = pool.map_async(_run_shard_elsewhere,
-                                        [(sc, seed, groups, path) for groups, path in zip(parts[1:], paths)],
-                                        chunksize=1)
+            with _shard_processes(len(parts) - 1) as pool:
+                others = pool.map(_run_shard_elsewhere, [(sc, seed, groups, path)
+                                                         for groups, path in zip(parts[1:], paths)])
                 results = [_run_shard((sc, seed, parts[0]))]
-                results += [(_shard_log(log, path), part) for (log, part), path in zip(others.get(), paths)]
+                results += [(_shard_log(log, path), part) for (log, part), path in zip(_died_as(others), paths)]
         finally:
             # (after the pool's end: no worker writes any more) no shard's file left behind
             for path in paths:
@@ -1142,6 +1139,30 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
     resolved = Driver(sc, seed).resolved()
     resolved["mode"] = Simulator.mode
     return events, summary, resolved
+
+
+class WorkerDied(RuntimeError):
+    """A process running a shard of the simulation ended without its result (killed: the
+    out-of-memory killer, a signal): the run is lost."""
+
+
+def _shard_processes(n: int):
+    """n processes for shards, forked where the platform can (a concurrent.futures pool: a worker
+    killed mid-shard breaks it, where multiprocessing.Pool would wait for its result forever)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    return ProcessPoolExecutor(n, mp_context=ctx)
+
+
+def _died_as(results):
+    """The shards' results in order, or WorkerDied when a worker died."""
+    from concurrent.futures.process import BrokenProcessPool
+    try:
+        yield from results
+    except BrokenProcessPool:
+        raise WorkerDied("a process running a shard of the simulation died before its end (killed: out of "
+                         "memory? try fewer --workers); nothing was written") from None
 
 
 #: events a simulation holds at most (about: a chunk ends at the end of a ms) when it hands them on
@@ -1203,7 +1224,6 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
     seed = sc.seed if seed is None else seed
     parts = shards(sc, workers) if workers > 1 else []
     parts = parts if len(parts) > 1 else [None]
-    import multiprocessing
     wall0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="groupcoord-run-") as tmp:
         paths = [os.path.join(tmp, f"shard-{i}.marshal") if out_dir is not None else None for i in range(len(parts))]
@@ -1213,9 +1233,8 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
         else:
             # every shard in a process of its own: the memory of a simulation is given back when
             # it ends, before the merge (Python keeps what a process freed)
-            ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-            with ctx.Pool(len(parts)) as pool:
-                results = pool.map(_run_shard_to, jobs, chunksize=1)
+            with _shard_processes(len(parts)) as pool:
+                results = list(_died_as(pool.map(_run_shard_to, jobs)))
         wall = time.perf_counter() - wall0
         resolved = Driver(sc, seed).resolved()
         resolved["mode"] = Simulator.mode

@@ -694,3 +694,43 @@ def test_the_summary_finds_a_classic_group_left_empty():
     final = summary["groups"]["g"]["final"]
     assert (final["state"], final["members"], final["running_clients"]) == ("Empty", 0, 0)
     assert final["generation"] == max(e["generation"] for e in events if not e["event"].startswith("client."))
+
+
+def _killed(args):
+    import signal
+    os.kill(os.getpid(), signal.SIGKILL)       # as the out-of-memory killer ends a process
+
+
+def test_a_worker_killed_ends_the_run_with_an_error_not_a_wait(tmp_path, monkeypatch, capsys):
+    # a shard's process killed mid-run (no result will ever come): the run fails at once, with a
+    # one-line error from the CLI, and leaves nothing behind (multiprocessing.Pool waited forever)
+    import signal
+
+    def too_long(signum, frame):
+        raise TimeoutError("the run waited for a dead worker")
+    before = signal.signal(signal.SIGALRM, too_long)
+    signal.alarm(120)
+    try:
+        monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+        (tmp_path / "tmp").mkdir()
+        import tempfile
+        monkeypatch.setattr(tempfile, "tempdir", None)         # TMPDIR is read again
+        sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+            {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})
+        monkeypatch.setattr(simulate, "_run_shard_to", _killed)
+        with pytest.raises(simulate.WorkerDied, match="died before its end"):
+            simulate.simulate_to(sc, 3, tmp_path / "out", workers=2)
+        monkeypatch.setattr(simulate, "_run_shard_elsewhere", _killed)
+        with pytest.raises(simulate.WorkerDied):
+            simulate.simulate(sc, 3, workers=3)
+        assert list((tmp_path / "tmp").iterdir()) == [] and not (tmp_path / "out").exists()
+        path = tmp_path / "s.toml"
+        path.write_text('duration_s = 20\n[topics]\nt = 2\n[[groups]]\nname = "a"\ntopics = ["t"]\nmembers = 2\n'
+                        'count = 3\n')
+        from groupcoord.cli import main
+        assert main(["simulate", str(path), "--workers", "2", "--out", str(tmp_path / "cli"), "--no-progress"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith("groupcoord: a process running a shard of the simulation died")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)

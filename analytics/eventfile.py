@@ -174,34 +174,39 @@ def kind_frames(spark, sources, kinds=None, with_paths: bool = False):
         reader = spark.read if schema is None else spark.read.schema(schema)
         df = reader.parquet(*files)
         logs = _file_logs(df, files) if len(files) > 1 else None
+        # (withColumn: a call to the JVM, where a select names every column, a call each)
         if logs is None:
             for path, names in files.items():
                 one = df if len(files) == 1 else reader.parquet(path)
                 for log in names:
-                    frames.append((kind, one.select(F.lit(log).alias("log"), *one.columns), [path]))
+                    frames.append((kind, one.withColumn("log", F.lit(log)), [path]))
         else:
-            frames.append((kind, df.select(F.explode(F.element_at(logs, F.regexp_replace(
-                F.col("_metadata.file_path"), "^file:/*", "/"))).alias("log"), *df.columns), list(files)))
+            frames.append((kind, df.withColumn("log", F.explode(F.expr(
+                f"element_at({logs}, regexp_replace(_metadata.file_path, '^file:/*', '/'))"))), list(files)))
     return frames if with_paths else [(kind, df) for kind, df, _ in frames]
 
 
-def _file_logs(df, files: dict):
-    """A Spark map from each file's path (as ``_metadata.file_path`` gives it, "file:" taken off) to
+def _file_logs(df, files: dict) -> str | None:
+    """SQL: a map from each file's path (as ``_metadata.file_path`` gives it, "file:" taken off) to
     its logs, or None when Spark's names of the files are not recognised (the files then read one by one)."""
     from urllib.parse import unquote
-
-    from pyspark.sql import functions as F
     by_path = {str(Path(p).resolve()): logs for p, logs in files.items()}
     pairs = []
-    for name in df.inputFiles():
+    names = df.inputFiles()
+    for name in names:
         key = re.sub(r"^file:/*", "/", name)
         logs = by_path.get(unquote(key))
         if logs is None or not name.startswith("file:"):
             return None
-        pairs += [F.lit(key), F.array(*[F.lit(log) for log in logs])]
-    if len(pairs) != 2 * len(files):
+        pairs += [sql_string(key), f"array({', '.join(sql_string(log) for log in logs)})"]
+    if len(names) != len(files):
         return None
-    return F.create_map(*pairs)
+    return f"map({', '.join(pairs)})"
+
+
+def sql_string(text: str) -> str:
+    """A Spark SQL string literal of text (Spark's parser reads backslash escapes)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 #: The columns a commit kind's events must all hold (no null) to be taken as commits.

@@ -159,7 +159,9 @@ _COORDINATOR_FIELDS = [("ts", '"ts_ms":', ','), ("group", ',"group":"', '","'), 
 def model_input(spark, sources):
     """The rows the per-group model reads, all in one DataFrame (see the module docstring)."""
     shape = _shaper()
-    rows, kept = _lines_and_runs(spark, sources, shape), _kept(spark, sources, shape)
+    # the Parquet logs' files, read once for both (a DataFrame a big file: planning grows with them)
+    files = eventfile.kind_frames(spark, [s for s in sources if eventfile.is_parquet(s)], with_paths=True)
+    rows, kept = _lines_and_runs(spark, sources, shape, files), _kept(spark, sources, shape, files)
     return rows if kept is None else rows.unionAll(kept)
 
 
@@ -175,14 +177,15 @@ def _shaper():
     return shape
 
 
-def _lines_and_runs(spark, sources, shape):
-    """One row per line other than a commit, and one per run of commits."""
+def _lines_and_runs(spark, sources, shape, files):
+    """One row per line other than a commit, and one per run of commits (``files``: the Parquet
+    logs' :func:`.eventfile.kind_frames`, with their paths)."""
     from pyspark.sql import functions as F
     text = [s for s in sources if not eventfile.is_parquet(s)]
     parquet = [s for s in sources if eventfile.is_parquet(s)]
     frames = [_rows(_text_events(spark, text))] if text else []
     if parquet:
-        commits, others = _parquet_events(spark, parquet)
+        commits, others = _parquet_events(files)
         if others:
             frames.append(_rows(eventfile.union(others)))
         if commits:       # a Parquet log's commits: runs counted straight from their columns
@@ -268,14 +271,15 @@ def _parquet_commits(df, kind: str):
     return df
 
 
-def _parquet_events(spark, sources):
-    """Events of Parquet logs (:mod:`.eventfile`), read from their columns (no text is parsed):
-    (commits, others): the commits as (log, pos, kind, group, ts, client, member, gen), any other
+def _parquet_events(files):
+    """Events of Parquet logs (:mod:`.eventfile`; ``files``: their kind_frames with paths), read from
+    their columns (no text is parsed): (commits, others): the commits as (log, pos, kind, group, ts,
+    client, member, gen), any other
     event in :data:`_EVENT_COLUMNS`. A commit with a null field (or of another schema version) is an
     other event (the model then hands the log to the RDD job). (SQL text: one call to the JVM per
     column, where Column objects built field by field took 17,000 calls and 2 s for one log.)"""
     commits, others = [], []
-    for kind, df, paths in eventfile.kind_frames(spark, sources, with_paths=True):
+    for kind, df, paths in files:
         value, general = eventfile.to_json(df), eventfile.general(df, _event_schema())
         ok = "true"
         if kind in COMMITS:
@@ -303,8 +307,9 @@ def _parquet_events(spark, sources):
     return commits, others
 
 
-def _kept(spark, sources, shape):
-    """``commits_kept``: per group, the offsets checked and gone backwards, and the first cases."""
+def _kept(spark, sources, shape, files):
+    """``commits_kept``: per group, the offsets checked and gone backwards, and the first cases
+    (``files``: the Parquet logs' :func:`.eventfile.kind_frames`)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -313,14 +318,14 @@ def _kept(spark, sources, shape):
     # the commit lines: one that fails them sends everything to the RDD job)
     text = [s for s in sources if not eventfile.is_parquet(s)]
     frames = [_text_offsets(spark, text)] if text else []
-    for kind, df in eventfile.kind_frames(spark, [s for s in sources if eventfile.is_parquet(s)],
-                                          kinds=("client.committed",)):
-        df = _parquet_commits(df, kind)
-        frames.append(df.select("log", "group", F.col("ts_ms").alias("ts"),
-                                F.col(eventfile.POS).alias("pos"), "client",
-                                F.posexplode("offsets").alias("idx", "o"))
-                      .select("log", "group", "ts", "pos", "client", "idx", F.col("o.topic").alias("topic"),
-                              F.col("o.partition").alias("part"), F.col("o.offset").alias("off")))
+    commits = [_parquet_commits(df, kind).selectExpr("log", "`group`", "ts_ms AS ts", f"{eventfile.POS} AS pos",
+                                                     "client", "offsets")
+               for kind, df, _ in files if kind == "client.committed"]
+    if commits:         # (the files' commits together, then their offsets: a plan the files' number does not grow)
+        frames.append(eventfile.union(commits).selectExpr("log", "`group`", "ts", "pos", "client",
+                                                          "posexplode(offsets) AS (idx, o)")
+                      .selectExpr("log", "`group`", "ts", "pos", "client", "idx", "o.topic AS topic",
+                                  "o.partition AS part", "o.offset AS off"))
     if not frames:
         return None
     c = eventfile.union(frames)

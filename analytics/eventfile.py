@@ -174,6 +174,9 @@ def kind_frames(spark, sources, kinds=None, with_paths: bool = False):
         reader = spark.read if schema is None else spark.read.schema(schema)
         df = reader.parquet(*files)
         logs = _file_logs(df, files) if len(files) > 1 else None
+        if "log" in df.columns:       # (a foreign writer's field: it would be taken for the log's name)
+            from .pipeline import FALLBACK_MARK, Fallback
+            raise Fallback(f"{FALLBACK_MARK} a {kind} file with a column named log")
         # (withColumn: a call to the JVM, where a select names every column, a call each)
         if logs is None:
             for path, names in files.items():
@@ -205,8 +208,9 @@ def _file_logs(df, files: dict) -> str | None:
 
 
 def sql_string(text: str) -> str:
-    """A Spark SQL string literal of text (Spark's parser reads backslash escapes)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """SQL: the string text, as its UTF-8 bytes in hex (no quote or escape for the parser to read
+    otherwise: spark.sql.parser.escapedStringLiterals, ${...} substitution)."""
+    return f"decode(unhex('{text.encode('utf-8').hex()}'), 'UTF-8')"
 
 
 #: The columns a commit kind's events must all hold (no null) to be taken as commits.

@@ -141,12 +141,15 @@ def _simulate(args) -> int:
     seed = sc.seed if args.seed is None else args.seed
     workers = args.workers if args.workers > 0 else (os.cpu_count() or 1)
     # (the log streamed to its files, never held whole: a 10,000-member hour in under 1 GB)
+    progress = not args.no_progress and sys.stderr.isatty()
     try:
         summary, _ = simulate_to(sc, seed, args.out or None, workers=workers, event_format=args.events_format,
-                                 progress=not args.no_progress and sys.stderr.isatty())
+                                 progress=progress)
     except WorkerDied as e:
+        # (the worker drawing the progress bar may have been ended mid-line, its cursor hidden)
+        print(f"{chr(27)}[?25h" if progress else "", file=sys.stderr)
         print(f"groupcoord: {e}", file=sys.stderr)
-        return 1
+        return 3
     return print_summary(summary, scenario=sc)
 
 

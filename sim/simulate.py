@@ -1118,10 +1118,10 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
                 os.close(fd)
                 paths.append(path)
             with _shard_processes(len(parts) - 1) as pool:
-                others = pool.map(_run_shard_elsewhere, [(sc, seed, groups, path)
-                                                         for groups, path in zip(parts[1:], paths)])
-                results = [_run_shard((sc, seed, parts[0]))]
-                results += [(_shard_log(log, path), part) for (log, part), path in zip(_died_as(others), paths)]
+                others = _shard_map(pool, _run_shard_elsewhere, [(sc, seed, groups, path)
+                                                                 for groups, path in zip(parts[1:], paths)])
+                results = [_run_shard((sc, seed, parts[0]))]      # (a worker's death is seen after it)
+                results += [(_shard_log(log, path), part) for (log, part), path in zip(others, paths)]
         finally:
             # (after the pool's end: no worker writes any more) no shard's file left behind
             for path in paths:
@@ -1143,26 +1143,55 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
 
 class WorkerDied(RuntimeError):
     """A process running a shard of the simulation ended without its result (killed: the
-    out-of-memory killer, a signal): the run is lost."""
+    out-of-memory killer, a signal; or its result could not be read back): the run is lost."""
 
 
+@contextlib.contextmanager
 def _shard_processes(n: int):
-    """n processes for shards, forked where the platform can (a concurrent.futures pool: a worker
-    killed mid-shard breaks it, where multiprocessing.Pool would wait for its result forever)."""
+    """n processes for shards, forked where the platform can: a concurrent.futures pool, where a
+    worker killed mid-shard breaks the pool (multiprocessing.Pool waits for its result forever).
+    Leaving on an exception (the caller's own shard failed, an interrupt) ends the other shards
+    at once rather than waiting for them."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    return ProcessPoolExecutor(n, mp_context=ctx)
+    pool = ProcessPoolExecutor(n, mp_context=ctx)
+    try:
+        yield pool
+    except BaseException:
+        # (Python 3.14 has terminate_workers(); before it, the pool's processes are only its own)
+        for p in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(Exception):
+                p.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    else:
+        pool.shutdown(wait=True)
+
+
+def _shard_map(pool, fn, jobs):
+    """pool.map(fn, jobs): every job submitted now, the results in order (WorkerDied: see _died)."""
+    from concurrent.futures.process import BrokenProcessPool
+    try:
+        return _died_as(pool.map(fn, jobs))
+    except BrokenProcessPool as e:
+        raise _died(e) from e.__cause__
 
 
 def _died_as(results):
-    """The shards' results in order, or WorkerDied when a worker died."""
     from concurrent.futures.process import BrokenProcessPool
     try:
         yield from results
-    except BrokenProcessPool:
-        raise WorkerDied("a process running a shard of the simulation died before its end (killed: out of "
-                         "memory? try fewer --workers); nothing was written") from None
+    except BrokenProcessPool as e:
+        raise _died(e) from e.__cause__
+
+
+def _died(e: BaseException) -> WorkerDied:
+    if e.__cause__ is not None:          # a result or an error that could not be read back
+        return WorkerDied(f"a shard of the simulation ended with what this process could not read back: "
+                          f"{e.__cause__!r}")
+    return WorkerDied("a process running a shard of the simulation died before its end (killed: out of "
+                      "memory? try fewer --workers); nothing was written")
 
 
 #: events a simulation holds at most (about: a chunk ends at the end of a ms) when it hands them on
@@ -1234,7 +1263,7 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
             # every shard in a process of its own: the memory of a simulation is given back when
             # it ends, before the merge (Python keeps what a process freed)
             with _shard_processes(len(parts)) as pool:
-                results = list(_died_as(pool.map(_run_shard_to, jobs)))
+                results = list(_shard_map(pool, _run_shard_to, jobs))
         wall = time.perf_counter() - wall0
         resolved = Driver(sc, seed).resolved()
         resolved["mode"] = Simulator.mode

@@ -153,3 +153,19 @@ def test_logs_named_with_quotes_are_told_apart(spark, logs, tmp_path):
     rdd = job.analyze(sources, tmp_path / "rdd", spark=spark, report=False, engine="rdd")
     assert (df.engine, rdd.engine) == ("dataframe", "rdd") and sorted(r["log"] for r in df.summary) == names
     assert without_path(tables(spark, tmp_path / "df")) == without_path(tables(spark, tmp_path / "rdd"))
+
+
+def test_a_file_with_a_column_named_log_goes_to_the_rdd_job(spark, logs, tmp_path):
+    # a foreign writer's field named "log" would be taken for (or replaced by) the log's name: the
+    # pipeline hands such a log to the RDD job, which keeps the field as the event's own
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    d = tmp_path / "foreign"
+    shutil.copytree(next(d for d in logs["parquet"] if d.name == "crashes-and-coordinator-move"), d)
+    path = d / "events" / "member.joined.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.append_column("log", pa.array(["x"] * table.num_rows)), path)
+    a = job.analyze(job.find_logs([str(d)]), tmp_path / "out", spark=spark, report=False, engine="dataframe")
+    assert a.engine == "rdd" and a.summary and a.summary[0]["log"] == "foreign"

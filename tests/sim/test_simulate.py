@@ -728,9 +728,46 @@ def test_a_worker_killed_ends_the_run_with_an_error_not_a_wait(tmp_path, monkeyp
         path.write_text('duration_s = 20\n[topics]\nt = 2\n[[groups]]\nname = "a"\ntopics = ["t"]\nmembers = 2\n'
                         'count = 3\n')
         from groupcoord.cli import main
-        assert main(["simulate", str(path), "--workers", "2", "--out", str(tmp_path / "cli"), "--no-progress"]) == 1
+        assert main(["simulate", str(path), "--workers", "2", "--out", str(tmp_path / "cli"), "--no-progress"]) == 3
         err = capsys.readouterr().err.strip().splitlines()
         assert err[-1].startswith("groupcoord: a process running a shard of the simulation died")
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, before)
+
+
+def _slow_shard(args):
+    import time
+    time.sleep(600)
+
+
+def test_a_failing_shard_here_ends_the_others_at_once(tmp_path, monkeypatch):
+    # simulate() runs the first shard itself: when it fails, the error comes at once, the other
+    # shards' processes ended (a pool left by its with-block would wait for them)
+    import time
+    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})
+    monkeypatch.setattr(simulate, "_run_shard_elsewhere", _slow_shard)
+    monkeypatch.setattr(simulate, "_run_shard", _fails)
+    t0 = time.monotonic()
+    with pytest.raises(ZeroDivisionError):
+        simulate.simulate(sc, 3, workers=3)
+    assert time.monotonic() - t0 < 60
+
+
+class _Unreadable(Exception):
+    def __init__(self, code, message):      # (pickled with one argument: cannot be read back)
+        super().__init__(message)
+
+
+def _raises_unreadable(args):
+    raise _Unreadable(1, "x")
+
+
+def test_an_error_that_cannot_come_back_is_named_not_taken_for_a_kill(monkeypatch):
+    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 2, "count": 2}]})
+    monkeypatch.setattr(simulate, "_run_shard_to", _raises_unreadable)
+    with pytest.raises(simulate.WorkerDied, match="could not read back") as e:
+        simulate.simulate_to(sc, 3, workers=2)
+    assert e.value.__cause__ is not None

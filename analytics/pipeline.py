@@ -274,10 +274,10 @@ def _parquet_commits(df, kind: str):
 def _parquet_events(files):
     """Events of Parquet logs (:mod:`.eventfile`; ``files``: their kind_frames with paths), read from
     their columns (no text is parsed): (commits, others): the commits as (log, pos, kind, group, ts,
-    client, member, gen), any other
-    event in :data:`_EVENT_COLUMNS`. A commit with a null field (or of another schema version) is an
-    other event (the model then hands the log to the RDD job). (SQL text: one call to the JVM per
-    column, where Column objects built field by field took 17,000 calls and 2 s for one log.)"""
+    client, member, gen), any other event in :data:`_EVENT_COLUMNS`. A commit with a null field (or
+    of another schema version) is an other event (the model then hands the log to the RDD job). (SQL
+    text: one call to the JVM per column, where Column objects built field by field took 17,000
+    calls and 2 s for one log.)"""
     commits, others = [], []
     for kind, df, paths in files:
         value, general = eventfile.to_json(df), eventfile.general(df, _event_schema())

@@ -585,8 +585,6 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     if not storage.is_uri(out):
         Path(out).mkdir(parents=True, exist_ok=True)
     computed = None
-    logs = [{"log": s.log, "cell": s.cell, "scenario": s.scenario_name, "seed": s.seed,
-             "path": s.events_path, "scenario_doc": s.scenario, "start_ms": s.start_ms} for s in sources]
     if engine == "dataframe":
         from .pipeline import Fallback, FALLBACK_MARK
         try:
@@ -607,7 +605,9 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         out=str(out), tables=tables, summary=sorted(summary, key=lambda r: r["log"]),
         invariants=_invariant_totals(by_tag["invariants"]),
         violations=sorted(by_tag["violations"], key=lambda r: (r["log"], r["group"], r["invariant"], r["ts_ms"])),
-        rebalances=by_tag["rebalances"], timeline=by_tag["timeline"], logs=logs,
+        rebalances=by_tag["rebalances"], timeline=by_tag["timeline"],
+        logs=[{"log": s.log, "cell": s.cell, "scenario": s.scenario_name, "seed": s.seed,
+               "path": s.events_path, "scenario_doc": s.scenario, "start_ms": s.start_ms} for s in sources],
         events=sum(r["events"] or 0 for r in summary), seconds=0.0, engine=used,
         work=sorted(by_tag["work"], key=lambda r: (r["log"], r["group"])))
     analysis.seconds = time.perf_counter() - t0
@@ -639,11 +639,6 @@ def _compute_dataframe(spark, sources, out: str):
         work = _work_queues(spark, sources, frames)
         for name in MODEL_TABLES:
             tables[name] = _write(frames[name], storage.join(out, name))
-        report_small = []
-        for tag, payload in rows.where(F.col("tag").isin(*_REPORT_COLUMNS)).collect():
-            row = json.loads(payload)
-            report_small.append((tag, {"log": row["log"], "cell": row["cell"],
-                                       **{k: row.get(k) for k in _REPORT_COLUMNS[tag]}}))
         ungrouped = {}
         for (payload,) in rows.where(F.col("tag") == "ungrouped").select("payload").collect():
             row = json.loads(payload)
@@ -652,7 +647,10 @@ def _compute_dataframe(spark, sources, out: str):
         logs_df = spark.createDataFrame([(s.log, s.cell, s.scenario_name, s.seed, s.events_path) for s in sources],
                                         struct_type(schemas["logs"]))
         tables["summary"], summary = _write_summary(frames, logs_df, out, ungrouped)
-        small += report_small
+        for tag, payload in rows.where(F.col("tag").isin(*_REPORT_COLUMNS)).collect():
+            row = json.loads(payload)
+            small.append((tag, {"log": row["log"], "cell": row["cell"],
+                                **{k: row.get(k) for k in _REPORT_COLUMNS[tag]}}))
     finally:
         rows.unpersist()
         if work is not None:

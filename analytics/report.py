@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .model import INVARIANT_TITLES, expected_notes
 from .share import CAUSES, SKIPPED_BECAUSE
-from .timeline_svg import BLUE, RED, timeline_svg
+from .timeline_svg import BLUE, timeline_svg
 
 #: Groups per timeline picture (every group is drawn, over as many pictures as it takes), in rows
 #: of TIMELINE_COLUMNS small multiples.
@@ -41,9 +41,6 @@ SUMMARY_COLUMNS = [("log", "log"), ("scenario", "scenario"), ("seed", "seed")] +
 CELL_SUMMARY_COLUMNS = [("cell", "cell"), ("parameters", "parameters")] + VERDICT_COLUMNS + METRIC_COLUMNS
 #: Digits shown of the summary's fractional columns (the Parquet table has them all).
 _SHOWN_DIGITS = {"duration_p50_ms": 0, "duration_p95_ms": 0, "partition_seconds_unowned": 1, "movement_ratio": 2}
-
-_BLUE, _RED = BLUE, RED
-
 
 def _fmt(v) -> str:
     if v is None:
@@ -516,7 +513,7 @@ def durations_figure(analysis, names: dict | None = None):
     if len(logs) == 1:
         values = by_log[logs[0]]
         fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
-        ax.hist(values, bins=min(40, max(5, len(set(values)))), color=_BLUE)
+        ax.hist(values, bins=min(40, max(5, len(set(values)))), color=BLUE)
         ax.set_xlabel("rebalance duration (ms)")
         ax.set_ylabel("rebalances")
         _counts(ax.yaxis)

@@ -144,13 +144,18 @@ def _strip(actions: list, x0: float, y0: float, pw: float, end: float, col: int)
         ax = x0 + pw * a.at_s / end
         ay = bottom - level * STRIP_H
         right_half = a.at_s > end / 2
-        out.append(f"<line class='action' data-s='{_num(a.at_s)}' x1='{_q(ax)}' y1='{_q(bottom)}' x2='{_q(ax)}' "
-                   f"y2='{_q(ay)}' stroke='{ACTION}' stroke-width='0.9' stroke-dasharray='4 3'/>")
+        out.append(_action_line(a.at_s, ax, bottom, ay))
         anchor, dx = ("end", -3) if right_half else ("start", 3)
         out.append(f"<text class='action' data-s='{_num(a.at_s)}' x='{_q(ax + dx)}' y='{_q(ay + 4)}' "
                    f"text-anchor='{anchor}' fill='{ACTION}' font-size='{FONT - 1}'>{_text(a.label)}</text>")
     out.append("</g>")
     return "".join(out)
+
+
+def _action_line(at_s: float, x: float, y1: float, y2: float) -> str:
+    """A scenario action's dashed line at pixel x, from y1 to y2."""
+    return (f"<line class='action' data-s='{_num(at_s)}' x1='{_q(x)}' y1='{_q(y1)}' x2='{_q(x)}' y2='{_q(y2)}' "
+            f"stroke='{ACTION}' stroke-width='0.9' stroke-dasharray='4 3'/>")
 
 
 def _panel(p, i: int, x0: float, y0: float, pw: float, end: float, members_max: float, unowned_max: float, *,
@@ -185,9 +190,7 @@ def _panel(p, i: int, x0: float, y0: float, pw: float, end: float, members_max: 
     for a in p.actions:
         if not 0 <= a.at_s <= end:
             continue
-        out.append(f"<line class='action' data-s='{_num(a.at_s)}' x1='{_q(x(a.at_s))}' y1='{_q(y0)}' "
-                   f"x2='{_q(x(a.at_s))}' y2='{_q(y0 + PANEL_H)}' stroke='{ACTION}' stroke-width='0.9' "
-                   f"stroke-dasharray='4 3'/>")
+        out.append(_action_line(a.at_s, x(a.at_s), y0, y0 + PANEL_H))
     if p.xs:
         xs = list(p.xs) + [end]
         out.append(f"<path class='members' d='{_steps(xs, list(p.members) + p.members[-1:], x, y_members)}' "

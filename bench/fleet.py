@@ -25,7 +25,11 @@ time runs.
     virtual second 61 and to 64, over the difference of their requests, so set-up cancels. Wall
     times on a shared machine drift by 15%; this count does not (it is the one to compare changes by).
 
-    python bench/fleet.py [virtual] [tcp] [memory] [analyze] [instructions] [--members 1000 5000] [--partitions P]
+(g) floor: the simulator against the floor of its steady state (bench/sim_floor.py: the least a run
+    with the same draws must do for its heartbeats and auto-commits, one loop without the member, the
+    coordinator or the driver), one process each over the same scenario: CPU microseconds a request.
+
+    python bench/fleet.py [virtual] [tcp] [memory] [analyze] [instructions] [floor] [--members 1000 5000] [--partitions P]
                           [--duration S] [--scenario PATH] [--hold 10] [--limit 300] [--profile N]
     python bench/fleet.py big --members 2000 5000 10000 --hold 300 --processes 2
 
@@ -366,7 +370,7 @@ def bench_memory(members: int, partitions: int, limit: float) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory", "analyze", "instructions", "big"],
+    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory", "analyze", "instructions", "big", "floor"],
                     default=[])
     ap.add_argument("--scenario", type=Path, default=ROOT / "examples" / "scenarios" / "hour-1000.toml")
     ap.add_argument("--duration", type=float, default=None, help="virtual: override the scenario's duration")
@@ -420,6 +424,26 @@ def main() -> None:
         bench_analyze()
     if "instructions" in parts:
         bench_instructions(args.scenario)
+    if "floor" in parts:
+        bench_floor(args.scenario, args.duration)
+
+
+def bench_floor(path: Path, duration: float | None) -> None:
+    """(g): CPU per request of the floor (bench/sim_floor.py) and of the simulator, one process each."""
+    import sim_floor
+    sc = scenario.load(path)
+    if duration:
+        sc = scenario.apply_overrides(sc, {"duration_s": duration})
+    low = sim_floor.run(sc)
+    print(f"floor    {sc.name}: {low['requests']} requests, {low['events']} events, {low['items']} items in "
+          f"{low['cpu_s']:.2f} s CPU -> {low['us_per_request']:.2f} us a request", flush=True)
+    sim = simulate.Simulator(sc, sc.seed)
+    cpu0 = time.process_time()
+    events = sim.run()
+    cpu = time.process_time() - cpu0
+    per = cpu / sim.stats["requests"] * 1e6
+    print(f"simulate {sc.name}: {sim.stats['requests']} requests, {len(events)} events in {cpu:.2f} s CPU -> "
+          f"{per:.2f} us a request, x{per / low['us_per_request']:.2f} the floor")
 
 
 def bench_instructions(path: Path, spans=(61, 64)) -> None:

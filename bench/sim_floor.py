@@ -1,0 +1,108 @@
+"""The floor of the simulator's steady state: what a virtual-time run must do at the least for its
+heartbeats and auto-commits if the same seed is to give the same log, written as one loop with no
+member, coordinator or driver around it. ``python bench/fleet.py floor`` runs it beside the
+simulator over the same scenario and prints both costs per request and their ratio.
+
+Each request is still three items of a ms timing wheel (the member sends it, the coordinator takes
+it, the member gets the answer: the coordinator must see the group as it is when the request
+arrives), with two latency draws from the client's own random stream (one each way, in the order
+the client's requests reach those points), the session deadline kept, the member's timers moved,
+and a commit's offsets copied and its two events (the client's and the coordinator's) made. Nothing
+else: no rebalance, no request object, no versions, no errors, every member in one generation from
+the start. The groups of a scenario are taken with their members, partitions, heartbeat and
+auto-commit intervals and poll period, and the network's latency if uniform (else 1 to 3 ms)."""
+from __future__ import annotations
+
+import random
+import time
+
+_WHEEL = 1 << 13
+_MASK = _WHEEL - 1
+_SEND, _HEARTBEAT, _COMMIT, _HEARTBEAT_ANSWER, _COMMIT_ANSWER = range(5)
+
+
+class _Member:
+    __slots__ = ("rng", "group", "name", "heartbeat_at", "commit_at", "positions", "committed", "session_deadline",
+                 "interval", "commit_interval", "records", "polled_at", "period")
+
+
+def _members(sc) -> list[_Member]:
+    out = []
+    seed = 0
+    for spec in sc.groups:
+        partitions = [(t, p) for t in spec.topics for p in range(sc.topics.get(t, 1))]
+        for group in spec.group_ids():
+            for k in range(spec.members):
+                m = _Member()
+                m.rng = random.Random(seed)
+                seed += 1
+                m.group, m.name = group, f"{group}-{k}"
+                m.interval = spec.heartbeat_ms or 3000
+                m.commit_interval = spec.auto_commit_interval_ms
+                m.heartbeat_at = m.interval * k // spec.members
+                m.commit_at = m.commit_interval * k // spec.members
+                m.positions = {tp: 0 for i, tp in enumerate(partitions) if i % spec.members == k}
+                m.committed, m.session_deadline = {}, 0
+                m.records, m.period, m.polled_at = spec.records_per_poll, spec.processing_ms, 0
+                out.append(m)
+    return out
+
+
+def run(sc) -> dict:
+    """The floor over ``sc``'s duration: {"requests", "events", "items", "cpu_s", "us_per_request"}."""
+    latency = sc.network.latency
+    lo, span = (latency["min_ms"], latency["max_ms"] - latency["min_ms"]) if latency["dist"] == "uniform" else (1, 2)
+    wheel: list[list] = [[] for _ in range(_WHEEL)]
+    log: list[dict] = []
+    members = _members(sc)
+    for m in members:
+        wheel[min(m.heartbeat_at, m.commit_at) & _MASK].append((_SEND, m, None))
+    end = sc.duration_ms
+    items = requests = 0
+    cpu0 = time.process_time()
+    for now in range(end + 1):
+        slot = wheel[now & _MASK]
+        if not slot:
+            continue
+        for kind, m, arg in slot:        # (items scheduled for now are appended meanwhile and run too)
+            if kind == _SEND:
+                polls = (now - m.polled_at) // m.period      # the application's polls since the last look
+                if polls and m.records:
+                    m.polled_at += polls * m.period
+                    step = polls * m.records
+                    pos = m.positions
+                    for tp in pos:
+                        pos[tp] += step
+                if now >= m.heartbeat_at:
+                    m.heartbeat_at = now + m.interval
+                    t = now + int(lo + span * m.rng.random() + 0.5)
+                    wheel[t & _MASK].append((_HEARTBEAT, m, {"group_id": m.group, "generation_id": 1,
+                                                             "member_id": m.name, "group_instance_id": None}))
+                    requests += 1
+                if now >= m.commit_at:
+                    m.commit_at = now + m.commit_interval
+                    t = now + int(lo + span * m.rng.random() + 0.5)
+                    wheel[t & _MASK].append((_COMMIT, m, dict(m.positions)))
+                    requests += 1
+                wheel[min(m.heartbeat_at, m.commit_at) & _MASK].append((_SEND, m, None))
+            elif kind == _HEARTBEAT:
+                m.session_deadline = now + 45000
+                t = now + int(lo + span * m.rng.random() + 0.5)
+                wheel[t & _MASK].append((_HEARTBEAT_ANSWER, m, {"throttle_time_ms": 0, "error_code": 0}))
+            elif kind == _COMMIT:
+                m.session_deadline = now + 45000
+                log.append({"v": 1, "event": "offset.committed", "ts_ms": now, "group": m.group, "generation": 1,
+                            "partitions": len(arg)})
+                t = now + int(lo + span * m.rng.random() + 0.5)
+                wheel[t & _MASK].append((_COMMIT_ANSWER, m, arg))
+            elif kind == _COMMIT_ANSWER:
+                m.committed.update(arg)
+                log.append({"v": 1, "event": "client.committed", "ts_ms": now, "group": m.group, "client": m.name,
+                            "member": m.name, "generation": 1,
+                            "offsets": [[t, p, o] for (t, p), o in arg.items()]})
+            # (_HEARTBEAT_ANSWER: nothing moves; the next heartbeat's time was set when it went)
+        items += len(slot)
+        slot.clear()
+    cpu = time.process_time() - cpu0
+    return {"requests": requests, "events": len(log), "items": items, "cpu_s": cpu,
+            "us_per_request": cpu / max(requests, 1) * 1e6}

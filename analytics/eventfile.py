@@ -172,7 +172,7 @@ def kind_frames(spark, sources, kinds=None, with_paths: bool = False):
     frames = []
     for (kind, _), (schema, files) in groups.items():
         reader = spark.read if schema is None else spark.read.schema(schema)
-        df = reader.parquet(*files)
+        df = reader.parquet(*map(storage.literal, files))
         logs = _file_logs(df, files) if len(files) > 1 else None
         if "log" in df.columns:       # (a foreign writer's field: it would be taken for the log's name)
             from .pipeline import FALLBACK_MARK, Fallback
@@ -180,7 +180,7 @@ def kind_frames(spark, sources, kinds=None, with_paths: bool = False):
         # (withColumn: a call to the JVM, where a select names every column, a call each)
         if logs is None:
             for path, names in files.items():
-                one = df if len(files) == 1 else reader.parquet(path)
+                one = df if len(files) == 1 else reader.parquet(storage.literal(path))
                 for log in names:
                     frames.append((kind, one.withColumn("log", F.lit(log)), [path]))
         else:

@@ -165,7 +165,7 @@ def _find_uri_log(spark, uri: str):
 def _first_parquet_event(spark, events: str) -> int | None:
     """The ts_ms of a Parquet log's first event, read through Spark (a log at a URI)."""
     from pyspark.sql import functions as F
-    firsts = [spark.read.parquet(path).where(F.col(eventfile.POS) == 0).select("ts_ms")
+    firsts = [spark.read.parquet(storage.literal(path)).where(F.col(eventfile.POS) == 0).select("ts_ms")
               for _, path in eventfile.kind_files(events, spark)]
     rows = eventfile.union(firsts).collect() if firsts else []
     return rows[0]["ts_ms"] if rows else None
@@ -425,7 +425,7 @@ def _parquet_keyed_lines(spark, source):
     its position in the log, from 1)."""
     rdds = []
     for _, path in eventfile.kind_files(source.events_path, spark):
-        df = spark.read.parquet(path)
+        df = spark.read.parquet(storage.literal(path))
         decoders = eventfile.spark_decoders(df.schema)
         rdds.append(df.rdd.mapPartitions(lambda rows, d=decoders: eventfile.keyed_lines(source.log, rows, d)))
     return spark.sparkContext.union(rdds) if rdds else spark.sparkContext.emptyRDD()
@@ -671,7 +671,7 @@ def _compute_rdd(spark, sources, out: str):
     metas_b = sc.broadcast(metas)
     parts = max(sc.defaultParallelism, min(len(sources), 4 * sc.defaultParallelism))
     events = sc.union([_parquet_keyed_lines(spark, s) if s.format == "parquet" else
-                       sc.textFile(s.events_path, minPartitions=1).mapPartitionsWithIndex(
+                       sc.textFile(storage.literal(s.events_path), minPartitions=1).mapPartitionsWithIndex(
                            lambda i, lines, log=s.log: _keyed_lines(log, i, lines)) for s in sources])
     rows = (events.groupByKey(parts)
             .flatMap(lambda item: _analyze(item, metas_b.value))

@@ -35,7 +35,7 @@ import json
 import os
 import re
 
-from . import eventfile
+from . import eventfile, storage
 from .eventfile import untuple
 from .model import (INVARIANTS, MAX_COUNTEREXAMPLES, RECORD_EVENTS, RECORDS_RUN, RUN, RUN_LAST_TS, RunOutOfOrder,
                     analyze_group, group_partitions)
@@ -115,7 +115,7 @@ def read_events(spark, sources, kinds=None):
             if df is not None:
                 frames.append(df)
             continue
-        frames.append(spark.read.text(s.events_path)
+        frames.append(spark.read.text(storage.literal(s.events_path))
                       .select(F.lit(s.log).alias("log"), F.monotonically_increasing_id().alias("pos"), "value"))
     if not frames:                # Parquet logs without an event of those kinds
         return spark.createDataFrame([], "log string, pos long, value string")

@@ -51,6 +51,17 @@ def location(text) -> str:
     return str(text) if is_uri(text) else str(Path(local(text)))
 
 
+#: Hadoop's glob characters: Spark's readers take each path as a pattern
+_GLOB = re.compile(r"([\\*?\[\]{}])")
+
+
+def literal(location) -> str:
+    """A path or URI for Spark's readers, which take it as a Hadoop glob pattern: its glob
+    characters escaped, so that a log under "run[1]" or "a{b,c}" (or with a backslash) is read as
+    named, not taken for a pattern that names nothing or other files."""
+    return _GLOB.sub(r"\\\1", str(location))
+
+
 def join(location, *names) -> str:
     """``location/name/...`` for a local path or a URI (pathlib would fold a URI's ``//``)."""
     if is_uri(location):

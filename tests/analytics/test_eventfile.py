@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from groupcoord.analytics import eventfile, job, pipeline
+from groupcoord.analytics import eventfile, job, pipeline, storage
 from groupcoord.sim import scenario, simulate
 from groupcoord.sim.model import write_outputs
 
@@ -41,7 +41,7 @@ def tables(spark, out: Path) -> dict:
     for name in TABLES:
         if not (out / name).exists():
             continue
-        rows = [r.asDict(recursive=True) for r in spark.read.parquet(str(out / name)).collect()]
+        rows = [r.asDict(recursive=True) for r in spark.read.parquet(storage.literal(out / name)).collect()]
         got[name] = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
     return got
 
@@ -135,8 +135,7 @@ def test_a_log_directory_with_both_formats_is_read_as_parquet(logs, tmp_path):
 
 def test_logs_named_with_quotes_are_told_apart(spark, logs, tmp_path):
     # the small kinds' files of several logs are read together and each row's log is found from its
-    # file's path through a map written as SQL text: names with quotes stay exact (a backslash in a
-    # path Spark cannot read at all: Hadoop takes it for a glob's escape)
+    # file's path through a map written as SQL text: names with quotes stay exact
     import shutil
     source = next(d for d in logs["parquet"] if d.name == "crashes-and-coordinator-move")
     dirs = [tmp_path / "logs" / name for name in ("it's", "it''s", 'say "x", then \'y\'')]
@@ -153,6 +152,27 @@ def test_logs_named_with_quotes_are_told_apart(spark, logs, tmp_path):
     rdd = job.analyze(sources, tmp_path / "rdd", spark=spark, report=False, engine="rdd")
     assert (df.engine, rdd.engine) == ("dataframe", "rdd") and sorted(r["log"] for r in df.summary) == names
     assert without_path(tables(spark, tmp_path / "df")) == without_path(tables(spark, tmp_path / "rdd"))
+
+
+@pytest.mark.parametrize("engine", ["dataframe", "rdd"])
+def test_logs_under_names_with_glob_characters_are_read_as_named(spark, logs, tmp_path, engine):
+    # Spark's readers take a path for a Hadoop glob: unescaped, "run[1]" names no file (PATH_NOT_FOUND),
+    # "a{b,c}" "ab" or "ac", a backslash escapes what follows
+    import shutil
+    names = ("run[1]", "a{b,c}", "x*y?", "back\\slash")
+    dirs = []
+    for fmt in ("parquet", "jsonl"):
+        source = next(d for d in logs[fmt] if d.name == "crashes-and-coordinator-move")
+        for name in names:
+            dirs.append(tmp_path / fmt / name / "log")
+            shutil.copytree(source, dirs[-1])
+    sources = job.find_logs([str(d) for d in dirs])
+    a = job.analyze(sources, tmp_path / "out[1]", spark=spark, report=False, engine=engine)
+    assert a.engine == engine and len(a.summary) == len(dirs) == 8
+    assert sorted(Path(r["path"]).parent.parent.name for r in a.summary) == sorted(names * 2)
+    assert len({r["events"] for r in a.summary}) == 1 and a.summary[0]["events"] > 0
+    t = tables(spark, tmp_path / "out[1]")
+    assert len({r["log"] for r in t["summary"]}) == 8
 
 
 def test_a_file_with_a_column_named_log_goes_to_the_rdd_job(spark, logs, tmp_path):

@@ -141,8 +141,8 @@ class Simulator(Driver):
                  "_n_items", "_n_lost", "_n_polls", "_n_polls_skipped", "_n_requests",
                  "_arrive_cb", "_respond_cb", "_deliver_cb", "_wake_cb", "_producer_conn", "_conn_ids")
 
-    def __init__(self, scenario: Scenario, seed: int, *, progress: bool = False, realtime: bool = False,
-                 groups=None):
+    def __init__(self, scenario: Scenario, seed: int, *, progress: bool | Callable[[int], None] = False,
+                 realtime: bool = False, groups=None):
         super().__init__(scenario, seed)
         if groups is not None:
             self.only = set(groups)         # a shard: these groups' members only (see simulate())
@@ -830,36 +830,29 @@ class Simulator(Driver):
 
     def _run(self, until: Callable[[], bool] | None) -> list[dict]:
         self.plan()
-        end = self.end
         wall0 = time.perf_counter()
-        bar = task = None
-        if self.progress:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-            bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[vt]}"),
-                           TimeElapsedColumn(), transient=False)
-            task = bar.add_task(f"simulate {self.scenario.name}", total=end, vt="")
-            bar.start()
-        try:
-            self._n_items = self._loop(until, bar, task, wall0)
-        finally:
-            if bar is not None:
-                bar.update(task, completed=self.end, vt=f"{self.end / 1000:.0f}/{self.end / 1000:.0f} virtual s")
-                bar.stop()
+        with contextlib.ExitStack() as stack:
+            # progress: a bar of its own, or a function told how far the run is
+            report = self.progress if callable(self.progress) else \
+                stack.enter_context(progress_bar(self.scenario.name, self.end)) if self.progress else None
+            self._n_items = self._loop(until, report, wall0)
+            if report is not None:
+                report(self.end)
         self.now = self.end
         self.wall_s = time.perf_counter() - wall0
         return canonical_order(self.events, self.scenario.group_ids())
 
-    def _loop(self, until, bar, task, wall0: float) -> int:
+    def _loop(self, until, report, wall0: float) -> int:
         """Run the agenda ms by ms up to self.end; returns how many items ran. At each ms the
         coordinator's timer wake-up (_service_wake) goes first, then the slot's items in the
         order they were scheduled, those scheduled meanwhile for this ms included. At the end of
         a ms in which another 1024 items ran, ``until()`` may end the run there; every 16384
-        items the progress bar is updated."""
+        items ``report(now)`` is told the virtual time."""
         wheel, far = self._wheel, self._far
         pop = heapq.heappop
         end = self.end
         realtime = self.realtime
-        checks = until is not None or bar is not None
+        checks = until is not None or report is not None
         now = self._cursor
         n = 0
         while now <= end:
@@ -888,8 +881,8 @@ class Simulator(Driver):
                     if until is not None and until():
                         self.end = now
                         return n
-                    if bar is not None and n >> 14 != before >> 14:
-                        bar.update(task, completed=now, vt=f"{now / 1000:.0f}/{end / 1000:.0f} virtual s")
+                    if report is not None and n >> 14 != before >> 14:
+                        report(now)
             now += 1
             if self._queued < _SPARSE and not wheel[now & _MASK]:
                 # a sparse wheel (a quiet run) and nothing due next ms: on to what comes next, its
@@ -991,6 +984,24 @@ def ownership_check(service: Service, group, members: list[Member]) -> str:
     return "ok"
 
 
+@contextlib.contextmanager
+def progress_bar(name: str, end: int):
+    """A progress bar of a run of ``end`` virtual ms on the terminal: a function that moves it to
+    a virtual ms."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[vt]}"),
+                   TimeElapsedColumn(), transient=False)
+    task = bar.add_task(f"simulate {name}", total=end, vt="")
+
+    def update(now: int) -> None:
+        bar.update(task, completed=now, vt=f"{now / 1000:.0f}/{end / 1000:.0f} virtual s")
+    bar.start()
+    try:
+        yield update
+    finally:
+        bar.stop()
+
+
 def _call(fn) -> None:
     fn()
 
@@ -1060,8 +1071,8 @@ def shards(sc: Scenario, workers: int) -> list[list[str]]:
 
 
 def _run_shard(args) -> tuple[list[dict], dict]:
-    sc, seed, groups = args
-    sim = Simulator(sc, seed, groups=groups)
+    sc, seed, groups, progress = args
+    sim = Simulator(sc, seed, groups=groups, progress=progress)
     events = sim.run()
     return events, sim.summary(events)
 
@@ -1072,8 +1083,8 @@ def _run_shard_elsewhere(args) -> tuple[bytes | list[dict] | None, dict]:
     ``path`` (the caller made it and removes it; 80 MB of an hour-1000 shard come through a file
     in 0.1 to 0.35 s, through the pool's pipe in 0.45 s): then None comes back for the log. When
     the file cannot be written (no space left), the log comes through the pipe."""
-    sc, seed, groups, path = args
-    events, summary = _run_shard((sc, seed, groups))
+    sc, seed, groups, path, index = args
+    events, summary = _run_shard((sc, seed, groups, _clock_of(index)))
     try:
         data = marshal.dumps(events)
     except ValueError:
@@ -1117,11 +1128,22 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
                 fd, path = tempfile.mkstemp(prefix="groupcoord-shard-", suffix=".marshal")
                 os.close(fd)
                 paths.append(path)
-            with _shard_processes(len(parts) - 1) as pool:
-                others = _shard_map(pool, _run_shard_elsewhere, [(sc, seed, groups, path)
-                                                                 for groups, path in zip(parts[1:], paths)])
-                results = [_run_shard((sc, seed, parts[0]))]      # (a worker's death is seen after it)
+            jobs = [(sc, seed, groups, path, i) for i, (groups, path) in enumerate(zip(parts[1:], paths), 1)]
+            with _shard_processes(len(parts) - 1, len(parts) if progress else 0) as (pool, clock), \
+                    progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
+                mine = tick = bar
+                if clock is not None:       # the bar shows how far the slowest shard has come
+                    def mine(now: int) -> None:
+                        clock[0] = now
+                        bar(min(clock))
+
+                    def tick() -> None:
+                        bar(min(clock))
+                others = _shard_map(pool, _run_shard_elsewhere, jobs, tick if clock is not None else None)
+                results = [_run_shard((sc, seed, parts[0], mine))]      # (a worker's death is seen after it)
                 results += [(_shard_log(log, path), part) for (log, part), path in zip(others, paths)]
+                if bar is not None:
+                    bar(sc.duration_ms)
         finally:
             # (after the pool's end: no worker writes any more) no shard's file left behind
             for path in paths:
@@ -1146,18 +1168,34 @@ class WorkerDied(RuntimeError):
     out-of-memory killer, a signal; or its result could not be read back): the run is lost."""
 
 
+#: the shards' virtual ms, a shared array each forked shard process writes its own place of (see
+#: _shard_processes; None in a process that shows no progress)
+_shard_clocks = None
+
+
+def _clock_of(index: int) -> Callable[[int], None] | None:
+    """In a shard's process: its progress report, into its place of _shard_clocks (None: none)."""
+    return None if _shard_clocks is None else partial(_shard_clocks.__setitem__, index)
+
+
 @contextlib.contextmanager
-def _shard_processes(n: int):
-    """n processes for shards, forked where the platform can: a concurrent.futures pool, where a
-    worker killed mid-shard breaks the pool (multiprocessing.Pool waits for its result forever).
+def _shard_processes(n: int, clocks: int = 0):
+    """(pool, clock): n processes for shards, forked where the platform can: a concurrent.futures
+    pool, where a worker killed mid-shard breaks the pool (multiprocessing.Pool waits for its
+    result forever). With ``clocks`` where processes fork, ``clock`` is an array of that many
+    virtual ms, a shard's place in it kept up to date by the shard (see _clock_of); else None.
     Leaving on an exception (the caller's own shard failed, an interrupt) ends the other shards
     at once rather than waiting for them."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    global _shard_clocks
+    forks = "fork" in multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if forks else "spawn")
+    clock = ctx.Array("q", clocks, lock=False) if clocks and forks else None
+    _shard_clocks = clock            # (the workers fork with it)
     pool = ProcessPoolExecutor(n, mp_context=ctx)
     try:
-        yield pool
+        yield pool, clock
     except BaseException:
         # (Python 3.14 has terminate_workers(); before it, the pool's processes are only its own)
         for p in list((getattr(pool, "_processes", None) or {}).values()):
@@ -1167,21 +1205,33 @@ def _shard_processes(n: int):
         raise
     else:
         pool.shutdown(wait=True)
+    finally:
+        _shard_clocks = None
 
 
-def _shard_map(pool, fn, jobs):
-    """pool.map(fn, jobs): every job submitted now, the results in order (WorkerDied: see _died)."""
+def _shard_map(pool, fn, jobs, tick: Callable[[], None] | None = None):
+    """pool.map(fn, jobs): every job submitted now, the results in order (WorkerDied: see _died).
+    With ``tick``, tick() is called every 0.25 s while the results are waited for (a progress
+    bar's redraw)."""
     from concurrent.futures.process import BrokenProcessPool
     try:
-        return _died_as(pool.map(fn, jobs))
+        futures = [pool.submit(fn, job) for job in jobs]
     except BrokenProcessPool as e:
         raise _died(e) from e.__cause__
+    return _died_as(futures, tick)
 
 
-def _died_as(results):
+def _died_as(futures, tick=None):
+    from concurrent.futures import FIRST_EXCEPTION, wait
     from concurrent.futures.process import BrokenProcessPool
     try:
-        yield from results
+        while tick is not None:
+            done, pending = wait(futures, 0.25, FIRST_EXCEPTION)
+            if not pending or any(f.exception() is not None for f in done):
+                break
+            tick()
+        for f in futures:
+            yield f.result()
     except BrokenProcessPool as e:
         raise _died(e) from e.__cause__
 
@@ -1224,7 +1274,8 @@ def _spilled(path: str):
 
 
 def _run_shard_to(args) -> dict:
-    """A shard run, its events into the file at path (None: none), summarized as they come: its summary."""
+    """A shard run, its events into the file at path (None: none), summarized as they come: its
+    summary (progress: Simulator's)."""
     sc, seed, groups, path, progress = args
     sim = Simulator(sc, seed, groups=groups, progress=progress)
     summary = summaries()
@@ -1243,6 +1294,12 @@ def _run_shard_to(args) -> dict:
     return sim.summary(count, summary.send(None))
 
 
+def _run_shard_to_elsewhere(args) -> dict:
+    """_run_shard_to in a worker process, its progress reported at its index (see _clock_of)."""
+    *job, index = args
+    return _run_shard_to((*job, _clock_of(index)))
+
+
 def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers: int = 1,
                 event_format: str = "jsonl", progress: bool = False) -> tuple[dict, dict]:
     """:func:`simulate`, the events written to out_dir's files (as ``write_outputs`` writes them, when
@@ -1256,14 +1313,19 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
     wall0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="groupcoord-run-") as tmp:
         paths = [os.path.join(tmp, f"shard-{i}.marshal") if out_dir is not None else None for i in range(len(parts))]
-        jobs = [(sc, seed, groups, path, progress and i == 0) for i, (groups, path) in enumerate(zip(parts, paths))]
         if len(parts) == 1:
-            results = [_run_shard_to(jobs[0])]
+            results = [_run_shard_to((sc, seed, parts[0], paths[0], progress))]
         else:
             # every shard in a process of its own: the memory of a simulation is given back when
             # it ends, before the merge (Python keeps what a process freed)
-            with _shard_processes(len(parts)) as pool:
-                results = list(_shard_map(pool, _run_shard_to, jobs))
+            jobs = [(sc, seed, groups, path, i) for i, (groups, path) in enumerate(zip(parts, paths))]
+            with _shard_processes(len(parts), len(parts) if progress else 0) as (pool, clock), \
+                    progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
+                # the bar shows how far the slowest shard has come
+                tick = (lambda: bar(min(clock))) if clock is not None else None
+                results = list(_shard_map(pool, _run_shard_to_elsewhere, jobs, tick))
+                if bar is not None:
+                    bar(sc.duration_ms)
         wall = time.perf_counter() - wall0
         resolved = Driver(sc, seed).resolved()
         resolved["mode"] = Simulator.mode

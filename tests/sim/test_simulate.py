@@ -1,6 +1,7 @@
 """Virtual time: exact outcomes of small scenarios, computed by hand, and determinism."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -294,16 +295,16 @@ node = 1
 def test_a_worker_hands_its_shard_log_over_in_a_file_or_through_the_pipe(tmp_path):
     sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
         {"name": "a", "topics": ["t"], "members": 2, "count": 2}]})
-    events, _ = simulate._run_shard((sc, 3, ["a-1"]))
+    events, _ = simulate._run_shard((sc, 3, ["a-1"], None))
     assert len(events) > 10
     path = tmp_path / "shard"
-    log, summary = simulate._run_shard_elsewhere((sc, 3, ["a-1"], str(path)))
+    log, summary = simulate._run_shard_elsewhere((sc, 3, ["a-1"], str(path), 1))
     assert log is None and summary["groups"].keys() == {"a-1"}
     assert simulate._shard_log(log, str(path)) == events
     # a file that cannot be written (here: a directory in its place): the log comes in the answer
     blocked = tmp_path / "blocked"
     blocked.mkdir()
-    log, _ = simulate._run_shard_elsewhere((sc, 3, ["a-1"], str(blocked)))
+    log, _ = simulate._run_shard_elsewhere((sc, 3, ["a-1"], str(blocked), 1))
     assert isinstance(log, bytes) and simulate._shard_log(log, str(blocked)) == events
 
 
@@ -496,7 +497,7 @@ def test_a_round_trip_longer_than_the_heartbeat_interval_sends_the_next_heartbea
     heartbeat is due when the previous one's response arrives, so they go out every 4 s (the
     simulator's shortcut after a successful heartbeat must not wait for the 5 s auto-commit)."""
     sc = scenario.from_dict({
-        "duration_s": 120, "topics": {"t": 4}, "network": {"latency": {"dist": "fixed", "ms": 2000}},
+        "duration_s": 900, "topics": {"t": 4}, "network": {"latency": {"dist": "fixed", "ms": 2000}},
         "coordinator": {"config": {"group.initial.rebalance.delay.ms": 0}},
         "groups": [{"name": "g", "topics": ["t"], "members": 2, "session_timeout_ms": 45000,
                     "heartbeat_interval_ms": 3000}]})
@@ -771,3 +772,29 @@ def test_an_error_that_cannot_come_back_is_named_not_taken_for_a_kill(monkeypatc
     with pytest.raises(simulate.WorkerDied, match="could not read back") as e:
         simulate.simulate_to(sc, 3, workers=2)
     assert e.value.__cause__ is not None
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_sharded_runs_progress_is_its_slowest_shards(streamed, monkeypatch, tmp_path):
+    # the first shard (the most members) is done long before the second (heartbeats and commits
+    # 40 times as often): the bar must not say the run is over before the second is
+    sc = scenario.from_dict({
+        "duration_s": 900, "topics": {"t": 4},
+        "coordinator": {"config": {"group.min.session.timeout.ms": 1000}},
+        "groups": [{"name": "quiet", "topics": ["t"], "members": 6},
+                   {"name": "busy", "topics": ["t"], "members": 5, "heartbeat_interval_ms": 75,
+                    "session_timeout_ms": 1000, "auto_commit_interval_ms": 125}]})
+    assert simulate.shards(sc, 2) == [["quiet"], ["busy"]]
+    shown = []
+
+    @contextlib.contextmanager
+    def recorded(name, end):
+        yield shown.append
+    monkeypatch.setattr(simulate, "progress_bar", recorded)
+    if streamed:
+        simulate.simulate_to(sc, 3, tmp_path / "out", workers=2, progress=True)
+    else:
+        simulate.simulate(sc, 3, workers=2, progress=True)
+    end = sc.duration_ms
+    assert len(shown) > 1 and shown[-1] == end and all(v < end for v in shown[:-1]), shown
+    assert shown == sorted(shown)

@@ -146,9 +146,7 @@ def _simulate(args) -> int:
         summary, _ = simulate_to(sc, seed, args.out or None, workers=workers, event_format=args.events_format,
                                  progress=progress)
     except WorkerDied as e:
-        # (the worker drawing the progress bar may have been ended mid-line, its cursor hidden)
-        print(f"{chr(27)}[?25h" if progress else "", file=sys.stderr)
-        print(f"groupcoord: {e}", file=sys.stderr)
+        print(f"groupcoord: {e}", file=sys.stderr)      # (the bar, stopped, has shown the cursor again)
         return 3
     return print_summary(summary, scenario=sc)
 

@@ -1129,21 +1129,22 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
                 os.close(fd)
                 paths.append(path)
             jobs = [(sc, seed, groups, path, i) for i, (groups, path) in enumerate(zip(parts[1:], paths), 1)]
-            with _shard_processes(len(parts) - 1, len(parts) if progress else 0) as (pool, clock), \
-                    progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
-                mine = tick = bar
-                if clock is not None:       # the bar shows how far the slowest shard has come
-                    def mine(now: int) -> None:
-                        clock[0] = now
-                        bar(min(clock))
+            with _shard_processes(len(parts) - 1, len(parts) if progress else 0) as (pool, clock):
+                futures = _shard_map(pool, _run_shard_elsewhere, jobs)    # (the workers fork before the bar starts)
+                with progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
+                    mine, tick = bar, None
+                    if clock is not None:       # the bar shows how far the slowest shard has come
+                        def mine(now: int) -> None:
+                            clock[0] = now
+                            bar(min(clock))
 
-                    def tick() -> None:
-                        bar(min(clock))
-                others = _shard_map(pool, _run_shard_elsewhere, jobs, tick if clock is not None else None)
-                results = [_run_shard((sc, seed, parts[0], mine))]      # (a worker's death is seen after it)
-                results += [(_shard_log(log, path), part) for (log, part), path in zip(others, paths)]
-                if bar is not None:
-                    bar(sc.duration_ms)
+                        def tick() -> None:
+                            bar(min(clock))
+                    results = [_run_shard((sc, seed, parts[0], mine))]      # (a worker's death is seen after it)
+                    results += [(_shard_log(log, path), part)
+                                for (log, part), path in zip(_results(futures, tick), paths)]
+                    if bar is not None:
+                        bar(sc.duration_ms)
         finally:
             # (after the pool's end: no worker writes any more) no shard's file left behind
             for path in paths:
@@ -1168,13 +1169,18 @@ class WorkerDied(RuntimeError):
     out-of-memory killer, a signal; or its result could not be read back): the run is lost."""
 
 
-#: the shards' virtual ms, a shared array each forked shard process writes its own place of (see
-#: _shard_processes; None in a process that shows no progress)
+#: in a shard's worker process: the shards' virtual ms, an array shared with the process that
+#: shows their progress (None: none shows it; see _shard_processes)
 _shard_clocks = None
 
 
+def _share_clocks(clocks) -> None:
+    global _shard_clocks
+    _shard_clocks = clocks
+
+
 def _clock_of(index: int) -> Callable[[int], None] | None:
-    """In a shard's process: its progress report, into its place of _shard_clocks (None: none)."""
+    """In a shard's worker process: its progress report, into its place of _shard_clocks (None: none)."""
     return None if _shard_clocks is None else partial(_shard_clocks.__setitem__, index)
 
 
@@ -1182,18 +1188,15 @@ def _clock_of(index: int) -> Callable[[int], None] | None:
 def _shard_processes(n: int, clocks: int = 0):
     """(pool, clock): n processes for shards, forked where the platform can: a concurrent.futures
     pool, where a worker killed mid-shard breaks the pool (multiprocessing.Pool waits for its
-    result forever). With ``clocks`` where processes fork, ``clock`` is an array of that many
-    virtual ms, a shard's place in it kept up to date by the shard (see _clock_of); else None.
+    result forever). With ``clocks``, ``clock`` is an array of that many virtual ms shared with
+    the workers, a shard's place in it kept up to date by the shard (see _clock_of); else None.
     Leaving on an exception (the caller's own shard failed, an interrupt) ends the other shards
     at once rather than waiting for them."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    global _shard_clocks
-    forks = "fork" in multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if forks else "spawn")
-    clock = ctx.Array("q", clocks, lock=False) if clocks and forks else None
-    _shard_clocks = clock            # (the workers fork with it)
-    pool = ProcessPoolExecutor(n, mp_context=ctx)
+    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    clock = ctx.Array("q", clocks, lock=False) if clocks else None
+    pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_share_clocks, initargs=(clock,))
     try:
         yield pool, clock
     except BaseException:
@@ -1205,23 +1208,20 @@ def _shard_processes(n: int, clocks: int = 0):
         raise
     else:
         pool.shutdown(wait=True)
-    finally:
-        _shard_clocks = None
 
 
-def _shard_map(pool, fn, jobs, tick: Callable[[], None] | None = None):
-    """pool.map(fn, jobs): every job submitted now, the results in order (WorkerDied: see _died).
-    With ``tick``, tick() is called every 0.25 s while the results are waited for (a progress
-    bar's redraw)."""
+def _shard_map(pool, fn, jobs) -> list:
+    """fn(job) of every job submitted now (the pool's workers start): their futures, for _results."""
     from concurrent.futures.process import BrokenProcessPool
     try:
-        futures = [pool.submit(fn, job) for job in jobs]
+        return [pool.submit(fn, job) for job in jobs]
     except BrokenProcessPool as e:
         raise _died(e) from e.__cause__
-    return _died_as(futures, tick)
 
 
-def _died_as(futures, tick=None):
+def _results(futures, tick: Callable[[], None] | None = None):
+    """The futures' results in order (WorkerDied: see _died). With ``tick``, tick() is called
+    every 0.25 s while they are waited for (a progress bar's redraw)."""
     from concurrent.futures import FIRST_EXCEPTION, wait
     from concurrent.futures.process import BrokenProcessPool
     try:
@@ -1319,13 +1319,13 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
             # every shard in a process of its own: the memory of a simulation is given back when
             # it ends, before the merge (Python keeps what a process freed)
             jobs = [(sc, seed, groups, path, i) for i, (groups, path) in enumerate(zip(parts, paths))]
-            with _shard_processes(len(parts), len(parts) if progress else 0) as (pool, clock), \
-                    progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
-                # the bar shows how far the slowest shard has come
-                tick = (lambda: bar(min(clock))) if clock is not None else None
-                results = list(_shard_map(pool, _run_shard_to_elsewhere, jobs, tick))
-                if bar is not None:
-                    bar(sc.duration_ms)
+            with _shard_processes(len(parts), len(parts) if progress else 0) as (pool, clock):
+                futures = _shard_map(pool, _run_shard_to_elsewhere, jobs)    # (the workers fork before the bar starts)
+                with progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
+                    # the bar shows how far the slowest shard has come
+                    results = list(_results(futures, (lambda: bar(min(clock))) if progress else None))
+                    if bar is not None:
+                        bar(sc.duration_ms)
         wall = time.perf_counter() - wall0
         resolved = Driver(sc, seed).resolved()
         resolved["mode"] = Simulator.mode

@@ -497,7 +497,7 @@ def test_a_round_trip_longer_than_the_heartbeat_interval_sends_the_next_heartbea
     heartbeat is due when the previous one's response arrives, so they go out every 4 s (the
     simulator's shortcut after a successful heartbeat must not wait for the 5 s auto-commit)."""
     sc = scenario.from_dict({
-        "duration_s": 900, "topics": {"t": 4}, "network": {"latency": {"dist": "fixed", "ms": 2000}},
+        "duration_s": 120, "topics": {"t": 4}, "network": {"latency": {"dist": "fixed", "ms": 2000}},
         "coordinator": {"config": {"group.initial.rebalance.delay.ms": 0}},
         "groups": [{"name": "g", "topics": ["t"], "members": 2, "session_timeout_ms": 45000,
                     "heartbeat_interval_ms": 3000}]})
@@ -777,7 +777,7 @@ def test_an_error_that_cannot_come_back_is_named_not_taken_for_a_kill(monkeypatc
 @pytest.mark.parametrize("streamed", [False, True])
 def test_a_sharded_runs_progress_is_its_slowest_shards(streamed, monkeypatch, tmp_path):
     # the first shard (the most members) is done long before the second (heartbeats and commits
-    # 40 times as often): the bar must not say the run is over before the second is
+    # 40 times as often): the bar must not reach the end before the second does
     sc = scenario.from_dict({
         "duration_s": 900, "topics": {"t": 4},
         "coordinator": {"config": {"group.min.session.timeout.ms": 1000}},
@@ -796,5 +796,7 @@ def test_a_sharded_runs_progress_is_its_slowest_shards(streamed, monkeypatch, tm
     else:
         simulate.simulate(sc, 3, workers=2, progress=True)
     end = sc.duration_ms
-    assert len(shown) > 1 and shown[-1] == end and all(v < end for v in shown[:-1]), shown
-    assert shown == sorted(shown)
+    # (the end may be shown twice: once the busy shard's simulation ends, and once it has handed
+    # its log over)
+    assert shown == sorted(shown) and shown[-1] == end and any(0 < v < end for v in shown), shown
+    assert all(v < end for v in shown[:shown.index(end)]) and set(shown[shown.index(end):]) == {end}

@@ -53,13 +53,18 @@ def location(text) -> str:
 
 #: Hadoop's glob characters: Spark's readers take each path as a pattern
 _GLOB = re.compile(r"([\\*?\[\]{}])")
+#: a URI's scheme and authority (not a pattern: "hdfs://[::1]:8020")
+_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*")
 
 
 def literal(location) -> str:
-    """A path or URI for Spark's readers, which take it as a Hadoop glob pattern: its glob
-    characters escaped, so that a log under "run[1]" or "a{b,c}" (or with a backslash) is read as
-    named, not taken for a pattern that names nothing or other files."""
-    return _GLOB.sub(r"\\\1", str(location))
+    """A path or URI for Spark's readers, which take its path as a Hadoop glob pattern: the path's
+    glob characters escaped, so that a log under "run[1]" or "a{b,c}" (or with a backslash) is read
+    as named, not taken for a pattern that names nothing or other files."""
+    text = str(location)
+    m = _AUTHORITY.match(text)
+    head = m.group(0) if m else ""
+    return head + _GLOB.sub(r"\\\1", text[len(head):])
 
 
 def join(location, *names) -> str:

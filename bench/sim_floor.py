@@ -1,16 +1,18 @@
 """The floor of the simulator's steady state: what a virtual-time run must do at the least for its
-heartbeats and auto-commits if the same seed is to give the same log, written as one loop with no
-member, coordinator or driver around it. ``python bench/fleet.py floor`` runs it beside the
+heartbeats and auto-commits if a seed is to give one log whatever the design, written as one loop
+with no member, coordinator or driver around it. ``python bench/fleet.py floor`` runs it beside the
 simulator over the same scenario and prints both costs per request and their ratio.
 
 Each request is still three items of a ms timing wheel (the member sends it, the coordinator takes
 it, the member gets the answer: the coordinator must see the group as it is when the request
 arrives), with two latency draws from the client's own random stream (one each way, in the order
-the client's requests reach those points), the session deadline kept, the member's timers moved,
-and a commit's offsets copied and its two events (the client's and the coordinator's) made. Nothing
-else: no rebalance, no request object, no versions, no errors, every member in one generation from
-the start. The groups of a scenario are taken with their members, partitions, heartbeat and
-auto-commit intervals and poll period, and the network's latency if uniform (else 1 to 3 ms)."""
+the client's requests reach those points: as many draws as the simulator's, not the same ones),
+the session deadline kept (45 s), the member's timers moved, and a commit's offsets copied and its
+two events (the client's and the coordinator's) made, the cyclic garbage collector off as in the
+simulator. Nothing else: no rebalance, no request object, no versions, no errors, every member in
+one generation from the start. The groups of a scenario are taken with their members, partitions,
+heartbeat (3 s where the coordinator sets it) and auto-commit intervals and poll period, and the
+network's latency if uniform (else 1 to 3 ms)."""
 from __future__ import annotations
 
 import random
@@ -50,11 +52,19 @@ def _members(sc) -> list[_Member]:
 
 def run(sc) -> dict:
     """The floor over ``sc``'s duration: {"requests", "events", "items", "cpu_s", "us_per_request"}."""
+    from groupcoord.sim.simulate import _no_cyclic_gc
     latency = sc.network.latency
     lo, span = (latency["min_ms"], latency["max_ms"] - latency["min_ms"]) if latency["dist"] == "uniform" else (1, 2)
     wheel: list[list] = [[] for _ in range(_WHEEL)]
     log: list[dict] = []
     members = _members(sc)
+    if any(max(m.interval, m.commit_interval) >= _WHEEL for m in members) or lo + span >= _WHEEL:
+        raise ValueError(f"the floor's wheel holds {_WHEEL} ms: a timer or a latency beyond it")
+    with _no_cyclic_gc():
+        return _run(sc, wheel, log, members, lo, span)
+
+
+def _run(sc, wheel, log, members, lo, span) -> dict:
     for m in members:
         wheel[min(m.heartbeat_at, m.commit_at) & _MASK].append((_SEND, m, None))
     end = sc.duration_ms

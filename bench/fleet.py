@@ -26,8 +26,8 @@ time runs.
     times on a shared machine drift by 15%; this count does not (it is the one to compare changes by).
 
 (g) floor: the simulator against the floor of its steady state (bench/sim_floor.py: the least a run
-    with the same draws must do for its heartbeats and auto-commits, one loop without the member, the
-    coordinator or the driver), one process each over the same scenario: CPU microseconds a request.
+    must do for its heartbeats and auto-commits, one loop without the member, the coordinator or the
+    driver), one process each over the same scenario: CPU microseconds a request.
 
     python bench/fleet.py [virtual] [tcp] [memory] [analyze] [instructions] [floor] [--members 1000 5000] [--partitions P]
                           [--duration S] [--scenario PATH] [--hold 10] [--limit 300] [--profile N]

@@ -54,7 +54,7 @@ def location(text) -> str:
 #: Hadoop's glob characters: Spark's readers take each path as a pattern
 _GLOB = re.compile(r"([\\*?\[\]{}])")
 #: a URI's scheme and authority (not a pattern: "hdfs://[::1]:8020")
-_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/]*")
+_AUTHORITY = re.compile(_SCHEME.pattern + "[^/]*")
 
 
 def literal(location) -> str:

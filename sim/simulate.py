@@ -1134,12 +1134,12 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
                 with progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
                     mine, tick = bar, None
                     if clock is not None:       # the bar shows how far the slowest shard has come
-                        def mine(now: int) -> None:
-                            clock[0] = now
-                            bar(min(clock))
-
                         def tick() -> None:
                             bar(min(clock))
+
+                        def mine(now: int) -> None:
+                            clock[0] = now
+                            tick()
                     results = [_run_shard((sc, seed, parts[0], mine))]      # (a worker's death is seen after it)
                     results += [(_shard_log(log, path), part)
                                 for (log, part), path in zip(_results(futures, tick), paths)]

@@ -148,6 +148,9 @@ def _simulate(args) -> int:
     except WorkerDied as e:
         print(f"groupcoord: {e}", file=sys.stderr)      # (the bar, stopped, has shown the cursor again)
         return 3
+    except KeyboardInterrupt:       # (the shards' processes ended, the output's files removed)
+        print("\ngroupcoord: interrupted; nothing was written", file=sys.stderr)
+        return 130
     return print_summary(summary, scenario=sc)
 
 

@@ -1081,7 +1081,7 @@ def _run_shard_elsewhere(args) -> tuple[bytes | list[dict] | None, dict]:
     """_run_shard in a worker process. The log goes back marshalled when it can be (plain data, as
     the JSON log is: it loads in about two thirds of pickle's time), written to the file at
     ``path`` (the caller made it and removes it; 80 MB of an hour-1000 shard come through a file
-    in 0.1 to 0.35 s, through the pool's pipe in 0.45 s): then None comes back for the log. When
+    in 0.1 to 0.35 s, through its pipe in 0.45 s): then None comes back for the log. When
     the file cannot be written (no space left), the log comes through the pipe."""
     sc, seed, groups, path, index = args
     events, summary = _run_shard((sc, seed, groups, _clock_of(index)))
@@ -1129,8 +1129,8 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
                 os.close(fd)
                 paths.append(path)
             jobs = [(sc, seed, groups, path, i) for i, (groups, path) in enumerate(zip(parts[1:], paths), 1)]
-            with _shard_processes(len(parts) - 1, len(parts) if progress else 0) as (pool, clock):
-                futures = _shard_map(pool, _run_shard_elsewhere, jobs)    # (the workers fork before the bar starts)
+            # (the workers fork before the bar starts)
+            with _shard_processes(_run_shard_elsewhere, jobs, len(parts) if progress else 0) as (running, clock):
                 with progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
                     mine, tick = bar, None
                     if clock is not None:       # the bar shows how far the slowest shard has come
@@ -1142,11 +1142,11 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
                             tick()
                     results = [_run_shard((sc, seed, parts[0], mine))]      # (a worker's death is seen after it)
                     results += [(_shard_log(log, path), part)
-                                for (log, part), path in zip(_results(futures, tick), paths)]
+                                for (log, part), path in zip(running.results(tick), paths)]
                     if bar is not None:
                         bar(sc.duration_ms)
         finally:
-            # (after the pool's end: no worker writes any more) no shard's file left behind
+            # (after the workers' end: none writes any more) no shard's file left behind
             for path in paths:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
@@ -1174,72 +1174,120 @@ class WorkerDied(RuntimeError):
 _shard_clocks = None
 
 
-def _share_clocks(clocks) -> None:
-    global _shard_clocks
-    _shard_clocks = clocks
-
-
 def _clock_of(index: int) -> Callable[[int], None] | None:
     """In a shard's worker process: its progress report, into its place of _shard_clocks (None: none)."""
     return None if _shard_clocks is None else partial(_shard_clocks.__setitem__, index)
 
 
+class _RemoteTraceback(Exception):
+    """The traceback of an error raised in a shard's process (the error's __cause__)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def _shard_worker(fn, job, conn, clocks) -> None:
+    """A shard's process: fn(job), its result or its error sent back on conn."""
+    global _shard_clocks
+    _shard_clocks = clocks
+    try:
+        answer = ("result", fn(job))
+    except BaseException as e:
+        import traceback
+        answer = ("error", (e, "".join(traceback.format_exception(e))))
+    try:
+        conn.send(answer)
+    except Exception as e:          # the result or the error would not pickle
+        conn.send(("unsendable", repr(e)))
+    conn.close()
+
+
+class _Shards:
+    """Processes each running fn of one job (see _shard_processes)."""
+
+    def __init__(self, ctx, fn, jobs, clocks) -> None:
+        self.conns: list = []
+        self.processes: list = []
+        for job in jobs:
+            # each pipe made just before its process forks, and the writing end closed here at
+            # once: no other process holds it, so a worker's death is an end of file
+            reader, writer = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_shard_worker, args=(fn, job, writer, clocks), daemon=True)
+            self.conns.append(reader)
+            self.processes.append(p)
+            p.start()
+            writer.close()
+
+    def results(self, tick: Callable[[], None] | None = None):
+        """The jobs' results in order (WorkerDied: see _died; an error raised by fn: raised
+        here, the worker's traceback its __cause__). With ``tick``, tick() is called every
+        0.25 s while they are waited for (a progress bar's redraw)."""
+        from multiprocessing.connection import wait
+        got: dict[int, object] = {}
+        pending = dict(enumerate(self.conns))
+        while pending:
+            ready = wait(list(pending.values()), 0.25 if tick is not None else None)
+            for i, conn in list(pending.items()):
+                if conn in ready:
+                    got[i] = self._answer(conn)
+                    del pending[i]
+            if tick is not None:
+                tick()
+        return [got[i] for i in range(len(self.conns))]
+
+    @staticmethod
+    def _answer(conn):
+        try:
+            kind, value = conn.recv()
+        except (EOFError, OSError) as e:
+            raise _died(None) from e
+        except Exception as e:      # what was sent would not unpickle here
+            raise _died(e) from e
+        if kind == "error":
+            error, text = value
+            raise error from _RemoteTraceback(text)
+        if kind == "unsendable":
+            raise _died(RuntimeError(value))
+        return value
+
+    def end(self, at_once: bool) -> None:
+        """Every worker ended and waited for (at_once: ended by a signal first)."""
+        for p in self.processes:
+            if at_once and p.is_alive():
+                p.terminate()
+        for p in self.processes:
+            p.join()
+        for conn in self.conns:
+            conn.close()
+
+
 @contextlib.contextmanager
-def _shard_processes(n: int, clocks: int = 0):
-    """(pool, clock): n processes for shards, forked where the platform can: a concurrent.futures
-    pool, where a worker killed mid-shard breaks the pool (multiprocessing.Pool waits for its
-    result forever). With ``clocks``, ``clock`` is an array of that many virtual ms shared with
-    the workers, a shard's place in it kept up to date by the shard (see _clock_of); else None.
-    Leaving on an exception (the caller's own shard failed, an interrupt) ends the other shards
-    at once rather than waiting for them."""
+def _shard_processes(fn, jobs: list, clocks: int = 0):
+    """(shards, clock): a process for each job running fn(job), forked where the platform can;
+    ``shards.results(tick)`` waits for their results. With ``clocks``, ``clock`` is an array of
+    that many virtual ms shared with the workers, a shard's place in it kept up to date by the
+    shard (see _clock_of); else None. Leaving on an exception (the caller's own shard failed, an
+    interrupt) ends the other shards at once rather than waiting for them. (No thread is left
+    running here: a process forked later, by this run or another, inherits no lock a thread held;
+    concurrent.futures' pool leaves its manager thread behind, and a worker forked beside it once
+    hung on its lock.)"""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     clock = ctx.Array("q", clocks, lock=False) if clocks else None
-    pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_share_clocks, initargs=(clock,))
+    shards = _Shards(ctx, fn, jobs, clock)
     try:
-        yield pool, clock
+        yield shards, clock
     except BaseException:
-        # (Python 3.14 has terminate_workers(); before it, the pool's processes are only its own)
-        for p in list((getattr(pool, "_processes", None) or {}).values()):
-            with contextlib.suppress(Exception):
-                p.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
+        shards.end(at_once=True)
         raise
     else:
-        pool.shutdown(wait=True)
+        shards.end(at_once=False)
 
 
-def _shard_map(pool, fn, jobs) -> list:
-    """fn(job) of every job submitted now (the pool's workers start): their futures, for _results."""
-    from concurrent.futures.process import BrokenProcessPool
-    try:
-        return [pool.submit(fn, job) for job in jobs]
-    except BrokenProcessPool as e:
-        raise _died(e) from e.__cause__
-
-
-def _results(futures, tick: Callable[[], None] | None = None):
-    """The futures' results in order (WorkerDied: see _died). With ``tick``, tick() is called
-    every 0.25 s while they are waited for (a progress bar's redraw)."""
-    from concurrent.futures import FIRST_EXCEPTION, wait
-    from concurrent.futures.process import BrokenProcessPool
-    try:
-        while tick is not None:
-            done, pending = wait(futures, 0.25, FIRST_EXCEPTION)
-            if not pending or any(f.exception() is not None for f in done):
-                break
-            tick()
-        for f in futures:
-            yield f.result()
-    except BrokenProcessPool as e:
-        raise _died(e) from e.__cause__
-
-
-def _died(e: BaseException) -> WorkerDied:
-    if e.__cause__ is not None:          # a result or an error that could not be read back
+def _died(e: BaseException | None) -> WorkerDied:
+    if e is not None:          # a result or an error that could not be read back
         return WorkerDied(f"a shard of the simulation ended with what this process could not read back: "
-                          f"{e.__cause__!r}")
+                          f"{e!r}")
     return WorkerDied("a process running a shard of the simulation died before its end (killed: out of "
                       "memory? try fewer --workers); nothing was written")
 
@@ -1319,11 +1367,11 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
             # every shard in a process of its own: the memory of a simulation is given back when
             # it ends, before the merge (Python keeps what a process freed)
             jobs = [(sc, seed, groups, path, i) for i, (groups, path) in enumerate(zip(parts, paths))]
-            with _shard_processes(len(parts), len(parts) if progress else 0) as (pool, clock):
-                futures = _shard_map(pool, _run_shard_to_elsewhere, jobs)    # (the workers fork before the bar starts)
+            # (the workers fork before the bar starts)
+            with _shard_processes(_run_shard_to_elsewhere, jobs, len(parts) if progress else 0) as (running, clock):
                 with progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
                     # the bar shows how far the slowest shard has come
-                    results = list(_results(futures, (lambda: bar(min(clock))) if progress else None))
+                    results = running.results((lambda: bar(min(clock))) if progress else None)
                     if bar is not None:
                         bar(sc.duration_ms)
         wall = time.perf_counter() - wall0

@@ -386,6 +386,27 @@ def _fails(args):
     raise ZeroDivisionError
 
 
+def test_a_sharded_run_leaves_no_thread_behind(monkeypatch):
+    # a thread left running (concurrent.futures' pool leaves its manager thread after a failure)
+    # may hold a lock when the next run forks its workers: a worker then waits for it forever
+    import threading
+    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})
+    before = set(threading.enumerate())
+    simulate.simulate_to(sc, 3, workers=3, progress=False)
+    simulate.simulate(sc, 3, workers=3)
+    assert set(threading.enumerate()) == before
+    monkeypatch.setattr(simulate, "_run_shard_to", _fails)
+    with pytest.raises(ZeroDivisionError) as e:
+        simulate.simulate_to(sc, 3, workers=2)
+    assert set(threading.enumerate()) == before
+    assert "_fails" in str(e.value.__cause__)      # the worker's traceback comes with its error
+    monkeypatch.setattr(simulate, "_run_shard", _fails)     # the caller's own shard fails
+    with pytest.raises(ZeroDivisionError):
+        simulate.simulate(sc, 3, workers=3)
+    assert set(threading.enumerate()) == before
+
+
 def test_events_that_will_not_marshal_are_spilled_pickled(tmp_path):
     path = tmp_path / "spill"
     chunks = [[{"ts_ms": 1, "x": 1}], [{"ts_ms": 2, "x": Counter(a=1)}], [{"ts_ms": 3, "x": [2]}]]
@@ -702,39 +723,57 @@ def _killed(args):
     os.kill(os.getpid(), signal.SIGKILL)       # as the out-of-memory killer ends a process
 
 
+@pytest.mark.timeout(120)          # (a wait for the dead worker would be forever)
 def test_a_worker_killed_ends_the_run_with_an_error_not_a_wait(tmp_path, monkeypatch, capsys):
     # a shard's process killed mid-run (no result will ever come): the run fails at once, with a
     # one-line error from the CLI, and leaves nothing behind (multiprocessing.Pool waited forever)
-    import signal
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)         # TMPDIR is read again
+    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})
+    monkeypatch.setattr(simulate, "_run_shard_to", _killed)
+    with pytest.raises(simulate.WorkerDied, match="died before its end"):
+        simulate.simulate_to(sc, 3, tmp_path / "out", workers=2)
+    monkeypatch.setattr(simulate, "_run_shard_elsewhere", _killed)
+    with pytest.raises(simulate.WorkerDied):
+        simulate.simulate(sc, 3, workers=3)
+    assert list((tmp_path / "tmp").iterdir()) == [] and not (tmp_path / "out").exists()
+    path = tmp_path / "s.toml"
+    path.write_text('duration_s = 20\n[topics]\nt = 2\n[[groups]]\nname = "a"\ntopics = ["t"]\nmembers = 2\n'
+                    'count = 3\n')
+    from groupcoord.cli import main
+    assert main(["simulate", str(path), "--workers", "2", "--out", str(tmp_path / "cli"), "--no-progress"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("groupcoord: a process running a shard of the simulation died")
 
-    def too_long(signum, frame):
-        raise TimeoutError("the run waited for a dead worker")
-    before = signal.signal(signal.SIGALRM, too_long)
-    signal.alarm(120)
-    try:
-        monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
-        (tmp_path / "tmp").mkdir()
-        import tempfile
-        monkeypatch.setattr(tempfile, "tempdir", None)         # TMPDIR is read again
-        sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
-            {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})
-        monkeypatch.setattr(simulate, "_run_shard_to", _killed)
-        with pytest.raises(simulate.WorkerDied, match="died before its end"):
-            simulate.simulate_to(sc, 3, tmp_path / "out", workers=2)
-        monkeypatch.setattr(simulate, "_run_shard_elsewhere", _killed)
-        with pytest.raises(simulate.WorkerDied):
-            simulate.simulate(sc, 3, workers=3)
-        assert list((tmp_path / "tmp").iterdir()) == [] and not (tmp_path / "out").exists()
-        path = tmp_path / "s.toml"
-        path.write_text('duration_s = 20\n[topics]\nt = 2\n[[groups]]\nname = "a"\ntopics = ["t"]\nmembers = 2\n'
-                        'count = 3\n')
-        from groupcoord.cli import main
-        assert main(["simulate", str(path), "--workers", "2", "--out", str(tmp_path / "cli"), "--no-progress"]) == 3
-        err = capsys.readouterr().err.strip().splitlines()
-        assert err[-1].startswith("groupcoord: a process running a shard of the simulation died")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, before)
+
+def test_an_interrupted_sharded_run_ends_its_shards_and_writes_nothing(tmp_path):
+    # Ctrl-C at a terminal goes to the whole process group: the run ends with a one-line message
+    # and status 130, no shard's process left running, no output half written
+    import signal
+    import time
+    path = tmp_path / "s.toml"
+    path.write_text('duration_s = 36000\n[topics]\nt = 8\n[[groups]]\nname = "a"\ntopics = ["t"]\n'
+                    'members = 8\ncount = 4\n')
+    run = subprocess.Popen([sys.executable, "-m", "groupcoord.cli", "simulate", str(path), "--workers", "2",
+                            "--out", str(tmp_path / "out"), "--no-progress"],
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    children = f"/proc/{run.pid}/task/{run.pid}/children"
+    deadline = time.monotonic() + 120
+    while len(open(children).read().split()) < 2:       # until both shards' processes run
+        assert run.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    os.killpg(run.pid, signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "groupcoord: interrupted; nothing was written"
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ProcessLookupError):     # nothing of the run's left
+        for _ in range(100):
+            os.killpg(run.pid, 0)
+            time.sleep(0.05)
 
 
 def _slow_shard(args):
@@ -744,7 +783,7 @@ def _slow_shard(args):
 
 def test_a_failing_shard_here_ends_the_others_at_once(tmp_path, monkeypatch):
     # simulate() runs the first shard itself: when it fails, the error comes at once, the other
-    # shards' processes ended (a pool left by its with-block would wait for them)
+    # shards' processes ended (leaving the processes' with-block would otherwise wait for them)
     import time
     sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
         {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})

@@ -1,6 +1,8 @@
 """``groupcoord analyze``."""
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 
 
@@ -41,22 +43,98 @@ def done(analysis, cell_params: dict | None = None) -> int:
     return 0
 
 
+def _end_children() -> None:
+    """SIGTERM to this process's children: Spark's JVM, which ignores Ctrl-C and, interrupted before
+    its gateway is up, would outlive this process (it ends when this process's pipe to it closes
+    only once the gateway is up). Linux: the children are listed in /proc."""
+    import glob
+    import signal
+    for path in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
+        try:
+            pids = open(path).read().split()
+        except OSError:
+            continue
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGTERM)
+
+
+class _Interrupt:
+    """Ctrl-C during analyze (a context; the process's handlers put back at its end unless it was
+    interrupted): Spark's JVM ended at once, nothing logged any more, and KeyboardInterrupt raised.
+    (PySpark's own handler cancels the jobs through the gateway the interrupted call is using, and
+    py4j logs that call's tracebacks, and the JVM's end, as errors.) An interrupt raised in a
+    finalizer (py4j's objects have some) is lost: so once the JVM is gone, whatever the analysis
+    raises, or its end, is the interrupt's (``seen``)."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __enter__(self) -> "_Interrupt":
+        import signal
+        import threading
+        # (signals reach the main thread only: main() called in another leaves them as they are)
+        self.active = threading.current_thread() is threading.main_thread()
+        if self.active:
+            self._before = signal.getsignal(signal.SIGINT), sys.unraisablehook
+            self.take_signal()
+            sys.unraisablehook = self._unraisable
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+        if self.active and not self.seen:     # (else the process ends: the JVM's end must stay quiet)
+            handler, sys.unraisablehook = self._before
+            signal.signal(signal.SIGINT, handler)
+
+    def take_signal(self) -> None:
+        import signal
+        if self.active:
+            signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        import logging
+        if not self.seen:
+            self.seen = True
+            logging.disable(logging.CRITICAL)
+            _end_children()
+        raise KeyboardInterrupt
+
+    def _unraisable(self, u) -> None:       # (an interrupt lost in a finalizer: said once, at the end)
+        if not self.seen and not isinstance(u.exc_value, KeyboardInterrupt):
+            self._before[1](u)
+
+
 def _analyze(args) -> int:
     from . import storage
     from .job import LogError, analyze, check_out, find_logs, spark_session
-    try:
-        logs = [storage.local(x) for x in args.logs]
-        out = storage.local(args.out)
-        uris = any(storage.is_uri(x) for x in logs)
-        if not uris:                  # local logs and OUT are checked before Spark starts
-            sources = find_logs(logs)
-        if not storage.is_uri(out):
-            check_out(out)
-        spark = spark_session(args.master, conf=dict(args.conf))
-        if uris:
-            sources = find_logs(logs, spark=spark)
-        analysis = analyze(sources, out, spark=spark, engine=args.engine)
-    except (LogError, storage.LocationError) as e:
-        print(f"groupcoord analyze: {e}", file=sys.stderr)
-        return 2
+    with _Interrupt() as interrupt:
+        try:
+            logs = [storage.local(x) for x in args.logs]
+            out = storage.local(args.out)
+            uris = any(storage.is_uri(x) for x in logs)
+            if not uris:                  # local logs and OUT are checked before Spark starts
+                sources = find_logs(logs)
+            if not storage.is_uri(out):
+                check_out(out)
+            spark = spark_session(args.master, conf=dict(args.conf))
+            interrupt.take_signal()       # (the session's start put PySpark's handler in its place)
+            if uris:
+                sources = find_logs(logs, spark=spark)
+            analysis = analyze(sources, out, spark=spark, engine=args.engine)
+        except BaseException as e:
+            if interrupt.seen or isinstance(e, KeyboardInterrupt):
+                return _interrupted(args)
+            if isinstance(e, (LogError, storage.LocationError)):
+                print(f"groupcoord analyze: {e}", file=sys.stderr)
+                return 2
+            raise
+        if interrupt.seen:
+            return _interrupted(args)
     return done(analysis)
+
+
+def _interrupted(args) -> int:
+    _end_children()
+    print(f"\ngroupcoord analyze: interrupted; {args.out} may hold part of an analysis", file=sys.stderr)
+    return 130

@@ -49,3 +49,46 @@ def test_analyze_prints_its_verdicts_first_and_no_spark_lines(tmp_path):
     assert lines[0] == "PASS: eager (eager-by-hand, seed 7): every invariant held; 3 rebalances, p95 25 ms"
     assert lines[1].startswith("PASS: serve-events: 1 invariant held; not checked (coordinator events only): ")
     assert lines[2].startswith("2 log(s), ") and len(lines) == 3
+
+
+def _java_child(pid: int) -> int | None:
+    try:
+        children = open(f"/proc/{pid}/task/{pid}/children").read().split()
+        return next((int(c) for c in children if "java" in open(f"/proc/{c}/cmdline").read()), None)
+    except OSError:
+        return None
+
+
+def test_ctrl_c_ends_analyze_with_one_line_and_leaves_no_jvm(tmp_path):
+    """Ctrl-C at a terminal goes to the whole process group: while Spark's JVM starts (it ignores
+    the signal and, its gateway not up, would outlive the command holding its output), and once
+    the tables are being written. Both: status 130, one line, no traceback, no JVM left."""
+    import os
+    import signal
+    import time
+    for stage in ("jvm", "tables"):
+        out = tmp_path / stage
+        run = subprocess.Popen([sys.executable, "-m", "groupcoord.cli", "analyze", str(DATA / "eager"),
+                                "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+        deadline = time.monotonic() + 120
+        while (jvm := _java_child(run.pid)) is None or (stage == "tables" and not out.exists()):
+            assert run.poll() is None and time.monotonic() < deadline, stage
+            time.sleep(0.02)
+        os.killpg(run.pid, signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+        assert run.returncode == 130, (stage, err)
+        assert [line for line in err.splitlines() if line and line != JVM_INCUBATOR_LINE] == [
+            f"groupcoord analyze: interrupted; {out} may hold part of an analysis"], stage
+        while os.path.exists(f"/proc/{jvm}") and open(f"/proc/{jvm}/stat").read().split()[2] != "Z":
+            assert time.monotonic() < deadline, f"{stage}: Spark's JVM is left running"
+            time.sleep(0.05)
+
+
+def test_analyze_called_in_process_puts_the_handlers_back(tmp_path):
+    import signal
+
+    from groupcoord.cli import main
+    before = signal.getsignal(signal.SIGINT), sys.unraisablehook
+    assert main(["analyze", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]) == 2
+    assert (signal.getsignal(signal.SIGINT), sys.unraisablehook) == before

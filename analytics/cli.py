@@ -43,29 +43,25 @@ def done(analysis, cell_params: dict | None = None) -> int:
     return 0
 
 
-def _end_children() -> None:
-    """SIGTERM to this process's children: Spark's JVM, which ignores Ctrl-C and, interrupted before
-    its gateway is up, would outlive this process (it ends when this process's pipe to it closes
-    only once the gateway is up). Linux: the children are listed in /proc."""
+def _children() -> set[int]:
+    """This process's children (Linux: listed in /proc; elsewhere none found)."""
     import glob
-    import signal
+    found = set()
     for path in glob.glob(f"/proc/{os.getpid()}/task/*/children"):
-        try:
-            pids = open(path).read().split()
-        except OSError:
-            continue
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(int(pid), signal.SIGTERM)
+        with contextlib.suppress(OSError):
+            found.update(int(pid) for pid in open(path).read().split())
+    return found
 
 
 class _Interrupt:
-    """Ctrl-C during analyze (a context; the process's handlers put back at its end unless it was
-    interrupted): Spark's JVM ended at once, nothing logged any more, and KeyboardInterrupt raised.
-    (PySpark's own handler cancels the jobs through the gateway the interrupted call is using, and
-    py4j logs that call's tracebacks, and the JVM's end, as errors.) An interrupt raised in a
-    finalizer (py4j's objects have some) is lost: so once the JVM is gone, whatever the analysis
-    raises, or its end, is the interrupt's (``seen``)."""
+    """Ctrl-C during analyze (a context): the children started in it ended at once (Spark's JVM,
+    which ignores Ctrl-C and, interrupted before its gateway is up, would outlive this process),
+    nothing logged any more, and KeyboardInterrupt raised. (PySpark's own handler cancels the jobs
+    through the gateway the interrupted call is using, and py4j logs that call's tracebacks, and
+    the JVM's end, as errors.) An interrupt raised in a finalizer (py4j's objects have some) is
+    lost: so once the JVM is gone, whatever the analysis raises, or its end, is the interrupt's
+    (``seen``). At its end the SIGINT handler is put back; logging and the hook of errors raised
+    in finalizers too, unless it was interrupted (the process ends: the JVM's end stays quiet)."""
 
     def __init__(self) -> None:
         self.seen = False
@@ -75,6 +71,7 @@ class _Interrupt:
         import threading
         # (signals reach the main thread only: main() called in another leaves them as they are)
         self.active = threading.current_thread() is threading.main_thread()
+        self._older = _children()
         if self.active:
             self._before = signal.getsignal(signal.SIGINT), sys.unraisablehook
             self.take_signal()
@@ -83,21 +80,30 @@ class _Interrupt:
 
     def __exit__(self, *exc) -> None:
         import signal
-        if self.active and not self.seen:     # (else the process ends: the JVM's end must stay quiet)
-            handler, sys.unraisablehook = self._before
+        if self.active:
+            handler, hook = self._before
             signal.signal(signal.SIGINT, handler)
+            if not self.seen:
+                sys.unraisablehook = hook
 
     def take_signal(self) -> None:
         import signal
         if self.active:
             signal.signal(signal.SIGINT, self._handle)
 
+    def end_children(self) -> None:
+        """SIGTERM to the children started since the context began."""
+        import signal
+        for pid in _children() - self._older:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+
     def _handle(self, signum, frame) -> None:
         import logging
         if not self.seen:
             self.seen = True
             logging.disable(logging.CRITICAL)
-            _end_children()
+            self.end_children()
         raise KeyboardInterrupt
 
     def _unraisable(self, u) -> None:       # (an interrupt lost in a finalizer: said once, at the end)
@@ -122,19 +128,15 @@ def _analyze(args) -> int:
             if uris:
                 sources = find_logs(logs, spark=spark)
             analysis = analyze(sources, out, spark=spark, engine=args.engine)
+            if not interrupt.seen:
+                return done(analysis)
         except BaseException as e:
-            if interrupt.seen or isinstance(e, KeyboardInterrupt):
-                return _interrupted(args)
-            if isinstance(e, (LogError, storage.LocationError)):
-                print(f"groupcoord analyze: {e}", file=sys.stderr)
-                return 2
-            raise
-        if interrupt.seen:
-            return _interrupted(args)
-    return done(analysis)
-
-
-def _interrupted(args) -> int:
-    _end_children()
-    print(f"\ngroupcoord analyze: interrupted; {args.out} may hold part of an analysis", file=sys.stderr)
-    return 130
+            if not interrupt.seen and not isinstance(e, KeyboardInterrupt):
+                if isinstance(e, (LogError, storage.LocationError)):
+                    print(f"groupcoord analyze: {e}", file=sys.stderr)
+                    return 2
+                raise
+        interrupt.end_children()
+        print(f"{chr(10) if sys.stderr.isatty() else ''}groupcoord analyze: interrupted; {args.out} may hold "
+              f"part of an analysis", file=sys.stderr)
+        return 130

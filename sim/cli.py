@@ -148,8 +148,10 @@ def _simulate(args) -> int:
     except WorkerDied as e:
         print(f"groupcoord: {e}", file=sys.stderr)      # (the bar, stopped, has shown the cursor again)
         return 3
-    except KeyboardInterrupt:       # (the shards' processes ended, the output's files removed)
-        print("\ngroupcoord: interrupted; nothing was written", file=sys.stderr)
+    except KeyboardInterrupt:       # (the shards' processes ended; the output is written after them)
+        where = f"{args.out} may hold an incomplete run" if args.out and os.path.exists(args.out) \
+            else "nothing was written"
+        print(f"{chr(10) if sys.stderr.isatty() else ''}groupcoord: interrupted; {where}", file=sys.stderr)
         return 130
     return print_summary(summary, scenario=sc)
 

@@ -1183,40 +1183,53 @@ class _RemoteTraceback(Exception):
     """The traceback of an error raised in a shard's process (the error's __cause__)."""
 
     def __str__(self) -> str:
-        return self.args[0]
+        return f'\n"""\n{self.args[0]}"""'
 
 
 def _shard_worker(fn, job, conn, clocks) -> None:
-    """A shard's process: fn(job), its result or its error sent back on conn."""
+    """A shard's process: fn(job), its result or its error sent back on conn. Ctrl-C, which a
+    terminal sends to every process of the group, is the parent's to act on (it ends the workers)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     global _shard_clocks
     _shard_clocks = clocks
     try:
         answer = ("result", fn(job))
     except BaseException as e:
         import traceback
-        answer = ("error", (e, "".join(traceback.format_exception(e))))
+        text = "".join(traceback.format_exception(e))
+        try:        # (pickled here: an error that will not pickle still sends its traceback)
+            answer = ("error", (text, pickle.dumps(e)))
+        except Exception:
+            answer = ("error", (text, None))
     try:
         conn.send(answer)
-    except Exception as e:          # the result or the error would not pickle
+    except Exception as e:          # the result would not pickle
         conn.send(("unsendable", repr(e)))
     conn.close()
 
 
 class _Shards:
-    """Processes each running fn of one job (see _shard_processes)."""
+    """One process a job, each running fn(job) (see _shard_processes)."""
 
     def __init__(self, ctx, fn, jobs, clocks) -> None:
         self.conns: list = []
         self.processes: list = []
-        for job in jobs:
-            # each pipe made just before its process forks, and the writing end closed here at
-            # once: no other process holds it, so a worker's death is an end of file
-            reader, writer = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_shard_worker, args=(fn, job, writer, clocks), daemon=True)
-            self.conns.append(reader)
-            self.processes.append(p)
-            p.start()
-            writer.close()
+        try:
+            for job in jobs:
+                # each pipe made just before its process forks, and the writing end closed here at
+                # once: no other process holds it, so a worker's death is an end of file
+                reader, writer = ctx.Pipe(duplex=False)
+                self.conns.append(reader)
+                try:
+                    p = ctx.Process(target=_shard_worker, args=(fn, job, writer, clocks), daemon=True)
+                    p.start()
+                    self.processes.append(p)
+                finally:
+                    writer.close()
+        except BaseException:           # (a fork refused, an interrupt): the others started end
+            self.end(at_once=True)
+            raise
 
     def results(self, tick: Callable[[], None] | None = None):
         """The jobs' results in order (WorkerDied: see _died; an error raised by fn: raised
@@ -1241,22 +1254,31 @@ class _Shards:
             kind, value = conn.recv()
         except (EOFError, OSError) as e:
             raise _died(None) from e
-        except Exception as e:      # what was sent would not unpickle here
-            raise _died(e) from e
+        except Exception as e:      # a result that would not unpickle here
+            raise _died(repr(e)) from e
         if kind == "error":
-            error, text = value
-            raise error from _RemoteTraceback(text)
+            text, pickled = value
+            try:
+                error = pickle.loads(pickled) if pickled is not None else None
+            except Exception as e:
+                error = _died(repr(e))
+            raise (error or _died("an error that would not pickle")) from _RemoteTraceback(text)
         if kind == "unsendable":
-            raise _died(RuntimeError(value))
+            raise _died(value)
         return value
 
     def end(self, at_once: bool) -> None:
-        """Every worker ended and waited for (at_once: ended by a signal first)."""
+        """Every worker ended and waited for (at_once: ended by a signal first; else given 10 s
+        to exit once its result is sent)."""
         for p in self.processes:
             if at_once and p.is_alive():
                 p.terminate()
         for p in self.processes:
-            p.join()
+            p.join(None if at_once else 10)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+            p.close()
         for conn in self.conns:
             conn.close()
 
@@ -1284,10 +1306,9 @@ def _shard_processes(fn, jobs: list, clocks: int = 0):
         shards.end(at_once=False)
 
 
-def _died(e: BaseException | None) -> WorkerDied:
-    if e is not None:          # a result or an error that could not be read back
-        return WorkerDied(f"a shard of the simulation ended with what this process could not read back: "
-                          f"{e!r}")
+def _died(detail: str | None) -> WorkerDied:
+    if detail is not None:          # a result or an error that could not be read back
+        return WorkerDied(f"a shard of the simulation ended with what this process could not read back: {detail}")
     return WorkerDied("a process running a shard of the simulation died before its end (killed: out of "
                       "memory? try fewer --workers); nothing was written")
 

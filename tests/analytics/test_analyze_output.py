@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from groupcoord.analytics import job
 from groupcoord.analytics.cli import done
 
@@ -59,6 +61,7 @@ def _java_child(pid: int) -> int | None:
         return None
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the JVM is found in /proc")
 def test_ctrl_c_ends_analyze_with_one_line_and_leaves_no_jvm(tmp_path):
     """Ctrl-C at a terminal goes to the whole process group: while Spark's JVM starts (it ignores
     the signal and, its gateway not up, would outlive the command holding its output), and once
@@ -68,9 +71,10 @@ def test_ctrl_c_ends_analyze_with_one_line_and_leaves_no_jvm(tmp_path):
     import time
     for stage in ("jvm", "tables"):
         out = tmp_path / stage
+        # (three logs: the tables' writes last a while after the first begins)
         run = subprocess.Popen([sys.executable, "-m", "groupcoord.cli", "analyze", str(DATA / "eager"),
-                                "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                                str(DATA / "cooperative"), str(DATA / "consumer"), "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         deadline = time.monotonic() + 120
         while (jvm := _java_child(run.pid)) is None or (stage == "tables" and not out.exists()):
             assert run.poll() is None and time.monotonic() < deadline, stage

@@ -137,6 +137,6 @@ def _analyze(args) -> int:
                     return 2
                 raise
         interrupt.end_children()
-        print(f"{chr(10) if sys.stderr.isatty() else ''}groupcoord analyze: interrupted; {args.out} may hold "
-              f"part of an analysis", file=sys.stderr)
+        lead = "\n" if sys.stderr.isatty() else ""      # (below the terminal's ^C)
+        print(f"{lead}groupcoord analyze: interrupted; {args.out} may hold part of an analysis", file=sys.stderr)
         return 130

@@ -151,7 +151,8 @@ def _simulate(args) -> int:
     except KeyboardInterrupt:       # (the shards' processes ended; the output is written after them)
         where = f"{args.out} may hold an incomplete run" if args.out and os.path.exists(args.out) \
             else "nothing was written"
-        print(f"{chr(10) if sys.stderr.isatty() else ''}groupcoord: interrupted; {where}", file=sys.stderr)
+        lead = "\n" if sys.stderr.isatty() else ""      # (below the terminal's ^C)
+        print(f"{lead}groupcoord: interrupted; {where}", file=sys.stderr)
         return 130
     return print_summary(summary, scenario=sc)
 

@@ -329,16 +329,24 @@ def _kept(spark, sources, shape, files):
     if not frames:
         return None
     c = eventfile.union(frames)
-    wp = Window.partitionBy("log", "group", "topic", "part").orderBy("ts", "pos", "idx")
+    # the window keyed by each log's number, not its name: a long compares in one step where names
+    # (paths of one prefix) were compared whole at each step of the sort (bench/README.md)
+    names = sorted({s.log for s in sources})
+    numbers = ", ".join(f"{eventfile.sql_string(n)}, {i}" for i, n in enumerate(names))
+    c = c.selectExpr(f"element_at(map({numbers}), log) AS log_n", "`group`", "ts", "pos", "idx", "topic", "part", "off",
+                     "client")
+    wp = Window.partitionBy("log_n", "group", "topic", "part").orderBy("ts", "pos", "idx")
     kept = c.select("*", F.lag("off").over(wp).alias("prev_off"), F.lag("client").over(wp).alias("prev_client"),
                     F.lag("ts").over(wp).alias("prev_ts"))
     fail = F.col("prev_off").isNotNull() & (F.col("off") < F.col("prev_off"))
     # the first counterexamples ride along as JSON in the group's row (one pass over the commits)
     example = F.struct("ts", "pos", "idx", "topic", "part", "off", "client", "prev_off", "prev_client", "prev_ts")
-    stats = kept.groupBy("log", "group").agg(
+    stats = kept.groupBy("log_n", "group").agg(
         F.count(F.lit(1)).alias("n"), F.sum(fail.cast(L)).alias("gen"),
         F.to_json(F.slice(F.sort_array(F.collect_list(F.when(fail, example))), 1, MAX_COUNTEREXAMPLES)).alias("value"))
-    return shape(stats, kind=F.lit("kept"))
+    names = ", ".join(f"{i}, {eventfile.sql_string(n)}" for i, n in enumerate(names))
+    return shape(stats.selectExpr(f"element_at(map({names}), log_n) AS log", "`group`", "n", "gen", "value"),
+                 kind=F.lit("kept"))
 
 
 def _text_offsets(spark, sources):

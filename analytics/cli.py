@@ -53,8 +53,8 @@ def _children() -> set[int]:
     return found
 
 
-class _Interrupt:
-    """Ctrl-C during analyze (a context): the children started in it ended at once (Spark's JVM,
+class Interrupt:
+    """Ctrl-C during analyze or sweep (a context): the children started in it ended at once (Spark's JVM,
     which ignores Ctrl-C and, interrupted before its gateway is up, would outlive this process),
     nothing logged any more, and KeyboardInterrupt raised. (PySpark's own handler cancels the jobs
     through the gateway the interrupted call is using, and py4j logs that call's tracebacks, and
@@ -66,7 +66,7 @@ class _Interrupt:
     def __init__(self) -> None:
         self.seen = False
 
-    def __enter__(self) -> "_Interrupt":
+    def __enter__(self) -> "Interrupt":
         import signal
         import threading
         # (signals reach the main thread only: main() called in another leaves them as they are)
@@ -114,7 +114,7 @@ class _Interrupt:
 def _analyze(args) -> int:
     from . import storage
     from .job import LogError, analyze, check_out, find_logs, spark_session
-    with _Interrupt() as interrupt:
+    with Interrupt() as interrupt:
         try:
             logs = [storage.local(x) for x in args.logs]
             out = storage.local(args.out)

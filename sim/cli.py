@@ -416,24 +416,33 @@ def _names(items: list[str], most: int = 3) -> str:
 
 def _sweep(args) -> int:
     from groupcoord.analytics import storage
-    from groupcoord.analytics.cli import done
+    from groupcoord.analytics.cli import Interrupt, done
     from groupcoord.analytics.job import LogError, check_out
 
     from .sweep import GridError, load_grid, sweep
-    try:
-        if not storage.is_uri(storage.local(args.out)):
-            check_out(storage.local(args.out))      # before Spark starts
-        axes, overrides = {}, {}
-        for flag, items, into in (("--axis", args.axis, axes), ("--set", args.set, overrides)):
-            for item in items:
-                key, sep, value = item.partition("=")
-                if not sep:
-                    raise GridError(f"{flag} {item!r}: expected KEY=VALUE")
-                into[key.strip()] = _value(value.strip())
-        analysis = sweep(args.grid, storage.local(args.out), master=args.master, conf=dict(args.conf),
-                         axes=axes, overrides=overrides)
-    except (GridError, LogError, storage.LocationError) as e:
-        print(f"groupcoord sweep: {e}", file=sys.stderr)
-        return 2
-    cells = {c.cell: c.describe() for c in load_grid(args.grid, axes).cells}   # the verdicts name them so
-    return done(analysis, cell_params=cells)
+    with Interrupt() as interrupt:      # Ctrl-C: one line, Spark's JVM ended (as analyze)
+        try:
+            if not storage.is_uri(storage.local(args.out)):
+                check_out(storage.local(args.out))      # before Spark starts
+            axes, overrides = {}, {}
+            for flag, items, into in (("--axis", args.axis, axes), ("--set", args.set, overrides)):
+                for item in items:
+                    key, sep, value = item.partition("=")
+                    if not sep:
+                        raise GridError(f"{flag} {item!r}: expected KEY=VALUE")
+                    into[key.strip()] = _value(value.strip())
+            analysis = sweep(args.grid, storage.local(args.out), master=args.master, conf=dict(args.conf),
+                             axes=axes, overrides=overrides, started=interrupt.take_signal)
+            if not interrupt.seen:
+                cells = {c.cell: c.describe() for c in load_grid(args.grid, axes).cells}   # the verdicts name them so
+                return done(analysis, cell_params=cells)
+        except BaseException as e:
+            if not interrupt.seen and not isinstance(e, KeyboardInterrupt):
+                if isinstance(e, (GridError, LogError, storage.LocationError)):
+                    print(f"groupcoord sweep: {e}", file=sys.stderr)
+                    return 2
+                raise
+        interrupt.end_children()
+        lead = "\n" if sys.stderr.isatty() else ""      # (below the terminal's ^C)
+        print(f"{lead}groupcoord sweep: interrupted; {args.out} may hold part of a sweep", file=sys.stderr)
+        return 130

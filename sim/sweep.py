@@ -33,6 +33,7 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 
 class GridError(ValueError):
@@ -159,10 +160,11 @@ def run_cell(item) -> dict:
 
 
 def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = True, conf: dict | None = None,
-          axes: dict | None = None, overrides: dict | None = None):
+          axes: dict | None = None, overrides: dict | None = None, started: Callable[[], None] | None = None):
     """Run the grid's cells as Spark tasks, then analyse them all; returns the Analysis. The grid
     and every cell's overrides are checked before Spark starts. ``axes``: axis -> values replacing
-    the file's; ``overrides``: applied to every cell, before its own."""
+    the file's; ``overrides``: applied to every cell, before its own; ``started``: called once the
+    Spark session this starts is up (the command takes Ctrl-C back from PySpark's handler)."""
     import zlib
 
     from groupcoord.analytics import storage
@@ -185,7 +187,10 @@ def sweep(grid_path, out, spark=None, master: str | None = None, report: bool = 
     out = storage.location(out)
     if not storage.is_uri(out):
         Path(out, "cells").mkdir(parents=True, exist_ok=True)
-    spark = spark or spark_session(master, conf=conf)
+    if spark is None:
+        spark = spark_session(master, conf=conf)
+        if started is not None:
+            started()
     storage.check_shared(spark, out, [])         # the analysis reads the cells' logs from OUT
     items = [(c.cell, scenarios[c.cell], c.seed) for c in grid.cells]
     results = spark.sparkContext.parallelize(items, len(items)).map(run_cell).collect()

@@ -89,6 +89,45 @@ def test_ctrl_c_ends_analyze_with_one_line_and_leaves_no_jvm(tmp_path):
             time.sleep(0.05)
 
 
+def _python_worker(jvm: int) -> bool:
+    """Whether Spark's JVM has started its Python workers (a task of Python code is running)."""
+    import glob
+    try:      # (started by one of the JVM's threads: each thread's children are listed apart)
+        children = [c for path in glob.glob(f"/proc/{jvm}/task/*/children") for c in open(path).read().split()]
+        return any("pyspark" in open(f"/proc/{c}/cmdline").read() for c in children)
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the JVM is found in /proc")
+def test_ctrl_c_ends_a_sweep_with_one_line_and_leaves_no_jvm(tmp_path):
+    """As analyze: while Spark's JVM starts, and while the cells run as Spark tasks (the session
+    made inside the sweep, whose start puts PySpark's handler in place)."""
+    import os
+    import signal
+    import time
+    (tmp_path / "s.toml").write_text('name = "s"\nduration_s = 36000\n[topics]\nt = 40\n'
+                                     '[[groups]]\nname = "g"\ntopics = ["t"]\nmembers = 20\n')
+    grid = tmp_path / "grid.toml"
+    grid.write_text('scenario = "s.toml"\n[grid]\nstrategy = ["range", "sticky"]\n')
+    for stage in ("jvm", "cells"):
+        out = tmp_path / stage
+        run = subprocess.Popen([sys.executable, "-m", "groupcoord.cli", "sweep", str(grid), "--out", str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while (jvm := _java_child(run.pid)) is None or (stage == "cells" and not _python_worker(jvm)):
+            assert run.poll() is None and time.monotonic() < deadline, stage
+            time.sleep(0.02)
+        os.killpg(run.pid, signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+        assert run.returncode == 130, (stage, err)
+        assert [line for line in err.splitlines() if line and line != JVM_INCUBATOR_LINE] == [
+            f"groupcoord sweep: interrupted; {out} may hold part of a sweep"], stage
+        while os.path.exists(f"/proc/{jvm}") and open(f"/proc/{jvm}/stat").read().split()[2] != "Z":
+            assert time.monotonic() < deadline, f"{stage}: Spark's JVM is left running"
+            time.sleep(0.05)
+
+
 def test_analyze_called_in_process_puts_the_handlers_back(tmp_path):
     import signal
 

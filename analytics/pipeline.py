@@ -12,7 +12,10 @@ per-event work in the JVM.
 * Commits never reach Python one by one: they are counted per run (one client's commits with one
   member and generation, or the coordinator's of one generation) in one aggregation, partial
   before the shuffle. ``commits_kept`` is a ``lag`` over each partition's offsets in time order,
-  counted per group, the first counterexamples riding along as JSON.
+  counted per group, the first counterexamples riding along as JSON; but a Parquet log whose client
+  commits are one local file its footers vouch for, its rows in time order (as the simulator writes
+  it), has that file checked by a Spark task reading it itself (:func:`kept_of_file`: pyarrow and
+  numpy, a partition's offsets in the file's order; no row goes from the JVM to Python, no shuffle).
 * Record events of work queues (``client.records_polled``, ``client.batch_processed``,
   ``client.acknowledged``), producers' events (``producer.produced``, no group) and the transaction
   coordinator's (``transaction.*``, no group) that the JVM can vouch for are counted there too: per
@@ -318,16 +321,17 @@ def _kept(spark, sources, shape, files):
     # the commit lines: one that fails them sends everything to the RDD job)
     text = [s for s in sources if not eventfile.is_parquet(s)]
     frames = [_text_offsets(spark, text)] if text else []
+    read, by_file = _kept_by_file(spark, sources)
     commits = [_parquet_commits(df, kind).selectExpr("log", "`group`", "ts_ms AS ts", f"{eventfile.POS} AS pos",
                                                      "client", "offsets")
-               for kind, df, _ in files if kind == "client.committed"]
+               for kind, df, paths in files if kind == "client.committed" and not set(paths) <= read]
     if commits:         # (the files' commits together, then their offsets: a plan the files' number does not grow)
         frames.append(eventfile.union(commits).selectExpr("log", "`group`", "ts", "pos", "client",
                                                           "posexplode(offsets) AS (idx, o)")
                       .selectExpr("log", "`group`", "ts", "pos", "client", "idx", "o.topic AS topic",
                                   "o.partition AS part", "o.offset AS off"))
     if not frames:
-        return None
+        return None if by_file is None else shape(by_file, kind=F.lit("kept"))
     c = eventfile.union(frames)
     # the window keyed by each log's number, not its name: a long compares in one step where names
     # (paths of one prefix) were compared whole at each step of the sort (bench/README.md)
@@ -345,8 +349,102 @@ def _kept(spark, sources, shape, files):
         F.count(F.lit(1)).alias("n"), F.sum(fail.cast(L)).alias("gen"),
         F.to_json(F.slice(F.sort_array(F.collect_list(F.when(fail, example))), 1, MAX_COUNTEREXAMPLES)).alias("value"))
     names = ", ".join(f"{i}, {eventfile.sql_string(n)}" for i, n in enumerate(names))
-    return shape(stats.selectExpr(f"element_at(map({names}), log_n) AS log", "`group`", "n", "gen", "value"),
-                 kind=F.lit("kept"))
+    stats = stats.selectExpr(f"element_at(map({names}), log_n) AS log", "`group`", "n", "gen", "value")
+    return shape(stats if by_file is None else stats.unionAll(by_file), kind=F.lit("kept"))
+
+
+def _kept_by_file(spark, sources):
+    """``commits_kept`` of the Parquet logs whose client commits are one local file the footers
+    vouch for, each file checked by a Spark task that reads it itself (pyarrow, numpy): no row
+    crosses from the JVM to Python, nor goes through a shuffle and a sort (bench/README.md).
+    Returns (the files so checked, their (log, group, n, gen, value) rows or None)."""
+    from pyspark.sql import types as T
+    logs: dict[str, list] = {}
+    for s in sources:
+        if not eventfile.is_parquet(s):
+            continue
+        paths = [p for kind, p in eventfile.kind_files(s.events_path, spark) if kind == "client.committed"]
+        if len(paths) == 1 and not storage.is_uri(paths[0]) and eventfile.vouched("client.committed", paths):
+            logs.setdefault(paths[0], []).append(s.log)
+    if not logs:
+        return set(), None
+    files = sorted(logs)
+    results = spark.sparkContext.parallelize(files, len(files)).map(kept_of_file).collect()
+    rows = [(log, group, n, back, value) for path, result in zip(files, results) if result is not None
+            for log in logs[path] for group, n, back, value in result]
+    read = {path for path, result in zip(files, results) if result is not None}
+    S, L = T.StringType(), T.LongType()
+    schema = T.StructType([T.StructField(n, t, True) for n, t in (
+        ("log", S), ("group", S), ("n", L), ("gen", L), ("value", S))])
+    return read, spark.createDataFrame(rows, schema) if read else None
+
+
+def kept_of_file(path: str, batch_rows: int = 1 << 20):
+    """``commits_kept`` of one client.committed file: [(group, offsets checked, offsets gone back,
+    the first cases as JSON)], each partition's offsets taken in the file's order, or None when the
+    file's rows are not in time order (the window then sorts them). The cases are those of the
+    window's JSON, with the same fields (:func:`_kept`)."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    f = pq.ParquetFile(path)
+    counts: dict[str, list] = {}        # group -> [offsets checked, gone back, cases]
+    last: dict = {}                     # (group, topic, partition) -> (offset, row in the file): the batches before
+    cases = []                          # (group, row, ts, pos, idx, topic, partition, offset, (row, offset) before)
+    base, prev_ts, prev_pos = 0, -1, -1
+    for batch in f.iter_batches(batch_size=batch_rows, columns=["group", "ts_ms", eventfile.POS, "offsets"]):
+        ts, pos = batch.column(1).to_numpy(), batch.column(2).to_numpy()
+        if not len(ts):
+            continue
+        if ts[0] < prev_ts or pos[0] <= prev_pos or (np.diff(ts) < 0).any() or (np.diff(pos) <= 0).any():
+            return None
+        prev_ts, prev_pos = ts[-1], pos[-1]
+        offsets = batch.column(3)
+        per_row = pc.list_value_length(offsets).to_numpy()
+        flat = offsets.flatten()
+        groups, topics = batch.column(0).dictionary_encode(), flat.field("topic").dictionary_encode()
+        gnames, tnames = groups.dictionary.to_pylist(), topics.dictionary.to_pylist()
+        part, off = flat.field("partition").to_numpy(), flat.field("offset").to_numpy()
+        row = np.repeat(np.arange(len(ts)), per_row)
+        idx = np.arange(len(off)) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+        g, t = groups.indices.to_numpy()[row], topics.indices.to_numpy()
+        for i, n in enumerate(np.bincount(g, minlength=len(gnames)).tolist()):
+            if n:
+                counts.setdefault(gnames[i], [0, 0, []])[0] += n
+        # one number a (group, topic, partition) of the batch; a stable sort keeps the file's order
+        # in each (its rows are in time order, a row's offsets in theirs: the window's order)
+        key = (g.astype(np.int64) * len(tnames) + t) * (int(part.max()) + 1) + part
+        order = np.argsort(key, kind="stable")
+        k, o = key[order], off[order]
+        same = k[1:] == k[:-1]
+        found = [(order[j], (base + int(row[order[j - 1]]), int(o[j - 1])))
+                 for j in (np.flatnonzero(same & (o[1:] < o[:-1])) + 1).tolist()]
+        firsts = np.flatnonzero(np.r_[True, ~same])
+        for a, z in zip(firsts.tolist(), np.r_[firsts[1:] - 1, len(k) - 1].tolist()):
+            i, z = order[a], order[z]       # each partition's first offset here against the batches' before
+            tp = (gnames[g[i]], tnames[t[i]], int(part[i]))
+            before = last.get(tp)
+            if before is not None and off[i] < before[0]:
+                found.append((i, (before[1], before[0])))
+            last[tp] = (int(off[z]), base + int(row[z]))
+        for i, before in found:
+            r = int(row[i])
+            cases.append((gnames[g[i]], base + r, int(ts[r]), int(pos[r]), int(idx[i]), tnames[t[i]], int(part[i]),
+                          int(off[i]), before))
+        base += len(ts)
+    if cases:                   # the clients of the cases' rows and of those before them, and their times
+        clients = f.read(columns=["client", "ts_ms"])
+        client, at = clients.column(0), clients.column(1)
+        by_group: dict[str, list] = {}
+        for group, r, ts, pos, idx, topic, part, off, (pr, poff) in cases:
+            by_group.setdefault(group, []).append({
+                "ts": ts, "pos": pos, "idx": idx, "topic": topic, "part": part, "off": off,
+                "client": client[r].as_py(), "prev_off": poff, "prev_client": client[pr].as_py(),
+                "prev_ts": at[pr].as_py()})
+        for group, back in by_group.items():
+            back.sort(key=lambda x: (x["ts"], x["pos"], x["idx"]))
+            counts[group][1:] = [len(back), back[:MAX_COUNTEREXAMPLES]]
+    return [(group, n, back, json.dumps(examples)) for group, (n, back, examples) in counts.items()]
 
 
 def _text_offsets(spark, sources):

@@ -108,6 +108,52 @@ def test_commits_gone_backwards_are_found_in_the_jvm(spark, tmp_path):
     assert examples and all(e["offset"] == e["acknowledged_before"] - 5 for e in examples)
 
 
+def _backwards_events():
+    """The cooperative log with every client commit made again 1 ms later, 5 offsets back."""
+    lines = [json.loads(x) for x in (DATA / "cooperative" / "events.jsonl").read_text().splitlines() if x]
+    commits = [e for e in lines if e["event"] == "client.committed"]
+    back = [dict(c, ts_ms=c["ts_ms"] + 1, offsets=[[t, p, off - 5] for t, p, off in c["offsets"]]) for c in commits]
+    return sorted(lines + back, key=lambda e: e["ts_ms"]), commits
+
+
+def test_commits_gone_backwards_in_a_parquet_log_are_found_reading_its_file(spark, tmp_path):
+    # the same, the log written as Parquet: its client commits are one file its footers vouch for,
+    # which a Spark task reads itself (pipeline.kept_of_file), not the window
+    from groupcoord.analytics import pipeline
+    from groupcoord.sim.model import write_outputs
+    events, commits = _backwards_events()
+    d = tmp_path / "logs" / "backwards"
+    write_outputs(d, events, json.loads((DATA / "cooperative" / "scenario.json").read_text()), None,
+                  event_format="parquet")
+    path = str(d / "events" / "client.committed.parquet")
+    read, _ = pipeline._kept_by_file(spark, job.find_logs([str(d)]))
+    assert read == {path}
+    rdd, df = both(spark, [d], tmp_path)
+    for name in TABLES:
+        assert rdd[name] == df[name], name
+    failed = {r["invariant"]: r["failed"] for r in df["invariants"]}
+    assert failed["commits_kept"] == sum(len(c["offsets"]) for c in commits) > 0
+    # a batch's first offset of a partition is held against the batches before it
+    whole = pipeline.kept_of_file(path)
+    assert pipeline.kept_of_file(path, batch_rows=3) == whole and whole[0][2] > 0
+
+
+def test_a_parquet_log_out_of_time_order_has_its_commits_sorted_by_the_window(spark, tmp_path):
+    from groupcoord.analytics import pipeline
+    from groupcoord.sim.model import write_outputs
+    events, _ = _backwards_events()
+    late = next(i for i, e in enumerate(events) if e["event"] == "client.committed")
+    events.append(events.pop(late))          # a commit written last, its time among the first
+    d = tmp_path / "logs" / "late"
+    write_outputs(d, events, json.loads((DATA / "cooperative" / "scenario.json").read_text()), None,
+                  event_format="parquet")
+    assert pipeline.kept_of_file(str(d / "events" / "client.committed.parquet")) is None
+    assert pipeline._kept_by_file(spark, job.find_logs([str(d)]))[0] == set()
+    rdd, df = both(spark, [d], tmp_path)
+    for name in TABLES:
+        assert rdd[name] == df[name], name
+
+
 def test_bad_lines_get_the_rdd_jobs_messages(spark, tmp_path):
     good = (DATA / "eager" / "events.jsonl").read_text().splitlines()
     commit = json.loads(next(x for x in good if '"client.committed"' in x))

@@ -361,10 +361,10 @@ def _kept_by_file(spark, sources):
     from pyspark.sql import types as T
     logs: dict[str, list] = {}
     for s in sources:
-        if not eventfile.is_parquet(s):
+        if not eventfile.is_parquet(s) or storage.is_uri(s.events_path):
             continue
-        paths = [p for kind, p in eventfile.kind_files(s.events_path, spark) if kind == "client.committed"]
-        if len(paths) == 1 and not storage.is_uri(paths[0]) and eventfile.vouched("client.committed", paths):
+        paths = [p for kind, p in eventfile.kind_files(s.events_path) if kind == "client.committed"]
+        if len(paths) == 1 and eventfile.vouched("client.committed", paths):
             logs.setdefault(paths[0], []).append(s.log)
     if not logs:
         return set(), None
@@ -402,6 +402,9 @@ def kept_of_file(path: str, batch_rows: int = 1 << 20):
         offsets = batch.column(3)
         per_row = pc.list_value_length(offsets).to_numpy()
         flat = offsets.flatten()
+        if not len(flat):
+            base += len(ts)
+            continue
         groups, topics = batch.column(0).dictionary_encode(), flat.field("topic").dictionary_encode()
         gnames, tnames = groups.dictionary.to_pylist(), topics.dictionary.to_pylist()
         part, off = flat.field("partition").to_numpy(), flat.field("offset").to_numpy()

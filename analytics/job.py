@@ -631,9 +631,9 @@ def _compute_dataframe(spark, sources, out: str):
     saved = {k: conf.get(k) for k in settings}
     for k, v in settings.items():
         conf.set(k, v)
-    rows = pipeline.model_output(spark, sources)
-    tables, frames, work = {}, {}, None
+    rows, tables, frames, work = None, {}, {}, None
     try:
+        rows = pipeline.model_output(spark, sources)
         for name in MODEL_TABLES:
             frames[name] = pipeline.table(rows, name, schemas[name])
         work = _work_queues(spark, sources, frames)
@@ -652,7 +652,8 @@ def _compute_dataframe(spark, sources, out: str):
             small.append((tag, {"log": row["log"], "cell": row["cell"],
                                 **{k: row.get(k) for k in _REPORT_COLUMNS[tag]}}))
     finally:
-        rows.unpersist()
+        if rows is not None:
+            rows.unpersist()
         if work is not None:
             work.unpersist()
         for k, v in saved.items():
@@ -706,7 +707,8 @@ def _compute_rdd(spark, sources, out: str):
             raise LogError(missing) from None
         raise
     finally:
-        rows.unpersist()
+        if rows is not None:
+            rows.unpersist()
         if work is not None:
             work.unpersist()
     return tables, summary, small

@@ -15,7 +15,8 @@ per-event work in the JVM.
   counted per group, the first counterexamples riding along as JSON; but a Parquet log whose client
   commits are one local file its footers vouch for, its rows in time order (as the simulator writes
   it), has that file checked by a Spark task reading it itself (:func:`kept_of_file`: pyarrow and
-  numpy, a partition's offsets in the file's order; no row goes from the JVM to Python, no shuffle).
+  numpy, a partition's offsets in the file's order; no row goes from the JVM to Python, no Spark
+  shuffle or sort).
 * Record events of work queues (``client.records_polled``, ``client.batch_processed``,
   ``client.acknowledged``), producers' events (``producer.produced``, no group) and the transaction
   coordinator's (``transaction.*``, no group) that the JVM can vouch for are counted there too: per
@@ -381,21 +382,29 @@ def _kept_by_file(spark, sources):
 
 def kept_of_file(path: str, batch_rows: int = 1 << 20):
     """``commits_kept`` of one client.committed file: [(group, offsets checked, offsets gone back,
-    the first cases as JSON)], each partition's offsets taken in the file's order, or None when the
-    file's rows are not in time order (the window then sorts them). The cases are those of the
-    window's JSON, with the same fields (:func:`_kept`)."""
+    the first cases as JSON)], each partition's offsets taken in the file's order; or None when the
+    file's rows are not in time order, or it cannot be read so (the window then takes it). The
+    cases are those of the window's JSON, with the same fields (:func:`_kept`)."""
+    try:
+        return _kept_of_file(path, batch_rows)
+    except Exception:           # (whatever this file holds, the window's reading of it stands)
+        return None
+
+
+def _kept_of_file(path: str, batch_rows: int):
     import numpy as np
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
     f = pq.ParquetFile(path)
-    counts: dict[str, list] = {}        # group -> [offsets checked, gone back, cases]
+    counts: dict[str, list] = {}        # group -> [offsets checked, gone back, the first cases]
     last: dict = {}                     # (group, topic, partition) -> (offset, row in the file): the batches before
-    cases = []                          # (group, row, ts, pos, idx, topic, partition, offset, (row, offset) before)
     base, prev_ts, prev_pos = 0, -1, -1
     for batch in f.iter_batches(batch_size=batch_rows, columns=["group", "ts_ms", eventfile.POS, "offsets"]):
-        ts, pos = batch.column(1).to_numpy(), batch.column(2).to_numpy()
-        if not len(ts):
+        if not batch.num_rows:
             continue
+        if batch.column(1).null_count or batch.column(2).null_count:
+            return None
+        ts, pos = batch.column(1).to_numpy(), batch.column(2).to_numpy()
         if ts[0] < prev_ts or pos[0] <= prev_pos or (np.diff(ts) < 0).any() or (np.diff(pos) <= 0).any():
             return None
         prev_ts, prev_pos = ts[-1], pos[-1]
@@ -414,40 +423,39 @@ def kept_of_file(path: str, batch_rows: int = 1 << 20):
         for i, n in enumerate(np.bincount(g, minlength=len(gnames)).tolist()):
             if n:
                 counts.setdefault(gnames[i], [0, 0, []])[0] += n
-        # one number a (group, topic, partition) of the batch; a stable sort keeps the file's order
-        # in each (its rows are in time order, a row's offsets in theirs: the window's order)
-        key = (g.astype(np.int64) * len(tnames) + t) * (int(part.max()) + 1) + part
-        order = np.argsort(key, kind="stable")
-        k, o = key[order], off[order]
-        same = k[1:] == k[:-1]
-        found = [(order[j], (base + int(row[order[j - 1]]), int(o[j - 1])))
+        # by (group, topic, partition), a stable sort: the file's order kept within each (its rows
+        # in time order, a row's offsets in theirs: the window's order)
+        order = np.lexsort((part, t, g))
+        gs, ts_, ps, o = g[order], t[order], part[order], off[order]
+        same = (gs[1:] == gs[:-1]) & (ts_[1:] == ts_[:-1]) & (ps[1:] == ps[:-1])
+        found = [(order[j], base + int(row[order[j - 1]]), int(o[j - 1]))
                  for j in (np.flatnonzero(same & (o[1:] < o[:-1])) + 1).tolist()]
         firsts = np.flatnonzero(np.r_[True, ~same])
-        for a, z in zip(firsts.tolist(), np.r_[firsts[1:] - 1, len(k) - 1].tolist()):
+        for a, z in zip(firsts.tolist(), np.r_[firsts[1:] - 1, len(o) - 1].tolist()):
             i, z = order[a], order[z]       # each partition's first offset here against the batches' before
             tp = (gnames[g[i]], tnames[t[i]], int(part[i]))
             before = last.get(tp)
             if before is not None and off[i] < before[0]:
-                found.append((i, (before[1], before[0])))
+                found.append((i, before[1], before[0]))
             last[tp] = (int(off[z]), base + int(row[z]))
-        for i, before in found:
-            r = int(row[i])
-            cases.append((gnames[g[i]], base + r, int(ts[r]), int(pos[r]), int(idx[i]), tnames[t[i]], int(part[i]),
-                          int(off[i]), before))
+        # the first cases of each group (a later batch's come after an earlier one's: its rows are later)
+        for i, prev_row, prev_off in sorted(found, key=lambda c: (row[c[0]], idx[c[0]])):
+            group = counts[gnames[g[i]]]
+            group[1] += 1
+            if len(group[2]) < MAX_COUNTEREXAMPLES:
+                r = int(row[i])
+                group[2].append({"ts": int(ts[r]), "pos": int(pos[r]), "idx": int(idx[i]), "topic": tnames[t[i]],
+                                 "part": int(part[i]), "off": int(off[i]), "client": base + r,
+                                 "prev_off": prev_off, "prev_client": prev_row, "prev_ts": prev_row})
         base += len(ts)
-    if cases:                   # the clients of the cases' rows and of those before them, and their times
-        clients = f.read(columns=["client", "ts_ms"])
-        client, at = clients.column(0), clients.column(1)
-        by_group: dict[str, list] = {}
-        for group, r, ts, pos, idx, topic, part, off, (pr, poff) in cases:
-            by_group.setdefault(group, []).append({
-                "ts": ts, "pos": pos, "idx": idx, "topic": topic, "part": part, "off": off,
-                "client": client[r].as_py(), "prev_off": poff, "prev_client": client[pr].as_py(),
-                "prev_ts": at[pr].as_py()})
-        for group, back in by_group.items():
-            back.sort(key=lambda x: (x["ts"], x["pos"], x["idx"]))
-            counts[group][1:] = [len(back), back[:MAX_COUNTEREXAMPLES]]
-    return [(group, n, back, json.dumps(examples)) for group, (n, back, examples) in counts.items()]
+    if any(c[2] for c in counts.values()):      # the cases' clients and times, by their rows
+        rows = f.read(columns=["client", "ts_ms"])
+        client, at = rows.column(0), rows.column(1)
+        for _, _, cases in counts.values():
+            for x in cases:
+                x["client"], x["prev_client"], x["prev_ts"] = (
+                    client[x["client"]].as_py(), client[x["prev_client"]].as_py(), at[x["prev_ts"]].as_py())
+    return [(group, n, back, json.dumps(cases)) for group, (n, back, cases) in counts.items()]
 
 
 def _text_offsets(spark, sources):

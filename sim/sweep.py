@@ -27,8 +27,10 @@ replaces an axis's values, ``sweep(overrides=...)`` (``--set``) adds overrides t
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import signal
 import time
 import tomllib
 from dataclasses import dataclass
@@ -144,6 +146,10 @@ def run_cell(item) -> dict:
     import tempfile
     import zlib
     cell, scenario, seed = item
+    # Ctrl-C at a terminal reaches Spark's Python workers too: the command ends the run itself (an
+    # interrupted cell would only have the JVM log the task's failure after the command's line)
+    with contextlib.suppress(ValueError):         # (not the main thread: left as it is)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     t0 = time.perf_counter()
     tmp = tempfile.mkdtemp(prefix=f"groupcoord-{cell}-")
     try:

@@ -138,6 +138,24 @@ def test_commits_gone_backwards_in_a_parquet_log_are_found_reading_its_file(spar
     assert pipeline.kept_of_file(path, batch_rows=3) == whole and whole[0][2] > 0
 
 
+def test_the_file_check_tells_partitions_apart_by_group_topic_and_number(tmp_path):
+    # (one number made of the three could take partition -1 of "b" for the last of "a")
+    from groupcoord.analytics import pipeline
+    from groupcoord.sim.model import write_outputs
+
+    def commit(ts, group, offsets):
+        return {"v": 1, "event": "client.committed", "ts_ms": ts, "group": group, "client": "c", "member": "m",
+                "generation": 1, "offsets": offsets}
+    events = [commit(1, "g", [["a", 0, 10], ["a", 1, 10]]), commit(2, "g", [["b", -1, 5]]),
+              commit(3, "h", [["a", 1, 3]]), commit(4, "g", [["a", 1, 9]])]
+    write_outputs(tmp_path / "log", events, {}, None, event_format="parquet")
+    got = {g: (n, back, json.loads(cases))
+           for g, n, back, cases in pipeline.kept_of_file(str(tmp_path / "log" / "events" / "client.committed.parquet"))}
+    assert got == {"g": (4, 1, [{"ts": 4, "pos": 3, "idx": 0, "topic": "a", "part": 1, "off": 9, "client": "c",
+                                 "prev_off": 10, "prev_client": "c", "prev_ts": 1}]),
+                   "h": (1, 0, [])}
+
+
 def test_a_parquet_log_out_of_time_order_has_its_commits_sorted_by_the_window(spark, tmp_path):
     from groupcoord.analytics import pipeline
     from groupcoord.sim.model import write_outputs

@@ -98,6 +98,14 @@ class Interrupt:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
 
+    def interrupted(self, line: str) -> int:
+        """What a command does once interrupted: the children ended, ``line`` said (below the
+        terminal's ^C); its exit status, 130."""
+        self.end_children()
+        lead = "\n" if sys.stderr.isatty() else ""
+        print(f"{lead}{line}", file=sys.stderr)
+        return 130
+
     def _handle(self, signum, frame) -> None:
         import logging
         if not self.seen:
@@ -136,7 +144,4 @@ def _analyze(args) -> int:
                     print(f"groupcoord analyze: {e}", file=sys.stderr)
                     return 2
                 raise
-        interrupt.end_children()
-        lead = "\n" if sys.stderr.isatty() else ""      # (below the terminal's ^C)
-        print(f"{lead}groupcoord analyze: interrupted; {args.out} may hold part of an analysis", file=sys.stderr)
-        return 130
+        return interrupt.interrupted(f"groupcoord analyze: interrupted; {args.out} may hold part of an analysis")

@@ -336,9 +336,10 @@ def _kept(spark, sources, shape, files):
     c = eventfile.union(frames)
     # the window keyed by each log's number, not its name: a long compares in one step where names
     # (paths of one prefix) were compared whole at each step of the sort (bench/README.md)
-    names = sorted({s.log for s in sources})
-    numbers = ", ".join(f"{eventfile.sql_string(n)}, {i}" for i, n in enumerate(names))
-    c = c.selectExpr(f"element_at(map({numbers}), log) AS log_n", "`group`", "ts", "pos", "idx", "topic", "part", "off",
+    names = [eventfile.sql_string(n) for n in sorted({s.log for s in sources})]
+    to_number = "map(" + ", ".join(f"{n}, {i}" for i, n in enumerate(names)) + ")"
+    to_name = "map(" + ", ".join(f"{i}, {n}" for i, n in enumerate(names)) + ")"
+    c = c.selectExpr(f"element_at({to_number}, log) AS log_n", "`group`", "ts", "pos", "idx", "topic", "part", "off",
                      "client")
     wp = Window.partitionBy("log_n", "group", "topic", "part").orderBy("ts", "pos", "idx")
     kept = c.select("*", F.lag("off").over(wp).alias("prev_off"), F.lag("client").over(wp).alias("prev_client"),
@@ -349,8 +350,7 @@ def _kept(spark, sources, shape, files):
     stats = kept.groupBy("log_n", "group").agg(
         F.count(F.lit(1)).alias("n"), F.sum(fail.cast(L)).alias("gen"),
         F.to_json(F.slice(F.sort_array(F.collect_list(F.when(fail, example))), 1, MAX_COUNTEREXAMPLES)).alias("value"))
-    names = ", ".join(f"{i}, {eventfile.sql_string(n)}" for i, n in enumerate(names))
-    stats = stats.selectExpr(f"element_at(map({names}), log_n) AS log", "`group`", "n", "gen", "value")
+    stats = stats.selectExpr(f"element_at({to_name}, log_n) AS log", "`group`", "n", "gen", "value")
     return shape(stats if by_file is None else stats.unionAll(by_file), kind=F.lit("kept"))
 
 

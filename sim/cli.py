@@ -442,7 +442,4 @@ def _sweep(args) -> int:
                     print(f"groupcoord sweep: {e}", file=sys.stderr)
                     return 2
                 raise
-        interrupt.end_children()
-        lead = "\n" if sys.stderr.isatty() else ""      # (below the terminal's ^C)
-        print(f"{lead}groupcoord sweep: interrupted; {args.out} may hold part of a sweep", file=sys.stderr)
-        return 130
+        return interrupt.interrupted(f"groupcoord sweep: interrupted; {args.out} may hold part of a sweep")

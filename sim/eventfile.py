@@ -238,6 +238,7 @@ class EventWriter:
         self.path = Path(out_dir) / EVENTS_DIR
         self.pos = 0
         self._pending: dict[tuple, tuple[list, list]] = {}   # (kind, fields) -> (events, their positions)
+        self._first: dict[tuple, int] = {}                   # (kind, fields) -> its first event's position
         # (kind, fields) -> [(the chunk's columns as compressed Arrow IPC, [(type, _no_values) per
         # column], {column: its values pickled, for a JSON text column})]
         self._chunks: dict[tuple, list] = {}
@@ -250,6 +251,7 @@ class EventWriter:
                 raise ValueError(f"{shape[0]}: an event field named {POS!r} (the column of the events' positions)")
             pending = self._pending[shape] = ([], [])
             self._chunks[shape] = []
+            self._first[shape] = self.pos
         pending[0].append(e)
         pending[1].append(self.pos)
         self.pos += 1
@@ -258,7 +260,7 @@ class EventWriter:
 
     def _convert(self, shape) -> None:
         pa = _pa()
-        events, positions = self._pending[shape]
+        events, positions = self._pending.get(shape, ((), ()))
         if positions:
             keys = shape[1]
             arrays = [_column(k, [e[k] for e in events]) for k in keys]
@@ -276,6 +278,14 @@ class EventWriter:
                         raw[i] = pickle.dumps([e[k] for e in events])
             self._chunks[shape].append((sink.getvalue(), [(a.type, _no_values(a)) for a in arrays], raw))
             self._pending[shape] = ([], [])
+
+    def part(self) -> list:
+        """What this writer holds, for :func:`write_parts` (in another process): (shape, its first
+        event's position, its chunks) of each shape, in the order the shapes came."""
+        for shape in list(self._pending):
+            self._convert(shape)
+        self._pending.clear()
+        return [(shape, self._first[shape], chunks) for shape, chunks in self._chunks.items()]
 
     @staticmethod
     def _columns(chunk) -> list:
@@ -315,6 +325,113 @@ class EventWriter:
                     writer.write_table(table, row_group_size=self.ROW_GROUP)
         self._pending.clear()
         return self.path
+
+
+def write_parts(out_dir, parts: list[list], keys: list) -> Path:
+    """The files of a log run in parts (shards of its groups): ``parts`` holds each part's
+    :meth:`EventWriter.part`, ``keys`` its events' log keys (ints, in its order, which they follow).
+    The log is the parts' events by key, at one key a part's before a later part's (heapq.merge's
+    order); the files are those an EventWriter given that log writes, made of the parts' columns
+    by Arrow and numpy (no event goes through Python again)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+    pa = _pa()
+    writer = EventWriter(out_dir)
+    if len(parts) == 1:
+        writer._chunks = {shape: chunks for shape, _, chunks in parts[0]}
+        return writer.close()
+    # each part's positions in the log: a stable sort of the parts' keys, one part after another
+    ks = [np.frombuffer(k, np.int64) if isinstance(k, (bytes, bytearray)) else np.asarray(k, np.int64)
+          for k in keys]
+    order = np.argsort(np.concatenate(ks), kind="stable")
+    where = np.empty(len(order), np.int64)
+    where[order] = np.arange(len(order), dtype=np.int64)
+    starts = np.cumsum([0] + [len(k) for k in ks])
+    logpos = [where[starts[i]:starts[i + 1]] for i in range(len(ks))]
+    shapes: dict[tuple, list] = {}          # shape -> [(part, its chunks)]
+    first: dict[tuple, int] = {}
+    for i, part in enumerate(parts):
+        for shape, at, chunks in part:
+            shapes.setdefault(shape, []).append((i, chunks))
+            p = int(logpos[i][at])
+            first[shape] = min(first.get(shape, p), p)
+    path = writer.path
+    path.mkdir(parents=True, exist_ok=True)
+    for old in path.glob("*.parquet"):
+        old.unlink()
+    taken: set[str] = set()
+    for shape in sorted(shapes, key=first.__getitem__):      # in the order the shapes came in the log
+        held = shapes[shape]
+        names = [*shape[1], POS]
+        targets = [_target([c[1][j] for _, chunks in held for c in chunks]) for j in range(len(names))]
+        file = path / _file_name(shape[0], taken)
+
+        def in_log(i: int, columns: list) -> list:      # a chunk's positions: the log's
+            return columns[:-1] + [pa.array(logpos[i][columns[-1].to_numpy()], pa.int64())]
+        if None in targets:                             # (rare) columns made again of their values
+            columns = [in_log(i, EventWriter._columns(c)) for i, chunks in held for c in chunks]
+            table = pa.Table.from_arrays(
+                [_joined(k, [c[j] for c in columns], [_raw(c, j) for _, chunks in held for c in chunks])
+                 for j, k in enumerate(names)], names=names)
+            table = table.take(pa.array(np.argsort(table.column(POS).to_numpy(), kind="stable")))
+            pq.write_table(table, file, row_group_size=EventWriter.ROW_GROUP)
+            continue
+        schema = pa.schema([pa.field(k, t) for k, t in zip(names, targets)])
+
+        def tables(i: int, chunks: list):
+            for c in chunks:
+                columns = in_log(i, EventWriter._columns(c))
+                yield pa.Table.from_arrays([_conform(a, t) for a, t in zip(columns, targets)], schema=schema)
+        with pq.ParquetWriter(file, schema) as out:
+            for table in _in_order([tables(i, chunks) for i, chunks in held], EventWriter.ROW_GROUP):
+                out.write_table(table, row_group_size=EventWriter.ROW_GROUP)
+    return path
+
+
+def _in_order(streams: list, rows: int):
+    """The rows of the streams' tables in the order of their last column (each stream's tables
+    follow it already), as tables of ``rows`` rows (the last fewer): a stream's rows are held only
+    until every other stream has shown that none of its own comes before them."""
+    import numpy as np
+    pa = _pa()
+    held: list[list] = [[] for _ in streams]
+    count = [0] * len(streams)
+    live = [True] * len(streams)
+    out: list = []
+    out_rows = 0
+    while True:
+        for i, stream in enumerate(streams):
+            while live[i] and count[i] < rows:
+                t = next(stream, None)
+                if t is None:
+                    live[i] = False
+                elif len(t):
+                    held[i].append(t)
+                    count[i] += len(t)
+        if not any(count):
+            break
+        # what a live stream holds last bounds what may go: its next rows come after it
+        bound = min((held[i][-1].column(-1)[-1].as_py() for i in range(len(streams)) if live[i]), default=None)
+        pieces = []
+        for i in range(len(streams)):
+            if not count[i]:
+                continue
+            t = pa.concat_tables(held[i])
+            cut = len(t) if bound is None else int(np.searchsorted(t.column(-1).to_numpy(), bound, side="right"))
+            if cut:
+                pieces.append(t.slice(0, cut))
+            rest = t.slice(cut)
+            held[i], count[i] = ([rest], len(rest)) if len(rest) else ([], 0)
+        merged = pa.concat_tables(pieces)
+        out.append(merged.take(pa.array(np.argsort(merged.column(-1).to_numpy(), kind="stable"))))
+        out_rows += len(merged)
+        while out_rows >= rows:
+            t = pa.concat_tables(out)
+            yield t.slice(0, rows)
+            rest = t.slice(rows)
+            out, out_rows = ([rest], len(rest)) if len(rest) else ([], 0)
+    if out_rows:
+        yield pa.concat_tables(out)
 
 
 def _raw(chunk, i: int) -> list | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .eventfile import EVENTS_DIR, EventWriter
+from .eventfile import EVENTS_DIR, EventWriter, write_parts
 from .events import MemberEvents, producer_event
 from .scenario import Event, GroupSpec, Scenario
 
@@ -333,6 +333,7 @@ class RunOutput:
         else:
             (self.out / "events.jsonl").unlink(missing_ok=True)
         self._columns = EventWriter(self.out) if event_format in ("parquet", "both") else None
+        self._parts = None
 
     def add(self, e: dict) -> None:
         self.count += 1
@@ -341,6 +342,14 @@ class RunOutput:
             self._lines.write("\n")
         if self._columns is not None:
             self._columns.add(e)
+
+    def merge(self, parts: list, keys: list) -> None:
+        """The log given as the columns of its shards instead (Parquet only: see
+        :func:`~.eventfile.write_parts`), written at :meth:`close`."""
+        if self._lines is not None or self._columns is None:
+            raise ValueError("the columns of shards make the Parquet log only")
+        self._parts = (parts, keys)
+        self.count = sum(len(k) // 8 if isinstance(k, bytes) else len(k) for k in keys)
 
     def abort(self) -> None:
         """The run failed: the files open are closed (what is written stays)."""
@@ -354,7 +363,9 @@ class RunOutput:
         elif not self.count:
             (out / "events.jsonl").write_text("")   # a log without events: an empty events.jsonl whatever
             # the format (a Parquet file has rows)
-        if self._columns is not None:
+        if self._parts is not None:
+            write_parts(self.out, *self._parts)
+        elif self._columns is not None:
             self._columns.close()
         elif (out / EVENTS_DIR).is_dir():
             for old in (out / EVENTS_DIR).glob("*.parquet"):

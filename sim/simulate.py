@@ -18,6 +18,7 @@ seed gives the same event log byte for byte. :func:`run` is the entry point.
 """
 from __future__ import annotations
 
+import array
 import contextlib
 import gc
 import heapq
@@ -46,6 +47,7 @@ from groupcoord.coordinator.handlers import heartbeat as heartbeat_api
 from groupcoord.coordinator.service import Service
 from groupcoord.protocol.records import Record, encode_batch
 
+from .eventfile import EventWriter
 from .events import stop_reason
 from .model import (
     Client, Driver, consumer_config, follow, set_group_configs, share_config, summaries, summarize, write_outputs,
@@ -1344,14 +1346,27 @@ def _spilled(path: str):
 
 def _run_shard_to(args) -> dict:
     """A shard run, its events into the file at path (None: none), summarized as they come: its
-    summary (progress: Simulator's)."""
-    sc, seed, groups, path, progress = args
+    summary (progress: Simulator's). With ``columns``, the file holds the events' columns instead
+    (an EventWriter's part, and the events' log keys: see write_parts), made here."""
+    sc, seed, groups, path, columns, progress = args
     sim = Simulator(sc, seed, groups=groups, progress=progress)
     summary = summaries()
     next(summary)
     count = 0
     with open(path, "wb") if path is not None else contextlib.nullcontext() as f:
-        write = _spill_into(f) if f is not None else None
+        if f is None:
+            write = None
+        elif columns:
+            # the shards turn their events into columns (the parent then merges columns, in C)
+            writer, keys, key = EventWriter(os.path.dirname(path)), array.array("q"), _log_key(sc.group_ids())
+            add = writer.add
+
+            def write(chunk: list[dict]) -> None:
+                for e in chunk:
+                    add(e)
+                keys.extend(map(key, chunk))
+        else:
+            write = _spill_into(f)
 
         def spill(chunk: list[dict]) -> None:
             nonlocal count
@@ -1360,6 +1375,8 @@ def _run_shard_to(args) -> dict:
             if write is not None:
                 write(chunk)
         sim.run(spill=spill)
+        if f is not None and columns:
+            pickle.dump((writer.part(), keys.tobytes()), f, protocol=pickle.HIGHEST_PROTOCOL)
     return sim.summary(count, summary.send(None))
 
 
@@ -1379,15 +1396,16 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
     seed = sc.seed if seed is None else seed
     parts = shards(sc, workers) if workers > 1 else []
     parts = parts if len(parts) > 1 else [None]
+    columns = event_format == "parquet"           # (the JSON lines are merged as events)
     wall0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="groupcoord-run-") as tmp:
-        paths = [os.path.join(tmp, f"shard-{i}.marshal") if out_dir is not None else None for i in range(len(parts))]
+        paths = [os.path.join(tmp, f"shard-{i}") if out_dir is not None else None for i in range(len(parts))]
         if len(parts) == 1:
-            results = [_run_shard_to((sc, seed, parts[0], paths[0], progress))]
+            results = [_run_shard_to((sc, seed, parts[0], paths[0], columns, progress))]
         else:
             # every shard in a process of its own: the memory of a simulation is given back when
             # it ends, before the merge (Python keeps what a process freed)
-            jobs = [(sc, seed, groups, path, i) for i, (groups, path) in enumerate(zip(parts, paths))]
+            jobs = [(sc, seed, groups, path, columns, i) for i, (groups, path) in enumerate(zip(parts, paths))]
             # (the workers fork before the bar starts)
             with _shard_processes(_run_shard_to_elsewhere, jobs, len(parts) if progress else 0) as (running, clock):
                 with progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
@@ -1399,7 +1417,13 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
         resolved = Driver(sc, seed).resolved()
         resolved["mode"] = Simulator.mode
         output = RunOutput(out_dir, event_format) if out_dir is not None else None
-        if output is not None:
+        if output is not None and columns:
+            held = []
+            for path in paths:
+                with open(path, "rb") as f:
+                    held.append(pickle.load(f))
+            output.merge([part for part, _ in held], [keys for _, keys in held])
+        elif output is not None:
             add = output.add
             merged = heapq.merge(*map(_spilled, paths), key=_log_key(sc.group_ids()))
             try:

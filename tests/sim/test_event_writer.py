@@ -7,7 +7,7 @@ import random
 import pyarrow.parquet as pq
 import pytest
 
-from groupcoord.sim.eventfile import EVENTS_DIR, EventWriter
+from groupcoord.sim.eventfile import EVENTS_DIR, EventWriter, write_parts
 
 
 class Named:
@@ -98,3 +98,63 @@ def test_kinds_and_shapes_interleaved_keep_their_files_and_positions(tmp_path, m
         assert parts[name].to_pylist() == table.to_pylist()
     positions = sorted(p for t in whole.values() for p in t.column("_pos").to_pylist())
     assert positions == list(range(len(events)))
+
+
+def _write_in_parts(out, events, parts: int, chunk: int, monkeypatch) -> dict:
+    """The log written as a sharded run writes it: each part (a group's events go to one) turned into
+    columns apart, then merged by the events' keys (ts_ms, then the group)."""
+    monkeypatch.setattr(EventWriter, "CHUNK", chunk)
+    writers = [EventWriter(out) for _ in range(parts)]
+    keys = [[] for _ in range(parts)]
+    for e in events:
+        i = e["group"] % parts
+        writers[i].add(e)
+        keys[i].append(e["ts_ms"] * 100 + e["group"])
+    write_parts(out, [w.part() for w in writers], keys)
+    return _tables(out)
+
+
+def _in_log_order(events):
+    return sorted(events, key=lambda e: e["ts_ms"] * 100 + e["group"])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_log_written_in_parts_has_the_columns_of_the_whole(case, tmp_path, monkeypatch):
+    # each part holds some of a field's values: the merged columns are those of all its values
+    rng = random.Random(case)
+    events = _in_log_order([_ev("k", field=v, n=i, group=rng.randrange(3)) | {"ts_ms": i // 2}
+                            for i, v in enumerate(CASES[case])])
+    whole = _write(tmp_path / "whole", events, 1 << 30, monkeypatch)
+    for parts, chunk in ((2, 1), (3, 2), (2, 1 << 30)):
+        merged = _write_in_parts(tmp_path / f"p{parts}-{chunk}", events, parts, chunk, monkeypatch)
+        assert merged.keys() == whole.keys()
+        for name, table in whole.items():
+            assert merged[name].schema == table.schema, (case, parts, chunk)
+            assert merged[name].to_pylist() == table.to_pylist(), (case, parts, chunk)
+
+
+def test_parts_merged_write_the_files_of_the_whole_log(tmp_path, monkeypatch):
+    # kinds, shapes and groups interleaved, several events of several groups at one ms: the files
+    # of the parts merged are those of the log written by one writer, byte for byte, row groups too
+    rng = random.Random(8)
+    # part 0 (group 0) sees kind "c" with "extra" first, the log sees it without first (group 1)
+    events = [_ev("c", group=1, x=1, owned=[]), _ev("c", group=0, x=2, owned=[]) | {"extra": "s", "ts_ms": 1}]
+    for i in range(8, 500):
+        kind = rng.choice("abc")
+        e = _ev(kind, group=rng.randrange(5), x=rng.choice([None, rng.randrange(10)]),
+                owned=[[rng.choice("tu"), rng.randrange(4)] for _ in range(rng.randrange(3))])
+        e["ts_ms"] = i // 4
+        if kind == "c" and i > 50 and rng.random() < 0.3:
+            e["extra"] = rng.choice([None, "s"])      # a shape first seen late: its file named after "c"'s
+        events.append(e)
+    events = _in_log_order(events)
+    monkeypatch.setattr(EventWriter, "ROW_GROUP", 14)
+    _write(tmp_path / "whole", events, 7, monkeypatch)
+    for parts in (1, 2, 5):
+        _write_in_parts(tmp_path / f"p{parts}", events, parts, 7, monkeypatch)
+        files = sorted(f.name for f in (tmp_path / "whole" / EVENTS_DIR).iterdir())
+        assert files == sorted(f.name for f in (tmp_path / f"p{parts}" / EVENTS_DIR).iterdir())
+        assert len(files) == 4
+        for name in files:
+            assert (tmp_path / f"p{parts}" / EVENTS_DIR / name).read_bytes() == \
+                (tmp_path / "whole" / EVENTS_DIR / name).read_bytes(), (parts, name)

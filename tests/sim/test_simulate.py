@@ -356,6 +356,29 @@ def test_a_streamed_run_writes_what_a_held_one_writes(workers, tmp_path, monkeyp
     assert alone == summary
 
 
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_a_sharded_run_writes_the_parquet_files_of_the_held_log(workers, tmp_path, monkeypatch):
+    # with Parquet alone, the shards turn their events into columns and the parent merges those
+    # (eventfile.write_parts): the files are those of the log held whole, byte for byte
+    from groupcoord.sim.eventfile import EventWriter
+    from groupcoord.sim.model import write_outputs
+    sc = scenario.from_dict({**tomllib.loads(SCENARIO), "events": [
+        {"at_s": 20, "action": "crash", "group": "g-1", "members": [0]},
+        {"at_s": 25, "action": "node_down", "node": 1}, {"at_s": 28, "action": "node_up", "node": 1}]})
+    monkeypatch.setattr(EventWriter, "CHUNK", 16)          # (the workers fork with these)
+    monkeypatch.setattr(EventWriter, "ROW_GROUP", 64)
+    events, summary, resolved = simulate.simulate(sc, 5)
+    write_outputs(tmp_path / "held", events, resolved, summary, event_format="parquet")
+    streamed, _ = simulate.simulate_to(sc, 5, tmp_path / "streamed", workers=workers, event_format="parquet")
+    assert streamed.get("workers", 1) == workers and streamed["events"] == len(events) > 300
+    files = sorted(f.name for f in (tmp_path / "held" / "events").iterdir())
+    assert files == sorted(f.name for f in (tmp_path / "streamed" / "events").iterdir()) and len(files) > 8
+    for name in files:
+        assert (tmp_path / "streamed" / "events" / name).read_bytes() == \
+            (tmp_path / "held" / "events" / name).read_bytes(), name
+    assert not (tmp_path / "streamed" / "events.jsonl").exists()
+
+
 def test_a_streamed_run_leaves_no_file_behind(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()

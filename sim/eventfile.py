@@ -18,7 +18,8 @@ Events of a kind with another set of fields (or order) get a file of their own
 
 So the JSON lines can be rebuilt exactly (``groupcoord.analytics.eventfile.read_events``), and
 ``analyze`` reads the columns without parsing text. Written by :func:`write_events`
-(``write_outputs(..., event_format=...)``).
+(``write_outputs(..., event_format=...)``), or from the columns of a sharded run's parts by
+:func:`write_parts`: the same files.
 """
 from __future__ import annotations
 
@@ -279,6 +280,14 @@ class EventWriter:
             self._chunks[shape].append((sink.getvalue(), [(a.type, _no_values(a)) for a in arrays], raw))
             self._pending[shape] = ([], [])
 
+    @classmethod
+    def of_part(cls, out_dir, part: list) -> "EventWriter":
+        """A writer holding what :meth:`part` gave (its close() writes those files)."""
+        writer = cls(out_dir)
+        writer._chunks = {shape: chunks for shape, _, chunks in part}
+        writer._first = {shape: first for shape, first, _ in part}
+        return writer
+
     def part(self) -> list:
         """What this writer holds, for :func:`write_parts` (in another process): (shape, its first
         event's position, its chunks) of each shape, in the order the shapes came."""
@@ -312,7 +321,7 @@ class EventWriter:
                 table = pa.Table.from_arrays(
                     [_joined(k, [c[i] for c in columns], [_raw(c, i) for c in chunks]) for i, k in enumerate(names)],
                     names=names)
-                pq.write_table(table, path, row_group_size=self.ROW_GROUP)
+                pq.write_table(table.combine_chunks(), path, row_group_size=self.ROW_GROUP)
                 continue
             schema = pa.schema([pa.field(k, t) for k, t in zip(names, targets)])
             with pq.ParquetWriter(path, schema) as writer:
@@ -322,46 +331,51 @@ class EventWriter:
                     table = pa.Table.from_arrays(
                         [pa.chunked_array([_conform(c[i], t) for c in group], t) for i, t in enumerate(targets)],
                         schema=schema)
-                    writer.write_table(table, row_group_size=self.ROW_GROUP)
+                    # (one chunk a column: Parquet's dictionary fallback and pages depend on the
+                    # chunks, and a log merged from shards is chunked otherwise: write_parts)
+                    writer.write_table(table.combine_chunks(), row_group_size=self.ROW_GROUP)
         self._pending.clear()
         return self.path
 
 
 def write_parts(out_dir, parts: list[list], keys: list) -> Path:
     """The files of a log run in parts (shards of its groups): ``parts`` holds each part's
-    :meth:`EventWriter.part`, ``keys`` its events' log keys (ints, in its order, which they follow).
-    The log is the parts' events by key, at one key a part's before a later part's (heapq.merge's
-    order); the files are those an EventWriter given that log writes, made of the parts' columns
-    by Arrow and numpy (no event goes through Python again)."""
+    :meth:`EventWriter.part` (emptied here as its files are written), ``keys`` its events' log keys
+    (int64s, in its order: they must not decrease). The log is the parts' events by key, at one key
+    a part's before a later part's, each part's in its order (heapq.merge's order); the files are
+    those an EventWriter given that log writes, made of the parts' columns by Arrow and numpy (no
+    event goes through Python again)."""
     import numpy as np
     import pyarrow.parquet as pq
     pa = _pa()
-    writer = EventWriter(out_dir)
     if len(parts) == 1:
-        writer._chunks = {shape: chunks for shape, _, chunks in parts[0]}
+        writer = EventWriter.of_part(out_dir, parts[0])
+        parts[0].clear()
         return writer.close()
     # each part's positions in the log: a stable sort of the parts' keys, one part after another
-    ks = [np.frombuffer(k, np.int64) if isinstance(k, (bytes, bytearray)) else np.asarray(k, np.int64)
-          for k in keys]
-    order = np.argsort(np.concatenate(ks), kind="stable")
-    where = np.empty(len(order), np.int64)
-    where[order] = np.arange(len(order), dtype=np.int64)
+    ks = [np.asarray(k, np.int64) for k in keys]
+    for k in ks:
+        if len(k) > 1 and (np.diff(k) < 0).any():
+            raise ValueError("a part's events are not in the order of their log keys")
+    where = np.empty(sum(map(len, ks)), np.int64)
+    where[np.argsort(np.concatenate(ks), kind="stable")] = np.arange(len(where), dtype=np.int64)
     starts = np.cumsum([0] + [len(k) for k in ks])
     logpos = [where[starts[i]:starts[i + 1]] for i in range(len(ks))]
-    shapes: dict[tuple, list] = {}          # shape -> [(part, its chunks)]
-    first: dict[tuple, int] = {}
+    shapes: dict[tuple, list] = {}          # shape -> [(the part's index, its chunks of the shape)]
+    first: dict[tuple, int] = {}            # shape -> its first event's position in the log
     for i, part in enumerate(parts):
         for shape, at, chunks in part:
             shapes.setdefault(shape, []).append((i, chunks))
             p = int(logpos[i][at])
             first[shape] = min(first.get(shape, p), p)
-    path = writer.path
+        part.clear()                        # (each shape's chunks go once its file is written)
+    path = EventWriter(out_dir).path
     path.mkdir(parents=True, exist_ok=True)
     for old in path.glob("*.parquet"):
         old.unlink()
     taken: set[str] = set()
     for shape in sorted(shapes, key=first.__getitem__):      # in the order the shapes came in the log
-        held = shapes[shape]
+        held = shapes.pop(shape)
         names = [*shape[1], POS]
         targets = [_target([c[1][j] for _, chunks in held for c in chunks]) for j in range(len(names))]
         file = path / _file_name(shape[0], taken)
@@ -374,7 +388,7 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
                 [_joined(k, [c[j] for c in columns], [_raw(c, j) for _, chunks in held for c in chunks])
                  for j, k in enumerate(names)], names=names)
             table = table.take(pa.array(np.argsort(table.column(POS).to_numpy(), kind="stable")))
-            pq.write_table(table, file, row_group_size=EventWriter.ROW_GROUP)
+            pq.write_table(table.combine_chunks(), file, row_group_size=EventWriter.ROW_GROUP)
             continue
         schema = pa.schema([pa.field(k, t) for k, t in zip(names, targets)])
 
@@ -382,9 +396,11 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
             for c in chunks:
                 columns = in_log(i, EventWriter._columns(c))
                 yield pa.Table.from_arrays([_conform(a, t) for a, t in zip(columns, targets)], schema=schema)
+        # the rows of each write_table call and its row groups as EventWriter.close has them
+        rows = max(1, EventWriter.ROW_GROUP // EventWriter.CHUNK) * EventWriter.CHUNK
         with pq.ParquetWriter(file, schema) as out:
-            for table in _in_order([tables(i, chunks) for i, chunks in held], EventWriter.ROW_GROUP):
-                out.write_table(table, row_group_size=EventWriter.ROW_GROUP)
+            for table in _in_order([tables(i, chunks) for i, chunks in held], rows):
+                out.write_table(table.combine_chunks(), row_group_size=EventWriter.ROW_GROUP)
     return path
 
 

@@ -343,13 +343,13 @@ class RunOutput:
         if self._columns is not None:
             self._columns.add(e)
 
-    def merge(self, parts: list, keys: list) -> None:
-        """The log given as the columns of its shards instead (Parquet only: see
+    def add_parts(self, parts: list, keys: list) -> None:
+        """The log given as the columns of its shards instead of event by event (Parquet only: see
         :func:`~.eventfile.write_parts`), written at :meth:`close`."""
         if self._lines is not None or self._columns is None:
             raise ValueError("the columns of shards make the Parquet log only")
         self._parts = (parts, keys)
-        self.count = sum(len(k) // 8 if isinstance(k, bytes) else len(k) for k in keys)
+        self.count = sum(map(len, keys))
 
     def abort(self) -> None:
         """The run failed: the files open are closed (what is written stays)."""
@@ -364,7 +364,8 @@ class RunOutput:
             (out / "events.jsonl").write_text("")   # a log without events: an empty events.jsonl whatever
             # the format (a Parquet file has rows)
         if self._parts is not None:
-            write_parts(self.out, *self._parts)
+            parts, self._parts = self._parts, None
+            write_parts(self.out, *parts)
         elif self._columns is not None:
             self._columns.close()
         elif (out / EVENTS_DIR).is_dir():

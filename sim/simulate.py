@@ -1376,7 +1376,7 @@ def _run_shard_to(args) -> dict:
                 write(chunk)
         sim.run(spill=spill)
         if f is not None and columns:
-            pickle.dump((writer.part(), keys.tobytes()), f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((writer.part(), keys), f, protocol=pickle.HIGHEST_PROTOCOL)
     return sim.summary(count, summary.send(None))
 
 
@@ -1389,9 +1389,11 @@ def _run_shard_to_elsewhere(args) -> dict:
 def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers: int = 1,
                 event_format: str = "jsonl", progress: bool = False) -> tuple[dict, dict]:
     """:func:`simulate`, the events written to out_dir's files (as ``write_outputs`` writes them, when
-    out_dir is given) and summarized as they come, never all held: each shard hands its events on to a file as
-    it goes, and these files are merged into the log's order. Memory: the simulation's state and,
-    for Parquet, the log's columns. Returns (summary, resolved scenario)."""
+    out_dir is given) and summarized as they come, never all held: for the Parquet log alone each
+    shard turns its events into columns as it goes (kept compressed) and the parent merges the
+    shards' columns (eventfile.write_parts); for JSON lines (``jsonl``, ``both``) each shard hands
+    its events on to a file as it goes, and these files are merged into the log's order. Memory: the
+    simulation's state and, for Parquet, the log's columns. Returns (summary, resolved scenario)."""
     from .model import RunOutput
     seed = sc.seed if seed is None else seed
     parts = shards(sc, workers) if workers > 1 else []
@@ -1422,7 +1424,8 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
             for path in paths:
                 with open(path, "rb") as f:
                     held.append(pickle.load(f))
-            output.merge([part for part, _ in held], [keys for _, keys in held])
+            output.add_parts([part for part, _ in held], [keys for _, keys in held])
+            del held
         elif output is not None:
             add = output.add
             merged = heapq.merge(*map(_spilled, paths), key=_log_key(sc.group_ids()))

@@ -2,6 +2,7 @@
 kind's events into columns a chunk at a time) has the tables of the log's columns made at once."""
 from __future__ import annotations
 
+import heapq
 import random
 
 import pyarrow.parquet as pq
@@ -100,32 +101,41 @@ def test_kinds_and_shapes_interleaved_keep_their_files_and_positions(tmp_path, m
     assert positions == list(range(len(events)))
 
 
+def _key(e) -> int:
+    return e["ts_ms"] * 100 + (e["group"] or 0)
+
+
 def _write_in_parts(out, events, parts: int, chunk: int, monkeypatch) -> dict:
-    """The log written as a sharded run writes it: each part (a group's events go to one) turned into
-    columns apart, then merged by the events' keys (ts_ms, then the group)."""
+    """The log written as a sharded run writes it: each part (a group's events go to one, an event
+    of no group to any) turned into columns apart, then merged by the events' keys (ts_ms, then
+    the group)."""
     monkeypatch.setattr(EventWriter, "CHUNK", chunk)
     writers = [EventWriter(out) for _ in range(parts)]
     keys = [[] for _ in range(parts)]
     for e in events:
-        i = e["group"] % parts
+        i = e["group"] % parts if e["group"] is not None else e["ts_ms"] % parts
         writers[i].add(e)
-        keys[i].append(e["ts_ms"] * 100 + e["group"])
+        keys[i].append(_key(e))
     write_parts(out, [w.part() for w in writers], keys)
     return _tables(out)
 
 
-def _in_log_order(events):
-    return sorted(events, key=lambda e: e["ts_ms"] * 100 + e["group"])
+def _in_log_order(events, parts: int) -> list:
+    """The log the parts make: heapq.merge of each part's events by key (as the JSON lines are merged)."""
+    split = [[] for _ in range(parts)]
+    for e in events:
+        split[e["group"] % parts if e["group"] is not None else e["ts_ms"] % parts].append(e)
+    return list(heapq.merge(*split, key=_key))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_log_written_in_parts_has_the_columns_of_the_whole(case, tmp_path, monkeypatch):
     # each part holds some of a field's values: the merged columns are those of all its values
     rng = random.Random(case)
-    events = _in_log_order([_ev("k", field=v, n=i, group=rng.randrange(3)) | {"ts_ms": i // 2}
-                            for i, v in enumerate(CASES[case])])
-    whole = _write(tmp_path / "whole", events, 1 << 30, monkeypatch)
+    events = sorted((_ev("k", field=v, n=i, group=rng.randrange(3)) | {"ts_ms": i // 2}
+                     for i, v in enumerate(CASES[case])), key=_key)
     for parts, chunk in ((2, 1), (3, 2), (2, 1 << 30)):
+        whole = _write(tmp_path / f"whole{parts}", _in_log_order(events, parts), 1 << 30, monkeypatch)
         merged = _write_in_parts(tmp_path / f"p{parts}-{chunk}", events, parts, chunk, monkeypatch)
         assert merged.keys() == whole.keys()
         for name, table in whole.items():
@@ -134,27 +144,51 @@ def test_a_log_written_in_parts_has_the_columns_of_the_whole(case, tmp_path, mon
 
 
 def test_parts_merged_write_the_files_of_the_whole_log(tmp_path, monkeypatch):
-    # kinds, shapes and groups interleaved, several events of several groups at one ms: the files
-    # of the parts merged are those of the log written by one writer, byte for byte, row groups too
+    # kinds, shapes and groups interleaved, several events of several groups at one ms, events of
+    # no group in every part at one ms: the files of the parts merged are those of the log written
+    # by one writer, byte for byte, row groups too (of two chunks, of one, of a part of one)
     rng = random.Random(8)
     # part 0 (group 0) sees kind "c" with "extra" first, the log sees it without first (group 1)
     events = [_ev("c", group=1, x=1, owned=[]), _ev("c", group=0, x=2, owned=[]) | {"extra": "s", "ts_ms": 1}]
     for i in range(8, 500):
         kind = rng.choice("abc")
-        e = _ev(kind, group=rng.randrange(5), x=rng.choice([None, rng.randrange(10)]),
+        e = _ev(kind, group=rng.choice([None, 1, 2, 3, 4, 5]), x=rng.choice([None, rng.randrange(10)]),
                 owned=[[rng.choice("tu"), rng.randrange(4)] for _ in range(rng.randrange(3))])
         e["ts_ms"] = i // 4
         if kind == "c" and i > 50 and rng.random() < 0.3:
             e["extra"] = rng.choice([None, "s"])      # a shape first seen late: its file named after "c"'s
         events.append(e)
-    events = _in_log_order(events)
-    monkeypatch.setattr(EventWriter, "ROW_GROUP", 14)
-    _write(tmp_path / "whole", events, 7, monkeypatch)
-    for parts in (1, 2, 5):
-        _write_in_parts(tmp_path / f"p{parts}", events, parts, 7, monkeypatch)
-        files = sorted(f.name for f in (tmp_path / "whole" / EVENTS_DIR).iterdir())
-        assert files == sorted(f.name for f in (tmp_path / f"p{parts}" / EVENTS_DIR).iterdir())
-        assert len(files) == 4
-        for name in files:
-            assert (tmp_path / f"p{parts}" / EVENTS_DIR / name).read_bytes() == \
-                (tmp_path / "whole" / EVENTS_DIR / name).read_bytes(), (parts, name)
+    events.sort(key=_key)
+    for chunk, row_group in ((7, 14), (7, 10), (7, 5)):
+        monkeypatch.setattr(EventWriter, "ROW_GROUP", row_group)
+        for parts in (1, 2, 5):
+            whole, merged = tmp_path / f"whole-{chunk}-{row_group}-{parts}", tmp_path / f"p-{chunk}-{row_group}-{parts}"
+            _write(whole, _in_log_order(events, parts), chunk, monkeypatch)
+            _write_in_parts(merged, events, parts, chunk, monkeypatch)
+            files = sorted(f.name for f in (whole / EVENTS_DIR).iterdir())
+            assert files == sorted(f.name for f in (merged / EVENTS_DIR).iterdir())
+            assert len(files) == 4
+            for name in files:
+                assert (merged / EVENTS_DIR / name).read_bytes() == (whole / EVENTS_DIR / name).read_bytes(), \
+                    (chunk, row_group, parts, name)
+
+
+def test_parts_merged_write_the_bytes_of_the_whole_log_where_parquet_falls_back_from_a_dictionary(
+        tmp_path, monkeypatch):
+    # a column of strings all different beyond the Parquet writer's dictionary page (1 MB): where it
+    # gives up the dictionary depends on how the table is chunked, which the merge changes
+    rng = random.Random(3)
+    events = sorted((_ev("k", group=rng.randrange(1, 4), text=f"{rng.getrandbits(128):032x}") | {"ts_ms": i // 3}
+                     for i in range(140_000)), key=_key)
+    _write(tmp_path / "whole", _in_log_order(events, 2), 1 << 12, monkeypatch)
+    _write_in_parts(tmp_path / "parts", events, 2, 1 << 12, monkeypatch)
+    name = "k.parquet"
+    assert (tmp_path / "parts" / EVENTS_DIR / name).read_bytes() == (tmp_path / "whole" / EVENTS_DIR / name).read_bytes()
+
+
+def test_a_part_out_of_order_is_refused(tmp_path):
+    w = EventWriter(tmp_path)
+    w.add(_ev("k", group=1))
+    w.add(_ev("k", group=1))
+    with pytest.raises(ValueError, match="not in the order"):
+        write_parts(tmp_path, [w.part(), EventWriter(tmp_path).part()], [[101, 100], []])

@@ -1193,6 +1193,8 @@ def _shard_worker(fn, job, conn, clocks) -> None:
     terminal sends to every process of the group, is the parent's to act on (it ends the workers)."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):     # (blocked by the parent while it forked: see _Shards)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     global _shard_clocks
     _shard_clocks = clocks
     try:
@@ -1225,7 +1227,12 @@ class _Shards:
                 self.conns.append(reader)
                 try:
                     p = ctx.Process(target=_shard_worker, args=(fn, job, writer, clocks), daemon=True)
-                    p.start()
+                    # Ctrl-C held back while the process forks: a child it reached before
+                    # _shard_worker ignores it would print a KeyboardInterrupt's traceback from
+                    # its start-up (the child starts with it blocked and ignores it; here it
+                    # comes once unblocked)
+                    with _sigint_blocked():
+                        p.start()
                     self.processes.append(p)
                 finally:
                     writer.close()
@@ -1283,6 +1290,19 @@ class _Shards:
             p.close()
         for conn in self.conns:
             conn.close()
+
+
+@contextlib.contextmanager
+def _sigint_blocked():
+    import signal
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @contextlib.contextmanager

@@ -43,6 +43,7 @@ from groupcoord.client.member.share import ShareMember
 from groupcoord.client.member.share_actions import AcknowledgementsCommitted
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
+from groupcoord.coordinator.group.classic.requests import HeartbeatRequest
 from groupcoord.coordinator.handlers import heartbeat as heartbeat_api
 from groupcoord.coordinator.service import Service
 from groupcoord.protocol.records import Record, encode_batch
@@ -141,7 +142,11 @@ class Simulator(Driver):
                  "service", "now", "wall_s", "_corr", "_cursor", "_far", "_far_enters", "_id_rngs", "_net_rngs",
                  "_queued", "_seq", "_service_wake", "_timers_seen", "_uniform", "_wheel",
                  "_n_items", "_n_lost", "_n_polls", "_n_polls_skipped", "_n_requests",
-                 "_arrive_cb", "_respond_cb", "_deliver_cb", "_wake_cb", "_producer_conn", "_conn_ids")
+                 "_arrive_cb", "_respond_cb", "_deliver_cb", "_wake_cb", "_hb_arrive_cb", "_hb_deliver_cb",
+                 "_producer_conn", "_conn_ids")
+    #: the steady state's lanes (_wake): off, every request takes the general way (what a lane must
+    #: equal: tests/sim/test_lanes.py)
+    lanes = True
 
     def __init__(self, scenario: Scenario, seed: int, *, progress: bool | Callable[[int], None] = False,
                  realtime: bool = False, groups=None):
@@ -190,6 +195,7 @@ class Simulator(Driver):
         # is a new bound-method object each time, and CPython 3.11 does not specialize that load)
         self._arrive_cb, self._respond_cb, self._deliver_cb, self._wake_cb = (
             self._arrive, self._respond, self._deliver, self._wake)
+        self._hb_arrive_cb, self._hb_deliver_cb = self._hb_arrive, self._hb_deliver
         # run statistics (see stats): plain counters on the hot path
         self._n_requests = self._n_lost = self._n_polls = self._n_polls_skipped = self._n_items = 0
         self._conn_ids = itertools.count(1)                # the service's connection ids
@@ -489,14 +495,16 @@ class Simulator(Driver):
         self._push(w.start_batch(records, now), self._batch_done, (r, w.token))
         return True
 
-    def _drive(self, r: _Running) -> None:
+    def _drive(self, r: _Running, app: bool = True) -> None:
         """Poll the member until it has nothing more to do now, carrying out its actions; then
-        wake it at its next deadline."""
+        wake it at its next deadline. (``app`` False: its application's polls were looked at.)"""
         if r.dead:
             return
         m = r.member
         now = self.now
-        if r.work is not None:
+        if not app:
+            pass
+        elif r.work is not None:
             self._work(r)
         elif r.next_poll <= now and r.stall_until <= now and (
                 now >= m.quiet_until or now >= m.commits.next_auto_commit):
@@ -529,11 +537,49 @@ class Simulator(Driver):
             self._push(d, self._wake_cb, r)
 
     def _wake(self, r: _Running) -> None:
-        if r.dead or r.wake_at != self.now:
+        now = self.now
+        if r.dead or r.wake_at != now:
             return
         r.wake_at = None
-        if r.frozen_until > self.now:
+        if r.frozen_until > now:
             return                               # _thaw drives it
+        m = r.member
+        if r.work is None and now < m.quiet_until and self.lanes:
+            # the heartbeat's lane: _drive when its poll is a quick one that only sends the
+            # heartbeat, without the poll's general machinery
+            if r.next_poll <= now and r.stall_until <= now and now >= m.commits.next_auto_commit \
+                    and self._app_polls_due(r):       # (_drive's look at the application's polls)
+                self._drive(r, False)
+                return
+            a = m.quick_heartbeat(now)
+            if a is None:
+                self._drive(r, False)
+                return
+            self._n_polls += 1
+            conn = r.conns.get(a.conn_id)
+            if conn is None or not conn.alive:
+                m.on_connection_lost(a.conn_id, now)     # (as _send: then polled again)
+                self._drive(r, False)
+                return
+            self._n_requests += 1                         # _send, on to the heartbeat's arrival
+            if self.loss and r.rng.random() < self.loss:
+                self._n_lost += 1
+            else:
+                u = self._uniform
+                t = now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
+                if t < conn.req_at:
+                    t = conn.req_at
+                conn.req_at = t
+                if t - self._cursor < _WHEEL:
+                    self._wheel[t & _MASK].append((self._hb_arrive_cb, (r, conn, a)))
+                    self._queued += 1
+                else:
+                    self._push(t, self._hb_arrive_cb, (r, conn, a))
+            d = m.next_deadline()
+            if d is not None:
+                r.wake_at = d
+                self._push(d, self._wake_cb, r)
+            return
         self._drive(r)
 
     def _execute(self, r: _Running, a) -> bool:
@@ -653,6 +699,73 @@ class Simulator(Driver):
             self._serve(r, conn)
         else:
             self._serve_one(r, conn, a)
+
+    def _hb_arrive(self, arg) -> None:
+        """_arrive of a heartbeat the lane sent (_wake): answered as _serve_one answers it, without
+        its context (no authorizer to ask), when nothing waits on the connection."""
+        r, conn, a = arg
+        if not conn.alive:
+            return
+        service = self.service
+        body = a.body
+        group_id = body["group_id"]
+        if (conn.busy or conn.queue or self.codec or service.before_request or service.after_request
+                or service.security.authorizer is not None or not group_id
+                or not service.is_coordinator(group_id, conn.node)):
+            self._arrive(arg)
+            return
+        next(self._corr)
+        code = service.group_coordinator.heartbeat_error(HeartbeatRequest(
+            group_id, body["generation_id"], body["member_id"],
+            body["group_instance_id"] if a.api_version >= 3 else None))
+        resp = heartbeat_api.ANSWERS.get(code) or heartbeat_api.answer_of(code)
+        if self.loss and r.rng.random() < self.loss:              # _respond, on to its delivery
+            self._n_lost += 1
+        else:
+            u = self._uniform
+            t = self.now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
+            if t < conn.resp_at:
+                t = conn.resp_at
+            conn.resp_at = t
+            if t - self._cursor < _WHEEL:
+                self._wheel[t & _MASK].append((self._hb_deliver_cb, (r, conn, a.request_id, resp)))
+                self._queued += 1
+            else:
+                self._push(t, self._hb_deliver_cb, (r, conn, a.request_id, resp))
+        timers = self.service.timers                              # _arm_service's first look
+        if timers.changes != self._timers_seen or self._service_wake < self.now:
+            self._arm_service()
+
+    def _hb_deliver(self, arg) -> None:
+        """_deliver of a heartbeat's answer (_hb_arrive) when it settles and no poll is due."""
+        r, conn, rid, resp = arg
+        now = self.now
+        if r.dead or not conn.alive:
+            return
+        m = r.member
+        w = r.wake_at
+        if (r.frozen_until > now or w is None or w <= now
+                or (r.next_poll <= now and r.stall_until <= now and now >= m.quiet_until)):
+            self._deliver(arg)
+            return
+        d = m.heartbeat_settled(rid, resp, now)
+        if d is None:
+            self._deliver(arg)
+            return
+        self._n_polls_skipped += 1
+        if m.net.actions:
+            again = False
+            for a in m.take_actions():
+                if self._execute(r, a):
+                    again = True
+                if r.dead:
+                    return
+            if again:
+                self._drive(r)
+                return
+        if d < w:
+            r.wake_at = d
+            self._push(d, self._wake_cb, r)
 
     def _serve(self, r: _Running, conn: _Conn) -> None:
         if conn.busy or not conn.queue or not conn.alive:

@@ -31,7 +31,7 @@ from .actions import (
     UnsupportedOperationError,
 )
 from .commits import Commits
-from .connections import COORDINATOR, Connections
+from .connections import COORDINATOR, HEARTBEAT, Connections
 from .discovery import Discovery
 from .fetching import Fetcher
 from .heartbeat import Heartbeat
@@ -579,6 +579,67 @@ class Member:
                 self.quiet_until = a.deadline
         out, net.actions = net.actions, []
         return out
+
+    def quick_heartbeat(self, now: int) -> SendRequest | None:
+        """poll(now) when it is a quick poll (``now < quiet_until``) that only sends the heartbeat:
+        the heartbeat due, its connection ready and its version picked, the auto-commit not due and
+        no commit under way. Then the heartbeat's request, which poll() would have handed out alone, with
+        what _quick_poll and Heartbeat.step change changed; else None, nothing changed (poll())."""
+        if now >= self.quiet_until:
+            return None
+        hb = self.heartbeat
+        if hb.in_flight or now < hb.next:
+            return None
+        commits = self.commits
+        ops = commits.ops
+        if (commits.auto_commit and now >= commits.next_auto_commit) or (ops and not all(op.done for op in ops)):
+            return None
+        net = self.net
+        cid = net.by_key.get(COORDINATOR)
+        if cid is None or net.actions or self.discovery.coordinator is None:
+            return None
+        conn = net.conns[cid]
+        version = conn.picked.get(HEARTBEAT)
+        if version is None or conn.versions is None:
+            return None
+        self._now = now
+        if ops:
+            ops.clear()                 # done ones, as Commits.step drops them
+        gen = self.membership.generation
+        gid, mid = gen.generation_id, gen.member_id
+        rid = next(net.ids)
+        timeout = net.request_timeout_ms
+        req = net.inflight[rid] = SendRequest(
+            rid, cid, HEARTBEAT, version, {"group_id": self.group_id, "generation_id": gid, "member_id": mid,
+                                           "group_instance_id": self.group_instance_id},
+            timeout, hb.on_heartbeat, now + timeout, (gid, mid))
+        hb.in_flight = True
+        hb.next = now + hb.interval_ms
+        if req.deadline < self.quiet_until:
+            self.quiet_until = req.deadline
+        return req
+
+    def heartbeat_settled(self, request_id: int, resp: dict, now: int) -> int | None:
+        """on_response(request_id, resp, now) when it is a heartbeat's answer without error that
+        settles (the next heartbeat not due yet, the member in a generation): the response taken,
+        and the next heartbeat's time returned (then :attr:`settled_deadline`); else None,
+        nothing changed (on_response)."""
+        hb = self.heartbeat
+        if resp["error_code"] or now >= hb.next or self.consumer_protocol:
+            return None
+        state = self.membership.state
+        if state is not STABLE and state is not COMPLETING:
+            return None
+        net = self.net
+        req = net.inflight.get(request_id)
+        if req is None or req.api_key != HEARTBEAT:
+            return None
+        del net.inflight[request_id]
+        self._now = now
+        hb.in_flight = False
+        hb.session_deadline = now + hb.session_timeout_ms
+        d = self.settled_deadline = hb.next
+        return d
 
     def take_actions(self) -> list[Action]:
         """The actions inputs queued since the last poll (after on_response returned False)."""

@@ -16,13 +16,13 @@ API_KEY = ApiKey.HEARTBEAT
 
 #: the answer of each error code, shared by every heartbeat (the codec keeps its encoding:
 #: 1.1x the heartbeats a second of bench/coordinator.py); read-only
-_ANSWERS: dict[int, SharedBody] = {}
+ANSWERS: dict[int, SharedBody] = {}
 
 
-def _answer(code: int) -> SharedBody:
-    body = _ANSWERS.get(code)
+def answer_of(code: int) -> SharedBody:
+    body = ANSWERS.get(code)
     if body is None:
-        body = _ANSWERS[code] = SharedBody(throttle_time_ms=0, error_code=int(code))
+        body = ANSWERS[code] = SharedBody(throttle_time_ms=0, error_code=int(code))
     return body
 
 
@@ -31,15 +31,15 @@ def answer(ctx, version, body) -> SharedBody:
     the server's lane of repeated heartbeats sends (server.py)."""
     group_id = body["group_id"]
     if not authorize(ctx, READ, GROUP, group_id):
-        return _answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return answer_of(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not group_id:            # (here, not a method of the request: the hottest request)
-        return _answer(ErrorCode.INVALID_GROUP_ID)
+        return answer_of(ErrorCode.INVALID_GROUP_ID)
     service = ctx.service
     if not service.is_coordinator(group_id, ctx.node_id):
-        return _answer(ErrorCode.NOT_COORDINATOR)
+        return answer_of(ErrorCode.NOT_COORDINATOR)
     request = HeartbeatRequest(group_id, body["generation_id"], body["member_id"],
                                body.get("group_instance_id") if version >= 3 else None)
-    return _answer(service.group_coordinator.heartbeat_error(request))
+    return answer_of(service.group_coordinator.heartbeat_error(request))
 
 
 def handle(ctx, version, body, respond):

@@ -24,6 +24,7 @@ So the JSON lines can be rebuilt exactly (``groupcoord.analytics.eventfile.read_
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import pickle
 import re
@@ -60,10 +61,11 @@ def _scalar_type(kinds: set):
             frozenset({str}): pa.string()}.get(frozenset(kinds))
 
 
-def _fits(values, arrow_type) -> bool:
+def _fits(values, arrow_type, nulls: bool = True) -> bool:
+    """Whether values (of Python types that give arrow_type; ``nulls``: None among them) fit it."""
     pa = _pa()
     if arrow_type == pa.int64():
-        ints = [v for v in values if v is not None]
+        ints = [v for v in values if v is not None] if nulls else values
         return not ints or (_INT64[0] <= min(ints) and max(ints) <= _INT64[1])
     return True
 
@@ -85,24 +87,26 @@ def _tuple_list(name: str, values, items):
     width = widths.pop()
     if not width:
         return None
-    columns, types = [], []
-    for i in range(width):
-        col = [x[i] for x in items]
-        t = _scalar_type(set(map(type, col)))
-        if t is None or not _fits(col, t):
+    columns, types = list(zip(*items)), []          # (the positions' columns, transposed in C)
+    for col in columns:
+        kinds = set(map(type, col))
+        t = _scalar_type(kinds)
+        if t is None or not _fits(col, t, _NONE in kinds):
             return None
-        columns.append(col)
         types.append(t)
     last = next((type(v) for v in reversed(columns[-1]) if v is not None), int)
     names = TUPLE_NAMES.get((name, width, last)) or tuple(f"_{i}" for i in range(width))
     # positions that hold no null are declared so (readers need not look for one)
     fields = [pa.field(n, t, nullable=None in c) for n, c, t in zip(names, columns, types)]
     struct = pa.StructArray.from_arrays([pa.array(c, t) for c, t in zip(columns, types)], fields=fields)
-    offsets, n = [], 0                  # each list's start (a null one: a null start), then the end
-    for v in values:
-        offsets.append(None if v is None else n)
-        n += len(v) if v is not None else 0
-    offsets.append(n)
+    if None in values:
+        offsets, n = [], 0              # each list's start (a null one: a null start), then the end
+        for v in values:
+            offsets.append(None if v is None else n)
+            n += len(v) if v is not None else 0
+        offsets.append(n)
+    else:
+        offsets = [0, *itertools.accumulate(map(len, values))]
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct)
 
 
@@ -117,9 +121,9 @@ def _column(name: str, values):
         # (not floats: -0.0 == 0.0, and the log keeps which)
         if len(kinds) == 1 and t != pa.float64() and values.count(values[0]) == len(values) and _fits(values[:1], t):
             return pa.repeat(pa.scalar(values[0], t), len(values))   # "v", "event": no per-value conversion
-        return pa.array(values, t) if _fits(values, t) else _json_column(values)
+        return pa.array(values, t) if _fits(values, t, _NONE in kinds) else _json_column(values)
     if kinds <= {list, _NONE}:
-        items = [x for v in values if v for x in v]
+        items = [x for v in values if v for x in v] if _NONE in kinds else list(itertools.chain.from_iterable(values))
         item_kinds = set(map(type, items))
         if not items:
             return pa.array(values, pa.list_(pa.string()))
@@ -264,7 +268,10 @@ class EventWriter:
         events, positions = self._pending.get(shape, ((), ()))
         if positions:
             keys = shape[1]
-            arrays = [_column(k, [e[k] for e in events]) for k in keys]
+            # the fields' values, column by column (the events of a shape have its keys in its
+            # order: transposed in C, a third of a column's cost of one list each)
+            columns = [list(c) for c in zip(*[e.values() for e in events])]
+            arrays = [_column(k, c) for k, c in zip(keys, columns)]
             arrays.append(pa.array(positions, pa.int64()))
             table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
             sink = pa.BufferOutputStream()
@@ -273,10 +280,10 @@ class EventWriter:
             # a JSON text column's values are kept too (pickled): parsed back they may not be what
             # made it (a tuple, an object written with str()), should the whole column need them
             raw = {}
-            for i, (k, a) in enumerate(zip(keys, arrays)):
+            for i, (c, a) in enumerate(zip(columns, arrays)):
                 if _is_json(a.type):
                     with contextlib.suppress(Exception):
-                        raw[i] = pickle.dumps([e[k] for e in events])
+                        raw[i] = pickle.dumps(c)
             self._chunks[shape].append((sink.getvalue(), [(a.type, _no_values(a)) for a in arrays], raw))
             self._pending[shape] = ([], [])
 

@@ -126,6 +126,7 @@ class _Running:
 _WHEEL = 1 << 13
 _MASK = _WHEEL - 1
 _HEARTBEAT = 12                        # its API key
+_OFFSET_COMMIT = 8
 _NEVER = 1 << 62                       # an ms after every run (an int: compares faster than inf)
 #: Below this many items in the wheel the agenda jumps to its next item (_next_slot, about as
 #: dear as stepping over 6 empty ms) instead of stepping ms by ms: a few hundred members' items,
@@ -142,7 +143,7 @@ class Simulator(Driver):
                  "service", "now", "wall_s", "_corr", "_cursor", "_far", "_far_enters", "_id_rngs", "_net_rngs",
                  "_queued", "_seq", "_service_wake", "_timers_seen", "_uniform", "_wheel",
                  "_n_items", "_n_lost", "_n_polls", "_n_polls_skipped", "_n_requests",
-                 "_arrive_cb", "_respond_cb", "_deliver_cb", "_wake_cb", "_hb_arrive_cb", "_hb_deliver_cb",
+                 "_arrive_cb", "_respond_cb", "_deliver_cb", "_wake_cb", "_hb_arrive_cb", "_hb_deliver_cb", "_commit_deliver_cb",
                  "_producer_conn", "_conn_ids")
     #: the steady state's lanes (_wake): off, every request takes the general way (what a lane must
     #: equal: tests/sim/test_lanes.py)
@@ -195,7 +196,8 @@ class Simulator(Driver):
         # is a new bound-method object each time, and CPython 3.11 does not specialize that load)
         self._arrive_cb, self._respond_cb, self._deliver_cb, self._wake_cb = (
             self._arrive, self._respond, self._deliver, self._wake)
-        self._hb_arrive_cb, self._hb_deliver_cb = self._hb_arrive, self._hb_deliver
+        self._hb_arrive_cb, self._hb_deliver_cb, self._commit_deliver_cb = (
+            self._hb_arrive, self._hb_deliver, self._commit_deliver)
         # run statistics (see stats): plain counters on the hot path
         self._n_requests = self._n_lost = self._n_polls = self._n_polls_skipped = self._n_items = 0
         self._conn_ids = itertools.count(1)                # the service's connection ids
@@ -552,29 +554,44 @@ class Simulator(Driver):
                 self._drive(r, False)
                 return
             a = m.quick_heartbeat(now)
-            if a is None:
-                self._drive(r, False)
-                return
-            self._n_polls += 1
-            conn = r.conns.get(a.conn_id)
-            if conn is None or not conn.alive:
-                m.on_connection_lost(a.conn_id, now)     # (as _send: then polled again)
-                self._drive(r, False)
-                return
-            self._n_requests += 1                         # _send, on to the heartbeat's arrival
-            if self.loss and r.rng.random() < self.loss:
-                self._n_lost += 1
-            else:
-                u = self._uniform
-                t = now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
-                if t < conn.req_at:
-                    t = conn.req_at
-                conn.req_at = t
-                if t - self._cursor < _WHEEL:
-                    self._wheel[t & _MASK].append((self._hb_arrive_cb, (r, conn, a)))
-                    self._queued += 1
+            if a is not None:
+                self._n_polls += 1
+                conn = r.conns.get(a.conn_id)
+                if conn is None or not conn.alive:
+                    m.on_connection_lost(a.conn_id, now)     # (as _send: then polled again)
+                    self._drive(r, False)
+                    return
+                self._n_requests += 1                         # _send, on to the heartbeat's arrival
+                if self.loss and r.rng.random() < self.loss:
+                    self._n_lost += 1
                 else:
-                    self._push(t, self._hb_arrive_cb, (r, conn, a))
+                    u = self._uniform
+                    t = now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
+                    if t < conn.req_at:
+                        t = conn.req_at
+                    conn.req_at = t
+                    if t - self._cursor < _WHEEL:
+                        self._wheel[t & _MASK].append((self._hb_arrive_cb, (r, conn, a)))
+                        self._queued += 1
+                    else:
+                        self._push(t, self._hb_arrive_cb, (r, conn, a))
+            else:
+                # the auto-commit's lane: the quick poll that only commits, its actions carried out
+                # as _drive's first pass carries them out
+                actions = m.quick_auto_commit(now)
+                if actions is None:
+                    self._drive(r, False)
+                    return
+                self._n_polls += 1
+                again = False
+                for a in actions:
+                    if self._send(r, a) if type(a) is SendRequest else self._execute(r, a):
+                        again = True
+                    if r.dead:
+                        return
+                if again:
+                    self._drive(r, False)
+                    return
             d = m.next_deadline()
             if d is not None:
                 r.wake_at = d
@@ -767,6 +784,27 @@ class Simulator(Driver):
             r.wake_at = d
             self._push(d, self._wake_cb, r)
 
+    def _commit_deliver(self, arg) -> None:
+        """_deliver of an OffsetCommit's answer when it settles, the member has no action to hand
+        out and no poll is due: the commit completed and recorded without the member's general
+        on_response and its CommitCompleted action."""
+        r, conn, rid, resp = arg
+        now = self.now
+        if r.dead or not conn.alive:
+            return
+        m = r.member
+        w = r.wake_at
+        if (r.frozen_until > now or w is None or w <= now
+                or (r.next_poll <= now and r.stall_until <= now and now >= m.quiet_until)):
+            self._deliver(arg)
+            return
+        offsets = m.commit_settled(rid, resp, now)
+        if offsets is None:
+            self._deliver(arg)
+            return
+        self._n_polls_skipped += 1
+        r.client.recorder.committed(offsets)
+
     def _serve(self, r: _Running, conn: _Conn) -> None:
         if conn.busy or not conn.queue or not conn.alive:
             return
@@ -838,11 +876,13 @@ class Simulator(Driver):
         if t < conn.resp_at:
             t = conn.resp_at
         conn.resp_at = t
+        # (an OffsetCommit's answer goes to its lane, which falls back on _deliver)
+        cb = self._commit_deliver_cb if a.api_key == _OFFSET_COMMIT and self.lanes else self._deliver_cb
         if t - self._cursor < _WHEEL:
-            self._wheel[t & _MASK].append((self._deliver_cb, (r, conn, a.request_id, resp)))
+            self._wheel[t & _MASK].append((cb, (r, conn, a.request_id, resp)))
             self._queued += 1
         else:
-            self._push(t, self._deliver_cb, (r, conn, a.request_id, resp))
+            self._push(t, cb, (r, conn, a.request_id, resp))
 
     def _serve_next(self, arg) -> None:
         r, conn = arg

@@ -156,20 +156,25 @@ class Commits:
             conn = self.discovery.conn(now)
             if conn is None:
                 continue
-            by_topic: dict[str, list] = {}
-            for tp, om in sorted(op.offsets.items()):
-                by_topic.setdefault(tp.topic, []).append({
-                    "partition_index": tp.partition, "committed_offset": om.offset,
-                    "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
-                    "commit_timestamp": -1, "committed_metadata": om.metadata})
-            body = {"group_id": member.group_id, "generation_id_or_member_epoch": generation_id,
-                    "member_id": member_id, "group_instance_id": member.group_instance_id,
-                    "retention_time_ms": -1,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
-            rid = self.net.send(COORDINATOR, OFFSET_COMMIT, body, self.on_commit, now,
-                                  ctx=(op, generation_id, member_id, state), conn=conn)
-            if rid is not None:
-                op.in_flight = True
+            self.send(op, generation_id, member_id, state, conn, now)
+
+    def send(self, op: CommitOp, generation_id: int, member_id: str, state, conn, now: int) -> None:
+        """The OffsetCommit of op, on the coordinator's ready connection conn (step: it may go)."""
+        member = self.member
+        by_topic: dict[str, list] = {}
+        for tp, om in sorted(op.offsets.items()):
+            by_topic.setdefault(tp.topic, []).append({
+                "partition_index": tp.partition, "committed_offset": om.offset,
+                "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
+                "commit_timestamp": -1, "committed_metadata": om.metadata})
+        body = {"group_id": member.group_id, "generation_id_or_member_epoch": generation_id,
+                "member_id": member_id, "group_instance_id": member.group_instance_id,
+                "retention_time_ms": -1,
+                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        rid = self.net.send(COORDINATOR, OFFSET_COMMIT, body, self.on_commit, now,
+                            ctx=(op, generation_id, member_id, state), conn=conn)
+        if rid is not None:
+            op.in_flight = True
 
     def on_commit(self, resp: dict | None, req: Request, now: int) -> bool | None:
         op, sent_generation, sent_member, _ = req.ctx

@@ -31,7 +31,7 @@ from .actions import (
     UnsupportedOperationError,
 )
 from .commits import Commits
-from .connections import COORDINATOR, HEARTBEAT, Connections
+from .connections import COORDINATOR, HEARTBEAT, OFFSET_COMMIT, Connections
 from .discovery import Discovery
 from .fetching import Fetcher
 from .heartbeat import Heartbeat
@@ -618,6 +618,82 @@ class Member:
         if req.deadline < self.quiet_until:
             self.quiet_until = req.deadline
         return req
+
+    def quick_auto_commit(self, now: int) -> list[Action] | None:
+        """poll(now) when it is a quick poll (``now < quiet_until``) that only commits (the
+        heartbeat not due): the auto-commit due, in a generation, the coordinator's connection ready
+        and OffsetCommit's version picked, no other commit under way. Then the actions poll() would
+        have handed out (the auto-commit's request, or none when nothing was consumed), with what
+        _quick_poll and the commits change changed; else None, nothing changed (poll())."""
+        if now >= self.quiet_until:
+            return None
+        hb = self.heartbeat
+        commits = self.commits
+        if (not hb.in_flight and now >= hb.next) or not commits.auto_commit or now < commits.next_auto_commit:
+            return None
+        ops = commits.ops
+        for op in ops:
+            if not op.done:
+                return None
+        net = self.net
+        group = self.membership
+        gen = group.generation
+        if (net.actions or self.fatal_error is not None or group.state is not STABLE or group.completion is not None
+                or self.discovery.coordinator is None or not self.subscription or gen.generation_id < 0
+                or commits.api_timeout_ms <= 0):
+            return None
+        cid = net.by_key.get(COORDINATOR)
+        if cid is None:
+            return None
+        conn = net.conns[cid]
+        if conn.versions is None or conn.picked.get(OFFSET_COMMIT) is None:
+            return None
+        # Commits.step_auto_commit, then Commits.step: the done commits dropped, the new one sent
+        self._now = now
+        ops.clear()
+        commits.next_auto_commit = now + commits.auto_commit_interval_ms
+        offsets = self.all_consumed()
+        if offsets:
+            commits.start(offsets, "auto", now, retry=False)
+            commits.send(ops[0], gen.generation_id, gen.member_id, STABLE, conn, now)
+        out = net.actions
+        for a in out:                           # (as _quick_poll)
+            if type(a) is SendRequest and a.deadline < self.quiet_until:
+                self.quiet_until = a.deadline
+        net.actions = []
+        return out
+
+    def commit_settled(self, request_id: int, resp: dict, now: int) -> dict | None:
+        """on_response(request_id, resp, now) when it is an OffsetCommit's answer without error
+        that settles (no rebalance step nor close() waiting for a commit) and the member has no
+        action to hand out: the response taken, the commit completed, and its offsets returned
+        (the CommitCompleted's, which the member does not hand out then); else None, nothing
+        changed (on_response)."""
+        net = self.net
+        req = net.inflight.get(request_id)
+        if req is None or req.api_key != OFFSET_COMMIT or net.actions or self.closing is not None:
+            return None
+        group = self.membership
+        if group.prepare is not None or group.completion is not None:
+            return None
+        op = req.ctx[0]             # (Commits.send's context: the only sender of an OffsetCommit)
+        if op.done:
+            return None
+        commits = self.commits
+        for t in resp["topics"]:
+            for p in t["partitions"]:
+                if p["error_code"]:
+                    return None
+        self.settled_deadline = None
+        del net.inflight[request_id]
+        self._now = now
+        op.in_flight = False
+        op.done = True                                  # Commits.complete, without its action
+        op.error = None
+        committed = commits.committed_offsets
+        for tp, om in op.offsets.items():
+            committed[tp] = om.offset
+        return op.offsets
 
     def heartbeat_settled(self, request_id: int, resp: dict, now: int) -> int | None:
         """on_response(request_id, resp, now) when it is a heartbeat's answer without error that

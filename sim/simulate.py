@@ -553,7 +553,9 @@ class Simulator(Driver):
                     and self._app_polls_due(r):       # (_drive's look at the application's polls)
                 self._drive(r, False)
                 return
-            a = m.quick_heartbeat(now)
+            commits = m.commits
+            # (each lane's poll needs the other's timer not due: only one of them may take it)
+            a = None if commits.auto_commit and now >= commits.next_auto_commit else m.quick_heartbeat(now)
             if a is not None:
                 self._n_polls += 1
                 conn = r.conns.get(a.conn_id)
@@ -595,7 +597,11 @@ class Simulator(Driver):
             d = m.next_deadline()
             if d is not None:
                 r.wake_at = d
-                self._push(d, self._wake_cb, r)
+                if d - self._cursor < _WHEEL:           # (_push, d being later than now)
+                    self._wheel[d & _MASK].append((self._wake_cb, r))
+                    self._queued += 1
+                else:
+                    self._push(d, self._wake_cb, r)
             return
         self._drive(r)
 

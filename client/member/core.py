@@ -493,7 +493,29 @@ class Member:
         if self.quiet_until:
             retry = static[1]
             self.quiet_until = retry if now < retry < rare else rare
-        return self._frequent_deadline(now, rare, state)
+        # the heartbeat's, the auto-commit's and the commits' timers (a call less: 1% of the
+        # simulator's opcodes a request)
+        best = rare
+        if (state is STABLE or state is COMPLETING) and not self.heartbeat.in_flight:
+            d = self.heartbeat.next
+            if now < d < best:
+                best = d
+        commits = self.commits
+        if commits.auto_commit and state is STABLE:
+            d = commits.next_auto_commit
+            if now < d < best:
+                best = d
+        for op in commits.ops:
+            if op.done:
+                continue                   # settled by a response since the last poll
+            if not op.in_flight:
+                d = op.next_try
+                if now < d < best:
+                    best = d
+            d = op.deadline
+            if now < d < best:
+                best = d
+        return None if best == NEVER else best
 
     def _static_deadline(self, now: int) -> tuple[int, int]:
         """The earliest timer of the parts only inputs and whole polls move (metadata, the offset
@@ -523,30 +545,6 @@ class Member:
             if now < d < best:
                 best = d
         return best, (metadata.retry_at if metadata.requested else NEVER)
-
-    def _frequent_deadline(self, now: int, best: int, state) -> int | None:
-        """The earliest of best and of the timers of the heartbeat, the auto-commit and the commits."""
-        hb = self.heartbeat
-        if (state is STABLE or state is COMPLETING) and not hb.in_flight:
-            d = hb.next
-            if now < d < best:
-                best = d
-        commits = self.commits
-        if commits.auto_commit and state is STABLE:
-            d = commits.next_auto_commit
-            if now < d < best:
-                best = d
-        for op in commits.ops:
-            if op.done:
-                continue                   # settled by a response since the last poll
-            if not op.in_flight:
-                d = op.next_try
-                if now < d < best:
-                    best = d
-            d = op.deadline
-            if now < d < best:
-                best = d
-        return None if best == NEVER else best
 
     def _quick_poll(self, now: int) -> list[Action]:
         """poll() after a poll whose last pass found nothing to do but the heartbeat and the

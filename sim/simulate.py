@@ -504,15 +504,14 @@ class Simulator(Driver):
             return
         m = r.member
         now = self.now
-        if not app:
-            pass
-        elif r.work is not None:
-            self._work(r)
-        elif r.next_poll <= now and r.stall_until <= now and (
-                now >= m.quiet_until or now >= m.commits.next_auto_commit):
-            # (a quiet member's poll that may only heartbeat reads neither the positions nor the
-            # poll timer: the application's polls are counted at the next look, as many)
-            self._app_polls_due(r)
+        if app:
+            if r.work is not None:
+                self._work(r)
+            elif r.next_poll <= now and r.stall_until <= now and (
+                    now >= m.quiet_until or now >= m.commits.next_auto_commit):
+                # (a quiet member's poll that may only heartbeat reads neither the positions nor
+                # the poll timer: the application's polls are counted at the next look, as many)
+                self._app_polls_due(r)
         for _ in range(1000):
             actions = m.poll(now)
             self._n_polls += 1
@@ -547,8 +546,8 @@ class Simulator(Driver):
             return                               # _thaw drives it
         m = r.member
         if r.work is None and now < m.quiet_until and self.lanes:
-            # the heartbeat's lane: _drive when its poll is a quick one that only sends the
-            # heartbeat, without the poll's general machinery
+            # the lanes of the steady state: _drive when its poll is a quick one that only sends
+            # the heartbeat or only commits, without the poll's general machinery
             if r.next_poll <= now and r.stall_until <= now and now >= m.commits.next_auto_commit \
                     and self._app_polls_due(r):       # (_drive's look at the application's polls)
                 self._drive(r, False)
@@ -556,7 +555,7 @@ class Simulator(Driver):
             commits = m.commits
             # (each lane's poll needs the other's timer not due: only one of them may take it)
             a = None if commits.auto_commit and now >= commits.next_auto_commit else m.quick_heartbeat(now)
-            if a is not None:
+            if a is not None:                                 # the heartbeat's lane
                 self._n_polls += 1
                 conn = r.conns.get(a.conn_id)
                 if conn is None or not conn.alive:

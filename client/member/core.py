@@ -581,8 +581,9 @@ class Member:
     def quick_heartbeat(self, now: int) -> SendRequest | None:
         """poll(now) when it is a quick poll (``now < quiet_until``) that only sends the heartbeat:
         the heartbeat due, its connection ready and its version picked, the auto-commit not due and
-        no commit under way. Then the heartbeat's request, which poll() would have handed out alone, with
-        what _quick_poll and Heartbeat.step change changed; else None, nothing changed (poll())."""
+        no commit under way. Then the heartbeat's request, which poll() would have handed out
+        alone, with what _quick_poll and Heartbeat.step change changed; else None, nothing
+        changed (poll()). For a driver's lane of the steady state (the simulator's)."""
         if now >= self.quiet_until:
             return None
         hb = self.heartbeat

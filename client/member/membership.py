@@ -109,7 +109,6 @@ class Membership(Completing):
         self.left_on_poll_timeout = False
         self.callbacks_pending: set[int] = set()
         self.rebalances = 0                            # successful SyncGroups (for tests and stats)
-        self._subscriptions: dict[str, tuple] = {}     # see subscription_bytes
 
     # ---- what the other parts ask ------------------------------------------------------
     def request_rejoin(self, reason: str, *, prepare: bool = False) -> None:
@@ -221,23 +220,13 @@ class Membership(Completing):
     def subscription_bytes(self, assignor: ConsumerPartitionAssignor) -> bytes:
         member = self.member
         topics = sorted(member.subscription)
-        user_data = assignor.subscription_user_data(set(topics))
-        rack = member.config["client.rack"] or None
-        # the last bytes of each assignor kept, for a member that joins again as it joined before
-        # (a rebalance of 200 members: 2.6% of a simulated rolling restart's time encoding them)
-        key = (tuple(topics), user_data, member.assignment, self.generation.generation_id, rack)
-        last = self._subscriptions.get(assignor.name)
-        if last is not None and last[0] == key:
-            return last[1]
-        data = encode_subscription({
+        return encode_subscription({
             "topics": topics,
-            "user_data": user_data,
+            "user_data": assignor.subscription_user_data(set(topics)),
             "owned_partitions": group_partitions(member.assignment),
             "generation_id": self.generation.generation_id,
-            "rack_id": rack,
+            "rack_id": member.config["client.rack"] or None,
         }, 3)
-        self._subscriptions[assignor.name] = (key, data)
-        return data
 
     def send_join(self, now: int) -> None:
         member = self.member

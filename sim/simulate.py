@@ -557,25 +557,9 @@ class Simulator(Driver):
             a = None if commits.auto_commit and now >= commits.next_auto_commit else m.quick_heartbeat(now)
             if a is not None:                                 # the heartbeat's lane
                 self._n_polls += 1
-                conn = r.conns.get(a.conn_id)
-                if conn is None or not conn.alive:
-                    m.on_connection_lost(a.conn_id, now)     # (as _send: then polled again)
-                    self._drive(r, False)
+                if self._send(r, a):
+                    self._drive(r, False)            # the connection was gone: polled again
                     return
-                self._n_requests += 1                         # _send, on to the heartbeat's arrival
-                if self.loss and r.rng.random() < self.loss:
-                    self._n_lost += 1
-                else:
-                    u = self._uniform
-                    t = now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
-                    if t < conn.req_at:
-                        t = conn.req_at
-                    conn.req_at = t
-                    if t - self._cursor < _WHEEL:
-                        self._wheel[t & _MASK].append((self._hb_arrive_cb, (r, conn, a)))
-                        self._queued += 1
-                    else:
-                        self._push(t, self._hb_arrive_cb, (r, conn, a))
             else:
                 # the auto-commit's lane: the quick poll that only commits, its actions carried out
                 # as _drive's first pass carries them out
@@ -656,11 +640,13 @@ class Simulator(Driver):
         if t < conn.req_at:
             t = conn.req_at
         conn.req_at = t
+        # (a heartbeat goes to its lane, which falls back on _arrive)
+        cb = self._hb_arrive_cb if a.api_key == _HEARTBEAT and self.lanes else self._arrive_cb
         if t - self._cursor < _WHEEL:              # (t is not before now: the wheel's slot)
-            self._wheel[t & _MASK].append((self._arrive_cb, (r, conn, a)))
+            self._wheel[t & _MASK].append((cb, (r, conn, a)))
             self._queued += 1
         else:
-            self._push(t, self._arrive_cb, (r, conn, a))
+            self._push(t, cb, (r, conn, a))
         return False
 
     def _callback_done(self, arg) -> None:
@@ -736,27 +722,12 @@ class Simulator(Driver):
                 or not service.is_coordinator(group_id, conn.node)):
             self._arrive(arg)
             return
-        next(self._corr)
+        corr = next(self._corr)
         code = service.group_coordinator.heartbeat_error(HeartbeatRequest(
             group_id, body["generation_id"], body["member_id"],
             body["group_instance_id"] if a.api_version >= 3 else None))
-        resp = heartbeat_api.ANSWERS.get(code) or heartbeat_api.answer_of(code)
-        if self.loss and r.rng.random() < self.loss:              # _respond, on to its delivery
-            self._n_lost += 1
-        else:
-            u = self._uniform
-            t = self.now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
-            if t < conn.resp_at:
-                t = conn.resp_at
-            conn.resp_at = t
-            if t - self._cursor < _WHEEL:
-                self._wheel[t & _MASK].append((self._hb_deliver_cb, (r, conn, a.request_id, resp)))
-                self._queued += 1
-            else:
-                self._push(t, self._hb_deliver_cb, (r, conn, a.request_id, resp))
-        timers = self.service.timers                              # _arm_service's first look
-        if timers.changes != self._timers_seen or self._service_wake < self.now:
-            self._arm_service()
+        self._respond(r, conn, a, corr, heartbeat_api.answer_of(code))
+        self._arm_service()
 
     def _hb_deliver(self, arg) -> None:
         """_deliver of a heartbeat's answer (_hb_arrive) when it settles and no poll is due."""
@@ -881,8 +852,10 @@ class Simulator(Driver):
         if t < conn.resp_at:
             t = conn.resp_at
         conn.resp_at = t
-        # (an OffsetCommit's answer goes to its lane, which falls back on _deliver)
-        cb = self._commit_deliver_cb if a.api_key == _OFFSET_COMMIT and self.lanes else self._deliver_cb
+        # (a heartbeat's and an OffsetCommit's answers go to their lanes, which fall back on _deliver)
+        key = a.api_key
+        cb = self._deliver_cb if not self.lanes else self._hb_deliver_cb if key == _HEARTBEAT \
+            else self._commit_deliver_cb if key == _OFFSET_COMMIT else self._deliver_cb
         if t - self._cursor < _WHEEL:
             self._wheel[t & _MASK].append((cb, (r, conn, a.request_id, resp)))
             self._queued += 1

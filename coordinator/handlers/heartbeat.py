@@ -16,13 +16,13 @@ API_KEY = ApiKey.HEARTBEAT
 
 #: the answer of each error code, shared by every heartbeat (the codec keeps its encoding:
 #: 1.1x the heartbeats a second of bench/coordinator.py); read-only
-ANSWERS: dict[int, SharedBody] = {}
+_ANSWERS: dict[int, SharedBody] = {}
 
 
 def answer_of(code: int) -> SharedBody:
-    body = ANSWERS.get(code)
+    body = _ANSWERS.get(code)
     if body is None:
-        body = ANSWERS[code] = SharedBody(throttle_time_ms=0, error_code=int(code))
+        body = _ANSWERS[code] = SharedBody(throttle_time_ms=0, error_code=int(code))
     return body
 
 

@@ -422,9 +422,11 @@ def _in_order(streams: list, rows: int):
     live = [True] * len(streams)
     out: list = []
     out_rows = 0
+    # (a stream holds about its share of a table's rows: the parts of a run in batches are many)
+    want = max(1, rows // len(streams))
     while True:
         for i, stream in enumerate(streams):
-            while live[i] and count[i] < rows:
+            while live[i] and count[i] < want:
                 t = next(stream, None)
                 if t is None:
                     live[i] = False

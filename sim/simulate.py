@@ -1203,11 +1203,67 @@ def shards(sc: Scenario, workers: int) -> list[list[str]]:
     return [b[2] for b in sorted(bins, key=lambda b: b[1]) if b[2]]
 
 
+#: A shard's groups run in batches of at most this many members (a larger group alone), one batch
+#: after another, each a simulation of its own: a request costs more the more members a simulation
+#: holds, as their state no longer fits the processor's caches (bench/README.md: 10 us a request
+#: with 200 members, 24 us with 5,000; same instructions)
+_BATCH_MEMBERS = 128
+
+
+def batches(sc: Scenario, groups: list[str] | None) -> list[list[str] | None]:
+    """A shard's groups (None: all the scenario's) in the batches it runs one after another:
+    consecutive groups of at most _BATCH_MEMBERS members in all, a larger group alone; ``[groups]``
+    when one batch holds them all. Each batch is a shard of its own to the simulation (its groups
+    share nothing with the others' but the cluster-wide timeline, which each replays)."""
+    out: list[list[str]] = []
+    n = 0
+    for gid in sc.group_ids() if groups is None else groups:
+        m = max(sc.spec_of(gid).members, 1)
+        if not out or n + m > _BATCH_MEMBERS:
+            out.append([])
+            n = 0
+        out[-1].append(gid)
+        n += m
+    return [groups] if len(out) <= 1 else out
+
+
+def _batch_progress(progress, i: int, n: int, end: int):
+    """A batch's progress report (batch i of n) to a shard's: how far the shard has come, in virtual ms."""
+    if progress is None or n == 1:
+        return progress
+    return lambda now: progress((i * end + now) // n)
+
+
+@contextlib.contextmanager
+def _shard_progress(sc: Scenario, progress, n: int):
+    """A shard's progress report for its n batches: progress as it is but for True (a bar of the
+    shard's own, which the batches' reports move on, when there are several)."""
+    if progress is True and n > 1:
+        with progress_bar(sc.name, sc.duration_ms) as bar:
+            yield bar
+    else:
+        yield progress or None
+
+
 def _run_shard(args) -> tuple[list[dict], dict]:
+    """A shard's run, its batches one after another: its events (each batch's in the log's order,
+    one batch after another) and its summary."""
     sc, seed, groups, progress = args
-    sim = Simulator(sc, seed, groups=groups, progress=progress)
-    events = sim.run()
-    return events, sim.summary(events)
+    parts = batches(sc, groups)
+    if len(parts) == 1:
+        sim = Simulator(sc, seed, groups=groups, progress=progress)
+        events = sim.run()
+        return events, sim.summary(events)
+    wall0 = time.perf_counter()
+    events: list[dict] = []
+    summaries = []
+    with _shard_progress(sc, progress, len(parts)) as report:
+        for i, batch in enumerate(parts):
+            sim = Simulator(sc, seed, groups=batch, progress=_batch_progress(report, i, len(parts), sc.duration_ms))
+            run = sim.run()
+            summaries.append(sim.summary(run))
+            events += run
+    return events, _merged_summary(sc, summaries, time.perf_counter() - wall0)
 
 
 def _run_shard_elsewhere(args) -> tuple[bytes | list[dict] | None, dict]:
@@ -1241,16 +1297,23 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
              progress: bool = False) -> tuple[list[dict], dict, dict]:
     """Run a scenario in virtual time: (events, summary, resolved scenario).
 
-    ``workers`` > 1 runs shards of the groups in that many processes. Groups share nothing but
-    the cluster-wide timeline (node failures, coordinator moves, new partitions), which every
-    shard replays, and every random stream is a client's, a group's or a topic's own, so the
-    merged log is the one a single process writes (the summary's run statistics aside)."""
+    ``workers`` > 1 runs shards of the groups in that many processes, and each shard (the only
+    one, with one worker) runs its groups in batches of a few members, one after another (see
+    batches). Groups share nothing but the cluster-wide timeline (node failures, coordinator moves,
+    new partitions), which every shard and batch replays, and every random stream is a client's, a
+    group's or a topic's own, so the merged log is the one a single simulation of every group writes
+    (the summary's run statistics aside)."""
     seed = sc.seed if seed is None else seed
     parts = shards(sc, workers) if workers > 1 else []
     if len(parts) < 2:
-        sim = Simulator(sc, seed, progress=progress)
-        events = sim.run()
-        return events, sim.summary(events), sim.resolved()
+        if len(batches(sc, None)) == 1:
+            sim = Simulator(sc, seed, progress=progress)
+            events = sim.run()
+            return events, sim.summary(events), sim.resolved()
+        with _no_cyclic_gc():
+            events, summary = _run_shard((sc, seed, None, progress))
+            events.sort(key=_log_key(sc.group_ids()))      # (the batches' logs merged: see below)
+        return events, summary, _resolved(sc, seed)
     wall0 = time.perf_counter()
     with _no_cyclic_gc():       # the shards' logs arrive as millions of new objects
         # this process runs the first shard itself: one process fewer to start, one log fewer
@@ -1291,10 +1354,15 @@ def simulate(sc: Scenario, seed: int | None = None, *, workers: int = 1,
             events += r[0]
         events.sort(key=_log_key(sc.group_ids()))
     wall = time.perf_counter() - wall0
-    summary = _merged_summary(sc, [part for _, part in results], wall)
+    summary = _merged_summary(sc, [part for _, part in results], wall, len(results))
+    return events, summary, _resolved(sc, seed)
+
+
+def _resolved(sc: Scenario, seed: int) -> dict:
+    """The scenario as a run resolved it (Simulator.resolved), without running it."""
     resolved = Driver(sc, seed).resolved()
     resolved["mode"] = Simulator.mode
-    return events, summary, resolved
+    return resolved
 
 
 class WorkerDied(RuntimeError):
@@ -1496,10 +1564,26 @@ def _spilled(path: str):
 
 
 def _run_shard_to(args) -> dict:
-    """A shard run, its events into the file at path (None: none), summarized as they come: its
-    summary (progress: Simulator's). With ``columns``, the file holds the events' columns instead
-    (an EventWriter's part, and the events' log keys: see write_parts), made here."""
-    sc, seed, groups, path, columns, progress = args
+    """A shard run, its batches (see batches) one after another, each batch's events into its file
+    of ``paths`` (None: none), summarized as they come: its summary (progress: Simulator's)."""
+    sc, seed, parts, paths, columns, progress = args
+    if len(parts) == 1:
+        return _run_batch_to(sc, seed, parts[0], paths[0], columns, progress)
+    wall0 = time.perf_counter()
+    summaries = []
+    with _shard_progress(sc, progress, len(parts)) as report:
+        for i, (batch, path) in enumerate(zip(parts, paths)):
+            summaries.append(_run_batch_to(sc, seed, batch, path, columns,
+                                           _batch_progress(report, i, len(parts), sc.duration_ms)))
+            gc.collect()        # the batch's simulation (cycles: its bound methods refer to it)
+    return _merged_summary(sc, summaries, time.perf_counter() - wall0)
+
+
+def _run_batch_to(sc: Scenario, seed: int, groups: list[str] | None, path: str | None, columns: bool,
+                  progress) -> dict:
+    """A batch's run (a shard's, see batches), its events into the file at path (None: none),
+    summarized as they come: its summary. With ``columns``, the file holds the events' columns
+    instead (an EventWriter's part, and the events' log keys: see write_parts), made here."""
     sim = Simulator(sc, seed, groups=groups, progress=progress)
     summary = summaries()
     next(summary)
@@ -1549,16 +1633,19 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
     seed = sc.seed if seed is None else seed
     parts = shards(sc, workers) if workers > 1 else []
     parts = parts if len(parts) > 1 else [None]
+    runs = [batches(sc, part) for part in parts]       # each shard's batches
     columns = event_format == "parquet"           # (the JSON lines are merged as events)
     wall0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="groupcoord-run-") as tmp:
-        paths = [os.path.join(tmp, f"shard-{i}") if out_dir is not None else None for i in range(len(parts))]
+        # a file a batch
+        paths = [[os.path.join(tmp, f"shard-{i}-{j}") if out_dir is not None else None for j in range(len(run))]
+                 for i, run in enumerate(runs)]
         if len(parts) == 1:
-            results = [_run_shard_to((sc, seed, parts[0], paths[0], columns, progress))]
+            results = [_run_shard_to((sc, seed, runs[0], paths[0], columns, progress))]
         else:
             # every shard in a process of its own: the memory of a simulation is given back when
             # it ends, before the merge (Python keeps what a process freed)
-            jobs = [(sc, seed, groups, path, columns, i) for i, (groups, path) in enumerate(zip(parts, paths))]
+            jobs = [(sc, seed, run, ps, columns, i) for i, (run, ps) in enumerate(zip(runs, paths))]
             # (the workers fork before the bar starts)
             with _shard_processes(_run_shard_to_elsewhere, jobs, len(parts) if progress else 0) as (running, clock):
                 with progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
@@ -1567,19 +1654,18 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
                     if bar is not None:
                         bar(sc.duration_ms)
         wall = time.perf_counter() - wall0
-        resolved = Driver(sc, seed).resolved()
-        resolved["mode"] = Simulator.mode
+        resolved = _resolved(sc, seed)
         output = RunOutput(out_dir, event_format) if out_dir is not None else None
         if output is not None and columns:
             held = []
-            for path in paths:
+            for path in itertools.chain.from_iterable(paths):
                 with open(path, "rb") as f:
                     held.append(pickle.load(f))
             output.add_parts([part for part, _ in held], [keys for _, keys in held])
             del held
         elif output is not None:
             add = output.add
-            merged = heapq.merge(*map(_spilled, paths), key=_log_key(sc.group_ids()))
+            merged = heapq.merge(*map(_spilled, itertools.chain.from_iterable(paths)), key=_log_key(sc.group_ids()))
             try:
                 with _no_cyclic_gc():
                     for e in merged:
@@ -1589,14 +1675,14 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
                 raise
             finally:
                 merged.close()          # (its files closed before their directory goes)
-    summary = results[0] if len(results) == 1 else _merged_summary(sc, results, wall)
+    summary = results[0] if len(results) == 1 else _merged_summary(sc, results, wall, len(results))
     if output is not None:
         output.close(resolved, summary)
     return summary, resolved
 
 
-def _merged_summary(sc: Scenario, results: list[dict], wall: float) -> dict:
-    """One summary of the shards' summaries."""
+def _merged_summary(sc: Scenario, results: list[dict], wall: float, workers: int | None = None) -> dict:
+    """One summary of the shards' summaries (of a shard's batches: ``workers`` None, none said)."""
     summary = dict(results[0])
     groups: dict = {}
     for gid in sc.group_ids():
@@ -1612,7 +1698,9 @@ def _merged_summary(sc: Scenario, results: list[dict], wall: float) -> dict:
             stats[k] = stats.get(k, 0) + v
     summary.update(groups=groups, notes=notes, stats=stats, events=sum(part["events"] for part in results),
                    clients=sum(part["clients"] for part in results), wall_s=round(wall, 3),
-                   virtual_s_per_wall_s=round(sc.duration_s / wall, 1) if wall else None, workers=len(results))
+                   virtual_s_per_wall_s=round(sc.duration_s / wall, 1) if wall else None)
+    if workers is not None:
+        summary["workers"] = workers
     return summary
 
 

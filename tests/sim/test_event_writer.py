@@ -161,7 +161,7 @@ def test_parts_merged_write_the_files_of_the_whole_log(tmp_path, monkeypatch):
     events.sort(key=_key)
     for chunk, row_group in ((7, 14), (7, 10), (7, 5)):
         monkeypatch.setattr(EventWriter, "ROW_GROUP", row_group)
-        for parts in (1, 2, 5):
+        for parts in (1, 2, 5, 12):
             whole, merged = tmp_path / f"whole-{chunk}-{row_group}-{parts}", tmp_path / f"p-{chunk}-{row_group}-{parts}"
             _write(whole, _in_log_order(events, parts), chunk, monkeypatch)
             _write_in_parts(merged, events, parts, chunk, monkeypatch)
@@ -184,6 +184,26 @@ def test_parts_merged_write_the_bytes_of_the_whole_log_where_parquet_falls_back_
     _write_in_parts(tmp_path / "parts", events, 2, 1 << 12, monkeypatch)
     name = "k.parquet"
     assert (tmp_path / "parts" / EVENTS_DIR / name).read_bytes() == (tmp_path / "whole" / EVENTS_DIR / name).read_bytes()
+
+
+def test_the_merge_of_many_parts_holds_about_a_row_group_of_their_rows():
+    # a run in batches (simulate.batches) has many parts: each stream holds its share of a table's
+    # rows (and at least one of its tables), not a table's rows each
+    import pyarrow as pa
+    from groupcoord.sim.eventfile import _in_order
+    k, size, tables = 50, 10, 8
+    pulled = [0]
+
+    def stream(i):
+        for j in range(tables):
+            pulled[0] += size
+            yield pa.table({"pos": [i + k * (size * j + r) for r in range(size)]})
+    merged = _in_order([stream(i) for i in range(k)], 100)
+    first = next(merged)
+    assert pulled[0] <= 100 + k * size and first.column(0).to_pylist() == list(range(100))
+    rest = [t.column(0).to_pylist() for t in merged]
+    assert [len(t) for t in rest] == [100] * (len(rest) - 1) + [len(rest[-1])]
+    assert sum(rest, []) == list(range(100, k * size * tables))
 
 
 def test_a_part_out_of_order_is_refused(tmp_path):

@@ -471,6 +471,63 @@ def test_heartbeats_answered_at_once_give_the_log_of_the_whole_pipeline(monkeypa
     assert lane == whole and sum(e["event"] == "member.expired" for e in lane) >= 1
 
 
+def test_a_shard_runs_its_groups_in_batches_of_a_few_members(monkeypatch):
+    sc = scenario.from_dict({"topics": {"t": 1}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 10, "count": 3},
+        {"name": "b", "topics": ["t"], "members": 25},
+        {"name": "c", "topics": ["t"], "members": 0}]})
+    assert simulate.batches(sc, None) == [None] and simulate.batches(sc, ["b", "a-1"]) == [["b", "a-1"]]
+    monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 20)
+    # consecutive groups of at most 20 members (a larger one alone; an empty one counts as one)
+    assert simulate.batches(sc, None) == [["a-0", "a-1"], ["a-2"], ["b"], ["c"]]
+    assert simulate.batches(sc, ["c", "a-2", "b", "a-0"]) == [["c", "a-2"], ["b"], ["a-0"]]
+    monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 100)
+    assert simulate.batches(sc, ["b", "a-1"]) == [["b", "a-1"]]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_run_in_batches_writes_the_log_of_one_simulation_of_all(workers, tmp_path, monkeypatch):
+    # a shard runs its groups in batches, one simulation after another (a request costs more the
+    # more members a simulation holds): the log, its files and the groups' summaries must be those
+    # of one simulation of every group, cluster-wide events (replayed by each batch) included
+    from groupcoord.sim.eventfile import EventWriter
+    from groupcoord.sim.model import write_outputs
+    sc = scenario.from_dict({**tomllib.loads(SCENARIO), "events": [
+        {"at_s": 20, "action": "crash", "group": "g-1", "members": [0]},
+        {"at_s": 25, "action": "node_down", "node": 1}, {"at_s": 28, "action": "node_up", "node": 1}],
+        "produce": [{"topic": "t", "rate_per_s": 50}]})
+    monkeypatch.setattr(EventWriter, "CHUNK", 16)          # (the workers fork with these)
+    monkeypatch.setattr(EventWriter, "ROW_GROUP", 64)
+    events, summary, resolved = simulate.simulate(sc, 5)
+    assert simulate.batches(sc, None) == [None]
+    write_outputs(tmp_path / "whole", events, resolved, summary, event_format="both")
+    monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 5)
+    assert simulate.batches(sc, None) == [["g-0"], ["g-1"], ["g-2"]]
+    shown = []
+
+    @contextlib.contextmanager
+    def recorded(name, end):
+        yield shown.append
+    monkeypatch.setattr(simulate, "progress_bar", recorded)
+    batched, by_batches, resolved2 = simulate.simulate(sc, 5, workers=workers, progress=workers == 1)
+    assert batched == events and resolved2 == resolved and len(events) > 300
+    assert any(e["event"] == "producer.produced" for e in events)
+    for key in ("groups", "events", "clients", "notes"):
+        assert by_batches[key] == summary[key], key
+    assert by_batches.get("workers", 1) == workers
+    if workers == 1:            # the batches move one bar on, to the end
+        assert shown == sorted(shown) and shown[-1] == sc.duration_ms and len(shown) >= 3
+    for fmt in ("both", "parquet"):
+        out = tmp_path / f"batched-{fmt}"
+        streamed, _ = simulate.simulate_to(sc, 5, out, workers=workers, event_format=fmt)
+        assert streamed["groups"] == summary["groups"] and streamed["events"] == len(events)
+        files = sorted(f.name for f in (tmp_path / "whole" / "events").iterdir())
+        assert files == sorted(f.name for f in (out / "events").iterdir()) and len(files) > 8
+        for name in files:
+            assert (out / "events" / name).read_bytes() == (tmp_path / "whole" / "events" / name).read_bytes(), name
+    assert (tmp_path / "batched-both" / "events.jsonl").read_bytes() == (tmp_path / "whole" / "events.jsonl").read_bytes()
+
+
 def test_shards_balance_members():
     sc = scenario.from_dict({"topics": {"t": 1}, "groups": [
         {"name": "a", "topics": ["t"], "members": 10, "count": 3},

@@ -238,6 +238,9 @@ class EventWriter:
 
     ROW_GROUP = 1 << 17     # rows of a row group: input splits for Spark's cores within one kind's file
     CHUNK = 1 << 14         # events of one file turned into columns at once (the events held: at most this many a file)
+    #: rows of a chunk's record batches (compressed one by one): what the merge of many parts
+    #: (write_parts) holds of each at least
+    PIECE = 1 << 11
 
     def __init__(self, out_dir) -> None:
         self.path = Path(out_dir) / EVENTS_DIR
@@ -276,7 +279,7 @@ class EventWriter:
             table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
             sink = pa.BufferOutputStream()
             with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
-                w.write_table(table)
+                w.write_table(table, max_chunksize=self.PIECE)
             # a JSON text column's values are kept too (pickled): parsed back they may not be what
             # made it (a tuple, an object written with str()), should the whole column need them
             raw = {}
@@ -401,8 +404,11 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
 
         def tables(i: int, chunks: list):
             for c in chunks:
-                columns = in_log(i, EventWriter._columns(c))
-                yield pa.Table.from_arrays([_conform(a, t) for a, t in zip(columns, targets)], schema=schema)
+                # a record batch at a time: 50 parts holding a whole chunk each took 450 MB more
+                # than the run itself (the 10,000-member hour's assignments)
+                for batch in pa.ipc.open_stream(c[0]):
+                    columns = in_log(i, batch.columns)
+                    yield pa.Table.from_arrays([_conform(a, t) for a, t in zip(columns, targets)], schema=schema)
         # the rows of each write_table call and its row groups as EventWriter.close has them
         rows = max(1, EventWriter.ROW_GROUP // EventWriter.CHUNK) * EventWriter.CHUNK
         with pq.ParquetWriter(file, schema) as out:

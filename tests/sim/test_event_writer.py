@@ -159,10 +159,11 @@ def test_parts_merged_write_the_files_of_the_whole_log(tmp_path, monkeypatch):
             e["extra"] = rng.choice([None, "s"])      # a shape first seen late: its file named after "c"'s
         events.append(e)
     events.sort(key=_key)
-    for chunk, row_group in ((7, 14), (7, 10), (7, 5)):
+    for chunk, row_group, piece in ((7, 14, 7), (7, 10, 7), (7, 5, 7), (7, 14, 3), (7, 5, 2)):
         monkeypatch.setattr(EventWriter, "ROW_GROUP", row_group)
+        monkeypatch.setattr(EventWriter, "PIECE", piece)        # (the merge reads a chunk piece by piece)
         for parts in (1, 2, 5, 12):
-            whole, merged = tmp_path / f"whole-{chunk}-{row_group}-{parts}", tmp_path / f"p-{chunk}-{row_group}-{parts}"
+            whole, merged = tmp_path / f"whole-{chunk}-{row_group}-{piece}-{parts}", tmp_path / f"p-{chunk}-{row_group}-{piece}-{parts}"
             _write(whole, _in_log_order(events, parts), chunk, monkeypatch)
             _write_in_parts(merged, events, parts, chunk, monkeypatch)
             files = sorted(f.name for f in (whole / EVENTS_DIR).iterdir())
@@ -170,7 +171,7 @@ def test_parts_merged_write_the_files_of_the_whole_log(tmp_path, monkeypatch):
             assert len(files) == 4
             for name in files:
                 assert (merged / EVENTS_DIR / name).read_bytes() == (whole / EVENTS_DIR / name).read_bytes(), \
-                    (chunk, row_group, parts, name)
+                    (chunk, row_group, piece, parts, name)
 
 
 def test_parts_merged_write_the_bytes_of_the_whole_log_where_parquet_falls_back_from_a_dictionary(

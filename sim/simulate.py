@@ -1060,6 +1060,7 @@ class Simulator(Driver):
             entry["final"]["check"] = checks[gid]
             if self.scenario.spec_of(gid).share:
                 entry["share_partitions"] = share_counts(self.service, gid)
+        groups = dict(sorted(groups.items()))       # (a group without events among the others)
         return {"scenario": self.scenario.name, "seed": self.seed, "mode": self.mode,
                 "virtual_s": self.end / 1000, "wall_s": round(self.wall_s, 3),
                 "virtual_s_per_wall_s": round(self.end / 1000 / self.wall_s, 1) if self.wall_s else None,
@@ -1208,6 +1209,9 @@ def shards(sc: Scenario, workers: int) -> list[list[str]]:
 #: holds, as their state no longer fits the processor's caches (bench/README.md: 10 us a request
 #: with 200 members, 24 us with 5,000; same instructions)
 _BATCH_MEMBERS = 128
+#: batches a shard has at most (larger ones beyond _BATCH_MEMBERS * this many members): the merge of
+#: a JSON-lines log opens a file a batch at once
+_MAX_BATCHES = 256
 
 
 def batches(sc: Scenario, groups: list[str] | None) -> list[list[str] | None]:
@@ -1219,11 +1223,15 @@ def batches(sc: Scenario, groups: list[str] | None) -> list[list[str] | None]:
     which each replays)."""
     if sc.produce:
         return [groups]
+    members = {gid: max(spec.members, 1) for spec in sc.groups for gid in spec.group_ids()}
+    ids = list(members) if groups is None else groups
+    # (consecutive batches hold more than ``most`` together: at most 2 * members / most + 1 of them)
+    most = max(_BATCH_MEMBERS, -(-2 * sum(members[gid] for gid in ids) // (_MAX_BATCHES - 1)))
     out: list[list[str]] = []
     n = 0
-    for gid in sc.group_ids() if groups is None else groups:
-        m = max(sc.spec_of(gid).members, 1)
-        if not out or n + m > _BATCH_MEMBERS:
+    for gid in ids:
+        m = members[gid]
+        if not out or n + m > most:
             out.append([])
             n = 0
         out[-1].append(gid)
@@ -1545,17 +1553,25 @@ _SPILL = 1 << 14
 _FRAME = struct.Struct(">Q")
 
 
+#: events of a frame of a spilled file at most: what its reader holds (a merge reads every batch's
+#: file at once)
+_FRAME_EVENTS = 1 << 10
+
+
 def _spill_into(f) -> Callable[[list[dict]], None]:
-    """Chunks of events written one after another to the file f, each its size then its marshal
-    (plain data, as the log is; pickled when a value is not). (marshal.load from the file itself
-    reads it in pieces: 6 times slower than marshal.loads of a chunk's bytes.)"""
+    """Chunks of events written one after another to the file f, in frames of at most
+    _FRAME_EVENTS events, each its size then its marshal (plain data, as the log is; pickled when a
+    value is not). (marshal.load from the file itself reads it in pieces: 6 times slower than
+    marshal.loads of a frame's bytes.)"""
     def spill(chunk: list[dict]) -> None:
-        try:
-            data = marshal.dumps(chunk)
-        except ValueError:
-            data = marshal.dumps(pickle.dumps(chunk))
-        f.write(_FRAME.pack(len(data)))
-        f.write(data)
+        for i in range(0, len(chunk), _FRAME_EVENTS):
+            frame = chunk[i:i + _FRAME_EVENTS]
+            try:
+                data = marshal.dumps(frame)
+            except ValueError:
+                data = marshal.dumps(pickle.dumps(frame))
+            f.write(_FRAME.pack(len(data)))
+            f.write(data)
     return spill
 
 
@@ -1689,7 +1705,7 @@ def _merged_summary(sc: Scenario, results: list[dict], wall: float, workers: int
     """One summary of the shards' summaries (of a shard's batches: ``workers`` None, none said)."""
     summary = dict(results[0])
     groups: dict = {}
-    for gid in sc.group_ids():
+    for gid in sorted(sc.group_ids()):        # (by name, as Simulator.summary's)
         for part in results:
             if gid in part["groups"]:
                 groups[gid] = part["groups"][gid]

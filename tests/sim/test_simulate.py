@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tomllib
@@ -449,14 +450,23 @@ def test_a_sharded_run_leaves_no_thread_behind(monkeypatch):
     assert set(threading.enumerate()) == before
 
 
-def test_events_that_will_not_marshal_are_spilled_pickled(tmp_path):
+def test_events_that_will_not_marshal_are_spilled_pickled(tmp_path, monkeypatch):
     path = tmp_path / "spill"
-    chunks = [[{"ts_ms": 1, "x": 1}], [{"ts_ms": 2, "x": Counter(a=1)}], [{"ts_ms": 3, "x": [2]}]]
+    chunks = [[{"ts_ms": 1, "x": 1}], [{"ts_ms": 2, "x": Counter(a=1)}], [{"ts_ms": 3, "x": [2]}],
+              [{"ts_ms": 4, "x": i} for i in range(7)] + [{"ts_ms": 5, "x": Counter(b=2)}]]
+    monkeypatch.setattr(simulate, "_FRAME_EVENTS", 3)      # a chunk in frames of at most 3 events
     with open(path, "wb") as f:
         spill = simulate._spill_into(f)
         for c in chunks:
             spill(c)
     assert list(simulate._spilled(str(path))) == [e for c in chunks for e in c]
+    # what a reader holds at once: a frame
+    held = []
+    with open(path, "rb") as f:
+        while head := f.read(simulate._FRAME.size):
+            frame = simulate.marshal.loads(f.read(simulate._FRAME.unpack(head)[0]))
+            held.append(len(pickle.loads(frame) if isinstance(frame, bytes) else frame))
+    assert held == [1, 1, 1, 3, 3, 2]
 
 
 def test_heartbeats_answered_at_once_give_the_log_of_the_whole_pipeline(monkeypatch):
@@ -487,6 +497,13 @@ def test_a_shard_runs_its_groups_in_batches_of_a_few_members(monkeypatch):
     monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 20)
     produced = scenario.from_dict({**sc.to_dict(), "produce": [{"topic": "t", "rate_per_s": 10}]})
     assert simulate.batches(produced, None) == [None] and simulate.batches(produced, ["b", "a-1"]) == [["b", "a-1"]]
+    # at most _MAX_BATCHES batches a shard (a JSON-lines merge opens a file a batch): larger ones
+    monkeypatch.setattr(simulate, "_MAX_BATCHES", 4)
+    assert simulate.batches(sc, None) == [["a-0", "a-1", "a-2"], ["b", "c"]]       # (56 members: 38 a batch)
+    for most in (2, 3, 5):
+        monkeypatch.setattr(simulate, "_MAX_BATCHES", most)
+        monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 1)
+        assert 1 <= len(simulate.batches(sc, None)) <= most
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -504,6 +521,8 @@ def test_a_run_in_batches_writes_the_log_of_one_simulation_of_all(workers, tmp_p
     monkeypatch.setattr(EventWriter, "ROW_GROUP", 64)
     events, summary, resolved = simulate.simulate(sc, 5)
     assert simulate.batches(sc, None) == [None]
+    monkeypatch.setattr(EventWriter, "PIECE", 5)            # (the merge reads the parts' chunks piece by piece)
+    monkeypatch.setattr(simulate, "_FRAME_EVENTS", 3)       # (and the spilled files frame by frame)
     write_outputs(tmp_path / "whole", events, resolved, summary, event_format="both")
     monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 5)
     assert simulate.batches(sc, None) == [["g-0"], ["g-1"], ["g-2"]]
@@ -517,9 +536,11 @@ def test_a_run_in_batches_writes_the_log_of_one_simulation_of_all(workers, tmp_p
     assert batched == events and resolved2 == resolved and len(events) > 300
     for key in ("groups", "events", "clients", "notes"):
         assert by_batches[key] == summary[key], key
+    assert list(by_batches["groups"]) == list(summary["groups"])        # (in the same order)
     assert by_batches.get("workers", 1) == workers
-    if workers == 1:            # the batches move one bar on, to the end
-        assert shown == sorted(shown) and shown[-1] == sc.duration_ms and len(shown) >= 3
+    if workers == 1:            # the batches move one bar on, each its third of it
+        end = sc.duration_ms
+        assert shown == sorted(shown) and {end // 3, 2 * end // 3, end} <= set(shown)
     for fmt in ("both", "parquet"):
         out = tmp_path / f"batched-{fmt}"
         streamed, _ = simulate.simulate_to(sc, 5, out, workers=workers, event_format=fmt)

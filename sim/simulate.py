@@ -1209,14 +1209,15 @@ def shards(sc: Scenario, workers: int) -> list[list[str]]:
 #: holds, as their state no longer fits the processor's caches (bench/README.md: 10 us a request
 #: with 200 members, 24 us with 5,000; same instructions)
 _BATCH_MEMBERS = 128
-#: batches a shard has at most (larger ones beyond _BATCH_MEMBERS * this many members): the merge of
-#: a JSON-lines log opens a file a batch at once
+#: batches a shard has at most (larger ones beyond about _BATCH_MEMBERS * this many / 2 members): the
+#: merge of a JSON-lines log opens a file a batch at once
 _MAX_BATCHES = 256
 
 
 def batches(sc: Scenario, groups: list[str] | None) -> list[list[str] | None]:
     """A shard's groups (None: all the scenario's) in the batches it runs one after another:
-    consecutive groups of at most _BATCH_MEMBERS members in all, a larger group alone; ``[groups]``
+    consecutive groups of at most _BATCH_MEMBERS members in all (more when a shard would have more
+    than _MAX_BATCHES batches), a larger group alone; ``[groups]``
     when one batch holds them all, and when the scenario has producers (each batch would produce
     their records again: 0.5 ms a produce request of ten records). Each batch is a shard of its own
     to the simulation (its groups share nothing with the others' but the cluster-wide timeline,

@@ -621,7 +621,8 @@ class Member:
     def quick_auto_commit(self, now: int) -> list[Action] | None:
         """poll(now) when it is a quick poll (``now < quiet_until``) that only commits (the
         heartbeat not due): the auto-commit due, in a generation, the coordinator's connection ready
-        and OffsetCommit's version picked, no other commit under way. Then the actions poll() would
+        and OffsetCommit's version picked (unless nothing was consumed: a member without partitions
+        never commits), no other commit under way. Then the actions poll() would
         have handed out (the auto-commit's request, or none when nothing was consumed), with what
         _quick_poll and the commits change changed; else None, nothing changed (poll())."""
         if now >= self.quiet_until:
@@ -645,13 +646,15 @@ class Member:
         if cid is None:
             return None
         conn = net.conns[cid]
-        if conn.versions is None or conn.picked.get(OFFSET_COMMIT) is None:
+        if conn.versions is None:
             return None
+        offsets = self.all_consumed()
+        if offsets and conn.picked.get(OFFSET_COMMIT) is None:
+            return None                 # (the general way's first commit picks the version)
         # Commits.step_auto_commit, then Commits.step: the done commits dropped, the new one sent
         self._now = now
         ops.clear()
         commits.next_auto_commit = now + commits.auto_commit_interval_ms
-        offsets = self.all_consumed()
         if offsets:
             commits.start(offsets, "auto", now, retry=False)
             commits.send(ops[0], gen.generation_id, gen.member_id, STABLE, conn, now)

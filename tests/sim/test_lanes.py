@@ -99,3 +99,27 @@ def test_the_lanes_are_taken(monkeypatch):
         assert sum(outcomes) > 300, name
         assert not all(outcomes), name                 # (some fell back on the general way)
     assert len(taken) == 4
+
+
+def test_members_without_partitions_take_the_auto_commits_lane(monkeypatch):
+    # 12 members of a 4-partition topic, a rolling restart among them: the members without a
+    # partition never commit (their OffsetCommit version is never picked), and their auto-commits
+    # of nothing go the lane as well, with the same log and statistics as the general way
+    d = scenario.load(EXAMPLES / "hour-1000.toml").to_dict()
+    d.update(duration_s=240.0, topics={"t": 4})
+    d["groups"][0].update(count=1, members=12)
+    d["events"][0].pop("at_ms", None)
+    d["events"][0].update(at_s=60.0, interval_ms=5000)
+    sc = scenario.from_dict(d)
+    empty: list[bool] = []
+
+    def wrapped(self, now, original=Member.quick_auto_commit):
+        out = original(self, now)
+        if not self.assignment:
+            empty.append(out == [])
+        return out
+    monkeypatch.setattr(Member, "quick_auto_commit", wrapped)
+    (log, stats), (general_log, general_stats) = _both(monkeypatch, sc, 3)
+    assert log == general_log
+    assert stats == general_stats
+    assert sum(empty) > 250            # (330 of 376 tries: some fall on a rebalance under way)

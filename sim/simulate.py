@@ -1242,8 +1242,8 @@ def batches(sc: Scenario, groups: list[str] | None) -> list[list[str] | None]:
 
 def _batch_progress(progress, i: int, n: int, end: int):
     """A batch's progress report (batch i of n) to a shard's: how far the shard has come, in virtual ms."""
-    if progress is None or n == 1:
-        return progress
+    if progress is None:
+        return None
     return lambda now: progress((i * end + now) // n)
 
 
@@ -1258,6 +1258,17 @@ def _shard_progress(sc: Scenario, progress, n: int):
         yield progress or None
 
 
+def _batch_runs(sc: Scenario, parts: list, progress, run: Callable) -> tuple[list, float]:
+    """``run(i, batch, its progress report)`` of each of a shard's batches, one after another, the
+    shard's progress moved on by them: their results, and the wall time they took."""
+    wall0 = time.perf_counter()
+    results = []
+    with _shard_progress(sc, progress, len(parts)) as report:
+        for i, batch in enumerate(parts):
+            results.append(run(i, batch, _batch_progress(report, i, len(parts), sc.duration_ms)))
+    return results, time.perf_counter() - wall0
+
+
 def _run_shard(args) -> tuple[list[dict], dict]:
     """A shard's run, its batches one after another: its events (each batch's in the log's order,
     one batch after another) and its summary."""
@@ -1267,16 +1278,14 @@ def _run_shard(args) -> tuple[list[dict], dict]:
         sim = Simulator(sc, seed, groups=groups, progress=progress)
         events = sim.run()
         return events, sim.summary(events)
-    wall0 = time.perf_counter()
-    events: list[dict] = []
-    summaries = []
-    with _shard_progress(sc, progress, len(parts)) as report:
-        for i, batch in enumerate(parts):
-            sim = Simulator(sc, seed, groups=batch, progress=_batch_progress(report, i, len(parts), sc.duration_ms))
-            run = sim.run()
-            summaries.append(sim.summary(run))
-            events += run
-    return events, _merged_summary(sc, summaries, time.perf_counter() - wall0)
+
+    def one(i: int, batch: list[str], report) -> tuple[list[dict], dict]:
+        sim = Simulator(sc, seed, groups=batch, progress=report)
+        events = sim.run()
+        return events, sim.summary(events)
+    results, wall = _batch_runs(sc, parts, progress, one)
+    events = list(itertools.chain.from_iterable(events for events, _ in results))
+    return events, _merged_summary(sc, [summary for _, summary in results], wall)
 
 
 def _run_shard_elsewhere(args) -> tuple[bytes | list[dict] | None, dict]:
@@ -1590,14 +1599,13 @@ def _run_shard_to(args) -> dict:
     sc, seed, parts, paths, columns, progress = args
     if len(parts) == 1:
         return _run_batch_to(sc, seed, parts[0], paths[0], columns, progress)
-    wall0 = time.perf_counter()
-    summaries = []
-    with _shard_progress(sc, progress, len(parts)) as report:
-        for i, (batch, path) in enumerate(zip(parts, paths)):
-            summaries.append(_run_batch_to(sc, seed, batch, path, columns,
-                                           _batch_progress(report, i, len(parts), sc.duration_ms)))
-            gc.collect()        # the batch's simulation (cycles: its bound methods refer to it)
-    return _merged_summary(sc, summaries, time.perf_counter() - wall0)
+
+    def one(i: int, batch: list[str], report) -> dict:
+        summary = _run_batch_to(sc, seed, batch, paths[i], columns, report)
+        gc.collect()            # the batch's simulation (cycles: its bound methods refer to it)
+        return summary
+    summaries, wall = _batch_runs(sc, parts, progress, one)
+    return _merged_summary(sc, summaries, wall)
 
 
 def _run_batch_to(sc: Scenario, seed: int, groups: list[str] | None, path: str | None, columns: bool,

@@ -45,6 +45,7 @@ from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.group.classic.requests import HeartbeatRequest
 from groupcoord.coordinator.handlers import heartbeat as heartbeat_api
+from groupcoord.coordinator.handlers import offset_commit as offset_commit_api
 from groupcoord.coordinator.service import Service
 from groupcoord.protocol.records import Record, encode_batch
 
@@ -143,7 +144,7 @@ class Simulator(Driver):
                  "service", "now", "wall_s", "_corr", "_cursor", "_far", "_far_enters", "_id_rngs", "_net_rngs",
                  "_queued", "_seq", "_service_wake", "_timers_seen", "_uniform", "_wheel",
                  "_n_items", "_n_lost", "_n_polls", "_n_polls_skipped", "_n_requests",
-                 "_arrive_cb", "_respond_cb", "_deliver_cb", "_wake_cb", "_hb_arrive_cb", "_hb_deliver_cb", "_commit_deliver_cb",
+                 "_arrive_cb", "_respond_cb", "_deliver_cb", "_wake_cb", "_hb_arrive_cb", "_hb_deliver_cb", "_commit_arrive_cb", "_commit_deliver_cb",
                  "_producer_conn", "_conn_ids")
     #: the steady state's lanes (_wake): off, every request takes the general way (what a lane must
     #: equal: tests/sim/test_lanes.py)
@@ -196,8 +197,8 @@ class Simulator(Driver):
         # is a new bound-method object each time, and CPython 3.11 does not specialize that load)
         self._arrive_cb, self._respond_cb, self._deliver_cb, self._wake_cb = (
             self._arrive, self._respond, self._deliver, self._wake)
-        self._hb_arrive_cb, self._hb_deliver_cb, self._commit_deliver_cb = (
-            self._hb_arrive, self._hb_deliver, self._commit_deliver)
+        self._hb_arrive_cb, self._hb_deliver_cb, self._commit_arrive_cb, self._commit_deliver_cb = (
+            self._hb_arrive, self._hb_deliver, self._commit_arrive, self._commit_deliver)
         # run statistics (see stats): plain counters on the hot path
         self._n_requests = self._n_lost = self._n_polls = self._n_polls_skipped = self._n_items = 0
         self._conn_ids = itertools.count(1)                # the service's connection ids
@@ -640,8 +641,10 @@ class Simulator(Driver):
         if t < conn.req_at:
             t = conn.req_at
         conn.req_at = t
-        # (a heartbeat goes to its lane, which falls back on _arrive)
-        cb = self._hb_arrive_cb if a.api_key == _HEARTBEAT and self.lanes else self._arrive_cb
+        # (a heartbeat and an OffsetCommit go to their lanes, which fall back on _arrive)
+        key = a.api_key
+        cb = self._arrive_cb if not self.lanes else self._hb_arrive_cb if key == _HEARTBEAT \
+            else self._commit_arrive_cb if key == _OFFSET_COMMIT else self._arrive_cb
         if t - self._cursor < _WHEEL:              # (t is not before now: the wheel's slot)
             self._wheel[t & _MASK].append((cb, (r, conn, a)))
             self._queued += 1
@@ -727,6 +730,23 @@ class Simulator(Driver):
             group_id, body["generation_id"], body["member_id"],
             body["group_instance_id"] if a.api_version >= 3 else None))
         self._respond(r, conn, a, corr, heartbeat_api.answer_of(code))
+        self._arm_service()
+
+    def _commit_arrive(self, arg) -> None:
+        """_arrive of an OffsetCommit when nothing waits on the connection and the API layer passes
+        it to the coordinator whole: answered as _serve_one answers it, without its context."""
+        r, conn, a = arg
+        if not conn.alive:
+            return
+        service = self.service
+        if (conn.busy or conn.queue or self.codec or service.before_request or service.after_request
+                or not offset_commit_api.passes_whole(service, a.api_version, a.body)):
+            self._arrive(arg)
+            return
+        conn.busy = True                  # (as _serve_one: until _respond)
+        corr = next(self._corr)
+        offset_commit_api.commit_whole(service, conn.node, a.api_version, a.body,
+                                       partial(self._respond_cb, r, conn, a, corr))
         self._arm_service()
 
     def _hb_deliver(self, arg) -> None:

@@ -135,7 +135,32 @@ def handle(ctx, version, body, respond):
         reply = respond         # nothing to merge in front: the coordinator's response as it is
     if version >= 10:
         reply = _with_ids(reply, ids)
+    _commit(service, ctx.node_id, version, body, valid, reply)
 
+
+def passes_whole(service, version: int, body: dict) -> bool:
+    """Would :func:`handle` pass the request to the coordinator whole, answering nothing itself
+    (no authorizer, topics by name, every partition within its topic's count)? Then
+    :func:`commit_whole` is :func:`handle` without a context: the simulator's lane (sim/simulate.py)."""
+    if version >= 10 or service.security.authorizer is not None:
+        return False
+    for topic in body["topics"]:
+        count = service.partition_count(topic["name"])
+        if count is None:
+            return False
+        for p in topic["partitions"]:
+            if not 0 <= p["partition_index"] < count:
+                return False
+    return True
+
+
+def commit_whole(service, node_id: int, version: int, body: dict, respond) -> None:
+    """:func:`handle` of a request that :func:`passes_whole`, on node ``node_id``."""
+    _commit(service, node_id, version, body, body["topics"], respond)
+
+
+def _commit(service, node_id: int, version: int, body: dict, valid: list, reply) -> None:
+    """The request, its topics the ``valid`` ones, to the coordinator; ``reply`` its answer."""
     request = OffsetCommitRequest(       # (positional: the hot path after Heartbeat)
         body["group_id"],
         valid,
@@ -146,7 +171,7 @@ def handle(ctx, version, body, respond):
         version >= 9,                                                               # group_id_not_found
     )
     error = request.error()
-    if error is None and not service.is_coordinator(request.group_id, ctx.node_id):
+    if error is None and not service.is_coordinator(request.group_id, node_id):
         error = ErrorCode.NOT_COORDINATOR
     if error is not None:
         reply(commit_error(valid, error))

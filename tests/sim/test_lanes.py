@@ -1,7 +1,8 @@
 """The simulator's lanes of the steady state (Simulator._wake, _hb_arrive, _hb_deliver: a heartbeat
 sent, answered and settled without the member's poll, the service's request context and the
-driver's general hand-offs; _wake and _commit_deliver: an auto-commit sent without the member's
-poll and its answer settled without its on_response) must change nothing: the same scenario gives the same event log, and
+driver's general hand-offs; _wake, _commit_arrive and _commit_deliver: an auto-commit sent without
+the member's poll, taken by the coordinator without the request's context and its answer settled
+without its on_response) must change nothing: the same scenario gives the same event log, and
 the same run statistics, with every request taking the general way (Simulator.lanes off)."""
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from groupcoord.client.member import Member
+from groupcoord.coordinator.handlers import offset_commit as offset_commit_api
+from groupcoord.coordinator.security import Authorizer
 from groupcoord.sim import scenario, simulate
 from test_quick_polls import _lossy
 
@@ -123,3 +126,64 @@ def test_members_without_partitions_take_the_auto_commits_lane(monkeypatch):
     assert log == general_log
     assert stats == general_stats
     assert sum(empty) > 250        # (330 of 376 calls: the others at wake-ups where it is not due)
+
+
+def test_the_coordinators_commit_lane_steps_aside_for_an_authorizer(monkeypatch):
+    # OffsetCommits the API layer passes whole go to the coordinator without a request context
+    # (Simulator._commit_arrive); with an authorizer (here one allowing everyone, installed for a
+    # while) each takes the general way, with the same log and statistics as with no lane at all
+    whole: list[bool] = []
+
+    def passes(service, version, body, original=offset_commit_api.passes_whole):
+        out = original(service, version, body)
+        whole.append(out)
+        return out
+    monkeypatch.setattr(offset_commit_api, "passes_whole", passes)
+
+    def run() -> tuple[list[str], dict]:
+        s = simulate.Simulator(_lossy(), 5)
+        security = s.service.security
+        s.at(60_000, lambda: setattr(security, "authorizer", Authorizer(allow_everyone_if_no_acl_found=True)))
+        s.at(120_000, lambda: setattr(security, "authorizer", None))
+        return [json.dumps(e, sort_keys=True) for e in s.run()], s.stats
+    with_lanes = run()
+    taken = whole.count(True)
+    assert taken > 300 and whole.count(False) > 50
+    monkeypatch.setattr(simulate.Simulator, "lanes", False)
+    assert run() == with_lanes
+    assert whole.count(True) == taken          # (without lanes nothing asks)
+
+
+def test_an_offset_commit_passed_whole_is_answered_as_by_its_handler():
+    # commit_whole against handle() on two services alike: the same answers and the same offsets,
+    # for a commit the API layer passes whole; passes_whole refuses what the API layer answers
+    from groupcoord.coordinator.config import BrokerConfig
+    from groupcoord.coordinator.context import RequestContext
+    from groupcoord.coordinator.service import Service
+
+    def service() -> Service:
+        s = Service(BrokerConfig({}, environ={}), nodes=1, clock=lambda: 1000)
+        s.create_topic("t", 3)
+        return s
+
+    def body(*partitions, topic="t") -> dict:
+        return {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+                "retention_time_ms": -1, "topics": [{"name": topic, "partitions": [
+                    {"partition_index": p, "committed_offset": 7 + p, "committed_leader_epoch": -1,
+                     "committed_metadata": "m"} for p in partitions]}]}
+    a, b = service(), service()
+    node = a.cluster.coordinator_for("g")
+    for version in (2, 8, 9):
+        req = body(0, 2)
+        assert offset_commit_api.passes_whole(a, version, req)
+        got, want = [], []
+        offset_commit_api.commit_whole(a, node, version, req, got.append)
+        ctx = RequestContext(b, node, "c", "/127.0.0.1", 8, version, 1)
+        offset_commit_api.handle(ctx, version, req, want.append)
+        assert got == want and got[0]["topics"][0]["partitions"][1] == {"partition_index": 2, "error_code": 0}
+    assert a.group_coordinator.offsets.of("g") == b.group_coordinator.offsets.of("g") != {}
+    assert not offset_commit_api.passes_whole(a, 9, body(0, 3))            # beyond the topic's partitions
+    assert not offset_commit_api.passes_whole(a, 9, body(0, topic="u"))    # an unknown topic
+    assert not offset_commit_api.passes_whole(a, 10, body(0))             # topics by id
+    a.security.authorizer = Authorizer(allow_everyone_if_no_acl_found=True)
+    assert not offset_commit_api.passes_whole(a, 9, body(0))

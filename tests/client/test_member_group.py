@@ -265,3 +265,33 @@ def test_static_member_close_keeps_it_in_the_group_until_its_session_expires():
     assert sim.now - t0 >= 3000
     sim.run_until_stable(["b"])
     assert sim["b"].assignment == all_tps(sim, "t")
+
+
+def test_subscriptions_read_are_kept_by_their_bytes_and_the_store_stays_bounded(monkeypatch):
+    # the leader reads every member's subscription at each rebalance, most of them the same bytes:
+    # each distinct payload is decoded once, a malformed one every time (never kept), and the
+    # store is emptied when full
+    from groupcoord.client.member import membership
+    from groupcoord.protocol.consumer import decode_subscription, encode_subscription
+    from groupcoord.protocol.errors import DecodeError
+    decoded = []
+
+    def decode(data):
+        decoded.append(data)
+        return decode_subscription(data)
+    store: dict = {}
+    monkeypatch.setattr(membership, "_READ_MAX", 3)
+    one = encode_subscription({"topics": ["t"], "user_data": None, "owned_partitions": [], "generation_id": 4,
+                               "rack_id": None})
+    assert membership._read(decode, store, one)["topics"] == ["t"]
+    assert membership._read(decode, store, bytes(one))["generation_id"] == 4     # equal bytes: kept
+    assert decoded == [one]
+    for _ in range(2):
+        with pytest.raises(DecodeError):
+            membership._read(decode, store, b"\x00")
+    assert len(decoded) == 3 and list(store) == [one]
+    others = [encode_subscription({"topics": [f"t{i}"], "user_data": None, "owned_partitions": [],
+                                   "generation_id": 4, "rack_id": None}) for i in range(3)]
+    for data in others:
+        membership._read(decode, store, data)
+    assert list(store) == [others[2]]          # full at the third: emptied, then the new one kept

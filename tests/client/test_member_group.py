@@ -267,31 +267,67 @@ def test_static_member_close_keeps_it_in_the_group_until_its_session_expires():
     assert sim["b"].assignment == all_tps(sim, "t")
 
 
-def test_subscriptions_read_are_kept_by_their_bytes_and_the_store_stays_bounded(monkeypatch):
+def test_payloads_read_are_kept_by_their_bytes_and_the_store_stays_bounded(monkeypatch):
     # the leader reads every member's subscription at each rebalance, most of them the same bytes:
-    # each distinct payload is decoded once, a malformed one every time (never kept), and the
-    # store is emptied when full
+    # each distinct payload is decoded once, a malformed one every time (never kept), one in a
+    # bytearray every time (not kept: unhashable), and the store is emptied when full
     from groupcoord.client.member import membership
     from groupcoord.protocol.consumer import decode_subscription, encode_subscription
     from groupcoord.protocol.errors import DecodeError
     decoded = []
 
-    def decode(data):
-        decoded.append(data)
-        return decode_subscription(data)
+    def read(store, data):
+        def decode():
+            decoded.append(data)
+            return decode_subscription(data)
+        return membership._once(store, data, decode)
+
+    def payload(topic: str) -> bytes:
+        return encode_subscription({"topics": [topic], "user_data": None, "owned_partitions": [], "generation_id": 4,
+                                    "rack_id": None})
     store: dict = {}
-    monkeypatch.setattr(membership, "_READ_MAX", 3)
-    one = encode_subscription({"topics": ["t"], "user_data": None, "owned_partitions": [], "generation_id": 4,
-                               "rack_id": None})
-    assert membership._read(decode, store, one)["topics"] == ["t"]
-    assert membership._read(decode, store, bytes(one))["generation_id"] == 4     # equal bytes: kept
+    monkeypatch.setattr(membership, "_KEPT_MAX", 3)
+    one = payload("t")
+    assert read(store, one)["topics"] == ["t"]
+    assert read(store, bytes(bytearray(one)))["generation_id"] == 4     # equal bytes: kept
     assert decoded == [one]
     for _ in range(2):
         with pytest.raises(DecodeError):
-            membership._read(decode, store, b"\x00")
-    assert len(decoded) == 3 and list(store) == [one]
-    others = [encode_subscription({"topics": [f"t{i}"], "user_data": None, "owned_partitions": [],
-                                   "generation_id": 4, "rack_id": None}) for i in range(3)]
+            read(store, b"\x00")
+        assert read(store, bytearray(one))["topics"] == ["t"]
+    assert len(decoded) == 5 and list(store) == [one]
+    others = [payload(f"t{i}") for i in range(3)]
     for data in others:
-        membership._read(decode, store, data)
+        read(store, data)
     assert list(store) == [others[2]]          # full at the third: emptied, then the new one kept
+
+
+def test_the_subscriptions_written_are_those_of_the_members_state(monkeypatch):
+    # JoinGroup's subscriptions are kept once written, by what they hold: each one sent is the
+    # member's state at that moment (topics, the assignor's user data, owned partitions,
+    # generation) through rebalances where the cooperative-sticky members' partitions move
+    from groupcoord.client.member import membership
+    from groupcoord.protocol.consumer import encode_subscription, group_partitions
+    written = []
+    monkeypatch.setattr(membership, "_SUBSCRIPTION_BYTES", {})
+
+    def subscription_bytes(self, assignor, original=membership.Membership.subscription_bytes):
+        data = original(self, assignor)
+        member = self.member
+        topics = sorted(member.subscription)
+        assert data == encode_subscription({
+            "topics": topics, "user_data": assignor.subscription_user_data(set(topics)),
+            "owned_partitions": group_partitions(member.assignment),
+            "generation_id": self.generation.generation_id, "rack_id": None}, 3)
+        written.append(data)
+        return data
+    monkeypatch.setattr(membership.Membership, "subscription_bytes", subscription_bytes)
+    sim = Sim({"t": 4})
+    for n in "abcdefghij":
+        sim.add(n, assignors=[CooperativeStickyAssignor()])
+        sim.run_until_stable()
+    sim["a"].member.close(sim.now)
+    sim.run_until_stable(list("bcdefghij"))
+    # (83 written, 49 of them distinct: the same generation's members without partitions)
+    assert len(written) - len(set(written)) > 20
+    assert len(membership._SUBSCRIPTION_BYTES) == len(set(written))

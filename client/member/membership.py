@@ -408,8 +408,9 @@ class Membership(Completing):
                          lambda: encode_assignment({"assigned_partitions": group_partitions(a.partitions),
                                                     "user_data": a.user_data}, version))
             out.append({"member_id": member_id, "assignment": data})
-        log.info("%s: leader assigned %s with %s", member.who(),
-                 {m: sorted(a.partitions) for m, a in assignments.items()}, assignor.name)
+        if log.isEnabledFor(logging.INFO):       # (its arguments: a sort a member)
+            log.info("%s: leader assigned %s with %s", member.who(),
+                     {m: sorted(a.partitions) for m, a in assignments.items()}, assignor.name)
         self.send_sync(now, out)
 
     @staticmethod

@@ -82,6 +82,34 @@ def test_subscription_parse_failure_means_unknown():
     assert not g.is_subscribed_to_topic("anything")
 
 
+def test_each_generation_reads_the_same_subscriptions_once(monkeypatch):
+    # a generation reads every member's subscription: alike payloads are parsed once, a malformed
+    # one at every generation (never kept), and what is kept stays bounded
+    from groupcoord.coordinator.group.classic import group as group_module
+    parsed = []
+
+    def parse(data, original=group_module.parse_subscription_topics):
+        parsed.append(data)
+        return original(data)
+    monkeypatch.setattr(group_module, "parse_subscription_topics", parse)
+    monkeypatch.setattr(group_module, "_TOPICS_READ", {})
+    g = ClassicGroup("g", 0)
+    for mid in "abc":
+        g.add(member(mid, [("range", bytes(bytearray(SPEC_SUB_V3)))]), lambda r: None)
+    g.transition_to("PreparingRebalance", 0)
+    for generation in (1, 2):
+        g.init_next_generation(generation)
+        assert g.subscribed_topics == frozenset({"foo", "bar"})
+        g.transition_to("PreparingRebalance", 0)
+    assert parsed == [SPEC_SUB_V3]
+    g.add(member("d", [("range", b"junk")]), lambda r: None)
+    for generation in (3, 4):
+        g.init_next_generation(generation)
+        assert g.subscribed_topics is None
+        g.transition_to("PreparingRebalance", 0)
+    assert parsed.count(b"junk") == 2 and list(group_module._TOPICS_READ) == [SPEC_SUB_V3]
+
+
 def test_supports_protocols_and_counts():
     g = ClassicGroup("g", 0)
     assert not g.supports_protocols("", [("range", b"")])

@@ -45,8 +45,9 @@ JOIN_GROUP_TIMEOUT_LAPSE_MS = 5000          # AbstractCoordinator.JOIN_GROUP_TIM
 # the consumer protocol's payloads read and written so far (what is read is only read, here): in a
 # rebalance the leader reads every member's subscription and writes every assignment, and each
 # member writes its subscription and reads its assignment, most of them alike (the members without
-# partitions). Read by their bytes, written by what they hold: 7% of a rolling restart's instructions
-# (bench/README.md)
+# partitions). Read by their bytes, written by what they hold: 6% of a rolling restart's instructions
+# (bench/README.md). A store holds at most _KEPT_MAX payloads (of a few hundred bytes each, more
+# with many partitions owned)
 _SUBSCRIPTIONS: dict[bytes, dict] = {}
 _ASSIGNMENTS: dict[bytes, dict] = {}
 _SUBSCRIPTION_BYTES: dict[tuple, bytes] = {}
@@ -62,7 +63,7 @@ def _once(store: dict, key: bytes | tuple, make: Callable[[], object]):
         return make()
     try:
         value = store.get(key)
-    except TypeError:
+    except (TypeError, ValueError):         # (ValueError: a writable memoryview's)
         return make()
     if value is None:
         value = make()

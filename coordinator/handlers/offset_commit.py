@@ -140,13 +140,15 @@ def handle(ctx, version, body, respond):
 
 def passes_whole(service, version: int, body: dict) -> bool:
     """Would :func:`handle` pass the request to the coordinator whole, answering nothing itself
-    (no authorizer, topics by name, every partition within its topic's count)? Then
-    :func:`commit_whole` is :func:`handle` without a context: the simulator's lane (sim/simulate.py)."""
-    if version >= 10 or service.security.authorizer is not None:
+    (no authorizer, topics by name, some topics and each with partitions, every partition within
+    its topic's count)? Then :func:`commit_whole` is :func:`handle` without a context: the
+    simulator's lane (sim/simulate.py)."""
+    topics = body["topics"]
+    if version >= 10 or service.security.authorizer is not None or not topics:
         return False
-    for topic in body["topics"]:
+    for topic in topics:
         count = service.partition_count(topic["name"])
-        if count is None:
+        if count is None or not topic["partitions"]:
             return False
         for p in topic["partitions"]:
             if not 0 <= p["partition_index"] < count:

@@ -270,7 +270,7 @@ def test_static_member_close_keeps_it_in_the_group_until_its_session_expires():
 def test_payloads_read_are_kept_by_their_bytes_and_the_store_stays_bounded(monkeypatch):
     # the leader reads every member's subscription at each rebalance, most of them the same bytes:
     # each distinct payload is decoded once, a malformed one every time (never kept), one in a
-    # bytearray every time (not kept: unhashable), and the store is emptied when full
+    # bytearray every time (not kept: only bytes are), and the store is emptied when full
     from groupcoord.client.member import membership
     from groupcoord.protocol.consumer import decode_subscription, encode_subscription
     from groupcoord.protocol.errors import DecodeError
@@ -302,14 +302,24 @@ def test_payloads_read_are_kept_by_their_bytes_and_the_store_stays_bounded(monke
     assert list(store) == [others[2]]          # full at the third: emptied, then the new one kept
 
 
-def test_the_subscriptions_written_are_those_of_the_members_state(monkeypatch):
-    # JoinGroup's subscriptions are kept once written, by what they hold: each one sent is the
-    # member's state at that moment (topics, the assignor's user data, owned partitions,
-    # generation) through rebalances where the cooperative-sticky members' partitions move
+def test_the_payloads_written_are_those_of_the_members_state(monkeypatch):
+    # JoinGroup's subscriptions and the leader's assignments are kept once written, by what they
+    # hold: each subscription sent is the member's state at that moment (topics, the assignor's
+    # user data, owned partitions, generation), each assignment kept is the encoding of its key,
+    # through rebalances where the cooperative-sticky members' partitions move
     from groupcoord.client.member import membership
-    from groupcoord.protocol.consumer import encode_subscription, group_partitions
+    from groupcoord.protocol.consumer import encode_assignment, encode_subscription, group_partitions
     written = []
     monkeypatch.setattr(membership, "_SUBSCRIPTION_BYTES", {})
+    monkeypatch.setattr(membership, "_ASSIGNMENT_BYTES", {})
+    assignments = []
+
+    def once(store, key, make, original=membership._once):
+        value = original(store, key, make)
+        if store is membership._ASSIGNMENT_BYTES:
+            assignments.append((key, value))
+        return value
+    monkeypatch.setattr(membership, "_once", once)
 
     def subscription_bytes(self, assignor, original=membership.Membership.subscription_bytes):
         data = original(self, assignor)
@@ -331,3 +341,7 @@ def test_the_subscriptions_written_are_those_of_the_members_state(monkeypatch):
     # (83 written, 49 of them distinct: the same generation's members without partitions)
     assert len(written) - len(set(written)) > 20
     assert len(membership._SUBSCRIPTION_BYTES) == len(set(written))
+    for (partitions, user_data, version), data in assignments:
+        assert data == encode_assignment({"assigned_partitions": group_partitions(partitions),
+                                          "user_data": user_data}, version)
+    assert len(assignments) > 2 * len(membership._ASSIGNMENT_BYTES) > 10

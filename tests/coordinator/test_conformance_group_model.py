@@ -108,6 +108,11 @@ def test_each_generation_reads_the_same_subscriptions_once(monkeypatch):
         assert g.subscribed_topics is None
         g.transition_to("PreparingRebalance", 0)
     assert parsed.count(b"junk") == 2 and list(group_module._TOPICS_READ) == [SPEC_SUB_V3]
+    monkeypatch.setattr(group_module, "_TOPICS_READ_MAX", 2)
+    others = [bytes.fromhex("0000" "00000001" "0003717578" "00000000") + bytes([i]) for i in range(2)]
+    for data in others:                        # (trailing bytes: the same topics, other payloads)
+        assert group_module._subscription_topics(data) == ["qux"]
+    assert list(group_module._TOPICS_READ) == [others[1]]      # full at the second: emptied first
 
 
 def test_supports_protocols_and_counts():

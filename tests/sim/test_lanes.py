@@ -13,7 +13,7 @@ import pytest
 
 from groupcoord.client.member import Member
 from groupcoord.coordinator.handlers import offset_commit as offset_commit_api
-from groupcoord.coordinator.security import Authorizer
+from groupcoord.coordinator.security import Acl, Authorizer
 from groupcoord.sim import scenario, simulate
 from test_quick_polls import _lossy
 
@@ -130,8 +130,9 @@ def test_members_without_partitions_take_the_auto_commits_lane(monkeypatch):
 
 def test_the_coordinators_commit_lane_steps_aside_for_an_authorizer(monkeypatch):
     # OffsetCommits the API layer passes whole go to the coordinator without a request context
-    # (Simulator._commit_arrive); with an authorizer (here one allowing everyone, installed for a
-    # while) each takes the general way, with the same log and statistics as with no lane at all
+    # (Simulator._commit_arrive); with an authorizer (here one denying the topic's READ for a
+    # while: the commits refused meanwhile) each takes the general way, with the same log and
+    # statistics as with no lane at all
     whole: list[bool] = []
 
     def passes(service, version, body, original=offset_commit_api.passes_whole):
@@ -143,9 +144,14 @@ def test_the_coordinators_commit_lane_steps_aside_for_an_authorizer(monkeypatch)
     def run() -> tuple[list[str], dict]:
         s = simulate.Simulator(_lossy(), 5)
         security = s.service.security
-        s.at(60_000, lambda: setattr(security, "authorizer", Authorizer(allow_everyone_if_no_acl_found=True)))
+        deny = Authorizer([Acl("User:ANONYMOUS", "TOPIC", "t", "READ", "DENY")], allow_everyone_if_no_acl_found=True)
+        s.at(60_000, lambda: setattr(security, "authorizer", deny))
         s.at(120_000, lambda: setattr(security, "authorizer", None))
-        return [json.dumps(e, sort_keys=True) for e in s.run()], s.stats
+        log = s.run()
+        commits = [e["ts_ms"] for e in log if e["event"] == "offset.committed"]
+        assert min(commits) < 60_000 and max(commits) > 120_000
+        assert not [t for t in commits if 60_100 < t < 120_000]     # (refused meanwhile)
+        return [json.dumps(e, sort_keys=True) for e in log], s.stats
     with_lanes = run()
     taken = whole.count(True)
     assert taken > 300 and whole.count(False) > 50
@@ -155,35 +161,46 @@ def test_the_coordinators_commit_lane_steps_aside_for_an_authorizer(monkeypatch)
 
 
 def test_an_offset_commit_passed_whole_is_answered_as_by_its_handler():
-    # commit_whole against handle() on two services alike: the same answers and the same offsets,
-    # for a commit the API layer passes whole; passes_whole refuses what the API layer answers
+    # commit_whole against handle() on two services alike (two nodes): the same answers, events
+    # and offsets for the commits the API layer passes whole, to the group's coordinator or not,
+    # of a simple group or of a member of none; passes_whole refuses what the API layer answers
+    # itself (an empty commit included: handle() answers it without the coordinator)
     from groupcoord.coordinator.config import BrokerConfig
     from groupcoord.coordinator.context import RequestContext
     from groupcoord.coordinator.service import Service
 
-    def service() -> Service:
-        s = Service(BrokerConfig({}, environ={}), nodes=1, clock=lambda: 1000)
+    def service() -> tuple[Service, list]:
+        events: list = []
+        s = Service(BrokerConfig({}, environ={}), nodes=2, clock=lambda: 1000, emit=events.append)
         s.create_topic("t", 3)
-        return s
+        return s, events
 
-    def body(*partitions, topic="t") -> dict:
-        return {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
-                "retention_time_ms": -1, "topics": [{"name": topic, "partitions": [
+    def body(*partitions, topic="t", group="g", generation=-1, member="") -> dict:
+        return {"group_id": group, "generation_id_or_member_epoch": generation, "member_id": member,
+                "group_instance_id": None, "retention_time_ms": -1, "topics": [{"name": topic, "partitions": [
                     {"partition_index": p, "committed_offset": 7 + p, "committed_leader_epoch": -1,
                      "committed_metadata": "m"} for p in partitions]}]}
-    a, b = service(), service()
-    node = a.cluster.coordinator_for("g")
-    for version in (2, 8, 9):
-        req = body(0, 2)
+    (a, a_events), (b, b_events) = service(), service()
+    node, other = a.cluster.coordinator_for("g"), a.cluster.coordinator_for("h")
+    answers = []
+    for version, req, at in [(v, body(0, 2), node) for v in (2, 8, 9)] + [
+            (9, body(1), 1 - node),                                     # NOT_COORDINATOR
+            (9, body(1, generation=3, member="m-1"), node),             # UNKNOWN_MEMBER_ID (the simple group's)
+            (9, body(1, group="h", generation=3, member="m-1"), other),     # GROUP_ID_NOT_FOUND
+            (7, body(1, group="h", generation=3, member="m-1"), other)]:    # ILLEGAL_GENERATION before v9
         assert offset_commit_api.passes_whole(a, version, req)
         got, want = [], []
-        offset_commit_api.commit_whole(a, node, version, req, got.append)
-        ctx = RequestContext(b, node, "c", "/127.0.0.1", 8, version, 1)
-        offset_commit_api.handle(ctx, version, req, want.append)
-        assert got == want and got[0]["topics"][0]["partitions"][1] == {"partition_index": 2, "error_code": 0}
+        offset_commit_api.commit_whole(a, at, version, req, got.append)
+        offset_commit_api.handle(RequestContext(b, at, "c", "/127.0.0.1", 8, version, 1), version, req, want.append)
+        assert got == want
+        answers.append(got[0]["topics"][0]["partitions"][-1]["error_code"])
+    assert answers == [0, 0, 0, 16, 25, 69, 22]
+    assert a_events == b_events and len(a_events) > 3
     assert a.group_coordinator.offsets.of("g") == b.group_coordinator.offsets.of("g") != {}
     assert not offset_commit_api.passes_whole(a, 9, body(0, 3))            # beyond the topic's partitions
     assert not offset_commit_api.passes_whole(a, 9, body(0, topic="u"))    # an unknown topic
+    assert not offset_commit_api.passes_whole(a, 9, body())                # a topic without partitions
+    assert not offset_commit_api.passes_whole(a, 9, {**body(0), "topics": []})     # no topic
     assert not offset_commit_api.passes_whole(a, 10, body(0))             # topics by id
     a.security.authorizer = Authorizer(allow_everyone_if_no_acl_found=True)
     assert not offset_commit_api.passes_whole(a, 9, body(0))

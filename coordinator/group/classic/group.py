@@ -102,6 +102,7 @@ def parse_subscription_topics(data: bytes) -> list[str]:
 # the topics of the subscriptions read so far, by their bytes (at most 4,096, emptied when full): a
 # generation reads every member's, most of them alike (1% of a rolling restart's instructions)
 _TOPICS_READ: dict[bytes, list[str]] = {}
+_TOPICS_READ_MAX = 4096
 
 
 def _subscription_topics(data: bytes) -> list[str]:
@@ -111,7 +112,7 @@ def _subscription_topics(data: bytes) -> list[str]:
     topics = _TOPICS_READ.get(data)
     if topics is None:
         topics = parse_subscription_topics(data)
-        if len(_TOPICS_READ) >= 4096:
+        if len(_TOPICS_READ) >= _TOPICS_READ_MAX:
             _TOPICS_READ.clear()
         _TOPICS_READ[data] = topics
     return topics

@@ -14,6 +14,7 @@ ignored; an older one must be read exactly.
 from __future__ import annotations
 
 import struct
+from typing import Callable
 
 from .errors import DecodeError
 from .schema import A, F, MessageSpec, S
@@ -53,6 +54,25 @@ _STICKY_V0 = MessageSpec("StickyAssignorUserData", [
 ], valid="0", flexible=None)
 
 _VERSION = struct.Struct(">h")
+
+
+def kept(store: dict, key: bytes | tuple, make: Callable[[], object], limit: int):
+    """make(), kept in ``store`` under ``key`` for the next call with an equal key (the store
+    emptied when it holds ``limit``): for payloads read or written again and again alike (a
+    rebalance's subscriptions and assignments). Made each time for a key neither bytes nor a tuple
+    (a payload in a memoryview or bytearray) or an unhashable one (a custom assignor's user data)."""
+    if type(key) is not bytes and type(key) is not tuple:
+        return make()
+    try:
+        value = store.get(key)
+    except (TypeError, ValueError):         # (ValueError: a writable memoryview's)
+        return make()
+    if value is None:
+        value = make()
+        if len(store) >= limit:
+            store.clear()
+        store[key] = value
+    return value
 
 
 def _decode_versioned(spec: MessageSpec, data: bytes) -> dict:

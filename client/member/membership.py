@@ -14,6 +14,7 @@ from groupcoord.protocol.consumer import (
     encode_subscription,
     flatten_partitions,
     group_partitions,
+    kept,
 )
 from groupcoord.protocol.errors import DecodeError, ErrorCode
 
@@ -56,21 +57,9 @@ _KEPT_MAX = 4096
 
 
 def _once(store: dict, key: bytes | tuple, make: Callable[[], object]):
-    """make(), kept in ``store`` under ``key`` (emptied when full); made each time for a key of
-    another type (a payload in a memoryview or bytearray) or an unhashable one (a custom
-    assignor's user data or partitions)."""
-    if type(key) is not bytes and type(key) is not tuple:
-        return make()
-    try:
-        value = store.get(key)
-    except (TypeError, ValueError):         # (ValueError: a writable memoryview's)
-        return make()
-    if value is None:
-        value = make()
-        if len(store) >= _KEPT_MAX:
-            store.clear()
-        store[key] = value
-    return value
+    """make(), kept in ``store`` (see protocol.consumer.kept)."""
+    return kept(store, key, make, _KEPT_MAX)
+
 
 _E = ErrorCode
 _error = ErrorCode.lookup

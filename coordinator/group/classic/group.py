@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from typing import Callable, Iterator
 
+from groupcoord.protocol.consumer import kept
 from groupcoord.protocol.errors import ErrorCode
 
 from ..context import AUTHORIZED_OPERATIONS_OMITTED
@@ -107,15 +108,7 @@ _TOPICS_READ_MAX = 4096
 
 def _subscription_topics(data: bytes) -> list[str]:
     """parse_subscription_topics(data), kept by its bytes (the list only read)."""
-    if type(data) is not bytes:
-        return parse_subscription_topics(data)
-    topics = _TOPICS_READ.get(data)
-    if topics is None:
-        topics = parse_subscription_topics(data)
-        if len(_TOPICS_READ) >= _TOPICS_READ_MAX:
-            _TOPICS_READ.clear()
-        _TOPICS_READ[data] = topics
-    return topics
+    return kept(_TOPICS_READ, data, lambda: parse_subscription_topics(data), _TOPICS_READ_MAX)
 
 
 class Member:

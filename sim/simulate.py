@@ -82,7 +82,8 @@ def latency_sampler(spec: dict, rng: random.Random) -> Callable[[], int]:
 
 
 class _Conn:
-    __slots__ = ("cid", "gid", "node", "alive", "queue", "busy", "req_at", "resp_at", "heartbeat_ctx")
+    __slots__ = ("cid", "gid", "node", "alive", "queue", "busy", "req_at", "resp_at", "heartbeat_ctx",
+                 "heartbeat_req")
 
     def __init__(self, cid: int, gid: int, node: int):
         self.cid = cid                 # the member's id of it
@@ -94,6 +95,7 @@ class _Conn:
         self.req_at = 0                # arrival time of the last request (in-order delivery)
         self.resp_at = 0
         self.heartbeat_ctx: RequestContext | None = None   # its heartbeats' context (see _serve_one)
+        self.heartbeat_req: HeartbeatRequest | None = None  # its last heartbeat (see _hb_arrive)
 
 
 class _Running:
@@ -128,6 +130,8 @@ _WHEEL = 1 << 13
 _MASK = _WHEEL - 1
 _HEARTBEAT = 12                        # its API key
 _OFFSET_COMMIT = 8
+#: the heartbeat's answers by error code (heartbeat.answer_of's: a call less a heartbeat)
+_HEARTBEAT_ANSWERS: dict = {}
 _NEVER = 1 << 62                       # an ms after every run (an int: compares faster than inf)
 #: Below this many items in the wheel the agenda jumps to its next item (_next_slot, about as
 #: dear as stepping over 6 empty ms) instead of stepping ms by ms: a few hundred members' items,
@@ -558,9 +562,26 @@ class Simulator(Driver):
             a = None if commits.auto_commit and now >= commits.next_auto_commit else m.quick_heartbeat(now)
             if a is not None:                                 # the heartbeat's lane
                 self._n_polls += 1
-                if self._send(r, a):
+                # _send, written out for the heartbeat (a call less a heartbeat)
+                conn = r.conns.get(a.conn_id)
+                if conn is None or not conn.alive:
+                    m.on_connection_lost(a.conn_id, now)
                     self._drive(r, False)            # the connection was gone: polled again
                     return
+                self._n_requests += 1
+                if self.loss and r.rng.random() < self.loss:
+                    self._n_lost += 1
+                else:
+                    u = self._uniform
+                    t = now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
+                    if t < conn.req_at:
+                        t = conn.req_at
+                    conn.req_at = t
+                    if t - self._cursor < _WHEEL:
+                        self._wheel[t & _MASK].append((self._hb_arrive_cb, (r, conn, a)))
+                        self._queued += 1
+                    else:
+                        self._push(t, self._hb_arrive_cb, (r, conn, a))
             else:
                 # the auto-commit's lane: the quick poll that only commits, its actions carried out
                 # as _drive's first pass carries them out
@@ -713,7 +734,8 @@ class Simulator(Driver):
 
     def _hb_arrive(self, arg) -> None:
         """_arrive of a heartbeat the lane sent (_wake): answered as _serve_one answers it, without
-        its context (no authorizer to ask), when nothing waits on the connection."""
+        its context (no authorizer to ask), when nothing waits on the connection; _respond written
+        out (a call less a heartbeat)."""
         r, conn, a = arg
         if not conn.alive:
             return
@@ -722,15 +744,37 @@ class Simulator(Driver):
         group_id = body["group_id"]
         if (conn.busy or conn.queue or self.codec or service.before_request or service.after_request
                 or service.security.authorizer is not None or not group_id
-                or not service.is_coordinator(group_id, conn.node)):
+                or service.cluster.coordinator_for(group_id) != conn.node):
             self._arrive(arg)
             return
-        corr = next(self._corr)
-        code = service.group_coordinator.heartbeat_error(HeartbeatRequest(
-            group_id, body["generation_id"], body["member_id"],
-            body["group_instance_id"] if a.api_version >= 3 else None))
-        self._respond(r, conn, a, corr, heartbeat_api.answer_of(code))
-        self._arm_service()
+        next(self._corr)                  # (drawn, as _serve_one draws it)
+        # the connection's last heartbeat request again while it says the same (the coordinator
+        # keeps none: a heartbeat is answered at once)
+        req = conn.heartbeat_req
+        generation_id, member_id = body["generation_id"], body["member_id"]
+        instance_id = body["group_instance_id"] if a.api_version >= 3 else None
+        if (req is None or req.generation_id != generation_id or req.member_id != member_id
+                or req.group_id != group_id or req.group_instance_id != instance_id):
+            req = conn.heartbeat_req = HeartbeatRequest(group_id, generation_id, member_id, instance_id)
+        code = service.group_coordinator.heartbeat_error(req)
+        resp = _HEARTBEAT_ANSWERS.get(code)
+        if resp is None:
+            resp = _HEARTBEAT_ANSWERS[code] = heartbeat_api.answer_of(code)
+        if not self.loss or r.rng.random() >= self.loss:
+            u = self._uniform
+            t = self.now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
+            if t < conn.resp_at:
+                t = conn.resp_at
+            conn.resp_at = t
+            if t - self._cursor < _WHEEL:
+                self._wheel[t & _MASK].append((self._hb_deliver_cb, (r, conn, a.request_id, resp)))
+                self._queued += 1
+            else:
+                self._push(t, self._hb_deliver_cb, (r, conn, a.request_id, resp))
+        else:
+            self._n_lost += 1
+        if service.timers.changes != self._timers_seen or self._service_wake < self.now:
+            self._arm_service()
 
     def _commit_arrive(self, arg) -> None:
         """_arrive of an OffsetCommit when nothing waits on the connection and the API layer passes

@@ -648,7 +648,7 @@ class Member:
         conn = net.conns[cid]
         if conn.versions is None:
             return None
-        offsets = self.all_consumed()
+        offsets = self.all_consumed() if self.assignment else {}    # (most members of a large group own none)
         if offsets and conn.picked.get(OFFSET_COMMIT) is None:
             return None                 # (the general way's first commit picks the version)
         # Commits.step_auto_commit, then Commits.step: the done commits dropped, the new one sent

@@ -53,14 +53,6 @@ def _pa():
     return pa
 
 
-def preload() -> None:
-    """Import what turning events into columns imports on first use: pyarrow, numpy, and pandas
-    when installed (pyarrow's array() looks for it: 0.3 s). A process about to fork workers that
-    each make columns imports them once for all of them (bench/README.md)."""
-    import numpy  # noqa: F401
-    _pa().array([0])
-
-
 def _scalar_type(kinds: set):
     """The Arrow type of values of these Python types (None allowed), or None when they have none."""
     pa = _pa()

@@ -49,7 +49,7 @@ from groupcoord.coordinator.handlers import offset_commit as offset_commit_api
 from groupcoord.coordinator.service import Service
 from groupcoord.protocol.records import Record, encode_batch
 
-from .eventfile import EventWriter, preload as preload_columns
+from .eventfile import EventWriter
 from .events import stop_reason
 from .model import (
     Client, Driver, consumer_config, follow, set_group_configs, share_config, summaries, summarize, write_outputs,
@@ -1728,8 +1728,6 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
     parts = parts if len(parts) > 1 else [None]
     runs = [batches(sc, part) for part in parts]       # each shard's batches
     columns = event_format == "parquet"           # (the JSON lines are merged as events)
-    if columns and out_dir is not None and len(parts) > 1:
-        preload_columns()                       # (once, before the workers fork)
     wall0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="groupcoord-run-") as tmp:
         # a file a batch

@@ -774,7 +774,7 @@ class Simulator(Driver):
         else:
             self._n_lost += 1
         if service.timers.changes != self._timers_seen or self._service_wake < self.now:
-            self._arm_service()
+            self._arm_service()           # (its early return, written out)
 
     def _commit_arrive(self, arg) -> None:
         """_arrive of an OffsetCommit when nothing waits on the connection and the API layer passes

@@ -130,8 +130,6 @@ _WHEEL = 1 << 13
 _MASK = _WHEEL - 1
 _HEARTBEAT = 12                        # its API key
 _OFFSET_COMMIT = 8
-#: the heartbeat's answers by error code (heartbeat.answer_of's: a call less a heartbeat)
-_HEARTBEAT_ANSWERS: dict = {}
 _NEVER = 1 << 62                       # an ms after every run (an int: compares faster than inf)
 #: Below this many items in the wheel the agenda jumps to its next item (_next_slot, about as
 #: dear as stepping over 6 empty ms) instead of stepping ms by ms: a few hundred members' items,
@@ -757,9 +755,7 @@ class Simulator(Driver):
                 or req.group_id != group_id or req.group_instance_id != instance_id):
             req = conn.heartbeat_req = HeartbeatRequest(group_id, generation_id, member_id, instance_id)
         code = service.group_coordinator.heartbeat_error(req)
-        resp = _HEARTBEAT_ANSWERS.get(code)
-        if resp is None:
-            resp = _HEARTBEAT_ANSWERS[code] = heartbeat_api.answer_of(code)
+        resp = heartbeat_api.ANSWERS.get(code) or heartbeat_api.answer_of(code)
         if not self.loss or r.rng.random() >= self.loss:
             u = self._uniform
             t = self.now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))

@@ -15,14 +15,15 @@ from .common import one_group
 API_KEY = ApiKey.HEARTBEAT
 
 #: the answer of each error code, shared by every heartbeat (the codec keeps its encoding:
-#: 1.1x the heartbeats a second of bench/coordinator.py); read-only
-_ANSWERS: dict[int, SharedBody] = {}
+#: 1.1x the heartbeats a second of bench/coordinator.py); read-only (answer_of fills it; the
+#: simulator's heartbeat lane reads it first, a call less a heartbeat)
+ANSWERS: dict[int, SharedBody] = {}
 
 
 def answer_of(code: int) -> SharedBody:
-    body = _ANSWERS.get(code)
+    body = ANSWERS.get(code)
     if body is None:
-        body = _ANSWERS[code] = SharedBody(throttle_time_ms=0, error_code=int(code))
+        body = ANSWERS[code] = SharedBody(throttle_time_ms=0, error_code=int(code))
     return body
 
 

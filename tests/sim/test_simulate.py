@@ -391,7 +391,7 @@ def test_a_streamed_run_leaves_no_file_behind(tmp_path, monkeypatch):
     assert summary["workers"] == 3 and summary["events"] > 30
     assert list((tmp_path / "tmp").iterdir()) == []
     assert sorted(f.name for f in (tmp_path / "out").iterdir()) == ["events", "scenario.json", "summary.json"]
-    monkeypatch.setattr(simulate, "_run_shard_to", _fails)      # a shard fails
+    monkeypatch.setattr(simulate, "_run_batches_to_elsewhere", _fails)      # a shard fails
     with pytest.raises(ZeroDivisionError):
         simulate.simulate_to(sc, 3, tmp_path / "out2", workers=2)
     assert list((tmp_path / "tmp").iterdir()) == []
@@ -408,6 +408,42 @@ def test_a_streamed_run_leaves_no_file_behind(tmp_path, monkeypatch):
 
 def _fails(args):
     raise ZeroDivisionError
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the workers are forked (they inherit the run's stand-in)")
+def test_a_worker_free_first_runs_the_batches_another_would_have(tmp_path, monkeypatch):
+    # the workers take the run's batches as they come: while one is held on the first batch, the
+    # other runs every other one (with each shard's batches a worker's own, the held worker's
+    # second batch would wait, and the run with it), and the log is the one of a single process
+    import multiprocessing
+    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 2, "count": 4}]})
+    monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 2)       # a batch a group
+    assert [simulate.batches(sc, shard) for shard in simulate.shards(sc, 2)] == \
+        [[["a-0"], ["a-2"]], [["a-1"], ["a-3"]]]
+    alone, _ = simulate.simulate_to(sc, 3, tmp_path / "alone", workers=1, event_format="parquet")
+    ctx = multiprocessing.get_context("fork")
+    others_done, others = ctx.Event(), ctx.Value("q", 0)
+    real = simulate._run_batch_to
+
+    def run(sc, seed, groups, path, columns, progress):
+        if groups == ["a-0"]:           # (the first batch taken)
+            assert others_done.wait(60), "the other batches waited for this one"
+        summary = real(sc, seed, groups, path, columns, progress)
+        (tmp_path / f"ran-{groups[0]}").write_text(str(os.getpid()))
+        if groups != ["a-0"]:
+            with others.get_lock():
+                others.value += 1
+                if others.value == 3:
+                    others_done.set()
+        return summary
+    monkeypatch.setattr(simulate, "_run_batch_to", run)
+    sharded, _ = simulate.simulate_to(sc, 3, tmp_path / "sharded", workers=2, event_format="parquet")
+    ran = {g: (tmp_path / f"ran-{g}").read_text() for g in sc.group_ids()}
+    assert len({ran["a-1"], ran["a-2"], ran["a-3"]}) == 1 and ran["a-0"] != ran["a-1"]
+    assert sharded["groups"] == alone["groups"] and sharded["events"] == alone["events"] > 30
+    for f in (tmp_path / "alone" / "events").iterdir():
+        assert (tmp_path / "sharded" / "events" / f.name).read_bytes() == f.read_bytes()
 
 
 def test_shards_run_in_spawned_processes_where_fork_is_not_offered(monkeypatch):
@@ -439,7 +475,7 @@ def test_a_sharded_run_leaves_no_thread_behind(monkeypatch):
     simulate.simulate_to(sc, 3, workers=3, progress=False)
     simulate.simulate(sc, 3, workers=3)
     assert set(threading.enumerate()) == before
-    monkeypatch.setattr(simulate, "_run_shard_to", _fails)
+    monkeypatch.setattr(simulate, "_run_batches_to_elsewhere", _fails)
     with pytest.raises(ZeroDivisionError) as e:
         simulate.simulate_to(sc, 3, workers=2)
     assert set(threading.enumerate()) == before
@@ -856,7 +892,7 @@ def test_a_worker_killed_ends_the_run_with_an_error_not_a_wait(tmp_path, monkeyp
     monkeypatch.setattr(tempfile, "tempdir", None)         # TMPDIR is read again
     sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
         {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})
-    monkeypatch.setattr(simulate, "_run_shard_to", _killed)
+    monkeypatch.setattr(simulate, "_run_batches_to_elsewhere", _killed)
     with pytest.raises(simulate.WorkerDied, match="died before its end"):
         simulate.simulate_to(sc, 3, tmp_path / "out", workers=2)
     monkeypatch.setattr(simulate, "_run_shard_elsewhere", _killed)
@@ -931,16 +967,17 @@ def _raises_unreadable(args):
 def test_an_error_that_cannot_come_back_is_named_not_taken_for_a_kill(monkeypatch):
     sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
         {"name": "a", "topics": ["t"], "members": 2, "count": 2}]})
-    monkeypatch.setattr(simulate, "_run_shard_to", _raises_unreadable)
+    monkeypatch.setattr(simulate, "_run_batches_to_elsewhere", _raises_unreadable)
     with pytest.raises(simulate.WorkerDied, match="could not read back") as e:
         simulate.simulate_to(sc, 3, workers=2)
     assert e.value.__cause__ is not None
 
 
 @pytest.mark.parametrize("streamed", [False, True])
-def test_a_sharded_runs_progress_is_its_slowest_shards(streamed, monkeypatch, tmp_path):
+def test_a_sharded_runs_progress_ends_with_its_slowest_shard(streamed, monkeypatch, tmp_path):
     # the first shard (the most members) is done long before the second (heartbeats and commits
-    # 40 times as often): the bar must not reach the end before the second does
+    # 40 times as often): the bar (simulate's: the slowest shard's progress; simulate_to's: its
+    # batches' on average) must not reach the end before the second does
     sc = scenario.from_dict({
         "duration_s": 900, "topics": {"t": 4},
         "coordinator": {"config": {"group.min.session.timeout.ms": 1000}},

@@ -1543,10 +1543,11 @@ class _Shards:
             self.end(at_once=True)
             raise
 
-    def results(self, tick: Callable[[], None] | None = None):
+    def results(self, tick: Callable[[], None] | None = None, idle: Callable[[], None] | None = None):
         """The jobs' results in order (WorkerDied: see _died; an error raised by fn: raised
         here, the worker's traceback its __cause__). With ``tick``, tick() is called every
-        0.25 s while they are waited for (a progress bar's redraw)."""
+        0.25 s while they are waited for (a progress bar's redraw); ``idle()`` is called once,
+        when a result has come and another is still waited for (a processor is free then)."""
         from multiprocessing.connection import wait
         got: dict[int, object] = {}
         pending = dict(enumerate(self.conns))
@@ -1556,6 +1557,9 @@ class _Shards:
                 if conn in ready:
                     got[i] = self._answer(conn)
                     del pending[i]
+            if idle is not None and got and pending:
+                idle()
+                idle = None
             if tick is not None:
                 tick()
         return [got[i] for i in range(len(self.conns))]
@@ -1741,6 +1745,15 @@ def _run_batches_to_elsewhere(args) -> list[tuple[int, dict]]:
     return done
 
 
+def _merge_ready() -> None:
+    """What the merge of a Parquet log imports, imported (when a worker is done before the others,
+    its processor free): pyarrow, and pandas, which pyarrow's first array() imports when it is
+    installed (0.3 s in all, else at the merge's start, once every worker is done)."""
+    import pyarrow as pa
+    import pyarrow.parquet  # noqa: F401
+    pa.array([0], pa.int64())
+
+
 def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers: int = 1,
                 event_format: str = "jsonl", progress: bool = False) -> tuple[dict, dict]:
     """:func:`simulate`, the events written to out_dir's files (as ``write_outputs`` writes them, when
@@ -1777,7 +1790,8 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
                                   len(jobs) if progress else 0, queue=True) as (running, clock):
                 with progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
                     # the bar shows how far the batches have come, on average
-                    done = running.results((lambda: bar(sum(clock) // len(clock))) if progress else None)
+                    done = running.results((lambda: bar(sum(clock) // len(clock))) if progress else None,
+                                           _merge_ready if columns and out_dir is not None else None)
                     if bar is not None:
                         bar(sc.duration_ms)
             # each shard's summary as its batches' (run one after another) made it

@@ -446,6 +446,25 @@ def test_a_worker_free_first_runs_the_batches_another_would_have(tmp_path, monke
         assert (tmp_path / "sharded" / "events" / f.name).read_bytes() == f.read_bytes()
 
 
+def _waits_for_idle(job):
+    # (a worker: the "slow" one ends only once the parent has been told a processor is free)
+    return job[1].wait(60) if job[0] == "slow" else "quick"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the workers are forked (they inherit the event)")
+def test_the_parent_is_told_once_when_a_worker_is_done_and_another_runs():
+    # (what the merge of a Parquet log imports is imported then: see simulate._merge_ready)
+    import multiprocessing
+    free = multiprocessing.get_context("fork").Event()
+    told = []
+
+    def idle():
+        told.append(True)
+        free.set()
+    with simulate._shard_processes(_waits_for_idle, [("slow", free), ("quick", None)]) as (running, _):
+        assert running.results(idle=idle) == [True, "quick"] and told == [True]
+
+
 def test_shards_run_in_spawned_processes_where_fork_is_not_offered(monkeypatch):
     # (macOS and Windows): the job, the pipe and the shared clocks pickled to a new interpreter
     import multiprocessing

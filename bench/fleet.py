@@ -25,6 +25,11 @@ time runs.
     virtual second 61 and to 64, over the difference of their requests, so set-up cancels. Wall
     times on a shared machine drift by 15%; this count does not (it is the one to compare changes by).
 
+(h) shards: a run sharded over --workers processes as `groupcoord simulate --workers N --out D`
+    runs it (the Parquet log): when each worker ended, how long the last ran alone after the first
+    ended (the tail), the merge after the last, and each worker's CPU. Wall times drift from one run
+    to the next; the tail and the merge are the figures to compare (bench/README.md).
+
 (g) floor: the simulator against the floor of its steady state (bench/sim_floor.py: the least a run
     must do for its heartbeats and auto-commits, one loop without the member, the coordinator or the
     driver), one process each over the same scenario: CPU microseconds a request.
@@ -32,6 +37,7 @@ time runs.
     python bench/fleet.py [virtual] [tcp] [memory] [analyze] [instructions] [floor] [--members 1000 5000] [--partitions P]
                           [--duration S] [--scenario PATH] [--hold 10] [--limit 300] [--profile N]
     python bench/fleet.py big --members 2000 5000 10000 --hold 300 --processes 2
+    python bench/fleet.py shards [--set members=200] [--duration S] [--workers 2]
 
 Goals (issue 6): 10,000 members in one group reach Stable in real time; a 1,000-member hour in
 virtual time in under 60 s. Numbers depend on the machine: the run prints its CPU count and load.
@@ -370,7 +376,8 @@ def bench_memory(members: int, partitions: int, limit: float) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory", "analyze", "instructions", "big", "floor"],
+    ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory", "analyze", "instructions", "big", "floor",
+                                                    "shards"],
                     default=[])
     ap.add_argument("--scenario", type=Path, default=ROOT / "examples" / "scenarios" / "hour-1000.toml")
     ap.add_argument("--duration", type=float, default=None, help="virtual: override the scenario's duration")
@@ -394,6 +401,8 @@ def main() -> None:
                     help="big: member i starts at i times this (default 0: all at once)")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, os.cpu_count() or 1],
                     help="virtual: processes the groups are spread over (the same log; default 1 and one per CPU)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="shards: a scenario override, as simulate's --set (members=200: 10,000 members)")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="virtual: run under cProfile and print its N costliest functions (slows the run)")
     args = ap.parse_args()
@@ -426,6 +435,49 @@ def main() -> None:
         bench_instructions(args.scenario)
     if "floor" in parts:
         bench_floor(args.scenario, args.duration)
+    if "shards" in parts:
+        bench_shards(args.scenario, args.duration, args.set, max(args.workers))
+
+
+_t0 = 0.0       # (shards: the run's start, which the forked workers inherit)
+
+
+def _timed_worker(run, into: Path):
+    def worker(job):
+        done = run(job)
+        cpu = os.times()
+        (into / str(os.getpid())).write_text(f"{time.time() - _t0} {cpu.user + cpu.system} {len(done)}")
+        return done
+    return worker
+
+
+def bench_shards(path: Path, duration: float | None, sets: list[str], workers: int) -> None:
+    """(h): a sharded run to a Parquet log: each worker's end, the tail and the merge."""
+    import tempfile
+    from groupcoord.sim.cli import _load          # (simulate's --set and --duration)
+    global _t0
+    sc = _load(argparse.Namespace(scenario=path, set=sets, duration=duration))
+    if sc is None:
+        return
+    print(f"shards   {sc.name}: {sc.total_members()} members, {sc.duration_s:.0f} virtual s, --workers {workers}",
+          flush=True)
+    run = simulate._run_batches_to_elsewhere
+    with tempfile.TemporaryDirectory() as tmp:
+        ends = Path(tmp) / "ends"
+        ends.mkdir()
+        simulate._run_batches_to_elsewhere = _timed_worker(run, ends)    # (the workers are forked: they inherit it)
+        try:
+            _t0 = time.time()
+            summary, _ = simulate.simulate_to(sc, sc.seed, Path(tmp) / "out", workers=workers,
+                                              event_format="parquet")
+            end = time.time() - _t0
+        finally:
+            simulate._run_batches_to_elsewhere = run
+        rows = sorted(tuple(map(float, f.read_text().split())) for f in ends.iterdir())
+    for at, cpu, batches in rows:
+        print(f"  a worker ended at {at:.2f} s: {int(batches)} batches, {cpu:.1f} s CPU")
+    print(f"  tail {rows[-1][0] - rows[0][0]:.2f} s; all done at {end:.2f} s, the merge after the last worker "
+          f"{end - rows[-1][0]:.2f} s; {summary['events']} events, workers' CPU {sum(r[1] for r in rows):.1f} s")
 
 
 def bench_floor(path: Path, duration: float | None) -> None:

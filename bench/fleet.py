@@ -25,9 +25,10 @@ time runs.
     virtual second 61 and to 64, over the difference of their requests, so set-up cancels. Wall
     times on a shared machine drift by 15%; this count does not (it is the one to compare changes by).
 
-(h) shards: a run sharded over --workers processes as `groupcoord simulate --workers N --out D`
-    runs it (the Parquet log): when each worker ended, how long the last ran alone after the first
-    ended (the tail), the merge after the last, and each worker's CPU. Wall times drift from one run
+(h) shards: a run sharded over --workers processes (at least 2) as `groupcoord simulate --workers N
+    --out D` runs it (the Parquet log; where processes fork): when each worker ended, how long the
+    last ran alone after the first ended (the tail), the time from the last worker's end to the
+    run's end (its result read, the merge), and each worker's CPU. Wall times drift from one run
     to the next; the tail and the merge are the figures to compare (bench/README.md).
 
 (g) floor: the simulator against the floor of its steady state (bench/sim_floor.py: the least a run
@@ -436,7 +437,7 @@ def main() -> None:
     if "floor" in parts:
         bench_floor(args.scenario, args.duration)
     if "shards" in parts:
-        bench_shards(args.scenario, args.duration, args.set, max(args.workers))
+        bench_shards(args.scenario, args.duration, args.set, max(2, *args.workers))
 
 
 _t0 = 0.0       # (shards: the run's start, which the forked workers inherit)
@@ -459,6 +460,9 @@ def bench_shards(path: Path, duration: float | None, sets: list[str], workers: i
     sc = _load(argparse.Namespace(scenario=path, set=sets, duration=duration))
     if sc is None:
         return
+    if len(simulate.shards(sc, workers)) < 2:
+        print(f"shards   {sc.name}: fewer than two shards with --workers {workers}: nothing to measure")
+        return
     print(f"shards   {sc.name}: {sc.total_members()} members, {sc.duration_s:.0f} virtual s, --workers {workers}",
           flush=True)
     run = simulate._run_batches_to_elsewhere
@@ -476,8 +480,8 @@ def bench_shards(path: Path, duration: float | None, sets: list[str], workers: i
         rows = sorted(tuple(map(float, f.read_text().split())) for f in ends.iterdir())
     for at, cpu, batches in rows:
         print(f"  a worker ended at {at:.2f} s: {int(batches)} batches, {cpu:.1f} s CPU")
-    print(f"  tail {rows[-1][0] - rows[0][0]:.2f} s; all done at {end:.2f} s, the merge after the last worker "
-          f"{end - rows[-1][0]:.2f} s; {summary['events']} events, workers' CPU {sum(r[1] for r in rows):.1f} s")
+    print(f"  tail {rows[-1][0] - rows[0][0]:.2f} s; all done at {end:.2f} s, {end - rows[-1][0]:.2f} s after the "
+          f"last worker's end (its result read, the merge); {summary['events']} events, workers' CPU {sum(r[1] for r in rows):.1f} s")
 
 
 def bench_floor(path: Path, duration: float | None) -> None:

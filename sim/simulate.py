@@ -1457,8 +1457,8 @@ class WorkerDied(RuntimeError):
     out-of-memory killer, a signal; or its result could not be read back): the run is lost."""
 
 
-#: in a shard's worker process: the shards' virtual ms, an array shared with the process that
-#: shows their progress (None: none shows it; see _shard_processes)
+#: in a worker process: the virtual ms of the shards (simulate) or of the batches (simulate_to), an
+#: array shared with the process that shows their progress (None: none shows it; see _shard_processes)
 _shard_clocks = None
 #: in a worker of a run whose workers take its batches as they come (_shard_processes' ``queue``):
 #: how many batches the workers have taken, a counter they share (else None)
@@ -1466,7 +1466,8 @@ _batches_taken = None
 
 
 def _clock_of(index: int) -> Callable[[int], None] | None:
-    """In a shard's worker process: its progress report, into its place of _shard_clocks (None: none)."""
+    """In a worker process: the progress report of the shard or batch at ``index``, into its place of
+    _shard_clocks (None: none)."""
     return None if _shard_clocks is None else partial(_shard_clocks.__setitem__, index)
 
 
@@ -1489,7 +1490,7 @@ def _next_batch(count: int) -> int | None:
 
 
 def _shard_worker(fn, job, conn, clocks, taken) -> None:
-    """A shard's process: fn(job), its result or its error sent back on conn. Ctrl-C, which a
+    """A worker's process: fn(job), its result or its error sent back on conn. Ctrl-C, which a
     terminal sends to every process of the group, is the parent's to act on (it ends the workers)."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -1616,8 +1617,8 @@ def _sigint_blocked():
 def _shard_processes(fn, jobs: list, clocks: int = 0, queue: bool = False):
     """(shards, clock): a process for each job running fn(job), forked where the platform can;
     ``shards.results(tick)`` waits for their results. With ``clocks``, ``clock`` is an array of
-    that many virtual ms shared with the workers, a shard's place in it kept up to date by the
-    shard (see _clock_of); else None. With ``queue``, the workers share a counter of the batches
+    that many virtual ms shared with the workers, a shard's or a batch's place in it kept up to
+    date by its simulation (see _clock_of); else None. With ``queue``, the workers share a counter of the batches
     taken (see _next_batch). Leaving on an exception (the caller's own shard failed, an
     interrupt) ends the other shards at once rather than waiting for them. (No thread is left
     running here: a process forked later, by this run or another, inherits no lock a thread held;
@@ -1746,7 +1747,7 @@ def _run_batches_to_elsewhere(args) -> list[tuple[int, dict]]:
 
 
 def _merge_ready() -> None:
-    """What the merge of a Parquet log imports, imported (when a worker is done before the others,
+    """What the writing of a Parquet log (merged, or of ``both``) imports, imported (when a worker is done before the others,
     its processor free): pyarrow, and pandas, which pyarrow's first array() imports when it is
     installed (0.3 s in all, else at the merge's start, once every worker is done)."""
     import pyarrow as pa
@@ -1757,11 +1758,13 @@ def _merge_ready() -> None:
 def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers: int = 1,
                 event_format: str = "jsonl", progress: bool = False) -> tuple[dict, dict]:
     """:func:`simulate`, the events written to out_dir's files (as ``write_outputs`` writes them, when
-    out_dir is given) and summarized as they come, never all held: for the Parquet log alone each
-    shard turns its events into columns as it goes (kept compressed) and the parent merges the
-    shards' columns (eventfile.write_parts); for JSON lines (``jsonl``, ``both``) each shard hands
-    its events on to a file as it goes, and these files are merged into the log's order. Memory: the
-    simulation's state and, for Parquet, the log's columns. Returns (summary, resolved scenario)."""
+    out_dir is given) and summarized as they come, never all held: with ``workers`` > 1 the
+    workers take the shards' batches as they come (see _run_batches_to_elsewhere). For the Parquet
+    log alone each batch turns its events into columns as it goes (kept compressed) and the parent
+    merges the batches' columns (eventfile.write_parts); for JSON lines (``jsonl``, ``both``) each
+    batch hands its events on to a file as it goes, and these files are merged into the log's
+    order. Memory: the simulation's state and, for Parquet, the log's columns. Returns (summary,
+    resolved scenario)."""
     from .model import RunOutput
     seed = sc.seed if seed is None else seed
     parts = shards(sc, workers) if workers > 1 else []
@@ -1791,7 +1794,7 @@ def simulate_to(sc: Scenario, seed: int | None = None, out_dir=None, *, workers:
                 with progress_bar(sc.name, sc.duration_ms) if progress else contextlib.nullcontext() as bar:
                     # the bar shows how far the batches have come, on average
                     done = running.results((lambda: bar(sum(clock) // len(clock))) if progress else None,
-                                           _merge_ready if columns and out_dir is not None else None)
+                                           _merge_ready if event_format != "jsonl" and out_dir is not None else None)
                     if bar is not None:
                         bar(sc.duration_ms)
             # each shard's summary as its batches' (run one after another) made it

@@ -446,6 +446,34 @@ def test_a_worker_free_first_runs_the_batches_another_would_have(tmp_path, monke
         assert (tmp_path / "sharded" / "events" / f.name).read_bytes() == f.read_bytes()
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the workers are forked (they inherit the run's stand-in)")
+@pytest.mark.parametrize("how", ["raises", "killed"])
+@pytest.mark.timeout(120)
+def test_a_batch_failing_after_others_ends_the_run_and_leaves_nothing(how, tmp_path, monkeypatch):
+    # a worker's batch fails (an error; its process killed) while the workers take batches: the
+    # run ends with that error, the other worker too, and no file of the run is left behind
+    import tempfile
+    import threading
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 2, "count": 4}]})
+    monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 2)       # a batch a group
+    real = simulate._run_batch_to
+
+    def run(sc, seed, groups, path, columns, progress):
+        if groups == ["a-3"]:           # (the last batch taken)
+            _fails(None) if how == "raises" else _killed(None)
+        return real(sc, seed, groups, path, columns, progress)
+    monkeypatch.setattr(simulate, "_run_batch_to", run)
+    before = set(threading.enumerate())
+    with pytest.raises(ZeroDivisionError if how == "raises" else simulate.WorkerDied):
+        simulate.simulate_to(sc, 3, tmp_path / "out", workers=2, event_format="parquet")
+    assert list((tmp_path / "tmp").iterdir()) == [] and not (tmp_path / "out").exists()
+    assert set(threading.enumerate()) == before
+
+
 def _waits_for_idle(job):
     # (a worker: the "slow" one ends only once the parent has been told a processor is free)
     return job[1].wait(60) if job[0] == "slow" else "quick"

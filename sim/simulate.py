@@ -1618,9 +1618,9 @@ def _shard_processes(fn, jobs: list, clocks: int = 0, queue: bool = False):
     """(shards, clock): a process for each job running fn(job), forked where the platform can;
     ``shards.results(tick)`` waits for their results. With ``clocks``, ``clock`` is an array of
     that many virtual ms shared with the workers, a shard's or a batch's place in it kept up to
-    date by its simulation (see _clock_of); else None. With ``queue``, the workers share a counter of the batches
-    taken (see _next_batch). Leaving on an exception (the caller's own shard failed, an
-    interrupt) ends the other shards at once rather than waiting for them. (No thread is left
+    date by its simulation (see _clock_of); else None. With ``queue``, the workers share a counter
+    of the batches taken (see _next_batch). Leaving on an exception (the caller's own shard failed,
+    an interrupt) ends the other shards at once rather than waiting for them. (No thread is left
     running here: a process forked later, by this run or another, inherits no lock a thread held;
     concurrent.futures' pool leaves its manager thread behind, and a worker forked beside it once
     hung on its lock.)"""
@@ -1747,9 +1747,10 @@ def _run_batches_to_elsewhere(args) -> list[tuple[int, dict]]:
 
 
 def _merge_ready() -> None:
-    """What the writing of a Parquet log (merged, or of ``both``) imports, imported (when a worker is done before the others,
-    its processor free): pyarrow, and pandas, which pyarrow's first array() imports when it is
-    installed (0.3 s in all, else at the merge's start, once every worker is done)."""
+    """What the writing of a Parquet log (merged, or of ``both``) imports, imported when a worker is
+    done before the others (its processor free): pyarrow, and pandas, which pyarrow's first
+    array() imports when it is installed (0.3 s in all, else at the merge's start, once every
+    worker is done)."""
     import pyarrow as pa
     import pyarrow.parquet  # noqa: F401
     pa.array([0], pa.int64())

@@ -481,7 +481,8 @@ def bench_shards(path: Path, duration: float | None, sets: list[str], workers: i
     for at, cpu, batches in rows:
         print(f"  a worker ended at {at:.2f} s: {int(batches)} batches, {cpu:.1f} s CPU")
     print(f"  tail {rows[-1][0] - rows[0][0]:.2f} s; all done at {end:.2f} s, {end - rows[-1][0]:.2f} s after the "
-          f"last worker's end (its result read, the merge); {summary['events']} events, workers' CPU {sum(r[1] for r in rows):.1f} s")
+          f"last worker's end (its result read, the merge); {summary['events']} events, "
+          f"workers' CPU {sum(r[1] for r in rows):.1f} s")
 
 
 def bench_floor(path: Path, duration: float | None) -> None:

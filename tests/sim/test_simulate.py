@@ -381,10 +381,8 @@ def test_a_sharded_run_writes_the_parquet_files_of_the_held_log(workers, tmp_pat
 
 
 def test_a_streamed_run_leaves_no_file_behind(tmp_path, monkeypatch):
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
-    (tmp_path / "tmp").mkdir()
     import tempfile
-    monkeypatch.setattr(tempfile, "tempdir", None)         # TMPDIR is read again
+    _own_tmpdir(tmp_path, monkeypatch)
     sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
         {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})
     summary, _ = simulate.simulate_to(sc, 3, tmp_path / "out", workers=3, event_format="parquet")
@@ -406,6 +404,21 @@ def test_a_streamed_run_leaves_no_file_behind(tmp_path, monkeypatch):
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+def _own_tmpdir(tmp_path, monkeypatch) -> None:
+    """The run's temporary files in tmp_path/tmp (TMPDIR, read again by tempfile)."""
+    import tempfile
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", None)
+
+
+def _four_batches(monkeypatch):
+    """A scenario of four groups of 2 members, each group a batch of its own."""
+    monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 2)
+    return scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
+        {"name": "a", "topics": ["t"], "members": 2, "count": 4}]})
+
+
 def _fails(args):
     raise ZeroDivisionError
 
@@ -416,9 +429,7 @@ def test_a_worker_free_first_runs_the_batches_another_would_have(tmp_path, monke
     # other runs every other one (with each shard's batches a worker's own, the held worker's
     # second batch would wait, and the run with it), and the log is the one of a single process
     import multiprocessing
-    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
-        {"name": "a", "topics": ["t"], "members": 2, "count": 4}]})
-    monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 2)       # a batch a group
+    sc = _four_batches(monkeypatch)
     assert [simulate.batches(sc, shard) for shard in simulate.shards(sc, 2)] == \
         [[["a-0"], ["a-2"]], [["a-1"], ["a-3"]]]
     alone, _ = simulate.simulate_to(sc, 3, tmp_path / "alone", workers=1, event_format="parquet")
@@ -452,14 +463,9 @@ def test_a_worker_free_first_runs_the_batches_another_would_have(tmp_path, monke
 def test_a_batch_failing_after_others_ends_the_run_and_leaves_nothing(how, tmp_path, monkeypatch):
     # a worker's batch fails (an error; its process killed) while the workers take batches: the
     # run ends with that error, the other worker too, and no file of the run is left behind
-    import tempfile
     import threading
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
-    (tmp_path / "tmp").mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", None)
-    sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
-        {"name": "a", "topics": ["t"], "members": 2, "count": 4}]})
-    monkeypatch.setattr(simulate, "_BATCH_MEMBERS", 2)       # a batch a group
+    _own_tmpdir(tmp_path, monkeypatch)
+    sc = _four_batches(monkeypatch)
     real = simulate._run_batch_to
 
     def run(sc, seed, groups, path, columns, progress):
@@ -933,10 +939,7 @@ def _killed(args):
 def test_a_worker_killed_ends_the_run_with_an_error_not_a_wait(tmp_path, monkeypatch, capsys):
     # a shard's process killed mid-run (no result will ever come): the run fails at once, with a
     # one-line error from the CLI, and leaves nothing behind (multiprocessing.Pool waited forever)
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
-    (tmp_path / "tmp").mkdir()
-    import tempfile
-    monkeypatch.setattr(tempfile, "tempdir", None)         # TMPDIR is read again
+    _own_tmpdir(tmp_path, monkeypatch)
     sc = scenario.from_dict({"duration_s": 20, "topics": {"t": 2}, "groups": [
         {"name": "a", "topics": ["t"], "members": 2, "count": 3}]})
     monkeypatch.setattr(simulate, "_run_batches_to_elsewhere", _killed)

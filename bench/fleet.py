@@ -29,7 +29,9 @@ time runs.
     --out D` runs it (the Parquet log; where processes fork): when each worker ended, how long the
     last ran alone after the first ended (the tail), the time from the last worker's end to the
     run's end (its result read, the merge), and each worker's CPU. Wall times drift from one run
-    to the next; the tail and the merge are the figures to compare (bench/README.md).
+    to the next; the tail and the merge are the figures to compare (bench/README.md). Then the
+    merge alone (eventfile.write_parts) of the same run's parts, its files written by one thread
+    and by two, alternating, three times each (the files must be the same bytes).
 
 (g) floor: the simulator against the floor of its steady state (bench/sim_floor.py: the least a run
     must do for its heartbeats and auto-commits, one loop without the member, the coordinator or the
@@ -454,7 +456,9 @@ def _timed_worker(run, into: Path):
 
 def bench_shards(path: Path, duration: float | None, sets: list[str], workers: int) -> None:
     """(h): a sharded run to a Parquet log: each worker's end, the tail and the merge."""
+    import pickle
     import tempfile
+    from groupcoord.sim import model
     from groupcoord.sim.cli import _load          # (simulate's --set and --duration)
     global _t0
     sc = _load(argparse.Namespace(scenario=path, set=sets, duration=duration))
@@ -466,6 +470,13 @@ def bench_shards(path: Path, duration: float | None, sets: list[str], workers: i
     print(f"shards   {sc.name}: {sc.total_members()} members, {sc.duration_s:.0f} virtual s, --workers {workers}",
           flush=True)
     run = simulate._run_batches_to_elsewhere
+    merge = model.write_parts
+    held: list = []
+
+    def write_parts(out, parts, keys):        # (the parts kept for bench_merge: this empties them)
+        held[:] = [pickle.dumps(parts, pickle.HIGHEST_PROTOCOL), keys]
+        return merge(out, parts, keys)
+    model.write_parts = write_parts
     with tempfile.TemporaryDirectory() as tmp:
         ends = Path(tmp) / "ends"
         ends.mkdir()
@@ -477,12 +488,44 @@ def bench_shards(path: Path, duration: float | None, sets: list[str], workers: i
             end = time.time() - _t0
         finally:
             simulate._run_batches_to_elsewhere = run
+            model.write_parts = merge
         rows = sorted(tuple(map(float, f.read_text().split())) for f in ends.iterdir())
     for at, cpu, batches in rows:
         print(f"  a worker ended at {at:.2f} s: {int(batches)} batches, {cpu:.1f} s CPU")
     print(f"  tail {rows[-1][0] - rows[0][0]:.2f} s; all done at {end:.2f} s, {end - rows[-1][0]:.2f} s after the "
           f"last worker's end (its result read, the merge); {summary['events']} events, "
           f"workers' CPU {sum(r[1] for r in rows):.1f} s")
+    if held:
+        bench_merge(*held)
+
+
+def bench_merge(parts: bytes, keys: list) -> None:
+    """The merge of a sharded run's parts (pickled: write_parts empties them) by one thread and by
+    eventfile._MERGE_THREADS, alternating: seconds of each, and whether their files are the same."""
+    import hashlib
+    import pickle
+    import tempfile
+    from groupcoord.sim import eventfile
+    threads = eventfile._MERGE_THREADS
+    times: dict[int, list[float]] = {1: [], threads: []}
+    digests = set()
+    try:
+        for _ in range(3):
+            for n in times:
+                eventfile._MERGE_THREADS = n
+                with tempfile.TemporaryDirectory() as tmp:
+                    t0 = time.perf_counter()
+                    files = eventfile.write_parts(tmp, pickle.loads(parts), keys)
+                    times[n].append(time.perf_counter() - t0)
+                    digest = hashlib.sha256()
+                    for f in sorted(files.iterdir()):
+                        digest.update(f.name.encode() + f.read_bytes())
+                    digests.add(digest.hexdigest())
+    finally:
+        eventfile._MERGE_THREADS = threads
+    print("  the merge alone: " + "; ".join(f"{n} thread{'s' if n > 1 else ''} " + ", ".join(f"{t:.2f}" for t in ts)
+                                              + " s" for n, ts in times.items())
+          + ("; the same files" if len(digests) == 1 else "; THE FILES DIFFER"))
 
 
 def bench_floor(path: Path, duration: float | None) -> None:

@@ -23,6 +23,7 @@ So the JSON lines can be rebuilt exactly (``groupcoord.analytics.eventfile.read_
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import itertools
 import json
@@ -45,6 +46,8 @@ TUPLE_NAMES = {
     ("batches", 3, str): ("first", "last", "type"),
 }
 _NONE = type(None)
+#: threads writing a merged log's files (write_parts)
+_MERGE_THREADS = 2
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
@@ -384,14 +387,16 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
     for old in path.glob("*.parquet"):
         old.unlink()
     taken: set[str] = set()
-    for shape in sorted(shapes, key=first.__getitem__):      # in the order the shapes came in the log
+    # each shape's file, named in the order the shapes came in the log
+    files = [(shape, path / _file_name(shape[0], taken)) for shape in sorted(shapes, key=first.__getitem__)]
+
+    def in_log(i: int, columns: list) -> list:      # a chunk's positions: the log's
+        return columns[:-1] + [pa.array(logpos[i][columns[-1].to_numpy()], pa.int64())]
+
+    def write(shape, file) -> None:
         held = shapes.pop(shape)
         names = [*shape[1], POS]
         targets = [_target([c[1][j] for _, chunks in held for c in chunks]) for j in range(len(names))]
-        file = path / _file_name(shape[0], taken)
-
-        def in_log(i: int, columns: list) -> list:      # a chunk's positions: the log's
-            return columns[:-1] + [pa.array(logpos[i][columns[-1].to_numpy()], pa.int64())]
         if None in targets:                             # (rare) columns made again of their values
             columns = [in_log(i, EventWriter._columns(c)) for i, chunks in held for c in chunks]
             table = pa.Table.from_arrays(
@@ -399,7 +404,7 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
                  for j, k in enumerate(names)], names=names)
             table = table.take(pa.array(np.argsort(table.column(POS).to_numpy(), kind="stable")))
             pq.write_table(table.combine_chunks(), file, row_group_size=EventWriter.ROW_GROUP)
-            continue
+            return
         schema = pa.schema([pa.field(k, t) for k, t in zip(names, targets)])
 
         def tables(i: int, chunks: list):
@@ -414,6 +419,11 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
         with pq.ParquetWriter(file, schema) as out:
             for table in _in_order([tables(i, chunks) for i, chunks in held], rows):
                 out.write_table(table.combine_chunks(), row_group_size=EventWriter.ROW_GROUP)
+    # the files written side by side: the merge's work is Arrow's, numpy's and Parquet's, which let
+    # go of the GIL (the two commit kinds, most of a log, at once: bench/README.md)
+    with concurrent.futures.ThreadPoolExecutor(_MERGE_THREADS) as pool:
+        for done in [pool.submit(write, shape, file) for shape, file in files]:
+            done.result()
     return path
 
 

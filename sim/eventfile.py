@@ -29,6 +29,7 @@ import itertools
 import json
 import pickle
 import re
+import threading
 from pathlib import Path
 
 EVENTS_DIR = "events"
@@ -421,9 +422,24 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
                 out.write_table(table.combine_chunks(), row_group_size=EventWriter.ROW_GROUP)
     # the files written side by side: the merge's work is Arrow's, numpy's and Parquet's, which let
     # go of the GIL (the two commit kinds, most of a log, at once: bench/README.md)
+    failed = threading.Event()
+
+    def write_unless_failed(shape, file) -> None:
+        if failed.is_set():                 # (a file that failed ends the merge: none begun after it)
+            return
+        try:
+            write(shape, file)
+        except BaseException:
+            failed.set()
+            raise
     with concurrent.futures.ThreadPoolExecutor(_MERGE_THREADS) as pool:
-        for done in [pool.submit(write, shape, file) for shape, file in files]:
-            done.result()
+        writes = [pool.submit(write_unless_failed, shape, file) for shape, file in files]
+        try:
+            for done in writes:
+                done.result()
+        except BaseException:
+            failed.set()                    # (an interrupt too)
+            raise
     return path
 
 

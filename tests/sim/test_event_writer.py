@@ -213,3 +213,30 @@ def test_a_part_out_of_order_is_refused(tmp_path):
     w.add(_ev("k", group=1))
     with pytest.raises(ValueError, match="not in the order"):
         write_parts(tmp_path, [w.part(), EventWriter(tmp_path).part()], [[101, 100], []])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_file_failing_ends_the_merge_with_its_error(tmp_path, monkeypatch, threads):
+    """The merge writes its files side by side: the first error is the merge's, and no file is begun
+    after it (one thread: the files come one by one, so the third is never begun)."""
+    from groupcoord.sim import eventfile
+    monkeypatch.setattr(eventfile, "_MERGE_THREADS", threads)
+    opened = []
+
+    class Failing(pq.ParquetWriter):
+        def __init__(self, where, *args, **kwargs):
+            opened.append(where.name)
+            if where.name.startswith("b."):
+                raise OSError("disk full")
+            super().__init__(where, *args, **kwargs)
+    monkeypatch.setattr(pq, "ParquetWriter", Failing)
+    writers = [EventWriter(tmp_path), EventWriter(tmp_path)]
+    for i, w in enumerate(writers):
+        for kind in "abc":
+            w.add(_ev(kind, group=i))
+    with pytest.raises(OSError, match="disk full"):
+        write_parts(tmp_path, [w.part() for w in writers], [[0, 0, 0], [0, 0, 0]])
+    if threads == 1:
+        assert opened == ["a.parquet", "b.parquet"]
+    else:
+        assert "b.parquet" in opened

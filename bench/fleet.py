@@ -30,8 +30,9 @@ time runs.
     last ran alone after the first ended (the tail), the time from the last worker's end to the
     run's end (its result read, the merge), and each worker's CPU. Wall times drift from one run
     to the next; the tail and the merge are the figures to compare (bench/README.md). Then the
-    merge alone (eventfile.write_parts) of the same run's parts, its files written by one thread
-    and by two, alternating, three times each (the files must be the same bytes).
+    merge alone (eventfile.write_parts) of the same run's parts, each file's row groups written
+    after the merge makes each and on a thread of their own behind it, alternating, three times
+    each (the files must be the same bytes).
 
 (g) floor: the simulator against the floor of its steady state (bench/sim_floor.py: the least a run
     must do for its heartbeats and auto-commits, one loop without the member, the coordinator or the
@@ -500,31 +501,32 @@ def bench_shards(path: Path, duration: float | None, sets: list[str], workers: i
 
 
 def bench_merge(parts: bytes, keys: list) -> None:
-    """The merge of a sharded run's parts (pickled: write_parts empties them) by one thread and by
-    eventfile._MERGE_THREADS, alternating: seconds of each, and whether their files are the same."""
+    """The merge of a sharded run's parts (pickled: write_parts empties them), each file's row groups
+    written after the merge makes each and written behind it (eventfile._WRITE_BEHIND), alternating:
+    seconds of each, and whether their files are the same."""
     import hashlib
     import pickle
     import tempfile
     from groupcoord.sim import eventfile
-    threads = eventfile._MERGE_THREADS
-    times: dict[int, list[float]] = {1: [], threads: []}
+    behind = eventfile._WRITE_BEHIND
+    times: dict[bool, list[float]] = {False: [], True: []}
     digests = set()
     try:
         for _ in range(3):
-            for n in times:
-                eventfile._MERGE_THREADS = n
+            for way in times:
+                eventfile._WRITE_BEHIND = way
                 with tempfile.TemporaryDirectory() as tmp:
                     t0 = time.perf_counter()
                     files = eventfile.write_parts(tmp, pickle.loads(parts), keys)
-                    times[n].append(time.perf_counter() - t0)
+                    times[way].append(time.perf_counter() - t0)
                     digest = hashlib.sha256()
                     for f in sorted(files.iterdir()):
                         digest.update(f.name.encode() + f.read_bytes())
                     digests.add(digest.hexdigest())
     finally:
-        eventfile._MERGE_THREADS = threads
-    print("  the merge alone: " + "; ".join(f"{n} thread{'s' if n > 1 else ''} " + ", ".join(f"{t:.2f}" for t in ts)
-                                              + " s" for n, ts in times.items())
+        eventfile._WRITE_BEHIND = behind
+    print("  the merge alone: " + "; ".join(("written behind " if way else "written after ")
+                                              + ", ".join(f"{t:.2f}" for t in ts) + " s" for way, ts in times.items())
           + ("; the same files" if len(digests) == 1 else "; THE FILES DIFFER"))
 
 

@@ -29,7 +29,6 @@ import itertools
 import json
 import pickle
 import re
-import threading
 from pathlib import Path
 
 EVENTS_DIR = "events"
@@ -47,8 +46,8 @@ TUPLE_NAMES = {
     ("batches", 3, str): ("first", "last", "type"),
 }
 _NONE = type(None)
-#: threads writing a merged log's files (write_parts)
-_MERGE_THREADS = 2
+#: write_parts writes a file's row groups on a thread of its own while it merges the next
+_WRITE_BEHIND = True
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
@@ -388,16 +387,14 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
     for old in path.glob("*.parquet"):
         old.unlink()
     taken: set[str] = set()
-    # each shape's file, named in the order the shapes came in the log
-    files = [(shape, path / _file_name(shape[0], taken)) for shape in sorted(shapes, key=first.__getitem__)]
-
-    def in_log(i: int, columns: list) -> list:      # a chunk's positions: the log's
-        return columns[:-1] + [pa.array(logpos[i][columns[-1].to_numpy()], pa.int64())]
-
-    def write(shape, file) -> None:
+    for shape in sorted(shapes, key=first.__getitem__):      # in the order the shapes came in the log
         held = shapes.pop(shape)
         names = [*shape[1], POS]
         targets = [_target([c[1][j] for _, chunks in held for c in chunks]) for j in range(len(names))]
+        file = path / _file_name(shape[0], taken)
+
+        def in_log(i: int, columns: list) -> list:      # a chunk's positions: the log's
+            return columns[:-1] + [pa.array(logpos[i][columns[-1].to_numpy()], pa.int64())]
         if None in targets:                             # (rare) columns made again of their values
             columns = [in_log(i, EventWriter._columns(c)) for i, chunks in held for c in chunks]
             table = pa.Table.from_arrays(
@@ -405,7 +402,7 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
                  for j, k in enumerate(names)], names=names)
             table = table.take(pa.array(np.argsort(table.column(POS).to_numpy(), kind="stable")))
             pq.write_table(table.combine_chunks(), file, row_group_size=EventWriter.ROW_GROUP)
-            return
+            continue
         schema = pa.schema([pa.field(k, t) for k, t in zip(names, targets)])
 
         def tables(i: int, chunks: list):
@@ -418,29 +415,27 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
         # the rows of each write_table call and its row groups as EventWriter.close has them
         rows = max(1, EventWriter.ROW_GROUP // EventWriter.CHUNK) * EventWriter.CHUNK
         with pq.ParquetWriter(file, schema) as out:
-            for table in _in_order([tables(i, chunks) for i, chunks in held], rows):
-                out.write_table(table.combine_chunks(), row_group_size=EventWriter.ROW_GROUP)
-    # the files written side by side: the merge's work is Arrow's, numpy's and Parquet's, which let
-    # go of the GIL (the two commit kinds, most of a log, at once: bench/README.md)
-    failed = threading.Event()
-
-    def write_unless_failed(shape, file) -> None:
-        if failed.is_set():                 # (a file that failed ends the merge: none begun after it)
-            return
-        try:
-            write(shape, file)
-        except BaseException:
-            failed.set()
-            raise
-    with concurrent.futures.ThreadPoolExecutor(_MERGE_THREADS) as pool:
-        writes = [pool.submit(write_unless_failed, shape, file) for shape, file in files]
-        try:
-            for done in writes:
-                done.result()
-        except BaseException:
-            failed.set()                    # (an interrupt too)
-            raise
+            merged = (t.combine_chunks() for t in _in_order([tables(i, chunks) for i, chunks in held], rows))
+            if _WRITE_BEHIND:
+                _write_behind(out, merged)
+            else:
+                for table in merged:
+                    out.write_table(table, row_group_size=EventWriter.ROW_GROUP)
     return path
+
+
+def _write_behind(out, tables) -> None:
+    """``out.write_table`` of each of the tables, in order, on a thread of its own while the next
+    table is made: Parquet's encoding there, the merge's Arrow and numpy work here, each letting go
+    of the GIL (bench/README.md). One table at most waits to be written."""
+    with concurrent.futures.ThreadPoolExecutor(1) as writer:
+        pending = None
+        for table in tables:
+            if pending is not None:
+                pending.result()
+            pending = writer.submit(out.write_table, table, row_group_size=EventWriter.ROW_GROUP)
+        if pending is not None:
+            pending.result()
 
 
 def _in_order(streams: list, rows: int):

@@ -215,28 +215,46 @@ def test_a_part_out_of_order_is_refused(tmp_path):
         write_parts(tmp_path, [w.part(), EventWriter(tmp_path).part()], [[101, 100], []])
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_a_file_failing_ends_the_merge_with_its_error(tmp_path, monkeypatch, threads):
-    """The merge writes its files side by side: the first error is the merge's, and no file is begun
-    after it (one thread: the files come one by one, so the third is never begun)."""
+
+@pytest.mark.parametrize("behind", [False, True])
+def test_a_row_group_failing_ends_the_merge_with_its_error(tmp_path, monkeypatch, behind):
+    """The merge writes a file's row groups on a thread of its own while it makes the next one
+    (eventfile._write_behind): a write that fails ends the merge with its error, and no row group
+    is written after it."""
     from groupcoord.sim import eventfile
-    monkeypatch.setattr(eventfile, "_MERGE_THREADS", threads)
-    opened = []
+    monkeypatch.setattr(eventfile, "_WRITE_BEHIND", behind)
+    monkeypatch.setattr(EventWriter, "CHUNK", 2)
+    monkeypatch.setattr(EventWriter, "ROW_GROUP", 2)
+    written = []
 
     class Failing(pq.ParquetWriter):
-        def __init__(self, where, *args, **kwargs):
-            opened.append(where.name)
-            if where.name.startswith("b."):
+        def write_table(self, table, *args, **kwargs):
+            written.append(table.column("_pos").to_pylist())
+            if len(written) == 2:
                 raise OSError("disk full")
-            super().__init__(where, *args, **kwargs)
+            super().write_table(table, *args, **kwargs)
     monkeypatch.setattr(pq, "ParquetWriter", Failing)
     writers = [EventWriter(tmp_path), EventWriter(tmp_path)]
-    for i, w in enumerate(writers):
-        for kind in "abc":
-            w.add(_ev(kind, group=i))
+    for t in range(6):
+        for i, w in enumerate(writers):
+            w.add(_ev("k", ts_ms=t, group=i))
     with pytest.raises(OSError, match="disk full"):
-        write_parts(tmp_path, [w.part() for w in writers], [[0, 0, 0], [0, 0, 0]])
-    if threads == 1:
-        assert opened == ["a.parquet", "b.parquet"]
-    else:
-        assert "b.parquet" in opened
+        write_parts(tmp_path, [w.part() for w in writers], [list(range(6)), list(range(6))])
+    assert written == [[0, 1], [2, 3]]          # the log's first rows, two a row group, then no more
+
+
+def test_the_row_groups_written_behind_are_the_same_file(tmp_path, monkeypatch):
+    from groupcoord.sim import eventfile
+    monkeypatch.setattr(EventWriter, "CHUNK", 2)
+    monkeypatch.setattr(EventWriter, "ROW_GROUP", 4)
+    files = {}
+    for behind in (False, True):
+        monkeypatch.setattr(eventfile, "_WRITE_BEHIND", behind)
+        writers = [EventWriter(tmp_path / str(behind)), EventWriter(tmp_path / str(behind))]
+        for t in range(9):
+            for i, w in enumerate(writers):
+                w.add(_ev("k", ts_ms=t, group=i, n=t * 10 + i))
+        out = write_parts(tmp_path / str(behind), [w.part() for w in writers], [list(range(9)), list(range(9))])
+        files[behind] = {f.name: f.read_bytes() for f in out.iterdir()}
+        assert pq.ParquetFile(out / "k.parquet").metadata.num_row_groups == 5      # (18 rows, 4 a group)
+    assert files[False] == files[True]

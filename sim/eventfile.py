@@ -46,7 +46,7 @@ TUPLE_NAMES = {
     ("batches", 3, str): ("first", "last", "type"),
 }
 _NONE = type(None)
-#: write_parts writes a file's row groups on a thread of its own while it merges the next
+#: a file's row groups are written on a thread of their own while the next is made (_write_all)
 _WRITE_BEHIND = True
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -337,8 +337,9 @@ class EventWriter:
                 pq.write_table(table.combine_chunks(), path, row_group_size=self.ROW_GROUP)
                 continue
             schema = pa.schema([pa.field(k, t) for k, t in zip(names, targets)])
-            with pq.ParquetWriter(path, schema) as writer:
-                per_group = max(1, self.ROW_GROUP // self.CHUNK)
+            per_group = max(1, self.ROW_GROUP // self.CHUNK)
+
+            def tables():              # (taken whole in this pass of the loop)
                 for first in range(0, len(chunks), per_group):
                     group = [self._columns(c) for c in chunks[first:first + per_group]]
                     table = pa.Table.from_arrays(
@@ -346,7 +347,9 @@ class EventWriter:
                         schema=schema)
                     # (one chunk a column: Parquet's dictionary fallback and pages depend on the
                     # chunks, and a log merged from shards is chunked otherwise: write_parts)
-                    writer.write_table(table.combine_chunks(), row_group_size=self.ROW_GROUP)
+                    yield table.combine_chunks()
+            with pq.ParquetWriter(path, schema) as writer:
+                _write_all(writer, tables())
         self._pending.clear()
         return self.path
 
@@ -415,19 +418,19 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
         # the rows of each write_table call and its row groups as EventWriter.close has them
         rows = max(1, EventWriter.ROW_GROUP // EventWriter.CHUNK) * EventWriter.CHUNK
         with pq.ParquetWriter(file, schema) as out:
-            merged = (t.combine_chunks() for t in _in_order([tables(i, chunks) for i, chunks in held], rows))
-            if _WRITE_BEHIND:
-                _write_behind(out, merged)
-            else:
-                for table in merged:
-                    out.write_table(table, row_group_size=EventWriter.ROW_GROUP)
+            _write_all(out, (t.combine_chunks() for t in _in_order([tables(i, chunks) for i, chunks in held], rows)))
     return path
 
 
-def _write_behind(out, tables) -> None:
-    """``out.write_table`` of each of the tables, in order, on a thread of its own while the next
-    table is made: Parquet's encoding there, the merge's Arrow and numpy work here, each letting go
-    of the GIL (bench/README.md). One table at most waits to be written."""
+def _write_all(out, tables) -> None:
+    """``out.write_table`` of each of the tables (a row group's rows each), in order; with
+    _WRITE_BEHIND on a thread of its own while the next table is made: Parquet's encoding there, the
+    merge's Arrow and numpy work here, each letting go of the GIL (bench/README.md). One table at
+    most waits to be written."""
+    if not _WRITE_BEHIND:
+        for table in tables:
+            out.write_table(table, row_group_size=EventWriter.ROW_GROUP)
+        return
     with concurrent.futures.ThreadPoolExecutor(1) as writer:
         pending = None
         for table in tables:

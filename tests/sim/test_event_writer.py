@@ -244,6 +244,7 @@ def test_a_row_group_failing_ends_the_merge_with_its_error(tmp_path, monkeypatch
 
 
 def test_the_row_groups_written_behind_are_the_same_file(tmp_path, monkeypatch):
+    # merged from parts and written by one writer, row group after row group or behind the making
     from groupcoord.sim import eventfile
     monkeypatch.setattr(EventWriter, "CHUNK", 2)
     monkeypatch.setattr(EventWriter, "ROW_GROUP", 4)
@@ -257,4 +258,9 @@ def test_the_row_groups_written_behind_are_the_same_file(tmp_path, monkeypatch):
         out = write_parts(tmp_path / str(behind), [w.part() for w in writers], [list(range(9)), list(range(9))])
         files[behind] = {f.name: f.read_bytes() for f in out.iterdir()}
         assert pq.ParquetFile(out / "k.parquet").metadata.num_row_groups == 5      # (18 rows, 4 a group)
+        whole = EventWriter(tmp_path / f"whole-{behind}")            # (one writer's close writes them too)
+        for t in range(9):
+            for i in range(2):
+                whole.add(_ev("k", ts_ms=t, group=i, n=t * 10 + i))
+        assert {f.name: f.read_bytes() for f in whole.close().iterdir()} == files[behind]
     assert files[False] == files[True]

@@ -31,7 +31,7 @@ time runs.
     run's end (its result read, the merge), and each worker's CPU. Wall times drift from one run
     to the next; the tail and the merge are the figures to compare (bench/README.md). Then the
     merge alone (eventfile.write_parts) of the same run's parts, each file's row groups written
-    after the merge makes each and on a thread of their own behind it, alternating, three times
+    after the merge makes each and on a thread of their own behind it, alternating, four times
     each (the files must be the same bytes).
 
 (g) floor: the simulator against the floor of its steady state (bench/sim_floor.py: the least a run
@@ -473,20 +473,23 @@ def bench_shards(path: Path, duration: float | None, sets: list[str], workers: i
     run = simulate._run_batches_to_elsewhere
     merge = model.write_parts
     held: list = []
+    kept = [0.0]            # the seconds the copy of the parts took (not the run's: left out below)
 
     def write_parts(out, parts, keys):        # (the parts kept for bench_merge: this empties them)
+        t0 = time.perf_counter()
         held[:] = [pickle.dumps(parts, pickle.HIGHEST_PROTOCOL), keys]
+        kept[0] = time.perf_counter() - t0
         return merge(out, parts, keys)
-    model.write_parts = write_parts
     with tempfile.TemporaryDirectory() as tmp:
         ends = Path(tmp) / "ends"
         ends.mkdir()
-        simulate._run_batches_to_elsewhere = _timed_worker(run, ends)    # (the workers are forked: they inherit it)
         try:
+            model.write_parts = write_parts
+            simulate._run_batches_to_elsewhere = _timed_worker(run, ends)    # (the workers are forked: they inherit it)
             _t0 = time.time()
             summary, _ = simulate.simulate_to(sc, sc.seed, Path(tmp) / "out", workers=workers,
                                               event_format="parquet")
-            end = time.time() - _t0
+            end = time.time() - _t0 - kept[0]
         finally:
             simulate._run_batches_to_elsewhere = run
             model.write_parts = merge
@@ -494,8 +497,8 @@ def bench_shards(path: Path, duration: float | None, sets: list[str], workers: i
     for at, cpu, batches in rows:
         print(f"  a worker ended at {at:.2f} s: {int(batches)} batches, {cpu:.1f} s CPU")
     print(f"  tail {rows[-1][0] - rows[0][0]:.2f} s; all done at {end:.2f} s, {end - rows[-1][0]:.2f} s after the "
-          f"last worker's end (its result read, the merge); {summary['events']} events, "
-          f"workers' CPU {sum(r[1] for r in rows):.1f} s")
+          f"last worker's end (its result read, the merge; the bench's copy of the parts, {kept[0]:.2f} s, left "
+          f"out); {summary['events']} events, workers' CPU {sum(r[1] for r in rows):.1f} s")
     if held:
         bench_merge(*held)
 
@@ -512,12 +515,13 @@ def bench_merge(parts: bytes, keys: list) -> None:
     times: dict[bool, list[float]] = {False: [], True: []}
     digests = set()
     try:
-        for _ in range(3):
-            for way in times:
+        for i in range(4):
+            for way in (False, True) if i % 2 else (True, False):      # (each way first as often)
                 eventfile._WRITE_BEHIND = way
                 with tempfile.TemporaryDirectory() as tmp:
+                    copy = pickle.loads(parts)
                     t0 = time.perf_counter()
-                    files = eventfile.write_parts(tmp, pickle.loads(parts), keys)
+                    files = eventfile.write_parts(tmp, copy, keys)
                     times[way].append(time.perf_counter() - t0)
                     digest = hashlib.sha256()
                     for f in sorted(files.iterdir()):

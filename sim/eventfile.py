@@ -46,7 +46,7 @@ TUPLE_NAMES = {
     ("batches", 3, str): ("first", "last", "type"),
 }
 _NONE = type(None)
-#: a file's row groups are written on a thread of their own while the next is made (_write_all)
+#: a file's row groups written by a thread of their own while the next is made (_write_all)
 _WRITE_BEHIND = True
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -349,7 +349,7 @@ class EventWriter:
                     # chunks, and a log merged from shards is chunked otherwise: write_parts)
                     yield table.combine_chunks()
             with pq.ParquetWriter(path, schema) as writer:
-                _write_all(writer, tables())
+                _write_all(writer, tables(), self.ROW_GROUP)
         self._pending.clear()
         return self.path
 
@@ -418,27 +418,34 @@ def write_parts(out_dir, parts: list[list], keys: list) -> Path:
         # the rows of each write_table call and its row groups as EventWriter.close has them
         rows = max(1, EventWriter.ROW_GROUP // EventWriter.CHUNK) * EventWriter.CHUNK
         with pq.ParquetWriter(file, schema) as out:
-            _write_all(out, (t.combine_chunks() for t in _in_order([tables(i, chunks) for i, chunks in held], rows)))
+            merged = _in_order([tables(i, chunks) for i, chunks in held], rows)
+            _write_all(out, (t.combine_chunks() for t in merged), EventWriter.ROW_GROUP)
     return path
 
 
-def _write_all(out, tables) -> None:
-    """``out.write_table`` of each of the tables (a row group's rows each), in order; with
-    _WRITE_BEHIND on a thread of its own while the next table is made: Parquet's encoding there, the
-    merge's Arrow and numpy work here, each letting go of the GIL (bench/README.md). One table at
-    most waits to be written."""
+def _write_all(out, tables, row_group_size: int) -> None:
+    """``out.write_table`` of each of the tables (a row group's rows each), in order. With
+    _WRITE_BEHIND on a thread of its own while the caller makes the next table: Parquet's encoding
+    there, the making (Arrow's and numpy's work) here, each letting go of the GIL (bench/README.md).
+    One table at most waits to be written; a write's error is the call's, and no table is written
+    after it."""
     if not _WRITE_BEHIND:
         for table in tables:
-            out.write_table(table, row_group_size=EventWriter.ROW_GROUP)
+            out.write_table(table, row_group_size=row_group_size)
         return
-    with concurrent.futures.ThreadPoolExecutor(1) as writer:
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="groupcoord-parquet") as writer:
         pending = None
-        for table in tables:
+        try:
+            for table in tables:
+                if pending is not None:
+                    done, pending = pending, None
+                    done.result()
+                pending = writer.submit(out.write_table, table, row_group_size=row_group_size)
+        finally:
             if pending is not None:
+                # (awaited here, not by the pool's end: should the making have failed meanwhile, a
+                # failed write's error is still the one raised, as it would have come first)
                 pending.result()
-            pending = writer.submit(out.write_table, table, row_group_size=EventWriter.ROW_GROUP)
-        if pending is not None:
-            pending.result()
 
 
 def _in_order(streams: list, rows: int):

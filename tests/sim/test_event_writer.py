@@ -3,7 +3,9 @@ kind's events into columns a chunk at a time) has the tables of the log's column
 from __future__ import annotations
 
 import heapq
+import itertools
 import random
+import threading
 
 import pyarrow.parquet as pq
 import pytest
@@ -217,10 +219,11 @@ def test_a_part_out_of_order_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("behind", [False, True])
-def test_a_row_group_failing_ends_the_merge_with_its_error(tmp_path, monkeypatch, behind):
-    """The merge writes a file's row groups on a thread of its own while it makes the next one
-    (eventfile._write_behind): a write that fails ends the merge with its error, and no row group
-    is written after it."""
+@pytest.mark.parametrize("way", ["merged", "one writer"])
+def test_a_row_group_failing_ends_the_writing_with_its_error(tmp_path, monkeypatch, behind, way):
+    """A file's row groups are written on a thread of their own while the next is made
+    (eventfile._write_all): a write that fails ends the writing with its error, no row group is
+    written after it, and no thread is left behind."""
     from groupcoord.sim import eventfile
     monkeypatch.setattr(eventfile, "_WRITE_BEHIND", behind)
     monkeypatch.setattr(EventWriter, "CHUNK", 2)
@@ -234,18 +237,68 @@ def test_a_row_group_failing_ends_the_merge_with_its_error(tmp_path, monkeypatch
                 raise OSError("disk full")
             super().write_table(table, *args, **kwargs)
     monkeypatch.setattr(pq, "ParquetWriter", Failing)
+    threads = threading.active_count()
     writers = [EventWriter(tmp_path), EventWriter(tmp_path)]
     for t in range(6):
-        for i, w in enumerate(writers):
+        for i, w in enumerate(writers if way == "merged" else writers[:1] * 2):
             w.add(_ev("k", ts_ms=t, group=i))
     with pytest.raises(OSError, match="disk full"):
-        write_parts(tmp_path, [w.part() for w in writers], [list(range(6)), list(range(6))])
+        if way == "merged":
+            write_parts(tmp_path, [w.part() for w in writers], [list(range(6)), list(range(6))])
+        else:
+            writers[0].close()
     assert written == [[0, 1], [2, 3]]          # the log's first rows, two a row group, then no more
+    assert threading.active_count() == threads
+
+
+class _Out:
+    """A ParquetWriter's stand-in: the tables written, and on which thread; ``fail`` its error."""
+    def __init__(self, fail=None):
+        self.written, self.threads, self.fail = [], set(), fail
+
+    def write_table(self, table, row_group_size):
+        self.threads.add(threading.current_thread().name)
+        if self.fail is not None:
+            raise self.fail
+        self.written.append(table)
+
+
+def _making(fail_at: int, done: threading.Event | None = None):
+    """Tables 0, 1, ...; the making of table ``fail_at`` fails (once ``done`` is set, if given)."""
+    for i in itertools.count():
+        if i == fail_at:
+            if done is not None:
+                done.wait(10)
+            raise ValueError("no table")
+        yield i
+
+
+def test_a_write_failing_while_the_next_table_is_made_is_the_error(monkeypatch):
+    from groupcoord.sim import eventfile
+    monkeypatch.setattr(eventfile, "_WRITE_BEHIND", True)
+    # table 0's write fails while the making of table 1 fails: the write came first, its error is
+    # the one raised (the making's its context)
+    with pytest.raises(OSError, match="disk full") as raised:
+        eventfile._write_all(_Out(OSError("disk full")), _making(1), 2)
+    assert isinstance(raised.value.__context__, ValueError)
+    # table 0 written, the making of table 1 failing: the making's error, table 0's write awaited
+    out, written = _Out(), threading.Event()
+    real = out.write_table
+
+    def write_table(table, row_group_size):
+        real(table, row_group_size)
+        written.set()
+    out.write_table = write_table
+    with pytest.raises(ValueError, match="no table"):
+        eventfile._write_all(out, _making(1, written), 2)
+    assert out.written == [0]
+    assert out.threads and threading.main_thread().name not in out.threads
 
 
 def test_the_row_groups_written_behind_are_the_same_file(tmp_path, monkeypatch):
     # merged from parts and written by one writer, row group after row group or behind the making
     from groupcoord.sim import eventfile
+    threads = threading.active_count()
     monkeypatch.setattr(EventWriter, "CHUNK", 2)
     monkeypatch.setattr(EventWriter, "ROW_GROUP", 4)
     files = {}
@@ -264,3 +317,10 @@ def test_the_row_groups_written_behind_are_the_same_file(tmp_path, monkeypatch):
                 whole.add(_ev("k", ts_ms=t, group=i, n=t * 10 + i))
         assert {f.name: f.read_bytes() for f in whole.close().iterdir()} == files[behind]
     assert files[False] == files[True]
+    # and written behind by a thread of their own, in order, which is gone once they are
+    monkeypatch.setattr(eventfile, "_WRITE_BEHIND", True)
+    out = _Out()
+    eventfile._write_all(out, iter(range(3)), 4)
+    assert out.written == [0, 1, 2]
+    assert len(out.threads) == 1 and threading.main_thread().name not in out.threads
+    assert threading.active_count() == threads

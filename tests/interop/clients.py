@@ -52,6 +52,33 @@ class Timeout(AssertionError):
     pass
 
 
+#: how long a close at the interop fixtures' teardown may take (a driver's own close waits up to
+#: WAIT on its parts)
+CLOSE_WAIT = 2 * WAIT
+
+
+def close_within(obj, seconds: float) -> None:
+    """obj.close(), on a thread of its own, given ``seconds``: a close that has not returned by then
+    is left to itself (a daemon thread) and fails the test (Timeout) instead of hanging the suite:
+    pytest-timeout cannot end a wait inside a C library, and librdkafka's consumer close can wait
+    for ever on its own rebalance callback (confluentinc/librdkafka#4041, seen here once)."""
+    done: list = []
+
+    def run() -> None:
+        try:
+            obj.close()
+            done.append(None)
+        except BaseException as exc:
+            done.append(exc)
+    thread = threading.Thread(target=run, name=f"close {type(obj).__name__}", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not done:
+        raise Timeout(f"{obj!r}.close() had not returned after {seconds:g} s")
+    if done[0] is not None:
+        raise done[0]
+
+
 def wait_until(cond: Callable[[], object], timeout: float = WAIT, interval: float = 0.05,
                message: str | Callable[[], str] = "condition") -> object:
     """Poll cond() until it returns something truthy (returned); AssertionError after timeout seconds."""

@@ -16,7 +16,7 @@ import logging
 
 import pytest
 
-from clients import DRIVERS, TOPICS, Coord, kafkajs_available
+from clients import CLOSE_WAIT, DRIVERS, TOPICS, Coord, close_within, kafkajs_available
 
 # The project's pytest plugin (entry point ``groupcoord``) provides groupcoord_factory; importing it
 # here keeps the suite working in an environment installed before the entry point existed.
@@ -69,7 +69,7 @@ def closing(groupcoord_factory):
     errors = []
     for obj in reversed(stack):
         try:
-            obj.close()
+            close_within(obj, CLOSE_WAIT)
         except Exception as exc:  # close everything; report the first failure
             logging.getLogger("interop").exception("close failed: %r", obj)
             errors.append(exc)

@@ -6,7 +6,8 @@
 snapshot of the coordinator core, taken on the service loop).
 
 ``closing(obj)`` registers obj (anything with ``close()``) to be closed at teardown, last
-registered first, before the coordinator stops, whatever the test did.
+registered first, before the coordinator stops, whatever the test did; each close is given
+``CLOSE_WAIT`` seconds (clients.close_within: one that hangs fails the test, not the suite).
 
 ``driver_for(client)`` makes a :mod:`clients` driver, closed at teardown.
 """

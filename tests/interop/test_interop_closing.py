@@ -25,7 +25,7 @@ class _Closable:
         return "<closable>"
 
 
-def test_a_close_that_returns_is_done_on_its_own_thread():
+def test_a_close_that_returns_is_done():
     obj = _Closable()
     close_within(obj, 5)
     assert obj.closed

@@ -39,6 +39,8 @@ from groupcoord.client.assignors import RebalanceProtocol
 from groupcoord.client.member import (
     Closed, CommitCompleted, Connect, Disconnect, ErrorRaised, Member, RebalanceCallback, SendRequest,
 )
+from groupcoord.client.member.actions import STABLE
+from groupcoord.client.member.connections import COORDINATOR
 from groupcoord.client.member.share import ShareMember
 from groupcoord.client.member.share_actions import AcknowledgementsCommitted
 from groupcoord.coordinator.config import BrokerConfig
@@ -83,7 +85,7 @@ def latency_sampler(spec: dict, rng: random.Random) -> Callable[[], int]:
 
 class _Conn:
     __slots__ = ("cid", "gid", "node", "alive", "queue", "busy", "req_at", "resp_at", "heartbeat_ctx",
-                 "heartbeat_req")
+                 "heartbeat_req", "heartbeat_body")
 
     def __init__(self, cid: int, gid: int, node: int):
         self.cid = cid                 # the member's id of it
@@ -96,17 +98,19 @@ class _Conn:
         self.resp_at = 0
         self.heartbeat_ctx: RequestContext | None = None   # its heartbeats' context (see _serve_one)
         self.heartbeat_req: HeartbeatRequest | None = None  # its last heartbeat (see _hb_arrive)
+        self.heartbeat_body: dict | None = None             # the body heartbeat_req was last found for
 
 
 class _Running:
     """One running instance of a client (a new one per start)."""
-    __slots__ = ("client", "member", "conns", "wake_at", "dead", "frozen_until", "deferred", "stall_until",
+    __slots__ = ("client", "_m", "flat", "conns", "wake_at", "dead", "frozen_until", "deferred", "stall_until",
                  "next_poll", "cut_until", "closing", "start_after_close", "rng", "latency", "period", "records",
                  "work")
 
     def __init__(self, client: Client, member: Member, now: int, rng: random.Random, latency: Callable[[], int]):
         self.client = client
-        self.member = member
+        self._m = member
+        self.flat: _Flat | None = None     # the member in the steady state's flat lane (see _Flat)
         self.rng = rng                 # the client's network draws (its own stream: see Simulator)
         self.latency = latency
         self.period = client.spec.processing_ms      # the application's polls (see _app_polls)
@@ -122,6 +126,44 @@ class _Running:
         self.closing = False
         self.start_after_close = False
         self.work: Work | None = None   # a work queue's application (sim/work.py)
+
+    @property
+    def member(self) -> Member:
+        """The member, for the general way: whatever the general way does with it may change what
+        the flat lane took as settled, so the member leaves it (the lanes read ``_m``)."""
+        self.flat = None
+        return self._m
+
+
+class _Flat:
+    """A member in the flat lane of the steady state (Simulator._flat_wake, _flat_settle): stable in
+    a generation of the classic protocol, quiet (``quiet_until``), nothing in flight but its
+    heartbeat, no commit under way, its coordinator's connection ready. What the lanes check at
+    every request and only an input or a whole poll can change, checked once (Simulator._flatten)
+    and kept here with the member's parts and its heartbeat's request body; the member leaves the
+    lane (``_Running.flat`` None) when anything else happens to it: the general way reads the
+    member through ``_Running.member``, which takes it out. The member's state stays the truth: the
+    lane changes it as the general way does, field by field."""
+    __slots__ = ("m", "hb", "net", "commits", "mconn", "cid", "version", "commit_version", "body", "ctx", "handler",
+                 "empty")
+
+    def __init__(self, m: Member, conn, version: int) -> None:
+        self.m = m
+        self.hb = m.heartbeat
+        self.net = m.net
+        self.commits = m.commits
+        self.mconn = conn                  # the member's connection to its coordinator
+        self.cid = conn.conn_id
+        self.version = version             # its heartbeats'
+        self.commit_version = conn.picked.get(_OFFSET_COMMIT)   # (None: the first commit picks it)
+        gen = m.membership.generation
+        gid, mid = gen.generation_id, gen.member_id
+        # (one body for the generation's heartbeats: nothing changes a request's body once sent)
+        self.body = {"group_id": m.group_id, "generation_id": gid, "member_id": mid,
+                     "group_instance_id": m.group_instance_id}
+        self.ctx = (gid, mid)
+        self.handler = self.hb.on_heartbeat
+        self.empty = not m.assignment      # (an auto-commit of nothing: no partition to commit)
 
 
 #: The agenda's timing wheel: one slot per ms of the next 8.2 s (latencies, heartbeats and
@@ -151,6 +193,8 @@ class Simulator(Driver):
     #: the steady state's lanes (_wake): off, every request takes the general way (what a lane must
     #: equal: tests/sim/test_lanes.py)
     lanes = True
+    #: the lanes' flat lane (_Flat; off, the lanes check everything at every request)
+    flat_lane = True
 
     def __init__(self, scenario: Scenario, seed: int, *, progress: bool | Callable[[int], None] = False,
                  realtime: bool = False, groups=None):
@@ -547,7 +591,12 @@ class Simulator(Driver):
         r.wake_at = None
         if r.frozen_until > now:
             return                               # _thaw drives it
-        m = r.member
+        f = r.flat
+        if f is not None:
+            if self._flat_wake(r, f, now):
+                return
+            r.flat = None                        # (not the flat lane's: the lanes' or the general way's)
+        m = r._m
         if r.work is None and now < m.quiet_until and self.lanes:
             # the lanes of the steady state: _drive when its poll is a quick one that only sends
             # the heartbeat or only commits, without the poll's general machinery
@@ -605,8 +654,215 @@ class Simulator(Driver):
                     self._queued += 1
                 else:
                     self._push(d, self._wake_cb, r)
+            if self.flat_lane and not r.dead:
+                self._flatten(r, now)
             return
         self._drive(r)
+
+    # ---- the flat lane of the steady state (_Flat) ----------------------------------------------
+    def _flatten(self, r: _Running, now: int) -> None:
+        """The member into the flat lane, if it is in the steady state the lane keeps (see _Flat):
+        what the lanes' quick polls check, and only an input or a whole poll can change, holds."""
+        m = r._m
+        if (r.work is not None or r.closing or type(m) is not Member or now >= m.quiet_until
+                or m.consumer_protocol or m.fatal_error is not None or m.closed or m.closing is not None):
+            return
+        net = m.net
+        commits = m.commits
+        group = m.membership
+        for op in commits.ops:
+            if not op.done:
+                return
+        if (net.actions or group.state is not STABLE or group.completion is not None
+                or group.prepare is not None or group.left_on_poll_timeout or group.callbacks_pending
+                or m.discovery.coordinator is None or not m.subscription or group.generation.generation_id < 0
+                or commits.api_timeout_ms <= 0):
+            return
+        for q in net.inflight.values():
+            if q.api_key != _HEARTBEAT:
+                return
+        cid = net.by_key.get(COORDINATOR)
+        if cid is None:
+            return
+        conn = net.conns[cid]
+        version = conn.picked.get(_HEARTBEAT)
+        if version is None or conn.versions is None:
+            return
+        r.flat = _Flat(m, conn, version)
+
+    def _flat_wake(self, r: _Running, f: _Flat, now: int) -> bool:
+        """_wake of a member in the flat lane when the lanes would take it: its heartbeat due (the
+        heartbeat's lane: Member.quick_heartbeat, then the request sent as _wake sends it), or its
+        auto-commit with nothing to commit (the auto-commit's lane: the application's polls counted,
+        Member.quick_auto_commit sending nothing); then its next wake-up (Member.next_deadline). The
+        same changes in the same order, without the checks _Flat keeps. False: neither (the
+        member has not been changed)."""
+        m = f.m
+        if now >= m.quiet_until:
+            return False
+        hb = f.hb
+        commits = f.commits
+        if r.next_poll <= now and r.stall_until <= now and now >= commits.next_auto_commit:
+            # _wake's look at the application's polls, _app_polls_due written out
+            # (Member.application_poll: no poll timeout can have left the group meanwhile)
+            period = r.period
+            k = (now - r.next_poll) // period + 1
+            last = r.next_poll + (k - 1) * period
+            r.next_poll = last + period
+            hb.last_app_poll = last
+            step = k * r.records
+            if step and m.positions:
+                pos = m.positions
+                for tp in pos:
+                    pos[tp] += step
+        ops = commits.ops
+        if commits.auto_commit and now >= commits.next_auto_commit:
+            # the auto-commit's lane (Member.quick_auto_commit, then _send)
+            if not hb.in_flight and now >= hb.next:
+                return False                     # the heartbeat due as well
+            for op in ops:
+                if not op.done:
+                    return False                 # a commit under way
+            offsets = None if f.empty else m.all_consumed()
+            if offsets:
+                conn = r.conns.get(f.cid)
+                if f.commit_version is None or conn is None or not conn.alive:
+                    return False                 # (the general way's first commit picks the version)
+            m._now = now
+            ops.clear()
+            commits.next_auto_commit = now + commits.auto_commit_interval_ms
+            self._n_polls += 1
+            if offsets:
+                commits.start(offsets, "auto", now, retry=False)
+                gid, mid = f.ctx
+                commits.send(ops[0], gid, mid, STABLE, f.mconn, now)
+                net = f.net
+                a = net.actions[0]
+                net.actions = []
+                if a.deadline < m.quiet_until:
+                    m.quiet_until = a.deadline
+                self._n_requests += 1
+                if self.loss and r.rng.random() < self.loss:
+                    self._n_lost += 1
+                else:
+                    u = self._uniform
+                    t = now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
+                    if t < conn.req_at:
+                        t = conn.req_at
+                    conn.req_at = t
+                    if t - self._cursor < _WHEEL:
+                        self._wheel[t & _MASK].append((self._commit_arrive_cb, (r, conn, a)))
+                        self._queued += 1
+                    else:
+                        self._push(t, self._commit_arrive_cb, (r, conn, a))
+        elif not hb.in_flight and now >= hb.next:
+            # the heartbeat's lane (Member.quick_heartbeat, then the request sent as _wake sends it)
+            for op in ops:
+                if not op.done:
+                    return False                 # a commit under way
+            conn = r.conns.get(f.cid)
+            if conn is None or not conn.alive:
+                return False
+            net = f.net
+            m._now = now
+            if ops:
+                ops.clear()                      # done ones, as Commits.step drops them
+            rid = next(net.ids)
+            timeout = net.request_timeout_ms
+            deadline = now + timeout
+            a = net.inflight[rid] = SendRequest(rid, f.cid, _HEARTBEAT, f.version, f.body, timeout, f.handler,
+                                                deadline, f.ctx)
+            hb.in_flight = True
+            hb.next = now + hb.interval_ms
+            if deadline < m.quiet_until:
+                m.quiet_until = deadline
+            self._n_polls += 1
+            self._n_requests += 1
+            if self.loss and r.rng.random() < self.loss:
+                self._n_lost += 1
+            else:
+                u = self._uniform
+                t = now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
+                if t < conn.req_at:
+                    t = conn.req_at
+                conn.req_at = t
+                if t - self._cursor < _WHEEL:
+                    self._wheel[t & _MASK].append((self._hb_arrive_cb, (r, conn, a)))
+                    self._queued += 1
+                else:
+                    self._push(t, self._hb_arrive_cb, (r, conn, a))
+        else:
+            return False
+        # Member.next_deadline, of a member stable, not failed nor closing, with no commit under way
+        static = m._static
+        if now >= static[0]:
+            static = m._static = m._static_deadline(now)
+        rare = static[0]
+        for q in f.net.inflight.values():
+            d = q.deadline
+            if now < d < rare:
+                rare = d
+        d = hb.session_deadline
+        if d is not None and now < d < rare:
+            rare = d
+        d = hb.last_app_poll + hb.max_poll_interval_ms
+        if now < d < rare:
+            rare = d
+        if m.quiet_until:
+            retry = static[1]
+            m.quiet_until = retry if now < retry < rare else rare
+        best = rare
+        if not hb.in_flight:
+            d = hb.next
+            if now < d < best:
+                best = d
+        if commits.auto_commit:
+            d = commits.next_auto_commit
+            if now < d < best:
+                best = d
+        for op in ops:
+            if op.done:
+                continue
+            if not op.in_flight:
+                d = op.next_try
+                if now < d < best:
+                    best = d
+            d = op.deadline
+            if now < d < best:
+                best = d
+        if best != _NEVER:
+            r.wake_at = best
+            if best - self._cursor < _WHEEL:
+                self._wheel[best & _MASK].append((self._wake_cb, r))
+                self._queued += 1
+            else:
+                self._push(best, self._wake_cb, r)
+        return True
+
+    def _flat_settle(self, r: _Running, f: _Flat, rid: int, resp: dict, now: int) -> bool:
+        """_hb_deliver of a member in the flat lane when the heartbeat's lane would settle it
+        (Member.heartbeat_settled, without the checks _Flat keeps). False: it would not (the
+        member has not been changed)."""
+        w = r.wake_at
+        m = f.m
+        hb = f.hb
+        if (r.frozen_until > now or w is None or w <= now or resp["error_code"] or now >= hb.next
+                or (r.next_poll <= now and r.stall_until <= now and now >= m.quiet_until)):
+            return False
+        inflight = f.net.inflight
+        req = inflight.get(rid)
+        if req is None or req.api_key != _HEARTBEAT:
+            return False
+        del inflight[rid]
+        m._now = now
+        hb.in_flight = False
+        hb.session_deadline = now + hb.session_timeout_ms
+        d = m.settled_deadline = hb.next
+        self._n_polls_skipped += 1
+        if d < w:
+            r.wake_at = d
+            self._push(d, self._wake_cb, r)
+        return True
 
     def _execute(self, r: _Running, a) -> bool:
         """Carry out one action; True if the member got an input (poll it again)."""
@@ -749,11 +1005,13 @@ class Simulator(Driver):
         # the connection's last heartbeat request again while it says the same (the coordinator
         # keeps none: a heartbeat is answered at once)
         req = conn.heartbeat_req
-        generation_id, member_id = body["generation_id"], body["member_id"]
-        instance_id = body["group_instance_id"] if a.api_version >= 3 else None
-        if (req is None or req.generation_id != generation_id or req.member_id != member_id
-                or req.group_id != group_id or req.group_instance_id != instance_id):
-            req = conn.heartbeat_req = HeartbeatRequest(group_id, generation_id, member_id, instance_id)
+        if body is not conn.heartbeat_body:     # (the flat lane sends one body a generation: _Flat)
+            generation_id, member_id = body["generation_id"], body["member_id"]
+            instance_id = body["group_instance_id"] if a.api_version >= 3 else None
+            if (req is None or req.generation_id != generation_id or req.member_id != member_id
+                    or req.group_id != group_id or req.group_instance_id != instance_id):
+                req = conn.heartbeat_req = HeartbeatRequest(group_id, generation_id, member_id, instance_id)
+            conn.heartbeat_body = body
         code = service.group_coordinator.heartbeat_error(req)
         resp = heartbeat_api.ANSWERS.get(code) or heartbeat_api.answer_of(code)
         if not self.loss or r.rng.random() >= self.loss:
@@ -795,7 +1053,12 @@ class Simulator(Driver):
         now = self.now
         if r.dead or not conn.alive:
             return
-        m = r.member
+        f = r.flat
+        if f is not None:
+            if self._flat_settle(r, f, rid, resp, now):
+                return
+            r.flat = None
+        m = r._m
         w = r.wake_at
         if (r.frozen_until > now or w is None or w <= now
                 or (r.next_poll <= now and r.stall_until <= now and now >= m.quiet_until)):
@@ -819,6 +1082,41 @@ class Simulator(Driver):
         if d < w:
             r.wake_at = d
             self._push(d, self._wake_cb, r)
+        if self.flat_lane:
+            self._flatten(r, now)
+
+    def _flat_commit_settle(self, r: _Running, f: _Flat, rid: int, resp: dict, now: int) -> bool:
+        """_commit_deliver of a member in the flat lane when the auto-commit's lane would settle it
+        (Member.commit_settled, without the checks _Flat keeps). False: it would not (the member
+        has not been changed)."""
+        w = r.wake_at
+        m = f.m
+        if (r.frozen_until > now or w is None or w <= now
+                or (r.next_poll <= now and r.stall_until <= now and now >= m.quiet_until)):
+            return False
+        inflight = f.net.inflight
+        req = inflight.get(rid)
+        if req is None or req.api_key != _OFFSET_COMMIT:
+            return False
+        op = req.ctx[0]
+        if op.done:
+            return False
+        for t in resp["topics"]:
+            for p in t["partitions"]:
+                if p["error_code"]:
+                    return False
+        m.settled_deadline = None
+        del inflight[rid]
+        m._now = now
+        op.in_flight = False
+        op.done = True                                  # Commits.complete, without its action
+        op.error = None
+        committed = f.commits.committed_offsets
+        for tp, om in op.offsets.items():
+            committed[tp] = om.offset
+        self._n_polls_skipped += 1
+        r.client.recorder.committed(op.offsets)
+        return True
 
     def _commit_deliver(self, arg) -> None:
         """_deliver of an OffsetCommit's answer when it settles, the member has no action to hand
@@ -828,7 +1126,12 @@ class Simulator(Driver):
         now = self.now
         if r.dead or not conn.alive:
             return
-        m = r.member
+        f = r.flat
+        if f is not None:
+            if self._flat_commit_settle(r, f, rid, resp, now):
+                return
+            r.flat = None
+        m = r._m
         w = r.wake_at
         if (r.frozen_until > now or w is None or w <= now
                 or (r.next_poll <= now and r.stall_until <= now and now >= m.quiet_until)):

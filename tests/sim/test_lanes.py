@@ -2,8 +2,9 @@
 sent, answered and settled without the member's poll, the service's request context and the
 driver's general hand-offs; _wake, _commit_arrive and _commit_deliver: an auto-commit sent without
 the member's poll, taken by the coordinator without the request's context and its answer settled
-without its on_response) must change nothing: the same scenario gives the same event log, and
-the same run statistics, with every request taking the general way (Simulator.lanes off)."""
+without its on_response; the flat lane, _Flat: both without the checks of what only an input can
+change) must change nothing: the same scenario gives the same event log, and the same run
+statistics, with every request taking the general way (Simulator.lanes off)."""
 from __future__ import annotations
 
 import json
@@ -89,7 +90,9 @@ def test_a_run_with_request_faults_gives_the_same_log_without_lanes(monkeypatch)
 
 def test_the_lanes_are_taken(monkeypatch):
     # the comparisons above are not of two general runs: the lanes carry most heartbeats and
-    # auto-commits, and step aside for some
+    # auto-commits, and step aside for some (the flat lane off: it takes most of them without
+    # these calls, see test_the_flat_lane_is_taken)
+    monkeypatch.setattr(simulate.Simulator, "flat_lane", False)
     taken: dict[str, list[bool]] = {}
     for name in ("quick_heartbeat", "heartbeat_settled", "quick_auto_commit", "commit_settled"):
         def wrapped(self, *args, original=getattr(Member, name), name=name):
@@ -122,10 +125,45 @@ def test_members_without_partitions_take_the_auto_commits_lane(monkeypatch):
             empty.append(out == [])
         return out
     monkeypatch.setattr(Member, "quick_auto_commit", wrapped)
+    flat = _run(sc, 3)
+    monkeypatch.setattr(simulate.Simulator, "flat_lane", False)      # (the flat lane takes them without the call)
     (log, stats), (general_log, general_stats) = _both(monkeypatch, sc, 3)
     assert log == general_log
     assert stats == general_stats
+    assert flat == (log, stats)
     assert sum(empty) > 250        # (330 of 376 calls: the others at wake-ups where it is not due)
+
+
+@pytest.mark.parametrize("case", ["hour-1000", "lossy"])
+def test_the_flat_lane_is_taken(monkeypatch, case):
+    # the flat lane (Simulator._flat_wake, _flat_settle, _flat_commit_settle: a steady member's
+    # heartbeats, auto-commits and their answers without the checks _Flat keeps) takes most of
+    # the steady state's requests, of members with partitions and without, steps aside for some
+    # (a lossy run's with stalls and losses: for answers too), and leaves the same log, statistics
+    # and members as the lanes without it and as the general way
+    sc = scenario.apply_overrides(scenario.load(EXAMPLES / "hour-1000.toml"), {"duration_s": 300, "members": 40}) \
+        if case == "hour-1000" else _lossy()
+    taken: dict[str, list[bool]] = {}
+    for fn in ("_flat_wake", "_flat_settle", "_flat_commit_settle"):
+        def wrapped(self, r, *args, original=getattr(simulate.Simulator, fn), fn=fn):
+            out = original(self, r, *args)
+            taken.setdefault(fn, []).append(out)
+            if fn == "_flat_wake" and out:
+                taken.setdefault("empty" if r.flat.empty else "owning", []).append(True)
+            return out
+        monkeypatch.setattr(simulate.Simulator, fn, wrapped)
+    flat = _run(sc, 3 if case == "hour-1000" else 5)
+    for fn in ("_flat_wake", "_flat_settle", "_flat_commit_settle"):
+        outcomes = taken[fn]
+        assert sum(outcomes) > 100, fn
+        if fn == "_flat_wake" or case == "lossy":
+            assert not all(outcomes), fn             # (some went the lanes' or the general way)
+    if case == "hour-1000":
+        assert len(taken["empty"]) > 100 and len(taken["owning"]) > 100
+    monkeypatch.setattr(simulate.Simulator, "flat_lane", False)
+    assert _run(sc, 3 if case == "hour-1000" else 5) == flat
+    monkeypatch.setattr(simulate.Simulator, "lanes", False)
+    assert _run(sc, 3 if case == "hour-1000" else 5) == flat
 
 
 def test_the_coordinators_commit_lane_steps_aside_for_an_authorizer(monkeypatch):

@@ -103,7 +103,7 @@ class _Conn:
 
 class _Running:
     """One running instance of a client (a new one per start)."""
-    __slots__ = ("client", "_m", "flat", "conns", "wake_at", "dead", "frozen_until", "deferred", "stall_until",
+    __slots__ = ("client", "_m", "flat", "calm", "conns", "wake_at", "dead", "frozen_until", "deferred", "stall_until",
                  "next_poll", "cut_until", "closing", "start_after_close", "rng", "latency", "period", "records",
                  "work")
 
@@ -111,6 +111,7 @@ class _Running:
         self.client = client
         self._m = member
         self.flat: _Flat | None = None     # the member in the steady state's flat lane (see _Flat)
+        self.calm = None                   # the member's generation at its last lane's wake-up (_flatten)
         self.rng = rng                 # the client's network draws (its own stream: see Simulator)
         self.latency = latency
         self.period = client.spec.processing_ms      # the application's polls (see _app_polls)
@@ -667,6 +668,12 @@ class Simulator(Driver):
         if (r.work is not None or r.closing or type(m) is not Member or now >= m.quiet_until
                 or m.consumer_protocol or m.fatal_error is not None or m.closed or m.closing is not None):
             return
+        gen = m.membership.generation
+        if r.calm is not gen:
+            # its first lane's wake-up in this generation: the next one, if the generation lasts
+            # (in a rolling restart's rebalances the lane would be left again at once)
+            r.calm = gen
+            return
         net = m.net
         commits = m.commits
         group = m.membership
@@ -1082,8 +1089,6 @@ class Simulator(Driver):
         if d < w:
             r.wake_at = d
             self._push(d, self._wake_cb, r)
-        if self.flat_lane:
-            self._flatten(r, now)
 
     def _flat_commit_settle(self, r: _Running, f: _Flat, rid: int, resp: dict, now: int) -> bool:
         """_commit_deliver of a member in the flat lane when the auto-commit's lane would settle it

@@ -125,7 +125,7 @@ def worker(job: dict) -> dict:
         # the cheap part first: the full check walks every member
         if group is None or group.state != "Stable" or len(group.members) != members:
             return "unsettled"
-        running = [c.handle.member for c in sim.clients.values() if c.handle is not None and not c.handle.dead]
+        running = [c.handle.peek() for c in sim.clients.values() if c.handle is not None and not c.handle.dead]
         return simulate.ownership_check(sim.service, group, running)
 
     def stable() -> bool:

@@ -366,7 +366,7 @@ def bench_memory(members: int, partitions: int, limit: float) -> None:
 
     def stable() -> bool:
         group = sim.service.group_coordinator.group("big")
-        running = [c.handle.member for c in sim.clients.values() if c.handle is not None and not c.handle.dead]
+        running = [c.handle.peek() for c in sim.clients.values() if c.handle is not None and not c.handle.dead]
         return simulate.ownership_check(sim.service, group, running) == "ok"
     t0 = time.perf_counter()
     sim.run(until=stable)

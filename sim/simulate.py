@@ -135,16 +135,23 @@ class _Running:
         self.flat = None
         return self._m
 
+    def peek(self) -> Member:
+        """The member, to be read and nothing more: it stays in the flat lane (a bench's look)."""
+        return self._m
+
 
 class _Flat:
-    """A member in the flat lane of the steady state (Simulator._flat_wake, _flat_settle): stable in
-    a generation of the classic protocol, quiet (``quiet_until``), nothing in flight but its
-    heartbeat, no commit under way, its coordinator's connection ready. What the lanes check at
-    every request and only an input or a whole poll can change, checked once (Simulator._flatten)
-    and kept here with the member's parts and its heartbeat's request body; the member leaves the
-    lane (``_Running.flat`` None) when anything else happens to it: the general way reads the
-    member through ``_Running.member``, which takes it out. The member's state stays the truth: the
-    lane changes it as the general way does, field by field."""
+    """A member in the flat lane of the steady state (Simulator._flat_wake, _flat_settle,
+    _flat_commit_settle). It enters stable in a generation of the classic protocol, quiet
+    (``quiet_until``), with nothing in flight but its heartbeat, no commit under way and its
+    coordinator's connection ready (Simulator._flatten), and stays while only its heartbeats, its
+    auto-commits and their answers happen to it. What the lanes check at every request and only an
+    input or a whole poll can change is checked once and kept here, with the member's parts and its
+    heartbeats' request body. The member leaves the lane (``_Running.flat`` None) when the general
+    way reads it, through ``_Running.member``, and when a flat handler finds its case does not hold
+    (an answer with an error, a poll due, the connection gone...): the lanes and the general way
+    take over. The member's state stays the truth: the lane changes it as the lanes do, field by
+    field."""
     __slots__ = ("m", "hb", "net", "commits", "mconn", "cid", "version", "commit_version", "body", "ctx", "handler",
                  "empty")
 
@@ -702,8 +709,9 @@ class Simulator(Driver):
         heartbeat's lane: Member.quick_heartbeat, then the request sent as _wake sends it), or its
         auto-commit with nothing to commit (the auto-commit's lane: the application's polls counted,
         Member.quick_auto_commit sending nothing); then its next wake-up (Member.next_deadline). The
-        same changes in the same order, without the checks _Flat keeps. False: neither (the
-        member has not been changed)."""
+        same changes in the same order, without the checks _Flat keeps. False: neither; then only
+        the application's polls may have been counted, as _wake's lanes count them first (the lanes
+        go on as after their own count)."""
         m = f.m
         if now >= m.quiet_until:
             return False

@@ -707,9 +707,10 @@ class Simulator(Driver):
     def _flat_wake(self, r: _Running, f: _Flat, now: int) -> bool:
         """_wake of a member in the flat lane when the lanes would take it: its heartbeat due (the
         heartbeat's lane: Member.quick_heartbeat, then the request sent as _wake sends it), or its
-        auto-commit with nothing to commit (the auto-commit's lane: the application's polls counted,
-        Member.quick_auto_commit sending nothing); then its next wake-up (Member.next_deadline). The
-        same changes in the same order, without the checks _Flat keeps. False: neither; then only
+        auto-commit due (the auto-commit's lane: Member.quick_auto_commit, its OffsetCommit sent as
+        _send sends it, or nothing when there is nothing to commit), the application's polls
+        counted first; then its next wake-up (Member.next_deadline). The same changes in the same
+        order, without the checks _Flat keeps. False: neither; then only
         the application's polls may have been counted, as _wake's lanes count them first (the lanes
         go on as after their own count)."""
         m = f.m
@@ -808,7 +809,7 @@ class Simulator(Driver):
                     self._push(t, self._hb_arrive_cb, (r, conn, a))
         else:
             return False
-        # Member.next_deadline, of a member stable, not failed nor closing, with no commit under way
+        # Member.next_deadline, of a member stable, neither failed nor closing
         static = m._static
         if now >= static[0]:
             static = m._static = m._static_deadline(now)

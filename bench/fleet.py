@@ -34,6 +34,12 @@ time runs.
     after the merge makes each and on a thread of their own behind it, alternating, four times
     each (the files must be the same bytes).
 
+(i) opcodes: the Python opcodes a request of the simulation between two virtual times (--window,
+    default 700 to 730), in the scenario's first --groups groups (default 6; with --set), counted by
+    sys.settrace: the total and the costliest functions, each with its calls a request. Slow (a
+    tracing run), deterministic, and finer than instructions: the count the flat lane and the lanes
+    were measured by (bench/README.md).
+
 (g) floor: the simulator against the floor of its steady state (bench/sim_floor.py: the least a run
     must do for its heartbeats and auto-commits, one loop without the member, the coordinator or the
     driver), one process each over the same scenario: CPU microseconds a request.
@@ -381,7 +387,7 @@ def bench_memory(members: int, partitions: int, limit: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("parts", nargs="*", choices=["virtual", "tcp", "memory", "analyze", "instructions", "big", "floor",
-                                                    "shards"],
+                                                    "shards", "opcodes"],
                     default=[])
     ap.add_argument("--scenario", type=Path, default=ROOT / "examples" / "scenarios" / "hour-1000.toml")
     ap.add_argument("--duration", type=float, default=None, help="virtual: override the scenario's duration")
@@ -407,6 +413,9 @@ def main() -> None:
                     help="virtual: processes the groups are spread over (the same log; default 1 and one per CPU)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="shards: a scenario override, as simulate's --set (members=200: 10,000 members)")
+    ap.add_argument("--window", type=float, nargs=2, default=[700.0, 730.0], metavar=("FROM", "TO"),
+                    help="opcodes: the virtual seconds counted")
+    ap.add_argument("--groups", type=int, default=6, help="opcodes: the scenario's first N groups")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="virtual: run under cProfile and print its N costliest functions (slows the run)")
     args = ap.parse_args()
@@ -441,6 +450,8 @@ def main() -> None:
         bench_floor(args.scenario, args.duration)
     if "shards" in parts:
         bench_shards(args.scenario, args.duration, args.set, max(2, *args.workers))
+    if "opcodes" in parts:
+        bench_opcodes(args.scenario, args.set, args.window, args.groups)
 
 
 _t0 = 0.0       # (shards: the run's start, which the forked workers inherit)
@@ -577,6 +588,55 @@ def bench_instructions(path: Path, spans=(61, 64)) -> None:
     (r0, i0), (r1, i1) = counts
     print(f"instructions  {path.stem}, virtual s {spans[0]} to {spans[1]}: {(i1 - i0) / (r1 - r0):,.0f} "
           f"instructions per request ({r1 - r0} requests)")
+
+
+def bench_opcodes(path: Path, sets: list[str], window: list[float], groups: int, top: int = 25) -> None:
+    """(i): Python opcodes a request between two virtual times, by function (sys.settrace)."""
+    import collections
+    from groupcoord.sim.cli import _load          # (simulate's --set)
+    start, end = (int(s * 1000) for s in window)
+    # (the run goes on past the window, so that until() ends it there before the log's final sort)
+    sc = _load(argparse.Namespace(scenario=path, set=sets, duration=window[1] + 60))
+    if sc is None:
+        return
+    sim = simulate.Simulator(sc, sc.seed, groups=sc.group_ids()[:groups])
+    ops: collections.Counter = collections.Counter()
+    calls: collections.Counter = collections.Counter()
+
+    def trace(frame, event, arg):
+        code = frame.f_code
+        key = (Path(code.co_filename).name, code.co_name)
+        calls[key] += 1
+        frame.f_trace_opcodes = True
+
+        def local(frame, event, arg):
+            if event == "opcode":
+                ops[key] += 1
+            return local
+        return local
+    requests = [0]
+
+    def until() -> bool:             # (checked at the end of a ms, about every 1024 items: the edges)
+        if not requests[0] and sim.now >= start:
+            requests[0] = sim.stats["requests"] or -1
+            sys.settrace(trace)
+        elif requests[0] and sim.now >= end:
+            sys.settrace(None)
+            return True
+        return False
+    try:
+        sim.run(until)
+    finally:
+        sys.settrace(None)
+    n = sim.stats["requests"] - max(requests[0], 0)
+    if not requests[0] or n <= 0:
+        print(f"opcodes  {sc.name}: no request within virtual s {window[0]:g} to {window[1]:g}")
+        return
+    print(f"opcodes  {sc.name} ({min(groups, len(sc.group_ids()))} groups), virtual s {window[0]:g} to "
+          f"{window[1]:g}: {sum(ops.values()) / n:,.0f} opcodes and {sum(calls.values()) / n:.1f} calls a "
+          f"request ({n} requests)")
+    for key, count in ops.most_common(top):
+        print(f"  {count / n:8.1f} {calls[key] / n:6.2f}  {key[0]}:{key[1]}")
 
 
 def bench_analyze() -> None:

@@ -757,20 +757,7 @@ class Simulator(Driver):
                 net.actions = []
                 if a.deadline < m.quiet_until:
                     m.quiet_until = a.deadline
-                self._n_requests += 1
-                if self.loss and r.rng.random() < self.loss:
-                    self._n_lost += 1
-                else:
-                    u = self._uniform
-                    t = now + (r.latency() if u is None else int(u[0] + u[1] * r.rng.random() + 0.5))
-                    if t < conn.req_at:
-                        t = conn.req_at
-                    conn.req_at = t
-                    if t - self._cursor < _WHEEL:
-                        self._wheel[t & _MASK].append((self._commit_arrive_cb, (r, conn, a)))
-                        self._queued += 1
-                    else:
-                        self._push(t, self._commit_arrive_cb, (r, conn, a))
+                self._send(r, a)                 # (its connection is alive: it goes to _commit_arrive)
         elif not hb.in_flight and now >= hb.next:
             # the heartbeat's lane (Member.quick_heartbeat, then the request sent as _wake sends it)
             for op in ops:

@@ -40,6 +40,7 @@ from groupcoord.client.member import (
     Closed, CommitCompleted, Connect, Disconnect, ErrorRaised, Member, RebalanceCallback, SendRequest,
 )
 from groupcoord.client.member.actions import STABLE
+from groupcoord.client.member.commits import CommitOp
 from groupcoord.client.member.connections import COORDINATOR
 from groupcoord.client.member.share import ShareMember
 from groupcoord.client.member.share_actions import AcknowledgementsCommitted
@@ -749,12 +750,30 @@ class Simulator(Driver):
             commits.next_auto_commit = now + commits.auto_commit_interval_ms
             self._n_polls += 1
             if offsets:
-                commits.start(offsets, "auto", now, retry=False)
-                gid, mid = f.ctx
-                commits.send(ops[0], gid, mid, STABLE, f.mconn, now)
+                # Commits.start, Commits.send and Connections.send, without their checks (_Flat
+                # keeps them) and the action's round trip: all_consumed's dict is the op's own and
+                # in the partitions' order already
                 net = f.net
-                a = net.actions[0]
-                net.actions = []
+                op = CommitOp(next(net.ids), "auto", offsets, now + commits.api_timeout_ms, False)
+                ops.append(op)
+                topics = []
+                last = None
+                for tp, om in offsets.items():
+                    if tp.topic != last:
+                        last = tp.topic
+                        parts = []
+                        topics.append({"name": last, "partitions": parts})
+                    parts.append({"partition_index": tp.partition, "committed_offset": om.offset,
+                                  "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
+                                  "commit_timestamp": -1, "committed_metadata": om.metadata})
+                gid, mid = f.ctx
+                body = {"group_id": m.group_id, "generation_id_or_member_epoch": gid, "member_id": mid,
+                        "group_instance_id": m.group_instance_id, "retention_time_ms": -1, "topics": topics}
+                rid = next(net.ids)
+                timeout = net.request_timeout_ms
+                a = net.inflight[rid] = SendRequest(rid, f.cid, _OFFSET_COMMIT, f.commit_version, body, timeout,
+                                                    commits.on_commit, now + timeout, (op, gid, mid, STABLE))
+                op.in_flight = True
                 if a.deadline < m.quiet_until:
                     m.quiet_until = a.deadline
                 self._send(r, a)                 # (its connection is alive: it goes to _commit_arrive)

@@ -47,6 +47,7 @@ from groupcoord.client.member.share_actions import AcknowledgementsCommitted
 from groupcoord.coordinator.config import BrokerConfig
 from groupcoord.coordinator.context import RequestContext
 from groupcoord.coordinator.group.classic.requests import HeartbeatRequest
+from groupcoord.coordinator.group.offsets import OffsetCommitRequest
 from groupcoord.coordinator.handlers import heartbeat as heartbeat_api
 from groupcoord.coordinator.handlers import offset_commit as offset_commit_api
 from groupcoord.coordinator.service import Service
@@ -86,7 +87,7 @@ def latency_sampler(spec: dict, rng: random.Random) -> Callable[[], int]:
 
 class _Conn:
     __slots__ = ("cid", "gid", "node", "alive", "queue", "busy", "req_at", "resp_at", "heartbeat_ctx",
-                 "heartbeat_req", "heartbeat_body")
+                 "heartbeat_req", "heartbeat_body", "coordinates")
 
     def __init__(self, cid: int, gid: int, node: int):
         self.cid = cid                 # the member's id of it
@@ -100,6 +101,9 @@ class _Conn:
         self.heartbeat_ctx: RequestContext | None = None   # its heartbeats' context (see _serve_one)
         self.heartbeat_req: HeartbeatRequest | None = None  # its last heartbeat (see _hb_arrive)
         self.heartbeat_body: dict | None = None             # the body heartbeat_req was last found for
+        # the cluster's epoch when its node was last found its member's group's coordinator (every
+        # change of the coordinators' placement bumps it: the finding holds while it is the same)
+        self.coordinates = -1
 
 
 class _Running:
@@ -154,7 +158,7 @@ class _Flat:
     take over. The member's state stays the truth: the lane changes it as the lanes do, field by
     field."""
     __slots__ = ("m", "hb", "net", "commits", "mconn", "cid", "version", "commit_version", "body", "ctx", "handler",
-                 "empty")
+                 "empty", "sent", "passes", "request")
 
     def __init__(self, m: Member, conn, version: int) -> None:
         self.m = m
@@ -173,6 +177,13 @@ class _Flat:
         self.ctx = (gid, mid)
         self.handler = self.hb.on_heartbeat
         self.empty = not m.assignment      # (an auto-commit of nothing: no partition to commit)
+        # its OffsetCommits at the coordinator (Simulator._commit_arrive): the last one sent, the
+        # cluster's epoch when its commits were found to pass the API layer whole (every change
+        # of partition counts or leaders bumps it), and the coordinator's request of them but
+        # for their topics
+        self.sent: SendRequest | None = None
+        self.passes = -1
+        self.request: OffsetCommitRequest | None = None
 
 
 #: The agenda's timing wheel: one slot per ms of the next 8.2 s (latencies, heartbeats and
@@ -774,6 +785,7 @@ class Simulator(Driver):
                 a = net.inflight[rid] = SendRequest(rid, f.cid, _OFFSET_COMMIT, f.commit_version, body, timeout,
                                                     commits.on_commit, now + timeout, (op, gid, mid, STABLE))
                 op.in_flight = True
+                f.sent = a
                 if a.deadline < m.quiet_until:
                     m.quiet_until = a.deadline
                 self._send(r, a)                 # (its connection is alive: it goes to _commit_arrive)
@@ -1018,9 +1030,10 @@ class Simulator(Driver):
         service = self.service
         body = a.body
         group_id = body["group_id"]
+        cluster = service.cluster
         if (conn.busy or conn.queue or self.codec or service.before_request or service.after_request
                 or service.security.authorizer is not None or not group_id
-                or service.cluster.coordinator_for(group_id) != conn.node):
+                or (conn.coordinates != cluster.epoch and not self._coordinates(conn, group_id))):
             self._arrive(arg)
             return
         next(self._corr)                  # (drawn, as _serve_one draws it)
@@ -1052,6 +1065,14 @@ class Simulator(Driver):
         if service.timers.changes != self._timers_seen or self._service_wake < self.now:
             self._arm_service()           # (its early return, written out)
 
+    def _coordinates(self, conn: _Conn, group_id: str) -> bool:
+        """Whether conn's node is the coordinator of group_id (kept for the cluster's epoch)."""
+        cluster = self.service.cluster
+        if cluster.coordinator_for(group_id) != conn.node:
+            return False
+        conn.coordinates = cluster.epoch
+        return True
+
     def _commit_arrive(self, arg) -> None:
         """_arrive of an OffsetCommit when nothing waits on the connection and the API layer passes
         it to the coordinator whole: answered as _serve_one answers it, without its context."""
@@ -1059,8 +1080,24 @@ class Simulator(Driver):
         if not conn.alive:
             return
         service = self.service
-        if (conn.busy or conn.queue or self.codec or service.before_request or service.after_request
-                or not offset_commit_api.passes_whole(service, a.api_version, a.body)):
+        if conn.busy or conn.queue or self.codec or service.before_request or service.after_request:
+            self._arrive(arg)
+            return
+        f = r.flat
+        if (f is not None and f.sent is a and service.security.authorizer is None
+                and (f.passes == service.cluster.epoch or self._flat_commits_pass(f, conn, a.body))):
+            # a commit of the flat lane's, its topics the member's own: commit_whole without what
+            # _flat_commits_pass found for every commit of the member's assignment
+            conn.busy = True
+            corr = next(self._corr)
+            q = f.request
+            service.group_coordinator.offset_commit(
+                partial(self._respond_cb, r, conn, a, corr),
+                OffsetCommitRequest(q.group_id, a.body["topics"], q.generation_id, q.member_id, q.group_instance_id,
+                                    q.retention_time_ms, q.group_id_not_found))
+            self._arm_service()
+            return
+        if not offset_commit_api.passes_whole(service, a.api_version, a.body):
             self._arrive(arg)
             return
         conn.busy = True                  # (as _serve_one: until _respond)
@@ -1068,6 +1105,26 @@ class Simulator(Driver):
         offset_commit_api.commit_whole(service, conn.node, a.api_version, a.body,
                                        partial(self._respond_cb, r, conn, a, corr))
         self._arm_service()
+
+    def _flat_commits_pass(self, f: _Flat, conn: _Conn, body: dict) -> bool:
+        """Whether the API layer passes every commit the flat member f may send (its assigned
+        partitions, in any part: offset_commit_api.passes_whole of them all) to the coordinator
+        on conn's node whole, at the cluster's epoch now; then kept in f, with the coordinator's
+        request of body but for its topics (offset_commit_api.request_of: the same for each)."""
+        service = self.service
+        topics: dict[str, list] = {}
+        for tp in f.m.assignment:
+            topics.setdefault(tp.topic, []).append({"partition_index": tp.partition})
+        whole = {"topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+        if (not offset_commit_api.passes_whole(service, f.commit_version, whole)
+                or not service.is_coordinator(body["group_id"], conn.node)):
+            return False
+        request = offset_commit_api.request_of(f.commit_version, body, [])
+        if request.error() is not None:
+            return False
+        f.request = request
+        f.passes = service.cluster.epoch
+        return True
 
     def _hb_deliver(self, arg) -> None:
         """_deliver of a heartbeat's answer (_hb_arrive) when it settles and no poll is due."""

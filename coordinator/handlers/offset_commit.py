@@ -161,9 +161,9 @@ def commit_whole(service, node_id: int, version: int, body: dict, respond) -> No
     _commit(service, node_id, version, body, body["topics"], respond)
 
 
-def _commit(service, node_id: int, version: int, body: dict, valid: list, reply) -> None:
-    """The request, its topics the ``valid`` ones, to the coordinator; ``reply`` its answer."""
-    request = OffsetCommitRequest(       # (positional: the hot path after Heartbeat)
+def request_of(version: int, body: dict, valid: list) -> OffsetCommitRequest:
+    """The coordinator's request of a body of this version, its topics the ``valid`` ones."""
+    return OffsetCommitRequest(          # (positional: the hot path after Heartbeat)
         body["group_id"],
         valid,
         body.get("generation_id_or_member_epoch", -1) if version >= 1 else -1,     # generation_id
@@ -172,6 +172,11 @@ def _commit(service, node_id: int, version: int, body: dict, valid: list, reply)
         body.get("retention_time_ms", -1) if 2 <= version <= 4 else -1,            # retention_time_ms
         version >= 9,                                                               # group_id_not_found
     )
+
+
+def _commit(service, node_id: int, version: int, body: dict, valid: list, reply) -> None:
+    """The request, its topics the ``valid`` ones, to the coordinator; ``reply`` its answer."""
+    request = request_of(version, body, valid)
     error = request.error()
     if error is None and not service.is_coordinator(request.group_id, node_id):
         error = ErrorCode.NOT_COORDINATOR

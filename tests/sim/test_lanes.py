@@ -247,3 +247,41 @@ def test_an_offset_commit_passed_whole_is_answered_as_by_its_handler():
     assert not offset_commit_api.passes_whole(a, 10, body(0))             # topics by id
     a.security.authorizer = Authorizer(allow_everyone_if_no_acl_found=True)
     assert not offset_commit_api.passes_whole(a, 9, body(0))
+
+
+def test_the_flat_lanes_commits_are_checked_again_at_every_cluster_change(monkeypatch):
+    # the flat lane's OffsetCommits reach the coordinator without the API layer's checks of each
+    # (Simulator._commit_arrive), as what _flat_commits_pass found holds until the cluster's epoch
+    # changes: here partitions added (the members then rejoin), a group's coordinator moved, a
+    # broker down and up again. Each change has the finding made again, and the run gives the same
+    # log, statistics and members as the lanes without the flat lane and as the general way
+    d = scenario.load(EXAMPLES / "crashes-and-coordinator-move.toml").to_dict()
+    d["events"] = [{"at_s": 60.0, "action": "add_partitions", "topic": "payments", "partitions": 30},
+                   {"at_s": 120.0, "action": "move_coordinator", "group": "billing-0"},
+                   {"at_s": 180.0, "action": "node_down", "node": 1},
+                   {"at_s": 220.0, "action": "node_up", "node": 1}]
+    sc = scenario.from_dict(d)
+    found: list[tuple[int, int, bool]] = []
+    whole: list[bool] = []
+
+    def wrapped(self, f, conn, body, original=simulate.Simulator._flat_commits_pass):
+        out = original(self, f, conn, body)
+        found.append((self.now, self.service.cluster.epoch, out))
+        return out
+
+    def commit_whole(*args, original=offset_commit_api.commit_whole):
+        whole.append(True)
+        return original(*args)
+    monkeypatch.setattr(simulate.Simulator, "_flat_commits_pass", wrapped)
+    monkeypatch.setattr(offset_commit_api, "commit_whole", commit_whole)
+    flat = _run(sc, 3)
+    commits = sum(json.loads(e)["event"] == "offset.committed" for e in flat[0])
+    assert len(whole) < commits / 4              # (most commits went past the API layer's checks)
+    assert sum(out for *_, out in found) > 20
+    epochs = {epoch for _, epoch, out in found if out}
+    assert len(epochs) >= 4                      # found again after each change
+    assert any(not out for *_, out in found)     # (the moved coordinator's commits: NOT_COORDINATOR)
+    monkeypatch.setattr(simulate.Simulator, "flat_lane", False)
+    assert _run(sc, 3) == flat
+    monkeypatch.setattr(simulate.Simulator, "lanes", False)
+    assert _run(sc, 3) == flat

@@ -157,7 +157,7 @@ class _Flat:
     (an answer with an error, a poll due, the connection gone...): the lanes and the general way
     take over. The member's state stays the truth: the lane changes it as the lanes do, field by
     field."""
-    __slots__ = ("m", "hb", "net", "commits", "mconn", "cid", "version", "commit_version", "body", "ctx", "handler",
+    __slots__ = ("m", "hb", "net", "commits", "cid", "version", "commit_version", "body", "ctx", "handler",
                  "empty", "sent", "passes", "request")
 
     def __init__(self, m: Member, conn, version: int) -> None:
@@ -165,8 +165,7 @@ class _Flat:
         self.hb = m.heartbeat
         self.net = m.net
         self.commits = m.commits
-        self.mconn = conn                  # the member's connection to its coordinator
-        self.cid = conn.conn_id
+        self.cid = conn.conn_id            # the member's connection to its coordinator
         self.version = version             # its heartbeats'
         self.commit_version = conn.picked.get(_OFFSET_COMMIT)   # (None: the first commit picks it)
         gen = m.membership.generation
@@ -1075,7 +1074,8 @@ class Simulator(Driver):
 
     def _commit_arrive(self, arg) -> None:
         """_arrive of an OffsetCommit when nothing waits on the connection and the API layer passes
-        it to the coordinator whole: answered as _serve_one answers it, without its context."""
+        it to the coordinator whole: answered as _serve_one answers it, without its context (a
+        flat member's without the API layer's checks either, see _flat_commits_pass)."""
         r, conn, a = arg
         if not conn.alive:
             return
@@ -1090,11 +1090,8 @@ class Simulator(Driver):
             # _flat_commits_pass found for every commit of the member's assignment
             conn.busy = True
             corr = next(self._corr)
-            q = f.request
-            service.group_coordinator.offset_commit(
-                partial(self._respond_cb, r, conn, a, corr),
-                OffsetCommitRequest(q.group_id, a.body["topics"], q.generation_id, q.member_id, q.group_instance_id,
-                                    q.retention_time_ms, q.group_id_not_found))
+            service.group_coordinator.offset_commit(partial(self._respond_cb, r, conn, a, corr),
+                                                    f.request.with_topics(a.body["topics"]))
             self._arm_service()
             return
         if not offset_commit_api.passes_whole(service, a.api_version, a.body):

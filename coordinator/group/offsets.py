@@ -94,6 +94,11 @@ class OffsetCommitRequest:
         """What Kafka's API layer refuses before the coordinator sees it: a null group id."""
         return _E.INVALID_GROUP_ID if self.group_id is None else None
 
+    def with_topics(self, topics: list) -> "OffsetCommitRequest":
+        """The same request of other topics (the simulator's flat lane: one member's commits)."""
+        return OffsetCommitRequest(self.group_id, topics, self.generation_id, self.member_id, self.group_instance_id,
+                                   self.retention_time_ms, self.group_id_not_found)
+
 
 def fetch_error(group_id: str | None, code: int) -> dict:
     """An OffsetFetch group (the v8+ shape) failed as a whole."""

@@ -1029,10 +1029,9 @@ class Simulator(Driver):
         service = self.service
         body = a.body
         group_id = body["group_id"]
-        cluster = service.cluster
         if (conn.busy or conn.queue or self.codec or service.before_request or service.after_request
                 or service.security.authorizer is not None or not group_id
-                or (conn.coordinates != cluster.epoch and not self._coordinates(conn, group_id))):
+                or (conn.coordinates != service.cluster.epoch and not self._coordinates(conn, group_id))):
             self._arrive(arg)
             return
         next(self._corr)                  # (drawn, as _serve_one draws it)
@@ -1114,7 +1113,7 @@ class Simulator(Driver):
             topics.setdefault(tp.topic, []).append({"partition_index": tp.partition})
         whole = {"topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
         if (not offset_commit_api.passes_whole(service, f.commit_version, whole)
-                or not service.is_coordinator(body["group_id"], conn.node)):
+                or not self._coordinates(conn, body["group_id"])):
             return False
         request = offset_commit_api.request_of(f.commit_version, body, [])
         if request.error() is not None:

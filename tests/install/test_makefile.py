@@ -63,3 +63,16 @@ def test_make_test_installs_the_dev_extra_and_chromium_without_recommends_and_sa
     said = [l for l in lines if "echo" in l and "installing" in l]
     assert len(said) == 1 and "chromium" in said[0] and "--no-install-recommends" in said[0]
     assert any("pytest" in l for l in lines)
+
+
+def test_make_run_and_make_test_write_every_parts_bytecode_before_they_start():
+    # (setup.py's parts, read without running setup())
+    import ast
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    [parts] = [ast.literal_eval(node.value) for node in tree.body
+               if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "PARTS"]
+    for target, starts in (("run", "groupcoord serve"), ("test", "pytest")):
+        lines = dry_run(target)
+        [at] = [i for i, l in enumerate(lines) if "compileall" in l]
+        assert set(parts) <= set(shlex.split(lines[at])), target
+        assert at < min(i for i, l in enumerate(lines) if starts in l), target

@@ -49,6 +49,9 @@ _NONE = type(None)
 #: a file's row groups written by a thread of their own while the next is made (_write_all)
 _WRITE_BEHIND = True
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+#: the held chunks' compression: lz4 makes and reads them in about half of zstd's time, at twice
+#: the size (about 40 bytes an event; bench/README.md)
+_CHUNK_CODEC = "lz4"
 
 
 def _pa():
@@ -235,7 +238,7 @@ def _joined(name: str, chunks: list, raw: list | None = None):
 class EventWriter:
     """Writes the events, given one by one in the log's order, as ``out_dir/events/``, holding
     neither the events nor their columns: each kind's events are turned into columns 16k at a time,
-    kept compressed (Arrow IPC, zstd: about a tenth of the columns' size) with their types, and
+    kept compressed (Arrow IPC, lz4: about a quarter of the columns' size) with their types, and
     written at :meth:`close`, a row group at a time. The files are those of the whole log's columns
     made at once (:func:`_target`)."""
 
@@ -281,7 +284,7 @@ class EventWriter:
             arrays.append(pa.array(positions, pa.int64()))
             table = pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))])
             sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+            with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression=_CHUNK_CODEC)) as w:
                 w.write_table(table, max_chunksize=self.PIECE)
             # a JSON text column's values are kept too (pickled): parsed back they may not be what
             # made it (a tuple, an object written with str()), should the whole column need them

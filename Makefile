@@ -49,8 +49,8 @@ browser:
 js: $(JS)/node_modules/.installed
 
 # the modules' bytecode in __pycache__, written ahead: where PYTHONDONTWRITEBYTECODE is set (as on
-# some CI images) Python compiles every module again at each start otherwise, 0.35 s a command or a
-# test's subprocess; up to date after the first time (a file changed since is compiled again)
+# some CI images) Python compiles every module again at each start otherwise, 0.2-0.4 s a command
+# or a test's subprocess; up to date after the first time (a file changed since is compiled again)
 bytecode: | $(BIN)/python
 	$(BIN)/python -m compileall -q -j 0 -x '/test_[^/]*\.py$$|/conftest\.py$$' protocol coordinator client sim analytics cli tests
 

@@ -40,7 +40,7 @@ from groupcoord.client.member import (
     Closed, CommitCompleted, Connect, Disconnect, ErrorRaised, Member, RebalanceCallback, SendRequest,
 )
 from groupcoord.client.member.actions import STABLE
-from groupcoord.client.member.commits import CommitOp
+from groupcoord.client.member.commits import CommitOp, offset_commit_body
 from groupcoord.client.member.connections import COORDINATOR
 from groupcoord.client.member.share import ShareMember
 from groupcoord.client.member.share_actions import AcknowledgementsCommitted
@@ -766,19 +766,8 @@ class Simulator(Driver):
                 net = f.net
                 op = CommitOp(next(net.ids), "auto", offsets, now + commits.api_timeout_ms, False)
                 ops.append(op)
-                topics = []
-                last = None
-                for tp, om in offsets.items():
-                    if tp.topic != last:
-                        last = tp.topic
-                        parts = []
-                        topics.append({"name": last, "partitions": parts})
-                    parts.append({"partition_index": tp.partition, "committed_offset": om.offset,
-                                  "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
-                                  "commit_timestamp": -1, "committed_metadata": om.metadata})
                 gid, mid = f.ctx
-                body = {"group_id": m.group_id, "generation_id_or_member_epoch": gid, "member_id": mid,
-                        "group_instance_id": m.group_instance_id, "retention_time_ms": -1, "topics": topics}
+                body = offset_commit_body(m.group_id, gid, mid, m.group_instance_id, offsets.items())
                 rid = next(net.ids)
                 timeout = net.request_timeout_ms
                 a = net.inflight[rid] = SendRequest(rid, f.cid, _OFFSET_COMMIT, f.commit_version, body, timeout,

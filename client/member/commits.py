@@ -51,6 +51,24 @@ class FetchOffsetsOp:
     in_flight: bool = False
 
 
+def offset_commit_body(group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+                       items) -> dict:
+    """The OffsetCommit body of ``items`` ((TP, OffsetAndMetadata), a topic's partitions together:
+    one topic entry each run of them, in their order)."""
+    topics: list[dict] = []
+    last = None
+    for tp, om in items:
+        if tp.topic != last:
+            last = tp.topic
+            parts: list[dict] = []
+            topics.append({"name": last, "partitions": parts})
+        parts.append({"partition_index": tp.partition, "committed_offset": om.offset,
+                      "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
+                      "commit_timestamp": -1, "committed_metadata": om.metadata})
+    return {"group_id": group_id, "generation_id_or_member_epoch": generation_id, "member_id": member_id,
+            "group_instance_id": instance_id, "retention_time_ms": -1, "topics": topics}
+
+
 class Commits:
     """``ops``: the commits under way; ``fetches``: the OffsetFetches under way;
     ``committed_offsets``: the last offset committed successfully, per partition."""
@@ -161,16 +179,8 @@ class Commits:
     def send(self, op: CommitOp, generation_id: int, member_id: str, state, conn, now: int) -> None:
         """The OffsetCommit of op, on the coordinator's ready connection conn (step: it may go)."""
         member = self.member
-        by_topic: dict[str, list] = {}
-        for tp, om in sorted(op.offsets.items()):
-            by_topic.setdefault(tp.topic, []).append({
-                "partition_index": tp.partition, "committed_offset": om.offset,
-                "committed_leader_epoch": -1 if om.leader_epoch is None else om.leader_epoch,
-                "commit_timestamp": -1, "committed_metadata": om.metadata})
-        body = {"group_id": member.group_id, "generation_id_or_member_epoch": generation_id,
-                "member_id": member_id, "group_instance_id": member.group_instance_id,
-                "retention_time_ms": -1,
-                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        body = offset_commit_body(member.group_id, generation_id, member_id, member.group_instance_id,
+                                  sorted(op.offsets.items()))
         rid = self.net.send(COORDINATOR, OFFSET_COMMIT, body, self.on_commit, now,
                             ctx=(op, generation_id, member_id, state), conn=conn)
         if rid is not None:

@@ -571,6 +571,12 @@ class Analysis:
 ENGINES = ("rdd", "dataframe")
 DEFAULT_ENGINE = "dataframe"
 
+#: Logs under this size (bytes of JSON lines, a Parquet log's bytes counted 20 times: about the
+#: text it stands for) are analysed with Spark's expressions interpreted: compiling the plans' code
+#: costs a small log more than it saves (bench/README.md). A setting given in --conf is kept.
+INTERPRETED_BELOW = 64 << 20
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
 
 def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
             cell_params: dict | None = None, engine: str | None = None) -> Analysis:
@@ -584,19 +590,35 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     storage.check_shared(spark, out, [s.events_path for s in sources])   # a cluster: before the job
     if not storage.is_uri(out):
         Path(out).mkdir(parents=True, exist_ok=True)
+    from . import pipeline
+    sizes = pipeline.input_bytes(spark, sources)
     computed = None
-    if engine == "dataframe":
-        from .pipeline import Fallback, FALLBACK_MARK
-        try:
-            computed = _compute_dataframe(spark, sources, out)
-        except Fallback:
-            computed = None
-        except Exception as e:     # raised in a Python worker: the RDD job names the line
-            if FALLBACK_MARK not in str(e):
-                raise
-    used = engine
-    if computed is None:
-        computed, used = _compute_rdd(spark, sources, out), "rdd"
+    settings = {}
+    if sizes[0] + 20 * sizes[1] < INTERPRETED_BELOW:
+        given = spark.sparkContext.getConf()
+        settings = {k: v for k, v in INTERPRETED.items() if not given.contains(k)}
+    conf = spark.conf
+    saved = {k: conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        conf.set(k, v)
+    try:
+        if engine == "dataframe":
+            try:
+                computed = _compute_dataframe(spark, sources, out, sizes)
+            except pipeline.Fallback:
+                computed = None
+            except Exception as e:     # raised in a Python worker: the RDD job names the line
+                if pipeline.FALLBACK_MARK not in str(e):
+                    raise
+        used = engine
+        if computed is None:
+            computed, used = _compute_rdd(spark, sources, out), "rdd"
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                conf.unset(k)
+            else:
+                conf.set(k, v)
     tables, summary, small = computed
     by_tag = {"invariants": [], "violations": [], "timeline": [], "rebalances": [], "work": []}
     for tag, row in small:
@@ -617,8 +639,9 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     return analysis
 
 
-def _compute_dataframe(spark, sources, out: str):
-    """The tables by :mod:`.pipeline`: (tables, summary rows, small rows for the report)."""
+def _compute_dataframe(spark, sources, out: str, sizes: tuple[int, int]):
+    """The tables by :mod:`.pipeline`: (tables, summary rows, small rows for the report).
+    ``sizes``: the logs' (:func:`.pipeline.input_bytes`)."""
     from pyspark.sql import functions as F
 
     from . import pipeline
@@ -626,7 +649,8 @@ def _compute_dataframe(spark, sources, out: str):
     conf = spark.conf
     # from_json is parsed once per line: the JSON optimiser would give each field read from it its
     # own from_json with a one-field schema (a parse per field: 2.3x slower on hour-1000)
-    settings = {"spark.sql.files.maxPartitionBytes": str(pipeline.split_size(spark, sources, spark.sparkContext.defaultParallelism)),
+    parallelism = spark.sparkContext.defaultParallelism
+    settings = {"spark.sql.files.maxPartitionBytes": str(pipeline.split_size(spark, sources, parallelism, sizes)),
                 "spark.sql.optimizer.enableJsonExpressionOptimization": "false"}
     saved = {k: conf.get(k) for k in settings}
     for k, v in settings.items():

@@ -623,14 +623,25 @@ def table(rows, name, fields):
             .select(*[F.col("r")[n].alias(n) for n, _ in fields]))
 
 
-def split_size(spark, sources, parallelism: int) -> int:
-    """Bytes per input split: each core gets two or more splits of a big log (at least 4 MiB)."""
+def input_bytes(spark, sources) -> tuple[int, int]:
+    """The logs' sizes in bytes: (JSON lines, Parquet)."""
     from . import storage
 
     def size(path):
         return storage.HadoopFs(spark, path).size() if storage.is_uri(path) else os.path.getsize(path)
-    total = sum(sum(size(p) for _, p in eventfile.kind_files(s.events_path, spark)) if eventfile.is_parquet(s)
-                else size(s.events_path) for s in sources)
+    text = parquet = 0
+    for s in sources:
+        if eventfile.is_parquet(s):
+            parquet += sum(size(p) for _, p in eventfile.kind_files(s.events_path, spark))
+        else:
+            text += size(s.events_path)
+    return text, parquet
+
+
+def split_size(spark, sources, parallelism: int, sizes: tuple[int, int] | None = None) -> int:
+    """Bytes per input split: each core gets two or more splits of a big log (at least 4 MiB).
+    ``sizes``: :func:`input_bytes`, when known."""
+    text, parquet = sizes or input_bytes(spark, sources)
     # (Parquet: 20x smaller than the text, hence the lower floor)
     return max(1 << 20 if any(eventfile.is_parquet(s) for s in sources) else 4 << 20,
-               total // max(1, 2 * parallelism) + 1)
+               (text + parquet) // max(1, 2 * parallelism) + 1)

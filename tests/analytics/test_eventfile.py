@@ -87,7 +87,10 @@ def test_tables_and_report_are_the_same_from_either_format(spark, logs, tmp_path
     monkeypatch.setattr(pipeline, "_text_offsets", None)
     dataframe = job.analyze(typed, tmp_path / "parquet", spark=spark, report=False, engine="dataframe")
     monkeypatch.undo()
+    # (and Spark's expressions compiled, as for a big log: the others ran interpreted)
+    monkeypatch.setattr(job, "INTERPRETED_BELOW", 0)
     rdd = job.analyze(typed, tmp_path / "parquet-rdd", spark=spark, report=False, engine="rdd")
+    monkeypatch.undo()
     assert (reference.engine, dataframe.engine, rdd.engine) == ("rdd", "dataframe", "rdd")
 
     expected = tables(spark, tmp_path / "jsonl")
@@ -100,6 +103,40 @@ def test_tables_and_report_are_the_same_from_either_format(spark, logs, tmp_path
         assert {r["path"] for r in got["summary"]} == {str((d / "events").resolve()) for d in logs["parquet"]}
     for a in (dataframe, rdd):
         assert report_data(a) == report_data(reference)
+
+
+class _Seen(Exception):
+    pass
+
+
+@pytest.mark.parametrize("engine", ["dataframe", "rdd"])
+def test_a_small_log_is_analysed_with_interpreted_expressions_and_the_settings_are_put_back(
+        spark, logs, tmp_path, monkeypatch, engine):
+    keys = sorted(job.INTERPRETED)
+    before = [spark.conf.get(k) for k in keys]
+    assert before != [job.INTERPRETED[k] for k in keys]
+    seen = []
+
+    def look(spark, *args):                 # the settings the tables are computed with
+        seen.append([spark.conf.get(k) for k in keys])
+        raise _Seen
+    monkeypatch.setattr(job, "_compute_dataframe" if engine == "dataframe" else "_compute_rdd", look)
+    small = job.find_logs([str(logs["parquet"][0]), str(logs["jsonl"][0])])
+    assert sum(pipeline.input_bytes(spark, small)) < job.INTERPRETED_BELOW / 20
+    small_below = job.INTERPRETED_BELOW
+    for below in (small_below, 1):              # then every log is a big one
+        monkeypatch.setattr(job, "INTERPRETED_BELOW", below)
+        with pytest.raises(_Seen):
+            job.analyze(small, tmp_path / str(below), spark=spark, report=False, engine=engine)
+        assert [spark.conf.get(k) for k in keys] == before
+    # a setting given to the session (--conf) is kept
+    given = spark.sparkContext.getConf().set(keys[1], before[1])
+    monkeypatch.setattr(job, "INTERPRETED_BELOW", small_below)
+    monkeypatch.setattr(spark.sparkContext, "getConf", lambda: given)
+    with pytest.raises(_Seen):
+        job.analyze(small, tmp_path / "given", spark=spark, report=False, engine=engine)
+    assert [spark.conf.get(k) for k in keys] == before
+    assert seen == [[job.INTERPRETED[k] for k in keys], before, [job.INTERPRETED[keys[0]], before[1]]]
 
 
 def test_a_commit_file_the_pipeline_cannot_vouch_for_goes_to_the_rdd_job(spark, logs, tmp_path):

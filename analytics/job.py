@@ -16,6 +16,7 @@ cannot take to the RDD job (``analyze(engine=...)``, ``--engine`` or GROUPCOORD_
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -571,9 +572,10 @@ class Analysis:
 ENGINES = ("rdd", "dataframe")
 DEFAULT_ENGINE = "dataframe"
 
-#: Logs under this size (bytes of JSON lines, a Parquet log's bytes counted 20 times: about the
-#: text it stands for) are analysed with Spark's expressions interpreted: compiling the plans' code
-#: costs a small log more than it saves (bench/README.md). A setting given in --conf is kept.
+#: An analysis of logs under this size in all (bytes of JSON lines, a Parquet log's bytes counted
+#: 20 times: about the text it stands for) runs with Spark's expressions interpreted where Spark
+#: can: compiling the plans' code costs small logs more than it saves (bench/README.md). A setting
+#: the session has (--conf, spark-defaults, conf.set) is kept.
 INTERPRETED_BELOW = 64 << 20
 INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
@@ -593,15 +595,8 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
     from . import pipeline
     sizes = pipeline.input_bytes(spark, sources)
     computed = None
-    settings = {}
-    if sizes[0] + 20 * sizes[1] < INTERPRETED_BELOW:
-        given = spark.sparkContext.getConf()
-        settings = {k: v for k, v in INTERPRETED.items() if not given.contains(k)}
-    conf = spark.conf
-    saved = {k: conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        conf.set(k, v)
-    try:
+    interpreted = sizes[0] + 20 * sizes[1] < INTERPRETED_BELOW
+    with _session_settings(spark.conf, INTERPRETED if interpreted else {}):
         if engine == "dataframe":
             try:
                 computed = _compute_dataframe(spark, sources, out, sizes)
@@ -613,12 +608,6 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         used = engine
         if computed is None:
             computed, used = _compute_rdd(spark, sources, out), "rdd"
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                conf.unset(k)
-            else:
-                conf.set(k, v)
     tables, summary, small = computed
     by_tag = {"invariants": [], "violations": [], "timeline": [], "rebalances": [], "work": []}
     for tag, row in small:
@@ -637,6 +626,24 @@ def analyze(sources: list[LogSource], out, spark=None, report: bool = True,
         from .report import write_report
         write_report(analysis, cell_params=cell_params)
     return analysis
+
+
+@contextlib.contextmanager
+def _session_settings(conf, settings: dict):
+    """The SQL settings in the session for a while, but for those it has (from --conf,
+    spark-defaults or a conf.set): unset again after."""
+    taken = [k for k in settings if conf.get(k, None) is None]
+    try:
+        for k in taken:
+            conf.set(k, settings[k])
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):     # (a JVM gone: the error to see is the first)
+            for k in taken:
+                conf.unset(k)
+        raise
+    for k in taken:
+        conf.unset(k)
 
 
 def _compute_dataframe(spark, sources, out: str, sizes: tuple[int, int]):

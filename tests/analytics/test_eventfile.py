@@ -85,12 +85,11 @@ def test_tables_and_report_are_the_same_from_either_format(spark, logs, tmp_path
     monkeypatch.setattr(pipeline, "read_events", no_text)
     monkeypatch.setattr(pipeline, "_text_events", None)
     monkeypatch.setattr(pipeline, "_text_offsets", None)
+    # (and Spark's expressions compiled, as for big logs: the other two run interpreted)
+    monkeypatch.setattr(job, "INTERPRETED_BELOW", 0)
     dataframe = job.analyze(typed, tmp_path / "parquet", spark=spark, report=False, engine="dataframe")
     monkeypatch.undo()
-    # (and Spark's expressions compiled, as for a big log: the others ran interpreted)
-    monkeypatch.setattr(job, "INTERPRETED_BELOW", 0)
     rdd = job.analyze(typed, tmp_path / "parquet-rdd", spark=spark, report=False, engine="rdd")
-    monkeypatch.undo()
     assert (reference.engine, dataframe.engine, rdd.engine) == ("rdd", "dataframe", "rdd")
 
     expected = tables(spark, tmp_path / "jsonl")
@@ -129,14 +128,16 @@ def test_a_small_log_is_analysed_with_interpreted_expressions_and_the_settings_a
         with pytest.raises(_Seen):
             job.analyze(small, tmp_path / str(below), spark=spark, report=False, engine=engine)
         assert [spark.conf.get(k) for k in keys] == before
-    # a setting given to the session (--conf) is kept
-    given = spark.sparkContext.getConf().set(keys[1], before[1])
+    # a setting the session has (--conf, spark-defaults or a conf.set) is kept
     monkeypatch.setattr(job, "INTERPRETED_BELOW", small_below)
-    monkeypatch.setattr(spark.sparkContext, "getConf", lambda: given)
-    with pytest.raises(_Seen):
-        job.analyze(small, tmp_path / "given", spark=spark, report=False, engine=engine)
-    assert [spark.conf.get(k) for k in keys] == before
-    assert seen == [[job.INTERPRETED[k] for k in keys], before, [job.INTERPRETED[keys[0]], before[1]]]
+    spark.conf.set(keys[1], "true")
+    try:
+        with pytest.raises(_Seen):
+            job.analyze(small, tmp_path / "given", spark=spark, report=False, engine=engine)
+        assert [spark.conf.get(k) for k in keys] == [before[0], "true"]
+    finally:
+        spark.conf.unset(keys[1])
+    assert seen == [[job.INTERPRETED[k] for k in keys], before, [job.INTERPRETED[keys[0]], "true"]]
 
 
 def test_a_commit_file_the_pipeline_cannot_vouch_for_goes_to_the_rdd_job(spark, logs, tmp_path):

@@ -703,6 +703,14 @@ class _Balancer:
     full check says balanced no partition can satisfy the move condition, so scanning on yields
     the same moves. Per topic, a lazy heap keyed by (size, consumer) gives Kafka's
     "first consumer in sortedCurrentSubscriptions subscribed to the topic".
+
+    Kafka's loop can go on forever: a partition to be moved from an overloaded consumer A to B,
+    which came to A from C earlier in the loop while another of its topic went from B to C, is
+    swapped for that other one (moved back from C to B: getTheActualPartitionToBeMoved); A stays
+    overloaded, the next pass moves that partition from B to C again, and so on. After 1,000
+    passes the balancer says so and goes on moving the partitions it picks themselves: each such
+    move lowers the sum of the squared sizes, so the loop ends, with the balance Kafka's
+    criterion asks for.
     """
 
     def __init__(self, nm, sizes, owner, topic_of, potential, potential_sets, fixed, prev,
@@ -717,6 +725,7 @@ class _Balancer:
         self.prev = prev
         self.undo: list[tuple[int, int]] = []
         self.movements = _PartitionMovements(tp_hash)
+        self.exact = False           # after the livelock guard: no stickiness substitution
         hist: dict[int, int] = {}
         for mi in range(nm):
             if not fixed[mi]:
@@ -756,7 +765,7 @@ class _Balancer:
     def _move(self, pid: int, new: int) -> tuple[int, int]:
         """reassignPartition(partition, newConsumer): returns (moved pid, its old owner)."""
         owner = self.owner
-        actual = self.movements.actual_partition_to_move(
+        actual = pid if self.exact else self.movements.actual_partition_to_move(
             pid, self.topic_of[pid], owner[pid], new)
         old = owner[actual]
         self.movements.move(actual, self.topic_of[actual], old, new)
@@ -823,9 +832,10 @@ class _Balancer:
                         performed = modified = True
             if not modified:
                 return performed
-            if passes > 1000:       # Kafka loops until stable; guard against a livelock
-                log.error("sticky balancing did not converge after %d passes", passes)
-                return performed
+            if passes > 1000 and not self.exact:       # Kafka's loop would go on (see the class)
+                log.error("sticky balancing did not converge after %d passes: balancing on without "
+                          "undoing earlier moves", passes)
+                self.exact = True
 
 
 class _PartitionMovements:

@@ -142,6 +142,24 @@ def test_random_groups_fresh_and_after_changes(strategy, uniform):
     run()
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_group_kafkas_balancing_loop_would_never_finish_is_balanced(strategy, caplog):
+    # (the random test above found it, seed 228) two members join and topics grow: Kafka's
+    # performReassignments would go on forever, n0 keeping the t3 partition it is to give m15
+    # while getTheActualPartitionToBeMoved moves one back and forth between m15 and m30 instead
+    subs = {"m11": [], "m00": ["t0", "t2", "t1"], "m30": ["t3"], "m15": ["t3", "t5"],
+            "m29": ["t0", "t2", "t4", "t1", "t5"], "m28": ["t4", "t2", "t1", "t0", "t3", "t5"],
+            "m23": ["t5"], "m10": ["t1", "t0"]}
+    ppt = {"t0": 12, "t1": 8, "t2": 11, "t3": 11, "t4": 6, "t5": 3}
+    before, _ = rebalance(strategy, subs, ppt, {})
+    subs2 = {**subs, "n0": ["t3", "t0", "t5"], "n1": ["t5"]}
+    ppt2 = {**ppt, "t0": 14, "t2": 14}
+    after, _ = rebalance(strategy, subs2, ppt2, before)
+    assert "did not converge after 1001 passes" in caplog.text
+    check_valid(subs2, ppt2, after)
+    check_balanced(subs2, after)
+
+
 # -- churn sequences -----------------------------------------------------------------------------
 
 ops = st.lists(st.one_of(

@@ -704,13 +704,13 @@ class _Balancer:
     the same moves. Per topic, a lazy heap keyed by (size, consumer) gives Kafka's
     "first consumer in sortedCurrentSubscriptions subscribed to the topic".
 
-    Kafka's loop can go on forever: a partition to be moved from an overloaded consumer A to B,
-    which came to A from C earlier in the loop while another of its topic went from B to C, is
-    swapped for that other one (moved back from C to B: getTheActualPartitionToBeMoved); A stays
-    overloaded, the next pass moves that partition from B to C again, and so on. After 1,000
-    passes the balancer says so and goes on moving the partitions it picks themselves: each such
-    move lowers the sum of the squared sizes, so the loop ends, with the balance Kafka's
-    criterion asks for.
+    Kafka's loop can go on forever (this port, which makes its choices, does on a group the random
+    tests found): a partition to be moved from an overloaded consumer A to B, which came to A from
+    C earlier in the loop while another of its topic went from B to C, is swapped for that other
+    one (moved back from C to B: getTheActualPartitionToBeMoved); A stays overloaded, the next pass
+    moves that partition from B to C again, and so on. After 1,000 passes the balancer says so and
+    goes on moving the partitions it picks themselves: each such move lowers the sum of the squared
+    sizes, so the loop ends, with the balance Kafka's criterion asks for.
     """
 
     def __init__(self, nm, sizes, owner, topic_of, potential, potential_sets, fixed, prev,

@@ -710,7 +710,9 @@ class _Balancer:
     one (moved back from C to B: getTheActualPartitionToBeMoved); A stays overloaded, the next pass
     moves that partition from B to C again, and so on. After 1,000 passes the balancer says so and
     goes on moving the partitions it picks themselves: each such move lowers the sum of the squared
-    sizes, so the loop ends, with the balance Kafka's criterion asks for.
+    sizes, so the loop ends, with the balance Kafka's criterion asks for (before balance()'s own
+    check of the score, which may still revert it all). Such moves can leave two partitions of a
+    topic swapped between two members, which Kafka's isSticky forbids: they are given back after.
     """
 
     def __init__(self, nm, sizes, owner, topic_of, potential, potential_sets, fixed, prev,
@@ -831,11 +833,30 @@ class _Balancer:
                         heapq.heappush(heap, sizes[src] * nm + src)
                         performed = modified = True
             if not modified:
+                if self.exact:
+                    self._unswap()
                 return performed
-            if passes > 1000 and not self.exact:       # Kafka's loop would go on (see the class)
+            if passes > 1000 and not self.exact:       # Kafka's loop would not have ended (see the class)
                 log.error("sticky balancing did not converge after %d passes: balancing on without "
                           "undoing earlier moves", passes)
                 self.exact = True
+
+    def _unswap(self) -> None:
+        """Give back each pair of a topic's partitions that the exact moves left swapped (one moved
+        A->B, another B->A: what Kafka's isSticky forbids); each goes back to the member that had
+        it, and every member keeps its size."""
+        movements = self.movements
+        owner = self.owner
+        for ti, per_topic in list(movements.by_topic.items()):
+            for src, dst in list(per_topic):        # (a pair given back is gone from per_topic)
+                while (src, dst) in per_topic and (dst, src) in per_topic:
+                    there = next(iter(per_topic[(src, dst)][0]))     # at dst, from src
+                    back = next(iter(per_topic[(dst, src)][0]))      # at src, from dst
+                    for pid, new in ((there, src), (back, dst)):
+                        old = owner[pid]
+                        movements.move(pid, ti, old, new)
+                        owner[pid] = new
+                        self.undo.append((pid, old))
 
 
 class _PartitionMovements:

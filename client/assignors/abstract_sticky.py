@@ -845,18 +845,13 @@ class _Balancer:
         """Give back each pair of a topic's partitions that the exact moves left swapped (one moved
         A->B, another B->A: what Kafka's isSticky forbids); each goes back to the member that had
         it, and every member keeps its size."""
-        movements = self.movements
-        owner = self.owner
-        for ti, per_topic in list(movements.by_topic.items()):
+        for per_topic in list(self.movements.by_topic.values()):
             for src, dst in list(per_topic):        # (a pair given back is gone from per_topic)
                 while (src, dst) in per_topic and (dst, src) in per_topic:
                     there = next(iter(per_topic[(src, dst)][0]))     # at dst, from src
                     back = next(iter(per_topic[(dst, src)][0]))      # at src, from dst
-                    for pid, new in ((there, src), (back, dst)):
-                        old = owner[pid]
-                        movements.move(pid, ti, old, new)
-                        owner[pid] = new
-                        self.undo.append((pid, old))
+                    self._move(there, src)          # (exact: the partition itself)
+                    self._move(back, dst)
 
 
 class _PartitionMovements:

@@ -657,7 +657,7 @@ def _compute_dataframe(spark, sources, out: str, sizes: tuple[int, int]):
     # from_json is parsed once per line: the JSON optimiser would give each field read from it its
     # own from_json with a one-field schema (a parse per field: 2.3x slower on hour-1000)
     parallelism = spark.sparkContext.defaultParallelism
-    settings = {"spark.sql.files.maxPartitionBytes": str(pipeline.split_size(spark, sources, parallelism, sizes)),
+    settings = {"spark.sql.files.maxPartitionBytes": str(pipeline.split_size(sources, parallelism, sizes)),
                 "spark.sql.optimizer.enableJsonExpressionOptimization": "false"}
     saved = {k: conf.get(k) for k in settings}
     for k, v in settings.items():

@@ -638,10 +638,10 @@ def input_bytes(spark, sources) -> tuple[int, int]:
     return text, parquet
 
 
-def split_size(spark, sources, parallelism: int, sizes: tuple[int, int] | None = None) -> int:
+def split_size(sources, parallelism: int, sizes: tuple[int, int]) -> int:
     """Bytes per input split: each core gets two or more splits of a big log (at least 4 MiB).
-    ``sizes``: :func:`input_bytes`, when known."""
-    text, parquet = sizes or input_bytes(spark, sources)
+    ``sizes``: the logs' (:func:`input_bytes`)."""
+    text, parquet = sizes
     # (Parquet: 20x smaller than the text, hence the lower floor)
     return max(1 << 20 if any(eventfile.is_parquet(s) for s in sources) else 4 << 20,
                (text + parquet) // max(1, 2 * parallelism) + 1)

@@ -10,6 +10,8 @@ JS        := tests/interop/js
 # the admin listener of `make run` (empty: none); ARGS may override it (`--http-port 9000`: the last
 # one given wins)
 HTTP_PORT ?= 8080
+# the test suite's workers (pytest-xdist; 0: all in this process)
+TEST_JOBS ?= 2
 
 .PHONY: install install-dev bytecode run lint test bench js browser clean
 
@@ -63,7 +65,7 @@ lint: $(DEV_STAMP)
 	$(BIN)/lint-imports --no-cache
 
 test: lint js browser bytecode
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) $(PYTEST_ARGS)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/codec.py

@@ -12,7 +12,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-SESSION_TIMEOUT_MS = 6000
+#: librdkafka, told of a coordinator error, can go on for seconds finding the coordinator again: each
+#: FindCoordinator answer (behind the connection's Fetch, up to fetch.wait.max.ms, as Kafka serves a
+#: connection's requests one at a time) renames its coordinator connection, which closes it and fails
+#: the commit or heartbeat queued there, which marks the coordinator dead again. Measured with two busy
+#: processes beside it: up to 15 s, and at 6 s one run in eight or more ended in its own session timeout
+#: (SESSTMOUT) and a rebalance.
+SESSION_TIMEOUT_MS = 20000
 HEARTBEAT_MS = 300
 WAIT = 30.0
 GROUP_APIS = {8: "OffsetCommit", 9: "OffsetFetch", 10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat",

@@ -10,7 +10,7 @@ JS        := tests/interop/js
 # the admin listener of `make run` (empty: none); ARGS may override it (`--http-port 9000`: the last
 # one given wins)
 HTTP_PORT ?= 8080
-# the test suite's workers (pytest-xdist; 0: all in this process)
+# the test suite's workers (pytest-xdist; 0 or empty: none, all in pytest's own process)
 TEST_JOBS ?= 2
 
 .PHONY: install install-dev bytecode run lint test bench js browser clean
@@ -65,7 +65,7 @@ lint: $(DEV_STAMP)
 	$(BIN)/lint-imports --no-cache
 
 test: lint js browser bytecode
-	$(BIN)/python -m pytest -q -n $(TEST_JOBS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(if $(TEST_JOBS),-n $(TEST_JOBS)) $(PYTEST_ARGS)
 
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/codec.py

@@ -61,6 +61,7 @@ async def test_two_processes_give_the_members_events_and_summary_of_one(tmp_path
         for key, value in parts[0][gid].items():
             assert value == parts[1][gid][key], (gid, key, value, parts[1][gid][key])
         assert parts[0][gid]["ownership_violations"] == 0, gid
+    assert parts[0] == parts[1]       # (and no key of the second run's that the first lacks)
     assert summaries[0]["clients"] == summaries[1]["clients"] == 14 and summaries[1]["processes"] == 2
     for g in summaries[1]["groups"].values():
         assert g["final"] == {"check": "ok", "running_clients": 5} and g["state"] == "Stable"

@@ -563,9 +563,10 @@ class Simulator(Driver):
         self._push(w.start_batch(records, now), self._batch_done, (r, w.token))
         return True
 
-    def _drive(self, r: _Running, app: bool = True) -> None:
+    def _drive(self, r: _Running, app: bool = True, idle: bool = False) -> None:
         """Poll the member until it has nothing more to do now, carrying out its actions; then
-        wake it at its next deadline. (``app`` False: its application's polls were looked at.)"""
+        wake it at its next deadline. (``app`` False: its application's polls were looked at.
+        ``idle``: the rebalance's lane, each poll Member.idle_poll where it may be.)"""
         if r.dead:
             return
         m = r.member
@@ -579,7 +580,10 @@ class Simulator(Driver):
                 # the poll timer: the application's polls are counted at the next look, as many)
                 self._app_polls_due(r)
         for _ in range(1000):
-            actions = m.poll(now)
+            # (the rebalance's lane: the poll after its answer, and after the listener's callback)
+            actions = m.idle_poll(now) if idle else None
+            if actions is None:
+                actions = m.poll(now)
             self._n_polls += 1
             if not actions:
                 break
@@ -1301,7 +1305,11 @@ class Simulator(Driver):
         m = r.member
         now = self.now
         w = r.wake_at
-        if (m.on_response(rid, resp, now) or w is None or w <= now
+        if m.on_response(rid, resp, now):
+            # (a JoinGroup's or a SyncGroup's answer in a rebalance: the rebalance's lane)
+            self._drive(r, True, self.lanes and type(m) is Member)
+            return
+        if (w is None or w <= now
                 or (r.next_poll <= now and r.stall_until <= now and now >= m.quiet_until
                     and self._app_polls_due(r))):
             # poll: the response left work, or no wake-up of the member's last next_deadline()

@@ -31,6 +31,7 @@ from .actions import (
     UnsupportedOperationError,
 )
 from .commits import Commits
+from .completion import CompletionStage
 from .connections import COORDINATOR, HEARTBEAT, OFFSET_COMMIT, Connections
 from .discovery import Discovery
 from .fetching import Fetcher
@@ -696,6 +697,67 @@ class Member:
         for tp, om in op.offsets.items():
             committed[tp] = om.offset
         return op.offsets
+
+    def idle_poll(self, now: int) -> list[Action] | None:
+        """poll(now) after an input of a classic rebalance that leaves the poll nothing to do but
+        hand out what the input queued, or but take the assignment once the listener is done: a
+        follower's JoinGroup answered (COMPLETING_REBALANCE, its SyncGroup sent), a SyncGroup
+        answered (the assignment waiting for the listener's onPartitionsAssigned), or the
+        listener done with an assignment that revokes nothing and fetches no offsets. No other
+        part's time may have come: then a whole poll's first pass enters only the rebalance's
+        step, which waits (the poll ends after it) or takes the assignment (a second pass finds
+        nothing to do): this is that poll. Else None, nothing changed (poll()). For a driver's
+        lane of the rebalance (the simulator's)."""
+        if now < self.quiet_until or self.consumer_protocol or self.fetch_enabled:
+            return None
+        group = self.membership
+        state = group.state
+        c = group.completion
+        if state is COMPLETING:
+            if c is not None or group.leader_task is not None:
+                return None
+        elif state is not STABLE or c is None or c.stage is not CompletionStage.ASSIGN or c.token is None:
+            return None
+        # _step's guards, none of them holding but the rebalance's own
+        if (self.closed or self.fatal_error is not None or self.closing is not None
+                or not self.subscription or self.group_id is None or group.left_on_poll_timeout):
+            return None
+        hb = self.heartbeat
+        d = hb.session_deadline
+        if (d is not None and now >= d) or now - hb.last_app_poll >= hb.max_poll_interval_ms:
+            return None
+        if not hb.in_flight and now >= hb.next:
+            return None
+        metadata = self.metadata
+        if not metadata.in_flight and ((metadata.requested and now >= metadata.retry_at)
+                                       or now >= metadata.next_refresh):
+            return None
+        net = self.net
+        if self.discovery.coordinator is None or COORDINATOR not in net.by_key:
+            return None
+        commits = self.commits
+        if commits.ops or commits.fetches or self.offsets.need_committed or self.offsets.need_reset:
+            return None
+        for r in net.inflight.values():       # (net.expire's look)
+            if r.deadline <= now:
+                return None
+        # (an auto-commit due waits while the rebalance does: Commits.step_auto_commit)
+        quiet = 0
+        if state is STABLE and c.token not in group.callbacks_pending:
+            # the listener is done: the assignment taken (step_completion), then the second pass
+            # finds the group stable with nothing due
+            if (c.revoked or group.rejoin_needed or group.joined_subscription != self.subscription
+                    or (commits.auto_commit and now >= commits.next_auto_commit)):
+                return None
+            group.completion = None
+            group.completed(c, now)
+            if self._one_quiet_pass and self.quick_polls:
+                quiet = -1                     # (as poll(): next_deadline finds until when)
+        self.quiet_until = quiet
+        self._now = now
+        self._static = _STALE
+        out, net.actions = net.actions, []
+        return out
 
     def heartbeat_settled(self, request_id: int, resp: dict, now: int) -> int | None:
         """on_response(request_id, resp, now) when it is a heartbeat's answer without error that

@@ -7,11 +7,16 @@ change) must change nothing: the same scenario gives the same event log, and the
 statistics, with every request taking the general way (Simulator.lanes off)."""
 from __future__ import annotations
 
+import copy
+import dataclasses
+import enum
+import itertools
 import json
 from pathlib import Path
 
 import pytest
 
+from groupcoord.client.assignors.base import TopicPartition as TP
 from groupcoord.client.member import Member
 from groupcoord.coordinator.handlers import offset_commit as offset_commit_api
 from groupcoord.coordinator.security import Acl, Authorizer
@@ -109,6 +114,158 @@ def test_the_lanes_are_taken(monkeypatch):
         assert sum(outcomes) > 300, name
         assert not all(outcomes), name                 # (some fell back on the general way)
     assert len(taken) == 4
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_the_rebalances_lane_is_taken(monkeypatch, strategy):
+    # Member.idle_poll (Simulator._drive's polls after a JoinGroup's or a SyncGroup's answer and
+    # after the listener's callback) takes a follower's JoinGroup answered, a SyncGroup answered
+    # waiting for the listener and the assignment taken once the listener is done, and steps
+    # aside for the rest (the leader, errors, a heartbeat answered REBALANCE_IN_PROGRESS,
+    # partitions whose offsets are fetched): the same log, statistics and members' state as
+    # every poll a whole one
+    d = scenario.load(EXAMPLES / "hour-1000.toml").to_dict()
+    d.update(duration_s=150.0, topics={"t": 8})                # (4 of 12 members without a partition)
+    d["groups"][0].update(count=2, members=12, strategy=strategy)
+    d["groups"][0].pop("protocol", None)
+    d["events"][0].pop("at_ms", None)
+    d["events"][0].update(at_s=40.0, interval_ms=3000)
+    sc = scenario.from_dict(d)
+    taken: dict[tuple[str, bool], int] = {}
+
+    def wrapped(self, now, original=Member.idle_poll):
+        case = _case(self)
+        out = original(self, now)
+        taken[case, out is not None] = taken.get((case, out is not None), 0) + 1
+        return out
+    monkeypatch.setattr(Member, "idle_poll", wrapped)
+    (log, stats), (general_log, general_stats) = _both(monkeypatch, sc, 3)
+    assert log == general_log
+    assert stats == general_stats
+    assert taken["joined", True] > 200                 # followers' JoinGroup answers
+    assert taken["synced", True] > 80                  # SyncGroup answers, the listener's turn
+    assert taken["assigned", True] > 80                # the listener done
+    assert taken["assigned", False] > 20               # (an assignment whose offsets are fetched)
+    assert taken["other", False] > 50                  # (heartbeats answered REBALANCE_IN_PROGRESS)
+    monkeypatch.setattr(simulate.Simulator, "lanes", True)
+    monkeypatch.setattr(Member, "idle_poll", lambda self, now: None)   # (the other lanes on, this one off)
+    assert _run(sc, 3) == (log, stats)
+
+
+def _case(m: Member) -> str:
+    """Which of Member.idle_poll's cases the member is in, if any."""
+    group = m.membership
+    c = group.completion
+    if group.state.name == "COMPLETING_REBALANCE":
+        return "joined"
+    if c is None or c.stage.name != "ASSIGN" or c.token is None:
+        return "other"
+    return "synced" if c.token in group.callbacks_pending else "assigned"
+
+
+_NOT_OURS = ("member", "net", "discovery", "group", "config", "rng")     # (back references, shared parts)
+
+
+def _state(v, depth: int = 4):
+    """What a value holds, its parts' too, down to ``depth`` (callables out, and the parts'
+    references to the member's other parts)."""
+    if isinstance(v, (list, tuple)):
+        return [_state(x, depth) for x in v]
+    if isinstance(v, dict):
+        return {k: _state(x, depth) for k, x in v.items()}
+    if isinstance(v, itertools.count):
+        return repr(v)
+    if isinstance(v, Member):
+        return {k: _state(x, depth - 1) for k, x in vars(v).items() if not callable(x)}
+    if callable(v) or isinstance(v, (enum.Enum, type)):
+        return v if isinstance(v, enum.Enum) else "callable"
+    if dataclasses.is_dataclass(v) or hasattr(v, "__dict__"):
+        if depth == 0:
+            return type(v).__name__
+        fields = ({f.name: getattr(v, f.name) for f in dataclasses.fields(v)} if dataclasses.is_dataclass(v)
+                  else vars(v))
+        return type(v).__name__, {k: _state(x, depth - 1) for k, x in fields.items()
+                                  if not callable(x) and k not in _NOT_OURS}
+    return v
+
+
+def _actions(actions) -> list:
+    return [(type(a).__name__, getattr(a, "api_key", None), getattr(a, "body", None),
+             getattr(a, "deadline", None), getattr(a, "partitions", None)) for a in actions]
+
+
+def test_the_rebalances_lane_steps_aside_when_a_timer_has_come(monkeypatch):
+    # members caught where Member.idle_poll took their poll (a follower's JoinGroup answered, a
+    # SyncGroup answered, the listener done): there idle_poll hands out what poll() hands out and
+    # leaves the member as poll() leaves it; with another part's time come (or a part with
+    # work) it steps aside (None, nothing changed), and poll() does more than idle_poll would have
+    d = scenario.load(EXAMPLES / "hour-1000.toml").to_dict()
+    d.update(duration_s=60.0, topics={"t": 8})
+    d["groups"][0].update(count=1, members=12)
+    d["events"][0].pop("at_ms", None)
+    d["events"][0].update(at_s=20.0, interval_ms=3000)
+    caught: dict[str, tuple[Member, int]] = {}
+
+    def wrapped(self, now, original=Member.idle_poll):
+        case = _case(self)
+        before = copy.deepcopy(self) if case not in caught else None
+        out = original(self, now)
+        if out is not None and before is not None:
+            caught[case] = (before, now)
+        return out
+    monkeypatch.setattr(Member, "idle_poll", wrapped)
+    simulate.Simulator(scenario.from_dict(d), 3).run()
+    monkeypatch.undo()
+    assert set(caught) == {"joined", "synced", "assigned"}
+
+    def changes(m: Member, now: int) -> dict:
+        """What may come, and in which of the cases the lane must step aside for it."""
+        hb, metadata, group, commits = m.heartbeat, m.metadata, m.membership, m.commits
+        every = {"joined", "synced", "assigned"}
+
+        def auto_commit_due():
+            commits.auto_commit, commits.next_auto_commit = True, now
+        out = {
+            "heartbeat due": (every, lambda: setattr(hb, "next", now)),
+            "session over": (every, lambda: setattr(hb, "session_deadline", now)),
+            "poll timeout": (every, lambda: setattr(hb, "last_app_poll", now - hb.max_poll_interval_ms)),
+            "metadata refresh": (every, lambda: setattr(metadata, "next_refresh", now)),
+            "coordinator unknown": (every, lambda: setattr(m.discovery, "coordinator", None)),
+            "offsets to fetch": (every, lambda: m.offsets.need_committed.add(TP("t", 0))),
+            "offsets to reset": (every, lambda: m.offsets.need_reset.add(TP("t", 0))),
+            # (an auto-commit due, or a rejoin asked for, waits while the rebalance does)
+            "auto-commit due": ({"assigned"}, auto_commit_due),
+            "rejoin asked for": ({"assigned"}, lambda: setattr(group, "rejoin_needed", True)),
+        }
+        if group.completion is not None:
+            # (the cooperative protocol's rejoin after a revocation: onJoinComplete's)
+            out["partitions revoked"] = ({"assigned"},
+                                         lambda: setattr(group.completion, "revoked", frozenset({TP("t", 0)})))
+        if m.net.inflight:
+            out["request timed out"] = (every, lambda: setattr(next(iter(m.net.inflight.values())), "deadline", now))
+        return out
+    for case, (member, now) in caught.items():
+        for what in [None, *changes(member, now)]:
+            lane, whole = copy.deepcopy(member), copy.deepcopy(member)
+            if what is not None:
+                changes(lane, now)[what][1]()
+                changes(whole, now)[what][1]()
+            if what is None or case not in changes(member, now)[what][0]:
+                out = lane.idle_poll(now)
+                assert out is not None, (case, what)
+                assert _actions(out) == _actions(whole.poll(now)), (case, what)
+                assert _state(lane) == _state(whole), (case, what)
+                continue
+            untouched = _state(whole)
+            assert lane.idle_poll(now) is None, (case, what)
+            assert _state(lane) == untouched, (case, what)          # (nothing changed)
+            whole.poll(now)
+            idle = copy.deepcopy(member)
+            idle.idle_poll(now)
+            after = changes(idle, now).get(what)        # (a change of the completion: taken with it)
+            if after is not None:
+                after[1]()
+            assert _state(whole) != _state(idle), (case, what)      # the general poll did more
 
 
 def test_members_without_partitions_take_the_auto_commits_lane(monkeypatch):

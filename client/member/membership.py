@@ -273,7 +273,8 @@ class Membership(Completing):
         rid = member.net.send(COORDINATOR, JOIN_GROUP, build, self.on_join, now, timeout_ms=timeout)
         if rid is None:
             return
-        log.info("%s: joining (reason: %s)", member.who(), self.rejoin_reason)
+        if log.isEnabledFor(logging.INFO):       # (its arguments: a member's every rebalance)
+            log.info("%s: joining (reason: %s)", member.who(), self.rejoin_reason)
         self.joined_subscription = member.subscription
         self.state = MemberState.PREPARING_REBALANCE
         self.rejoin_needed = False
@@ -515,8 +516,9 @@ class Membership(Completing):
             if a.name == self.generation.protocol_name:
                 a.on_assignment(Assignment(sorted(c.assigned), c.user_data), member.group_metadata())
         member.commits.next_auto_commit = now + member.commits.auto_commit_interval_ms
-        log.info("%s: generation %s assignment %s (added %s, revoked %s)", member.who(),
-                 self.generation.generation_id, sorted(c.assigned), sorted(c.added), sorted(c.revoked))
+        if log.isEnabledFor(logging.INFO):       # (its arguments: three sorts a member's rebalance)
+            log.info("%s: generation %s assignment %s (added %s, revoked %s)", member.who(),
+                     self.generation.generation_id, sorted(c.assigned), sorted(c.added), sorted(c.revoked))
 
     def completed(self, c: JoinCompletion, now: int) -> None:
         """The next rebalance prepares again; a cooperative one that revoked rejoins at once."""

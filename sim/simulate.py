@@ -1306,7 +1306,7 @@ class Simulator(Driver):
         now = self.now
         w = r.wake_at
         if m.on_response(rid, resp, now):
-            # (a JoinGroup's or a SyncGroup's answer in a rebalance: the rebalance's lane)
+            # an answer that left work: the rebalance's lane may take the poll (Member.idle_poll)
             self._drive(r, True, self.lanes and type(m) is Member)
             return
         if (w is None or w <= now

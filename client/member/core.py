@@ -700,14 +700,15 @@ class Member:
 
     def idle_poll(self, now: int) -> list[Action] | None:
         """poll(now) after an input of a classic rebalance that leaves the poll nothing to do but
-        hand out what the input queued, or but take the assignment once the listener is done: a
+        hand out what the input queued, or only take the assignment once the listener is done: a
         follower's JoinGroup answered (COMPLETING_REBALANCE, its SyncGroup sent), a SyncGroup
         answered (the assignment waiting for the listener's onPartitionsAssigned), or the
         listener done with an assignment that revokes nothing and fetches no offsets. No other
         part's time may have come: then a whole poll's first pass enters only the rebalance's
         step, which waits (the poll ends after it) or takes the assignment (a second pass finds
         nothing to do): this is that poll. Else None, nothing changed (poll()). For a driver's
-        lane of the rebalance (the simulator's)."""
+        lane of the rebalance (the simulator's). (It follows poll() and _step() as written here:
+        a subclass that changes them must not take it.)"""
         if now < self.quiet_until or self.consumer_protocol or self.fetch_enabled:
             return None
         group = self.membership
@@ -720,7 +721,7 @@ class Member:
             return None
         # _step's guards, none of them holding but the rebalance's own
         if (self.closed or self.fatal_error is not None or self.closing is not None
-                or not self.subscription or self.group_id is None or group.left_on_poll_timeout):
+                or self.group_id is None or group.left_on_poll_timeout):
             return None
         hb = self.heartbeat
         d = hb.session_deadline
@@ -746,6 +747,7 @@ class Member:
         if state is STABLE and c.token not in group.callbacks_pending:
             # the listener is done: the assignment taken (step_completion), then the second pass
             # finds the group stable with nothing due
+            # (unsubscribed: its subscription is not the one it joined with)
             if (c.revoked or group.rejoin_needed or group.joined_subscription != self.subscription
                     or (commits.auto_commit and now >= commits.next_auto_commit)):
                 return None

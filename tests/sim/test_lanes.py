@@ -18,6 +18,7 @@ import pytest
 
 from groupcoord.client.assignors.base import TopicPartition as TP
 from groupcoord.client.member import Member
+from groupcoord.client.member.connections import COORDINATOR
 from groupcoord.coordinator.handlers import offset_commit as offset_commit_api
 from groupcoord.coordinator.security import Acl, Authorizer
 from groupcoord.sim import scenario, simulate
@@ -147,6 +148,7 @@ def test_the_rebalances_lane_is_taken(monkeypatch, strategy):
     assert taken["assigned", True] > 80                # the listener done
     assert taken["assigned", False] > 20               # (an assignment whose offsets are fetched)
     assert taken["other", False] > 50                  # (heartbeats answered REBALANCE_IN_PROGRESS)
+    assert ("other", True) not in taken
     monkeypatch.setattr(simulate.Simulator, "lanes", True)
     monkeypatch.setattr(Member, "idle_poll", lambda self, now: None)   # (the other lanes on, this one off)
     assert _run(sc, 3) == (log, stats)
@@ -208,7 +210,7 @@ def test_the_rebalances_lane_steps_aside_when_a_timer_has_come(monkeypatch):
 
     def wrapped(self, now, original=Member.idle_poll):
         case = _case(self)
-        before = copy.deepcopy(self) if case not in caught else None
+        before = copy.deepcopy(self) if case not in caught and case != "other" else None
         out = original(self, now)
         if out is not None and before is not None:
             caught[case] = (before, now)
@@ -233,9 +235,16 @@ def test_the_rebalances_lane_steps_aside_when_a_timer_has_come(monkeypatch):
             "coordinator unknown": (every, lambda: setattr(m.discovery, "coordinator", None)),
             "offsets to fetch": (every, lambda: m.offsets.need_committed.add(TP("t", 0))),
             "offsets to reset": (every, lambda: m.offsets.need_reset.add(TP("t", 0))),
+            "metadata asked for": (every, lambda: (setattr(metadata, "requested", True),
+                                                   setattr(metadata, "retry_at", now))),
+            "coordinator's connection gone": (every, lambda: m.net.by_key.pop(COORDINATOR)),
+            "close asked for": (every, lambda: m.close(now)),
+            "a commit under way": (every, lambda: m.commit({TP("t", 0): 5}, now, sync=False)),
             # (an auto-commit due, or a rejoin asked for, waits while the rebalance does)
             "auto-commit due": ({"assigned"}, auto_commit_due),
             "rejoin asked for": ({"assigned"}, lambda: setattr(group, "rejoin_needed", True)),
+            "subscription changed": ({"assigned"}, lambda: setattr(group, "joined_subscription", frozenset({"u"}))),
+            "unsubscribed": ({"assigned"}, lambda: setattr(m, "subscription", frozenset())),
         }
         if group.completion is not None:
             # (the cooperative protocol's rejoin after a revocation: onJoinComplete's)

@@ -742,17 +742,15 @@ class Member:
         for r in net.inflight.values():       # (net.expire's look)
             if r.deadline <= now:
                 return None
-        # (an auto-commit due waits while the rebalance does: Commits.step_auto_commit)
         quiet = 0
         if state is STABLE and c.token not in group.callbacks_pending:
-            # the listener is done: the assignment taken (step_completion), then the second pass
-            # finds the group stable with nothing due
-            # (unsubscribed: its subscription is not the one it joined with)
+            # the listener is done: the assignment taken, then the second pass finds the group
+            # stable with nothing due (an auto-commit due, which waited while the rebalance ran,
+            # would go; an unsubscribed member's subscription is not the one it joined with)
             if (c.revoked or group.rejoin_needed or group.joined_subscription != self.subscription
                     or (commits.auto_commit and now >= commits.next_auto_commit)):
                 return None
-            group.completion = None
-            group.completed(c, now)
+            group.step_completion(now)
             if self._one_quiet_pass and self.quick_polls:
                 quiet = -1                     # (as poll(): next_deadline finds until when)
         self.quiet_until = quiet

@@ -158,7 +158,7 @@ class _Flat:
     take over. The member's state stays the truth: the lane changes it as the lanes do, field by
     field."""
     __slots__ = ("m", "hb", "net", "commits", "cid", "version", "commit_version", "body", "ctx", "handler",
-                 "empty", "sent", "passes", "request")
+                 "empty", "sent", "passes", "request", "hb_req")
 
     def __init__(self, m: Member, conn, version: int) -> None:
         self.m = m
@@ -183,6 +183,7 @@ class _Flat:
         self.sent: SendRequest | None = None
         self.passes = -1
         self.request: OffsetCommitRequest | None = None
+        self.hb_req: SendRequest | None = None
 
 
 #: The agenda's timing wheel: one slot per ms of the next 8.2 s (latencies, heartbeats and
@@ -796,8 +797,16 @@ class Simulator(Driver):
             rid = next(net.ids)
             timeout = net.request_timeout_ms
             deadline = now + timeout
-            a = net.inflight[rid] = SendRequest(rid, f.cid, _HEARTBEAT, f.version, f.body, timeout, f.handler,
-                                                deadline, f.ctx)
+            # one request object for the lane's heartbeats (-1.8% instructions a request): the last one
+            # was answered, or the member left the lane, before the next one goes (hb.in_flight)
+            a = f.hb_req
+            if a is None or a.timeout_ms != timeout:
+                a = f.hb_req = SendRequest(rid, f.cid, _HEARTBEAT, f.version, f.body, timeout, f.handler, deadline,
+                                           f.ctx)
+            else:
+                a.request_id = rid
+                a.deadline = deadline
+            net.inflight[rid] = a
             hb.in_flight = True
             hb.next = now + hb.interval_ms
             if deadline < m.quiet_until:
@@ -887,7 +896,11 @@ class Simulator(Driver):
         self._n_polls_skipped += 1
         if d < w:
             r.wake_at = d
-            self._push(d, self._wake_cb, r)
+            if d - self._cursor < _WHEEL:           # (_push, d being later than now)
+                self._wheel[d & _MASK].append((self._wake_cb, r))
+                self._queued += 1
+            else:
+                self._push(d, self._wake_cb, r)
         return True
 
     def _execute(self, r: _Running, a) -> bool:

@@ -186,6 +186,22 @@ class _Flat:
         self.hb_req: SendRequest | None = None
 
 
+class _Stored:
+    """The answer to an OffsetCommit the coordinator stored whole (every partition without an
+    error: OffsetManager.commit_offsets), as the flat lane's settle takes it; answer() makes the
+    dict offset_commit would have answered, for the general way."""
+    __slots__ = ("body",)
+
+    def __init__(self, body: dict) -> None:
+        self.body = body                   # the request's
+
+    def answer(self) -> dict:
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": t["name"], "partitions": [{"partition_index": p["partition_index"], "error_code": 0}
+                                               for p in t["partitions"]]}
+            for t in self.body["topics"]]}
+
+
 #: The agenda's timing wheel: one slot per ms of the next 8.2 s (latencies, heartbeats and
 #: auto-commits fall within it); an item due later waits in a heap until the wheel reaches it.
 _WHEEL = 1 << 13
@@ -1093,10 +1109,19 @@ class Simulator(Driver):
                 and (f.passes == service.cluster.epoch or self._flat_commits_pass(f, conn, a.body))):
             # a commit of the flat lane's, its topics the member's own: commit_whole without what
             # _flat_commits_pass found for every commit of the member's assignment
-            conn.busy = True
             corr = next(self._corr)
-            service.group_coordinator.offset_commit(partial(self._respond_cb, r, conn, a, corr),
-                                                    f.request.with_topics(a.body["topics"]))
+            req = f.request
+            gc = service.group_coordinator
+            if req.retention_time_ms == -1 and gc.commit_offsets(
+                    req.group_id, req.generation_id, req.member_id, req.group_instance_id,
+                    [(tp.topic, tp.partition, om.offset, -1 if om.leader_epoch is None else om.leader_epoch,
+                      om.metadata) for tp, om in a.ctx[0].offsets.items()]):
+                # stored whole: its answer (every partition without an error) made only if the general
+                # way takes it (_Stored)
+                self._respond(r, conn, a, corr, _Stored(a.body))
+            else:
+                conn.busy = True
+                gc.offset_commit(partial(self._respond_cb, r, conn, a, corr), req.with_topics(a.body["topics"]))
             self._arm_service()
             return
         if not offset_commit_api.passes_whole(service, a.api_version, a.body):
@@ -1180,10 +1205,11 @@ class Simulator(Driver):
         op = req.ctx[0]
         if op.done:
             return False
-        for t in resp["topics"]:
-            for p in t["partitions"]:
-                if p["error_code"]:
-                    return False
+        if type(resp) is not _Stored:
+            for t in resp["topics"]:
+                for p in t["partitions"]:
+                    if p["error_code"]:
+                        return False
         m.settled_deadline = None
         del inflight[rid]
         m._now = now
@@ -1210,6 +1236,9 @@ class Simulator(Driver):
             if self._flat_commit_settle(r, f, rid, resp, now):
                 return
             r.flat = None
+        if type(resp) is _Stored:
+            resp = resp.answer()
+            arg = r, conn, rid, resp
         m = r._m
         w = r.wake_at
         if (r.frozen_until > now or w is None or w <= now

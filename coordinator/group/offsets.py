@@ -454,6 +454,41 @@ class OffsetManager:
             ctx.append(group_id, records)
         respond({"throttle_time_ms": 0, "topics": out_topics})
 
+    def commit_offsets(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None,
+                       offsets: list) -> bool:
+        """:meth:`offset_commit` of a member's commit, without a request or an answer, where it
+        stores every partition and answers no error: ``offsets`` [(topic, partition, offset, leader
+        epoch or -1, metadata or None)] in the request's order, with no commit timestamp and no
+        retention time (-1: the simulator's steady state). False, nothing done, where
+        offset_commit would answer an error, reject a partition, or do more (the group loading,
+        gone or not a classic group, transactional offsets pending): offset_commit answers it."""
+        ctx = self.ctx
+        if ctx.loading and ctx.is_loading(group_id):
+            return False
+        group = ctx.groups.get(group_id)
+        if (group is None or group.type != "classic" or (self._open and group_id in self._open)
+                or group.validate_offset_commit(member_id, instance_id, generation_id) is not None):
+            return False
+        max_len = self.offset_metadata_max_bytes
+        for _, _, _, _, metadata in offsets:
+            if metadata is not None and len(metadata) > max_len // 2 and java_string_length(metadata) > max_len:
+                return False
+        clock = ctx.clock
+        now = clock()
+        self._member_committed(group, member_id, now)
+        key, value, new = _st.OffsetCommitKey, OffsetAndMetadata, _new     # (as offset_commit's loop)
+        records = [(new(key, (group_id, topic, partition)),
+                    new(value, (offset, epoch, "" if metadata is None else metadata, now, None)))
+                   for topic, partition, offset, epoch, metadata in offsets]
+        self.replay_all(records)
+        if self.emit_commits:
+            ctx.event(group, "offset.committed", now, {
+                "member": member_id, "instance_id": instance_id, "partitions": len(records), "errors": 0,
+                "topics": len({o[0] for o in offsets})})
+        if ctx.persist:
+            ctx.append(group_id, records)
+        return True
+
     def _supersede(self, group_id: str, records: list) -> list:
         """The pending transactional offsets a commit of their partitions overtook (Kafka leaves them
         out when their transaction commits: their record offsets are below the commit's), marked

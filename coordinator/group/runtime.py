@@ -125,6 +125,7 @@ class GroupCoordinator:
         self.group_max_size = self.classic.group_max_size
         # the offset requests are the offset manager's (bound here: no call in between)
         self.offset_commit = self.offsets.offset_commit
+        self.commit_offsets = self.offsets.commit_offsets
         self.offset_fetch = self.offsets.offset_fetch
         self.offset_delete = self.offsets.offset_delete
         self.txn_offset_commit = self.offsets.txn_offset_commit

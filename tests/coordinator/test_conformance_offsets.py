@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from groupcoord.coordinator.group.offsets import OffsetAndMetadata
-from groupcoord.coordinator.group.offsets import OffsetCommitRequest
+from groupcoord.coordinator.group.offsets import OffsetCommitRequest, TxnOffsetCommitRequest
 
 GROUP = "group-id"
 DAY = 24 * 3600 * 1000
@@ -93,6 +93,72 @@ def test_commit_validation_errors(h):
 
 def test_commit_null_group_id(h):
     assert errors(h.commit(None, generation=-1)) == {("foo", 0): 24}
+
+
+def test_commit_offsets_stores_as_offset_commit_or_leaves_it_to_offset_commit(make_harness):
+    # commit_offsets (the simulator's steady state: no request, no answer) beside offset_commit on a
+    # second harness alike: where offset_commit answers every partition without an error, the same
+    # offsets, events and session timer; elsewhere False, and nothing stored, emitted or re-armed
+    cases = [  # (member, generation, offsets {(topic, partition): (offset, leader epoch, metadata)})
+        (1, 1, {("foo", 0): (10, -1, ""), ("foo", 1): (11, 4, None), ("bar", 0): (5, -1, "m")}),
+        (0, 1, {("foo", 0): (16, -1, "x" * 10)}),
+        (1, 2, {("foo", 0): (12, -1, "")}),                            # ILLEGAL_GENERATION
+        (None, 1, {("foo", 0): (13, -1, "")}),                         # UNKNOWN_MEMBER_ID
+        (1, 1, {("foo", 0): (14, -1, ""), ("foo", 1): (15, -1, "x" * 11)}),    # a partition's metadata too large
+    ]
+    stored = []
+    for member, generation, offsets in cases:
+        a, b = make_harness(offset_metadata_max_bytes=10), make_harness(offset_metadata_max_bytes=10)
+        ids = a.stable_group(2, session=10000)
+        assert b.stable_group(2, session=10000) == ids
+        member = "someone" if member is None else ids[member]
+        a.run_until(4000)
+        b.run_until(4000)
+        before = (len(a.events), a.offsets(), a.timers.deadline(("hb", GROUP, member)))
+        done = a.gc.commit_offsets(GROUP, generation, member, None,
+                                   [(t, p, o, e, md) for (t, p), (o, e, md) in offsets.items()])
+        topics: dict[str, list] = {}
+        for (t, p), (o, e, md) in offsets.items():
+            topics.setdefault(t, []).append({"partition_index": p, "committed_offset": o,
+                                             "committed_leader_epoch": e, "committed_metadata": md})
+        answer = []
+        b.gc.offset_commit(answer.append, OffsetCommitRequest(
+            GROUP, [{"name": t, "partitions": ps} for t, ps in topics.items()], generation_id=generation,
+            member_id=member))
+        stored.append(done)
+        assert done == (not any(errors(answer[0]).values()))
+        if done:
+            assert a.events == b.events and a.gc.offsets.of(GROUP) == b.gc.offsets.of(GROUP)
+            assert a.timers.deadline(("hb", GROUP, member)) == b.timers.deadline(("hb", GROUP, member)) == 14000
+        else:
+            assert (len(a.events), a.offsets(), a.timers.deadline(("hb", GROUP, member))) == before
+    assert stored == [True, True, False, False, False]
+    leader, follower = ids
+    a.join(member_id=leader)                                          # a rebalance: PreparingRebalance
+    assert a.gc.commit_offsets(GROUP, 1, follower, None, [("foo", 0, 20, -1, "")])      # (accepted then)
+    assert not a.gc.commit_offsets("another", 1, follower, None, [("foo", 0, 21, -1, "")])     # no such group
+    a.gc.ctx.loading.add(a.gc.ctx.partition_of(GROUP))
+    assert not a.gc.commit_offsets(GROUP, 1, follower, None, [("foo", 0, 22, -1, "")])
+    a.gc.ctx.loading.clear()
+    a.gc.txn_offset_commit(lambda r: None, TxnOffsetCommitRequest("tx", GROUP, 7, 0, [{"name": "bar", "partitions": [
+        {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": ""}]}]))
+    assert not a.gc.commit_offsets(GROUP, 1, follower, None, [("foo", 0, 23, -1, "")])   # a transaction's pending
+    assert {t: {p: v.committed_offset for p, v in ps.items()} for t, ps in a.gc.offsets.of(GROUP).items()} == {
+        "foo": {0: 20}}
+
+
+def test_commit_offsets_leaves_a_consumer_groups_commits_to_offset_commit():
+    from test_conformance_consumer_group import GROUP as CG, harness, hb
+    h = harness()
+    assert hb(h, "m1", 0, topics=["foo"])["member_epoch"] == 1
+    before = len(h.events)
+    assert not h.gc.commit_offsets(CG, 1, "m1", None, [("foo", 0, 5, -1, "")])
+    assert len(h.events) == before and not h.gc.offsets.of(CG)
+    answer = []
+    h.gc.offset_commit(answer.append, OffsetCommitRequest(CG, [{"name": "foo", "partitions": [
+        {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": ""}]}],
+        generation_id=1, member_id="m1", group_id_not_found=True))              # (v9: the member's epoch)
+    assert errors(answer[0]) == {("foo", 0): 0}                       # (offset_commit takes it)
 
 
 def test_offset_metadata_too_large_by_character_count(make_harness):

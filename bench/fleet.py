@@ -42,7 +42,8 @@ time runs.
 
 (g) floor: the simulator against the floor of its steady state (bench/sim_floor.py: the least a run
     must do for its heartbeats and auto-commits, one loop without the member, the coordinator or the
-    driver), one process each over the same scenario: CPU microseconds a request.
+    driver), and against that floor with what a kernel of the steady state would keep besides to hand
+    a member back exactly, one process each over the same scenario: CPU microseconds a request.
 
     python bench/fleet.py [virtual] [tcp] [memory] [analyze] [instructions] [floor] [--members 1000 5000] [--partitions P]
                           [--duration S] [--scenario PATH] [--hold 10] [--limit 300] [--profile N]

@@ -163,7 +163,7 @@ def _run_kept(sc, wheel, log, members, lo, span) -> dict:
         wheel[m.wake_at & _MASK].append((_SEND, m, None))
     end = sc.duration_ms
     items = requests = polls = skipped = 0
-    loss = 0.0
+    loss = 0.0                  # (the simulator's look at its network's loss, none here)
     cpu0 = time.process_time()
     for now in range(end + 1):
         slot = wheel[now & _MASK]
@@ -231,11 +231,13 @@ def _run_kept(sc, wheel, log, members, lo, span) -> dict:
                 next(corr)
                 rid, offs = arg
                 g = groups[m.group]
-                e = m.entry
-                seq = next(seqs)
-                d = now + session_ms
-                if d >= e.queued_at:
-                    e.deadline, e.seq = d, seq
+                if g.state == "Stable" and g.generation_id == m.generation and \
+                        g.members.get(m.name) is m.coordinator_member:
+                    e = m.entry
+                    seq = next(seqs)
+                    d = now + session_ms
+                    if d >= e.queued_at:
+                        e.deadline, e.seq = d, seq
                 records = [((m.group, tp[0], tp[1]), (o, -1, "", now, None)) for tp, o in offs.items()]
                 for key, value in records:
                     offsets[key] = value
